@@ -1,0 +1,199 @@
+package api
+
+import (
+	"google.golang.org/protobuf/proto"
+)
+
+// KeySelector selects keys: it returns true for the keys it accepts.
+type KeySelector func(key string) bool
+
+// Dependency is one precondition of a value: either a specific Key must exist,
+// or (AnyOf) at least one existing key must be accepted by the selector.
+// Dependencies of one value are ANDed. A key "exists" when its value is
+// CONFIGURED or OBTAINED (a created derived value counts).
+type Dependency struct {
+	// Label names the dependency in status details ("unmet: interface").
+	Label string
+	// Key must exist for the dependency to be satisfied. Set either Key or
+	// AnyOf.
+	Key string
+	// AnyOf is satisfied by any existing key it accepts.
+	AnyOf AnyOfDependency
+}
+
+// AnyOfDependency is satisfied by at least one existing key that starts with
+// one of KeyPrefixes (when any are given) and is accepted by KeySelector.
+// Prefixes bound the search: without them the scheduler has to offer every key
+// of the graph to the selector, which is correct but slow in large graphs.
+type AnyOfDependency struct {
+	KeyPrefixes []string
+	KeySelector KeySelector
+}
+
+// IsZero tells whether the AnyOf dependency is unset.
+func (a AnyOfDependency) IsZero() bool {
+	return a.KeySelector == nil && len(a.KeyPrefixes) == 0
+}
+
+// KeyValuePair is a key with its value.
+type KeyValuePair struct {
+	Key   string
+	Value proto.Message
+}
+
+// ValueOrigin tells where a value came from.
+type ValueOrigin int
+
+const (
+	// UnknownOrigin: the descriptor cannot tell. A retrieved value of unknown
+	// origin is taken as the NB's when the NB requests its key or the agent
+	// created it; otherwise it is treated as foreign (OBTAINED) and never
+	// deleted.
+	UnknownOrigin ValueOrigin = iota
+	// FromNB: requested by the northbound (created by the agent).
+	FromNB
+	// FromSB: created in the southbound by someone else; never deleted by the
+	// agent.
+	FromSB
+)
+
+func (o ValueOrigin) String() string {
+	switch o {
+	case FromNB:
+		return "from-NB"
+	case FromSB:
+		return "from-SB"
+	default:
+		return "unknown"
+	}
+}
+
+// KVWithMetadata is a key-value pair with its metadata and origin, as returned
+// by Retrieve and pushed by SB notifications.
+type KVWithMetadata struct {
+	Key      string
+	Value    proto.Message
+	Metadata any
+	Origin   ValueOrigin
+}
+
+// KVDescriptor describes one kind of value to the scheduler. It is a struct of
+// attributes and callbacks rather than an interface: descriptors are stateless,
+// the scheduler keeps the state (values, metadata, status) and shows it.
+// Optional fields may be left at their zero values.
+type KVDescriptor struct {
+	// Name identifies the descriptor; unique among registered descriptors.
+	// Mandatory.
+	Name string
+
+	// NBKeyPrefix is the prefix under which the northbound (e.g. etcd) holds
+	// the values of this descriptor. Empty for descriptors of derived values.
+	NBKeyPrefix string
+
+	// KeySelector returns true for the keys this descriptor describes.
+	// Mandatory. Selectors of different descriptors must not overlap; a key
+	// accepted by two descriptors belongs to the one registered first.
+	KeySelector KeySelector
+
+	// ValueTypeName is the full proto name of the value message (e.g.
+	// "vpp.interfaces.Interface"). When set, a value of another type is
+	// INVALID. Mandatory for descriptors of NB values.
+	ValueTypeName string
+
+	// KeyLabel shortens a key into a label unique within the descriptor (e.g.
+	// the interface name); it is the key of the metadata map. Default: the key.
+	KeyLabel func(key string) string
+
+	// ValueComparator tells whether two values of a key are equivalent, so
+	// that a change between them needs no Update (e.g. MTU 0 and 1500).
+	// Default: proto.Equal.
+	ValueComparator func(key string, oldValue, newValue proto.Message) bool
+
+	// WithMetadata enables metadata for the values of this descriptor: what
+	// Create, Update and Retrieve return is kept with the value and published
+	// in the descriptor's metadata map.
+	WithMetadata bool
+
+	// MetadataMapFactory builds the metadata map, for maps with secondary
+	// indexes. Default: a plain map from label to metadata.
+	MetadataMapFactory func() MetadataMapRW
+
+	// Validate checks a value before it is created or updated. An error makes
+	// the value INVALID: it is not applied (a previous version is removed from
+	// the SB) and not retried until the value changes. Wrap the reason with
+	// NewInvalidValueError to name the invalid fields.
+	Validate func(key string, value proto.Message) error
+
+	// Create creates the value in the SB and returns its metadata. Called only
+	// when all dependencies are satisfied. Mandatory for descriptors of NB and
+	// derived values that need an SB operation. On error the scheduler
+	// refreshes the key (Retrieve) to learn what the failure left behind.
+	Create func(key string, value proto.Message) (metadata any, err error)
+
+	// Delete removes the value from the SB. Called only after all values that
+	// depend on it, and its derived values, were deleted. Deleting a value
+	// that is already gone should succeed.
+	Delete func(key string, value proto.Message, metadata any) error
+
+	// Update changes the value in place and returns the new metadata (the old
+	// metadata may be modified and returned). Without Update every change is
+	// applied by re-creation: Delete then Create.
+	Update func(key string, oldValue, newValue proto.Message, oldMetadata any) (newMetadata any, err error)
+
+	// UpdateWithRecreate tells whether this change must be applied by
+	// re-creation even though Update exists (e.g. a changed interface type).
+	// Values that depend on the re-created value are deleted first (PENDING)
+	// and created again after it.
+	UpdateWithRecreate func(key string, oldValue, newValue proto.Message, metadata any) bool
+
+	// Retrieve reads every value of this descriptor present in the SB.
+	// correlate holds the values the scheduler expects (the NB values at
+	// startup, the applied values at run time), with their metadata, to help
+	// reconstruct NB-shaped values from SB data. Values it returns must be
+	// accepted by KeySelector and appear once. Without Retrieve the SB is
+	// assumed to be as the scheduler left it. Derived values are not
+	// retrieved: their SB state is what DerivedValues returns for the
+	// retrieved base value.
+	Retrieve func(correlate []KVWithMetadata) ([]KVWithMetadata, error)
+
+	// IsRetriableFailure tells whether an error of Create, Update or Delete
+	// may go away if the operation is repeated. Default: every error is
+	// retriable, except InvalidValueError and errors marked NonRetriable.
+	IsRetriableFailure func(err error) bool
+
+	// DerivedValues breaks the value into separately handled parts (e.g. one
+	// value per IP address of an interface). Derived values exist only while
+	// the base value exists: they are created right after it and deleted
+	// before it. A derived key that no descriptor describes is a property: it
+	// exists while its base does, with no CRUD.
+	DerivedValues func(key string, value proto.Message) []KeyValuePair
+
+	// Dependencies lists what must exist before the value can be created.
+	Dependencies func(key string, value proto.Message) []Dependency
+
+	// RetrieveDependencies names the descriptors whose values must be
+	// retrieved before this one's (e.g. interfaces before routes, to map
+	// interface indexes to names).
+	RetrieveDependencies []string
+}
+
+// MetadataMap is a read-only view of the metadata of one descriptor's values,
+// indexed by label (KeyLabel). It is safe for concurrent use.
+type MetadataMap interface {
+	// GetValue returns the metadata of the value with the given label.
+	GetValue(label string) (metadata any, exists bool)
+	// ListLabels returns the labels of all values with metadata, sorted.
+	ListLabels() []string
+}
+
+// MetadataMapRW is the writable metadata map the scheduler owns. A custom map
+// (MetadataMapFactory) maintains its secondary indexes in Put and Delete. The
+// scheduler is the only writer; readers may call concurrently.
+type MetadataMapRW interface {
+	MetadataMap
+	// Put stores (or replaces) the metadata of a label.
+	Put(label string, metadata any)
+	// Delete removes the metadata of a label; deleting a missing label is a
+	// no-op.
+	Delete(label string)
+}

@@ -1,0 +1,103 @@
+package api
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+var (
+	// ErrTxnQueueFull: a non-blocking commit found the transaction queue full.
+	ErrTxnQueueFull = errors.New("transaction queue is full")
+	// ErrClosed: the scheduler was closed.
+	ErrClosed = errors.New("scheduler is closed")
+	// ErrRevertNotSupportedWithResync: WithRevert and WithResync together.
+	ErrRevertNotSupportedWithResync = errors.New("revert is not supported with resync")
+	// ErrNilKey: an empty key was given.
+	ErrNilKey = errors.New("empty key")
+)
+
+// InvalidValueError is returned by Validate: the value cannot be applied and
+// will not be retried until it changes. InvalidFields name the offending
+// fields; they appear in the value status details.
+type InvalidValueError struct {
+	Err           error
+	InvalidFields []string
+}
+
+// NewInvalidValueError wraps the reason why a value is invalid.
+func NewInvalidValueError(err error, invalidFields ...string) *InvalidValueError {
+	return &InvalidValueError{Err: err, InvalidFields: invalidFields}
+}
+
+func (e *InvalidValueError) Error() string {
+	if len(e.InvalidFields) == 0 {
+		return fmt.Sprintf("invalid value: %v", e.Err)
+	}
+	return fmt.Sprintf("invalid value (fields %s): %v", strings.Join(e.InvalidFields, ", "), e.Err)
+}
+
+func (e *InvalidValueError) Unwrap() error { return e.Err }
+
+// NonRetriableError marks an error of Create, Update or Delete that repeating
+// the operation cannot fix, whatever the descriptor's IsRetriableFailure says.
+type NonRetriableError struct{ Err error }
+
+// NonRetriable marks err as not retriable.
+func NonRetriable(err error) error { return &NonRetriableError{Err: err} }
+
+func (e *NonRetriableError) Error() string { return e.Err.Error() }
+func (e *NonRetriableError) Unwrap() error { return e.Err }
+
+// KeyWithError is the failure of one value in a transaction.
+type KeyWithError struct {
+	Key       string
+	Operation TxnOperation
+	Error     error
+}
+
+// TransactionError is what Commit returns when values of the transaction
+// failed or are invalid. TxnInitError is set when the transaction could not
+// even start (e.g. ErrRevertNotSupportedWithResync).
+type TransactionError struct {
+	TxnInitError error
+	KVErrors     []KeyWithError
+}
+
+func (e *TransactionError) Error() string {
+	if e.TxnInitError != nil {
+		return "transaction not started: " + e.TxnInitError.Error()
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d value(s) failed:", len(e.KVErrors))
+	for i, kv := range e.KVErrors {
+		if i == 10 {
+			fmt.Fprintf(&b, " ... and %d more", len(e.KVErrors)-i)
+			break
+		}
+		fmt.Fprintf(&b, " [%s %s: %v]", kv.Operation, kv.Key, kv.Error)
+	}
+	return b.String()
+}
+
+// Unwrap gives errors.Is/As access to the init error and every value error.
+func (e *TransactionError) Unwrap() []error {
+	errs := make([]error, 0, len(e.KVErrors)+1)
+	if e.TxnInitError != nil {
+		errs = append(errs, e.TxnInitError)
+	}
+	for _, kv := range e.KVErrors {
+		errs = append(errs, kv.Error)
+	}
+	return errs
+}
+
+// ErrorOf returns the error of one key, or nil.
+func (e *TransactionError) ErrorOf(key string) error {
+	for _, kv := range e.KVErrors {
+		if kv.Key == key {
+			return kv.Error
+		}
+	}
+	return nil
+}

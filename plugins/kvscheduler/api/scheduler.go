@@ -1,0 +1,128 @@
+package api
+
+import (
+	"context"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+)
+
+// KVScheduler is the engine seen by the northbound and the southbound.
+type KVScheduler interface {
+	// RegisterKVDescriptor registers descriptors. It fails for a duplicate or
+	// empty name or a missing KeySelector. Values already waiting as
+	// UNIMPLEMENTED for a newly registered descriptor are applied by a
+	// transaction queued right away.
+	RegisterKVDescriptor(descriptors ...*KVDescriptor) error
+
+	// GetRegisteredNBKeyPrefixes returns the NBKeyPrefix of every registered
+	// descriptor that has one, in registration order.
+	GetRegisteredNBKeyPrefixes() []string
+
+	// StartNBTransaction starts a new NB transaction.
+	StartNBTransaction() Txn
+
+	// TransactionBarrier returns once every transaction queued before the call
+	// has finished.
+	TransactionBarrier()
+
+	// PushSBNotification reports values that changed in the SB by themselves
+	// (nil Value = gone). They become OBTAINED; no CRUD is called for them, a
+	// resync never deletes them, and they satisfy dependencies. The
+	// notification is queued as a transaction; the call does not wait.
+	PushSBNotification(notifications ...KVWithMetadata) error
+
+	// GetMetadataMap returns the read-only metadata map of a descriptor
+	// registered WithMetadata, or nil.
+	GetMetadataMap(descriptor string) MetadataMap
+
+	// GetValueStatus returns the status of the base value with the given key
+	// (a derived key gives its base) with the status of its derived values.
+	GetValueStatus(key string) *BaseValueStatus
+
+	// WatchValueStatus sends the status of every base value accepted by the
+	// selector (nil: all) each time it (or one of its derived values) changes.
+	// A slow receiver never blocks the scheduler: updates are coalesced per
+	// key, so it always gets the latest status. Call stop to end the watch.
+	WatchValueStatus(ch chan<- *BaseValueStatus, selector KeySelector) (stop func())
+
+	// GetTransactionHistory returns the recorded transactions that started in
+	// [since, until] (zero times leave that end open), oldest first.
+	GetTransactionHistory(since, until time.Time) []*RecordedTxn
+
+	// GetRecordedTransaction returns the record of one transaction, or nil
+	// when it is not (or no longer) kept.
+	GetRecordedTransaction(seqNum uint64) *RecordedTxn
+
+	// DumpValuesByDescriptor returns the values of one descriptor in the
+	// given view, sorted by key.
+	DumpValuesByDescriptor(descriptor string, view View) ([]KVWithMetadata, error)
+
+	// DumpValuesByKeyPrefix returns the values whose keys start with the
+	// prefix in the given view, sorted by key.
+	DumpValuesByKeyPrefix(keyPrefix string, view View) ([]KVWithMetadata, error)
+}
+
+// Txn is a transaction being prepared.
+type Txn interface {
+	// SetValue stages a change: a non-nil value creates or updates the key,
+	// nil deletes it. A later SetValue of the same key replaces the earlier.
+	SetValue(key string, value proto.Message) Txn
+
+	// Commit queues the transaction. Unless ctx carries WithoutBlocking, it
+	// waits until the transaction has been executed and returns its sequence
+	// number and an error: *TransactionError listing every value the
+	// transaction touched that failed or is invalid (derived and
+	// dependency-triggered values included), or ErrTxnQueueFull, ErrClosed,
+	// ctx.Err(). A Commit made from inside a descriptor callback never blocks.
+	Commit(ctx context.Context) (seqNum uint64, err error)
+}
+
+// View selects which state of values a dump shows.
+type View int
+
+const (
+	// NBView shows the values the northbound requested (intended state).
+	NBView View = iota
+	// SBView asks the descriptors' Retrieve now (actual state).
+	SBView
+	// CachedView shows the SB as the scheduler knows it (the graph).
+	CachedView
+)
+
+func (v View) String() string {
+	switch v {
+	case NBView:
+		return "NB"
+	case SBView:
+		return "SB"
+	case CachedView:
+		return "cached"
+	default:
+		return "unknown"
+	}
+}
+
+// ParseView parses "NB", "SB" or "cached" (any case; "internal" is accepted
+// for cached, as in the original agent).
+func ParseView(s string) (View, bool) {
+	switch lower(s) {
+	case "nb":
+		return NBView, true
+	case "sb":
+		return SBView, true
+	case "cached", "internal":
+		return CachedView, true
+	}
+	return 0, false
+}
+
+func lower(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if 'A' <= c && c <= 'Z' {
+			b[i] = c + 'a' - 'A'
+		}
+	}
+	return string(b)
+}

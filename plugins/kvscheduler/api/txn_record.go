@@ -1,0 +1,97 @@
+package api
+
+import (
+	"time"
+
+	"google.golang.org/protobuf/proto"
+)
+
+// TxnType says what started a transaction.
+type TxnType int
+
+const (
+	// NBTransaction: a change or resync requested by the northbound.
+	NBTransaction TxnType = iota
+	// SBNotification: values reported by the southbound.
+	SBNotification
+	// RetryFailedOps: a retry of operations that failed earlier.
+	RetryFailedOps
+	// RetryUnimplemented: values applied after their descriptor registered.
+	RetryUnimplemented
+)
+
+func (t TxnType) String() string {
+	switch t {
+	case NBTransaction:
+		return "NB transaction"
+	case SBNotification:
+		return "SB notification"
+	case RetryFailedOps:
+		return "retry of failed operations"
+	case RetryUnimplemented:
+		return "retry of unimplemented values"
+	default:
+		return "unknown"
+	}
+}
+
+// RecordedTxn is the record of one transaction: its arguments, the plan made
+// by simulation and the operations actually executed.
+type RecordedTxn struct {
+	SeqNum      uint64
+	TxnType     TxnType
+	ResyncType  ResyncType
+	Description string
+	WithRevert  bool
+	DryRun      bool
+	// RetryAttempt counts the retries of a RetryFailedOps transaction (1 for
+	// the first retry).
+	RetryAttempt int
+	Start, Stop  time.Time
+	// Values are the transaction's input values (for resync, the NB state).
+	Values []RecordedKVPair
+	// Planned are the operations the simulation planned, in order.
+	Planned []*RecordedTxnOp
+	// Executed are the operations executed, in order (REVERT ones included).
+	Executed []*RecordedTxnOp
+}
+
+// RecordedKVPair is an input value of a transaction (nil Value = delete).
+type RecordedKVPair struct {
+	Key    string
+	Value  proto.Message
+	Origin ValueOrigin
+}
+
+// RecordedTxnOp is one planned or executed operation.
+type RecordedTxnOp struct {
+	Operation TxnOperation
+	Key       string
+	// Descriptor that handled the operation (empty for properties).
+	Descriptor string
+	PrevValue  proto.Message
+	NewValue   proto.Message
+	PrevState  ValueState
+	NewState   ValueState
+	// PrevErr is the error the value had before; NewErr the operation's own.
+	PrevErr error
+	NewErr  error
+
+	// Derived: the value is derived from another value.
+	Derived bool
+	// Property: a derived value without a descriptor; no CRUD was called.
+	Property bool
+	// NOOP: nothing was called in the SB (e.g. a value going PENDING).
+	NOOP bool
+	// IsRevert: the operation undoes an earlier one of a reverted
+	// transaction.
+	IsRevert bool
+	// IsRetry: the operation retries one that failed earlier.
+	IsRetry bool
+	// IsRecreate: the delete or create is half of a re-creation.
+	IsRecreate bool
+	// WasPending: the value was PENDING before the operation.
+	WasPending bool
+	// IsPending: the value is PENDING after the operation.
+	IsPending bool
+}

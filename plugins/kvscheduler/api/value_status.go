@@ -1,0 +1,39 @@
+package api
+
+import (
+	kvs "github.com/netagent-io/netagent/proto/kvscheduler"
+)
+
+// Value states, operations and statuses are defined in
+// proto/kvscheduler/value_status.proto so that gRPC and REST return them as
+// they are; these aliases let descriptor authors use them from this package.
+type (
+	ValueState      = kvs.ValueState
+	TxnOperation    = kvs.TxnOperation
+	ValueStatus     = kvs.ValueStatus
+	BaseValueStatus = kvs.BaseValueStatus
+)
+
+// Value states.
+const (
+	ValueStateNonexistent   = kvs.ValueState_NONEXISTENT
+	ValueStateMissing       = kvs.ValueState_MISSING
+	ValueStateUnimplemented = kvs.ValueState_UNIMPLEMENTED
+	ValueStateRemoved       = kvs.ValueState_REMOVED
+	ValueStateConfigured    = kvs.ValueState_CONFIGURED
+	ValueStateObtained      = kvs.ValueState_OBTAINED
+	ValueStateDiscovered    = kvs.ValueState_DISCOVERED
+	ValueStatePending       = kvs.ValueState_PENDING
+	ValueStateInvalid       = kvs.ValueState_INVALID
+	ValueStateFailed        = kvs.ValueState_FAILED
+	ValueStateRetrying      = kvs.ValueState_RETRYING
+)
+
+// Operations.
+const (
+	OpUndefined = kvs.TxnOperation_UNDEFINED
+	OpValidate  = kvs.TxnOperation_VALIDATE
+	OpCreate    = kvs.TxnOperation_CREATE
+	OpUpdate    = kvs.TxnOperation_UPDATE
+	OpDelete    = kvs.TxnOperation_DELETE
+)

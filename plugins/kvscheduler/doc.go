@@ -1,0 +1,128 @@
+// Package kvscheduler is the KV Scheduler: it keeps the southbound (SB: VPP,
+// Linux) in the state the northbound (NB: etcd, gRPC) asks for. Every
+// configuration item is a key-value pair handled by a descriptor
+// (api.KVDescriptor); the scheduler orders the descriptors' Create, Update and
+// Delete calls over the graph of dependencies between values.
+//
+// # Using it
+//
+//	s := kvscheduler.New(kvscheduler.Options{})
+//	defer s.Close()
+//	s.RegisterKVDescriptor(ifaceDescriptor, routeDescriptor)
+//	seq, err := s.StartNBTransaction().
+//		SetValue("iface/a", ifaceValue).
+//		SetValue("route/x", routeValue).
+//		Commit(ctx)
+//
+// Register descriptors before committing values for them (a value committed
+// earlier waits as UNIMPLEMENTED and is applied when its descriptor
+// registers). All methods are safe for concurrent use. Close stops the
+// scheduler after the running transaction; queued ones fail with
+// api.ErrClosed.
+//
+// # The model: intended and applied value
+//
+// The scheduler keeps a graph with one node per key. A node holds the value
+// the NB intends (nil when the NB does not ask for the key), the value applied
+// in the SB as far as the scheduler knows (nil when absent), the metadata the
+// descriptor returned, and the status (state, last operation, error, details).
+// Reconciling a node means making the applied value equal to the intended one:
+//
+//   - intended, not applied, dependencies met: Create (then its derived values,
+//     then whatever was waiting for it);
+//   - intended, applied, not equivalent: Update, or Delete+Create when the
+//     descriptor has no Update or UpdateWithRecreate says so; the values that
+//     depend on it are deleted first (PENDING) and created again after it;
+//   - intended, dependencies not met: not applied, PENDING (an applied one is
+//     deleted first, with everything that depends on it);
+//   - intended, Validate fails: not applied, INVALID (an applied previous
+//     version is deleted);
+//   - not intended, applied, not OBTAINED: Delete, after every value that
+//     depends on it and after its derived values.
+//
+// A key "exists" for dependencies when its value is applied: CONFIGURED,
+// OBTAINED, or a failed Update whose previous value is still in the SB (so a
+// rejected change does not tear down what depends on it). PENDING, INVALID,
+// UNIMPLEMENTED and failed-Create values satisfy nothing.
+//
+// Derived values (DerivedValues of the base) are nodes of their own, with
+// their own descriptor (or none: a property, created and deleted with no
+// CRUD), dependencies and status. They exist only while their base is applied:
+// created right after it, deleted right before it. On a base update the
+// obsolete derived values are deleted before the base is updated, new and
+// changed ones created or updated after it.
+//
+// Dependency cycles: values that depend on each other in a cycle (two veth
+// ends) are created together, in one go, once every dependency that leaves
+// the cycle is met. Cycles are formed by Key dependencies; AnyOf dependencies
+// never close a cycle.
+//
+// # Transactions
+//
+// Transactions are queued and run one at a time on one goroutine. Each one is
+// first simulated: the same algorithm runs on the graph with an executor that
+// calls no descriptor and assumes success, writing an undo log that restores
+// the graph afterwards. The result is the plan (RecordedTxn.Planned), logged
+// and recorded before execution. Simulation costs what the change costs, not
+// what the graph holds. Then the transaction is executed with the real
+// descriptors (RecordedTxn.Executed).
+//
+// Execution is best-effort by default: a failed operation leaves its value
+// FAILED (or RETRYING) and the rest of the transaction goes on; values that
+// depend on a failed one stay PENDING. After the transaction the failed keys,
+// and only those, are refreshed with their descriptor's Retrieve to learn what
+// the failure left in the SB. With api.WithRetry, retriable failures are
+// retried by a later RetryFailedOps transaction after the period (doubled each
+// time with exponential backoff) up to the maximum count, then FAILED; a retry
+// is dropped for a key that changed in the meantime. Errors are retriable
+// unless the descriptor's IsRetriableFailure says otherwise or they are
+// api.InvalidValueError or api.NonRetriable.
+//
+// With api.WithRevert the transaction is all-or-nothing: on the first failure
+// the failed key is refreshed, every operation already executed is undone in
+// reverse order (recorded with IsRevert), the graph returns to its previous
+// state and Commit returns the error.
+//
+// api.WithDryRun computes and records the plan and executes nothing.
+//
+// Commit returns *api.TransactionError with the errors of every value the
+// transaction touched: its own keys, their derived values and values created
+// or deleted because of them.
+//
+// # Resync
+//
+//   - Full: every descriptor with Retrieve is asked for the SB state, in
+//     RetrieveDependencies order, with the expected values as correlate; then
+//     the SB is made equal to the transaction's values, NB keys not in the
+//     transaction are deleted. Values found in the SB that the agent did not
+//     create (origin FromSB, or UnknownOrigin for a key the NB does not ask
+//     for and the agent did not create) are OBTAINED and never deleted.
+//   - Upstream: the same without asking the SB.
+//   - Downstream: no values; the SB is refreshed and the NB values the
+//     scheduler holds are applied again.
+//
+// A resync of an SB that already matches executes no operation. Values are
+// matched by key (a map lookup), never by scanning.
+//
+// # Southbound notifications
+//
+// PushSBNotification inserts, changes or removes OBTAINED values. No CRUD is
+// called for them; they satisfy dependencies (an AF-Packet interface waits for
+// its host interface), and when one goes away what depends on it is deleted
+// and becomes PENDING.
+//
+// # Re-entrancy
+//
+// CRUD callbacks run without the scheduler's graph lock, so they may read
+// status, dumps and metadata maps. A Commit called from inside a callback is
+// queued and returns at once (it would otherwise wait for itself); its result
+// is in the transaction history. PushSBNotification never blocks.
+//
+// # Status
+//
+// GetValueStatus returns the status of a base value and its derived values.
+// WatchValueStatus delivers status changes after each transaction; each
+// watcher has its own goroutine and a buffer coalesced by key, so a slow
+// watcher never blocks the scheduler and always ends up with the latest
+// status.
+package kvscheduler

@@ -1,0 +1,447 @@
+package kvscheduler
+
+import (
+	"sort"
+	"strings"
+
+	"github.com/google/btree"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/netagent-io/netagent/plugins/kvscheduler/api"
+)
+
+// node is one key of the graph: what the NB intends, what the SB has as far
+// as the scheduler knows, and the status. Fields are changed only through the
+// graph's setters, which write the undo log while one is recorded.
+type node struct {
+	key  string
+	desc *descriptorInfo // nil: UNIMPLEMENTED (base) or property (derived)
+	base *node           // set for derived values
+	// derived values of this node, in the order DerivedValues returned them.
+	derived []*node
+
+	intended proto.Message // nil: the NB (or the base) does not ask for it
+	applied  proto.Message // nil: not in the SB
+	metadata any
+	obtained bool // value reported by the SB; never created or deleted by us
+
+	// invalid is the Validate error of the intended value.
+	invalid error
+	// deps are the dependencies of the intended value (of the applied one
+	// while nothing is intended), indexed by the graph.
+	deps []*depEdge
+
+	state   api.ValueState
+	lastOp  api.TxnOperation
+	err     error
+	details []string
+
+	// revision counts NB changes of the intended value; a retry is dropped
+	// when it moved on.
+	revision uint64
+	// retry is set while a retry of the last failed operation is scheduled.
+	retry *retryTicket
+
+	// removing marks a node being deleted: it satisfies nothing meanwhile.
+	removing bool
+	// mark is scratch space for walks (compared with graph.epoch).
+	mark uint64
+}
+
+// available tells whether the node satisfies dependencies on its key.
+func (n *node) available() bool {
+	return n.applied != nil && !n.removing && (n.intended != nil || n.obtained)
+}
+
+func (n *node) descName() string {
+	if n.desc == nil {
+		return ""
+	}
+	return n.desc.d.Name
+}
+
+// depEdge is one dependency of a node. Key dependencies are linked into the
+// list of waiters of their target key, so that the dependents of a key are
+// found, added and removed in O(1).
+type depEdge struct {
+	owner *node
+	dep   api.Dependency
+	// prev and next link the waiters of dep.Key.
+	prev, next *depEdge
+	// anyOf are the edge's entries in the AnyOf index.
+	anyOf []*anyOfEntry
+}
+
+// anyOfEntry links an AnyOf edge under one of its prefixes ("" for none).
+type anyOfEntry struct {
+	edge       *depEdge
+	prefix     string
+	prev, next *anyOfEntry
+}
+
+// graph holds the nodes and the indexes over them. It is not safe for
+// concurrent use: the scheduler guards it.
+type graph struct {
+	nodes map[string]*node
+	// ordered is the nodes sorted by key, for prefix scans.
+	ordered *btree.BTreeG[*node]
+	// waiters: key -> first edge of the Key dependencies on it (the key need
+	// not exist).
+	waiters map[string]*depEdge
+	// anyOf: prefix -> first entry of AnyOf edges with that prefix ("" for
+	// edges without prefixes).
+	anyOf map[string]*anyOfEntry
+	// prefixLens counts registered AnyOf prefixes by length; lens are the
+	// lengths in use, so the AnyOf edges a key may satisfy are found with one
+	// map lookup per length.
+	prefixLens map[int]int
+	lens       []int
+
+	// undo, when non-nil, records how to restore every change.
+	undo *[]func()
+	// epoch is bumped by every walk that marks nodes.
+	epoch uint64
+}
+
+func newGraph() *graph {
+	return &graph{
+		nodes:      make(map[string]*node),
+		ordered:    btree.NewG(32, func(a, b *node) bool { return a.key < b.key }),
+		waiters:    make(map[string]*depEdge),
+		anyOf:      make(map[string]*anyOfEntry),
+		prefixLens: make(map[int]int),
+	}
+}
+
+func (g *graph) logUndo(f func()) {
+	if g.undo != nil {
+		*g.undo = append(*g.undo, f)
+	}
+}
+
+// rollback undoes the recorded changes, newest first, and stops recording.
+func (g *graph) rollback() {
+	if g.undo == nil {
+		return
+	}
+	log := *g.undo
+	g.undo = nil
+	for i := len(log) - 1; i >= 0; i-- {
+		log[i]()
+	}
+}
+
+func (g *graph) get(key string) *node { return g.nodes[key] }
+
+func (g *graph) addNode(n *node) {
+	g.nodes[n.key] = n
+	g.ordered.ReplaceOrInsert(n)
+	g.logUndo(func() { g.unlinkNode(n) })
+}
+
+// removeNode removes a node with its dependency edges.
+func (g *graph) removeNode(n *node) {
+	g.setDeps(n, nil)
+	g.unlinkNode(n)
+	g.logUndo(func() {
+		g.nodes[n.key] = n
+		g.ordered.ReplaceOrInsert(n)
+	})
+}
+
+func (g *graph) unlinkNode(n *node) {
+	if g.nodes[n.key] == n {
+		delete(g.nodes, n.key)
+		g.ordered.Delete(n)
+	}
+}
+
+// scanPrefix calls f for every node whose key starts with prefix, in key
+// order, until f returns false.
+func (g *graph) scanPrefix(prefix string, f func(*node) bool) {
+	if prefix == "" {
+		g.ordered.Ascend(f)
+		return
+	}
+	g.ordered.AscendGreaterOrEqual(&node{key: prefix}, func(n *node) bool {
+		if !strings.HasPrefix(n.key, prefix) {
+			return false
+		}
+		return f(n)
+	})
+}
+
+// setDeps replaces the dependency edges of a node and re-indexes them.
+func (g *graph) setDeps(n *node, deps []api.Dependency) {
+	old := n.deps
+	if len(old) == 0 && len(deps) == 0 {
+		return
+	}
+	for _, e := range old {
+		g.unindexEdge(e)
+	}
+	var edges []*depEdge
+	if len(deps) > 0 {
+		edges = make([]*depEdge, len(deps))
+		for i, d := range deps {
+			edges[i] = &depEdge{owner: n, dep: d}
+			g.indexEdge(edges[i])
+		}
+	}
+	n.deps = edges
+	g.logUndo(func() {
+		for _, e := range edges {
+			g.unindexEdge(e)
+		}
+		for _, e := range old {
+			g.indexEdge(e)
+		}
+		n.deps = old
+	})
+}
+
+func (g *graph) indexEdge(e *depEdge) {
+	if e.dep.Key != "" {
+		head := g.waiters[e.dep.Key]
+		e.prev, e.next = nil, head
+		if head != nil {
+			head.prev = e
+		}
+		g.waiters[e.dep.Key] = e
+		return
+	}
+	prefixes := e.dep.AnyOf.KeyPrefixes
+	if len(prefixes) == 0 {
+		prefixes = []string{""}
+	}
+	e.anyOf = make([]*anyOfEntry, len(prefixes))
+	for i, p := range prefixes {
+		en := &anyOfEntry{edge: e, prefix: p}
+		head := g.anyOf[p]
+		en.next = head
+		if head != nil {
+			head.prev = en
+		}
+		g.anyOf[p] = en
+		e.anyOf[i] = en
+		if p != "" {
+			g.prefixLens[len(p)]++
+			if g.prefixLens[len(p)] == 1 {
+				g.lens = append(g.lens, len(p))
+				sort.Ints(g.lens)
+			}
+		}
+	}
+}
+
+func (g *graph) unindexEdge(e *depEdge) {
+	if e.dep.Key != "" {
+		if e.prev != nil {
+			e.prev.next = e.next
+		} else if g.waiters[e.dep.Key] == e {
+			if e.next != nil {
+				g.waiters[e.dep.Key] = e.next
+			} else {
+				delete(g.waiters, e.dep.Key)
+			}
+		}
+		if e.next != nil {
+			e.next.prev = e.prev
+		}
+		e.prev, e.next = nil, nil
+		return
+	}
+	for _, en := range e.anyOf {
+		if en.prev != nil {
+			en.prev.next = en.next
+		} else if g.anyOf[en.prefix] == en {
+			if en.next != nil {
+				g.anyOf[en.prefix] = en.next
+			} else {
+				delete(g.anyOf, en.prefix)
+			}
+		}
+		if en.next != nil {
+			en.next.prev = en.prev
+		}
+		if en.prefix != "" {
+			g.prefixLens[len(en.prefix)]--
+			if g.prefixLens[len(en.prefix)] == 0 {
+				delete(g.prefixLens, len(en.prefix))
+				i := sort.SearchInts(g.lens, len(en.prefix))
+				g.lens = append(g.lens[:i], g.lens[i+1:]...)
+			}
+		}
+	}
+	e.anyOf = nil
+}
+
+// dependents returns the nodes with a dependency that the key may satisfy:
+// Key dependencies on it and AnyOf dependencies that accept it. Each node is
+// listed once.
+func (g *graph) dependents(key string) []*node {
+	var out []*node
+	g.epoch++
+	epoch := g.epoch
+	seen := func(n *node) bool {
+		if n.mark == epoch {
+			return true
+		}
+		n.mark = epoch
+		return false
+	}
+	for e := g.waiters[key]; e != nil; e = e.next {
+		if !seen(e.owner) {
+			out = append(out, e.owner)
+		}
+	}
+	check := func(en *anyOfEntry) {
+		for ; en != nil; en = en.next {
+			sel := en.edge.dep.AnyOf.KeySelector
+			if (sel == nil || sel(key)) && en.edge.owner.mark != epoch && !seen(en.edge.owner) {
+				out = append(out, en.edge.owner)
+			}
+		}
+	}
+	for _, l := range g.lens {
+		if l > len(key) {
+			break
+		}
+		check(g.anyOf[key[:l]])
+	}
+	check(g.anyOf[""])
+	return out
+}
+
+// satisfied tells whether one dependency is met.
+func (g *graph) satisfied(d api.Dependency) bool {
+	if d.Key != "" {
+		t := g.nodes[d.Key]
+		return t != nil && t.available()
+	}
+	found := false
+	match := func(n *node) bool {
+		if n.available() && (d.AnyOf.KeySelector == nil || d.AnyOf.KeySelector(n.key)) {
+			found = true
+			return false
+		}
+		return true
+	}
+	if len(d.AnyOf.KeyPrefixes) == 0 {
+		g.scanPrefix("", match)
+		return found
+	}
+	for _, p := range d.AnyOf.KeyPrefixes {
+		g.scanPrefix(p, match)
+		if found {
+			return true
+		}
+	}
+	return false
+}
+
+// unmetDeps returns the labels of the node's unmet dependencies.
+func (g *graph) unmetDeps(n *node) []string {
+	var unmet []string
+	for _, e := range n.deps {
+		if !g.satisfied(e.dep) {
+			label := e.dep.Label
+			if label == "" {
+				label = e.dep.Key
+			}
+			unmet = append(unmet, label)
+		}
+	}
+	return unmet
+}
+
+// Setters. Each records its undo.
+
+func (g *graph) setIntended(n *node, v proto.Message) {
+	old := n.intended
+	n.intended = v
+	g.logUndo(func() { n.intended = old })
+}
+
+func (g *graph) setApplied(n *node, v proto.Message) {
+	old := n.applied
+	n.applied = v
+	g.logUndo(func() { n.applied = old })
+}
+
+func (g *graph) setInvalid(n *node, err error) {
+	old := n.invalid
+	n.invalid = err
+	g.logUndo(func() { n.invalid = old })
+}
+
+func (g *graph) setObtained(n *node, obtained bool) {
+	old := n.obtained
+	n.obtained = obtained
+	g.logUndo(func() { n.obtained = old })
+}
+
+func (g *graph) setRemoving(n *node, removing bool) {
+	old := n.removing
+	n.removing = removing
+	g.logUndo(func() { n.removing = old })
+}
+
+func (g *graph) setDerived(n *node, derived []*node) {
+	old := n.derived
+	n.derived = derived
+	g.logUndo(func() { n.derived = old })
+}
+
+func (g *graph) setRevision(n *node, rev uint64) {
+	old := n.revision
+	n.revision = rev
+	g.logUndo(func() { n.revision = old })
+}
+
+func (g *graph) setRetry(n *node, t *retryTicket) {
+	old := n.retry
+	n.retry = t
+	g.logUndo(func() { n.retry = old })
+}
+
+// setMetadata stores the metadata of a node and publishes it in the
+// descriptor's metadata map (unless publish is false, as in simulation).
+func (g *graph) setMetadata(n *node, md any, publish bool) {
+	old := n.metadata
+	n.metadata = md
+	if publish {
+		publishMetadata(n, md)
+	}
+	g.logUndo(func() {
+		n.metadata = old
+		if publish {
+			publishMetadata(n, old)
+		}
+	})
+}
+
+func publishMetadata(n *node, md any) {
+	if n.desc == nil || n.desc.metadata == nil || n.base != nil {
+		return
+	}
+	label := n.desc.label(n.key)
+	if md == nil {
+		n.desc.metadata.Delete(label)
+	} else {
+		n.desc.metadata.Put(label, md)
+	}
+}
+
+type status struct {
+	state   api.ValueState
+	lastOp  api.TxnOperation
+	err     error
+	details []string
+}
+
+func (g *graph) setStatus(n *node, st status) {
+	old := status{n.state, n.lastOp, n.err, n.details}
+	n.state, n.lastOp, n.err, n.details = st.state, st.lastOp, st.err, st.details
+	g.logUndo(func() { n.state, n.lastOp, n.err, n.details = old.state, old.lastOp, old.err, old.details })
+}

@@ -1,0 +1,825 @@
+package kvscheduler
+
+import (
+	"errors"
+	"fmt"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/netagent-io/netagent/plugins/kvscheduler/api"
+)
+
+// txnRun is one pass of a transaction over the graph: the simulation (no
+// descriptor called, every operation assumed to succeed) or the execution.
+// Both run the same code, so the plan is what execution does when nothing
+// fails.
+type txnRun struct {
+	s        *Scheduler
+	g        *graph
+	descs    *descriptorSet
+	simulate bool
+	// deep makes in-sync values check their derived values too (resync).
+	deep bool
+	// revert: stop at the first failure (WithRevert).
+	revert  bool
+	stopped bool
+	// retryTxn flags operations as retries.
+	retryTxn bool
+	// reverting flags operations as undoing earlier ones.
+	reverting bool
+
+	ops    []*api.RecordedTxnOp
+	failed []*node
+	// done lists successful SB operations, for revert.
+	done []doneOp
+	// changed holds the keys of base values whose status changed.
+	changed map[string]*node
+	// errs are errors not tied to one operation (Retrieve, bad input).
+	errs []api.KeyWithError
+}
+
+// doneOp is an executed SB operation, with what is needed to undo it.
+type doneOp struct {
+	n                   *node
+	op                  api.TxnOperation
+	prevValue, newValue proto.Message
+	prevMeta, newMeta   any
+}
+
+type opFlags struct {
+	recreate bool
+	noop     bool
+}
+
+func (r *txnRun) markChanged(n *node) {
+	if r.simulate {
+		return
+	}
+	for n.base != nil {
+		n = n.base
+	}
+	r.changed[n.key] = n
+}
+
+func (r *txnRun) setStatus(n *node, state api.ValueState, op api.TxnOperation, err error, details []string) {
+	if n.state == state && n.lastOp == op && n.err == err && equalStrings(n.details, details) {
+		return
+	}
+	r.g.setStatus(n, status{state, op, err, details})
+	r.markChanged(n)
+}
+
+func (r *txnRun) recordOp(n *node, op api.TxnOperation, prevValue, newValue proto.Message, prev status, err error, fl opFlags) {
+	r.ops = append(r.ops, &api.RecordedTxnOp{
+		Operation:  op,
+		Key:        n.key,
+		Descriptor: n.descName(),
+		PrevValue:  prevValue,
+		NewValue:   newValue,
+		PrevState:  prev.state,
+		NewState:   n.state,
+		PrevErr:    prev.err,
+		NewErr:     err,
+		Derived:    n.base != nil,
+		Property:   n.base != nil && n.desc == nil,
+		NOOP:       fl.noop,
+		IsRevert:   r.reverting,
+		IsRetry:    r.retryTxn,
+		IsRecreate: fl.recreate,
+		WasPending: prev.state == api.ValueStatePending,
+		IsPending:  n.state == api.ValueStatePending,
+	})
+}
+
+func statusOf(n *node) status { return status{n.state, n.lastOp, n.err, n.details} }
+
+// --- descriptor calls -------------------------------------------------------
+
+// call runs a CRUD callback without the graph lock, turning a panic into a
+// non-retriable error so one broken descriptor cannot stop the scheduler.
+func (r *txnRun) call(n *node, what string, f func() error) (err error) {
+	r.s.callback(func() {
+		defer func() {
+			if p := recover(); p != nil {
+				err = api.NonRetriable(fmt.Errorf("descriptor %s: %s of %s panicked: %v", n.descName(), what, n.key, p))
+			}
+		}()
+		err = f()
+	})
+	return err
+}
+
+// pure runs a callback that must not call the scheduler (Validate,
+// Dependencies, DerivedValues, comparators), converting a panic into an error.
+func pure[T any](f func() T) (out T, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("panic: %v", p)
+		}
+	}()
+	return f(), nil
+}
+
+func (r *txnRun) callCreate(n *node) (any, error) {
+	if r.simulate || n.desc == nil {
+		return nil, nil
+	}
+	if n.desc.d.Create == nil {
+		if n.base != nil {
+			return nil, nil
+		}
+		return nil, api.NonRetriable(fmt.Errorf("descriptor %s does not create values (it has no Create)", n.descName()))
+	}
+	var md any
+	err := r.call(n, "Create", func() (err error) {
+		md, err = n.desc.d.Create(n.key, n.intended)
+		return err
+	})
+	return md, err
+}
+
+func (r *txnRun) callDelete(n *node) error {
+	if r.simulate || n.desc == nil || n.obtained || n.desc.d.Delete == nil {
+		return nil
+	}
+	return r.call(n, "Delete", func() error {
+		return n.desc.d.Delete(n.key, n.applied, n.metadata)
+	})
+}
+
+func (r *txnRun) callUpdate(n *node) (any, error) {
+	if r.simulate || n.desc == nil {
+		return n.metadata, nil
+	}
+	var md any
+	err := r.call(n, "Update", func() (err error) {
+		md, err = n.desc.d.Update(n.key, n.applied, n.intended, n.metadata)
+		return err
+	})
+	return md, err
+}
+
+func (r *txnRun) equivalent(n *node, a, b proto.Message) bool {
+	if a == b {
+		return true
+	}
+	if a == nil || b == nil {
+		return false
+	}
+	if n.desc != nil && n.desc.d.ValueComparator != nil {
+		eq, err := pure(func() bool { return n.desc.d.ValueComparator(n.key, a, b) })
+		return err == nil && eq
+	}
+	return proto.Equal(a, b)
+}
+
+func (r *txnRun) needsRecreate(n *node) bool {
+	if n.desc == nil || (n.base != nil && n.desc.d.Create == nil) {
+		return false // properties are just replaced
+	}
+	if n.desc.d.Update == nil {
+		return true
+	}
+	if f := n.desc.d.UpdateWithRecreate; f != nil {
+		recreate, err := pure(func() bool { return f(n.key, n.applied, n.intended, n.metadata) })
+		return err != nil || recreate
+	}
+	return false
+}
+
+// --- intents ----------------------------------------------------------------
+
+// setIntent makes value the intended value of n and computes what depends on
+// the value: validity and dependencies.
+func (r *txnRun) setIntent(n *node, value proto.Message) {
+	r.g.setIntended(n, value)
+	r.g.setRevision(n, n.revision+1)
+	var invalid error
+	var deps []api.Dependency
+	if n.desc != nil && value != nil {
+		invalid = r.validate(n, value)
+		if f := n.desc.d.Dependencies; f != nil && invalid == nil {
+			var err error
+			deps, err = pure(func() []api.Dependency { return f(n.key, value) })
+			if err != nil {
+				invalid = api.NewInvalidValueError(fmt.Errorf("descriptor %s: Dependencies: %w", n.descName(), err))
+			}
+		}
+	} else if n.desc != nil && n.applied != nil && n.desc.d.Dependencies != nil {
+		// Nothing intended: keep the dependencies of what is applied, so it
+		// is deleted before what it depends on.
+		applied := n.applied
+		deps, _ = pure(func() []api.Dependency { return n.desc.d.Dependencies(n.key, applied) })
+	}
+	if invalid != nil || n.invalid != nil {
+		r.g.setInvalid(n, invalid)
+	}
+	r.g.setDeps(n, validDeps(deps))
+}
+
+func validDeps(deps []api.Dependency) []api.Dependency {
+	out := deps[:0:0]
+	for _, d := range deps {
+		if d.Key != "" || !d.AnyOf.IsZero() {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+func (r *txnRun) validate(n *node, value proto.Message) error {
+	d := n.desc.d
+	if d.ValueTypeName != "" {
+		if got := string(value.ProtoReflect().Descriptor().FullName()); got != d.ValueTypeName {
+			return api.NewInvalidValueError(fmt.Errorf("value of type %s, descriptor %s expects %s", got, d.Name, d.ValueTypeName))
+		}
+	}
+	if d.Validate == nil {
+		return nil
+	}
+	err, perr := pure(func() error { return d.Validate(n.key, value) })
+	if perr != nil {
+		return api.NewInvalidValueError(fmt.Errorf("descriptor %s: Validate: %w", d.Name, perr))
+	}
+	if err != nil {
+		var inv *api.InvalidValueError
+		if !errors.As(err, &inv) {
+			err = api.NewInvalidValueError(err)
+		}
+	}
+	return err
+}
+
+// applyNB applies one NB change (nil value: delete).
+func (r *txnRun) applyNB(key string, value proto.Message) {
+	n := r.g.get(key)
+	if n != nil && n.base != nil {
+		r.errs = append(r.errs, api.KeyWithError{Key: key, Operation: api.OpUndefined,
+			Error: fmt.Errorf("key %s is derived from %s: change the base value instead", key, n.base.key)})
+		return
+	}
+	if value == nil {
+		if n == nil || n.obtained || n.intended == nil {
+			return
+		}
+		r.setIntent(n, nil)
+		r.reconcile(n)
+		return
+	}
+	if n == nil {
+		n = &node{key: key, desc: r.descs.forKey(key)}
+		r.g.addNode(n)
+	}
+	if n.obtained {
+		// The NB takes over a value the SB reported.
+		r.g.setObtained(n, false)
+		r.setIntent(n, value)
+	} else if n.intended == nil || !proto.Equal(n.intended, value) {
+		r.setIntent(n, value)
+	}
+	r.reconcile(n)
+}
+
+// --- reconciliation ---------------------------------------------------------
+
+// reconcile makes the applied value of n match the intended one, as far as
+// dependencies allow.
+func (r *txnRun) reconcile(n *node) {
+	if r.stopped || n.removing || n.obtained {
+		return
+	}
+	if n.intended == nil {
+		if n.applied != nil && !r.removeFromSB(n, false) {
+			return
+		}
+		if n.base == nil {
+			r.dropNode(n)
+		}
+		return
+	}
+	if n.base != nil && (n.base.applied == nil || n.base.removing) {
+		return // derived values exist only while their base does
+	}
+	if n.desc == nil && n.base == nil {
+		if n.state != api.ValueStateUnimplemented {
+			prev := statusOf(n)
+			r.setStatus(n, api.ValueStateUnimplemented, api.OpUndefined, nil, nil)
+			r.recordOp(n, api.OpCreate, nil, n.intended, prev, nil, opFlags{noop: true})
+		}
+		return
+	}
+	if n.invalid != nil {
+		if n.applied != nil && !r.removeFromSB(n, false) {
+			return
+		}
+		if n.state != api.ValueStateInvalid || n.err != n.invalid {
+			prev := statusOf(n)
+			var fields []string
+			var inv *api.InvalidValueError
+			if errors.As(n.invalid, &inv) {
+				fields = inv.InvalidFields
+			}
+			r.setStatus(n, api.ValueStateInvalid, api.OpValidate, n.invalid, fields)
+			r.recordOp(n, api.OpValidate, n.applied, n.intended, prev, n.invalid, opFlags{noop: true})
+		}
+		return
+	}
+	if unmet := r.g.unmetDeps(n); len(unmet) > 0 {
+		if n.applied != nil && !r.removeFromSB(n, false) {
+			return
+		}
+		if r.createCycle(n) {
+			return
+		}
+		r.setPending(n)
+		return
+	}
+	if n.applied == nil {
+		r.create(n, opFlags{})
+		return
+	}
+	if !r.equivalent(n, n.applied, n.intended) {
+		r.update(n)
+		return
+	}
+	if n.state != api.ValueStateConfigured {
+		op := n.lastOp
+		if op == api.OpUndefined || op == api.OpValidate {
+			op = api.OpCreate
+		}
+		r.setStatus(n, api.ValueStateConfigured, op, nil, nil)
+	}
+	if r.deep {
+		r.syncDerived(n, nil, false)
+	}
+}
+
+// setPending marks a value that waits for dependencies.
+func (r *txnRun) setPending(n *node) {
+	unmet := r.g.unmetDeps(n)
+	if n.state == api.ValueStatePending && equalStrings(n.details, unmet) {
+		return
+	}
+	prev := statusOf(n)
+	r.setStatus(n, api.ValueStatePending, n.lastOp, nil, unmet)
+	if prev.state != api.ValueStatePending {
+		r.recordOp(n, api.OpCreate, nil, n.intended, prev, nil, opFlags{noop: true})
+	}
+}
+
+// create creates n (dependencies are met), then its derived values, then
+// whatever waited for it.
+func (r *txnRun) create(n *node, fl opFlags) bool {
+	if !r.createOne(n, fl) {
+		return false
+	}
+	r.afterCreate(n)
+	return true
+}
+
+func (r *txnRun) createOne(n *node, fl opFlags) bool {
+	prev := statusOf(n)
+	md, err := r.callCreate(n)
+	if err != nil {
+		r.fail(n, api.OpCreate, err)
+		r.recordOp(n, api.OpCreate, nil, n.intended, prev, err, fl)
+		return false
+	}
+	r.g.setApplied(n, n.intended)
+	if n.desc != nil && n.desc.d.WithMetadata {
+		r.g.setMetadata(n, md, !r.simulate)
+	}
+	if n.retry != nil {
+		r.g.setRetry(n, nil)
+	}
+	r.setStatus(n, api.ValueStateConfigured, api.OpCreate, nil, nil)
+	r.recordOp(n, api.OpCreate, nil, n.intended, prev, nil, fl)
+	r.remember(n, api.OpCreate, nil, n.applied, nil, md)
+	return true
+}
+
+func (r *txnRun) afterCreate(n *node) {
+	r.syncDerived(n, nil, false)
+	r.notifyAvailable(n)
+}
+
+func (r *txnRun) remember(n *node, op api.TxnOperation, prevValue, newValue proto.Message, prevMeta, newMeta any) {
+	if r.revert && !r.simulate && n.desc != nil && !r.reverting {
+		r.done = append(r.done, doneOp{n: n, op: op, prevValue: prevValue, newValue: newValue, prevMeta: prevMeta, newMeta: newMeta})
+	}
+}
+
+func (r *txnRun) fail(n *node, op api.TxnOperation, err error) {
+	r.setStatus(n, api.ValueStateFailed, op, err, nil)
+	r.failed = append(r.failed, n)
+	if r.revert {
+		r.stopped = true
+	}
+}
+
+// update applies a changed intended value to an applied one.
+func (r *txnRun) update(n *node) {
+	if r.needsRecreate(n) {
+		if r.removeFromSB(n, true) {
+			r.create(n, opFlags{recreate: true})
+		}
+		return
+	}
+	want, _ := r.derivedValues(n, n.intended)
+	if !r.removeObsoleteDerived(n, want) {
+		return
+	}
+	prev := statusOf(n)
+	prevValue, prevMeta := n.applied, n.metadata
+	var md any = n.metadata
+	var err error
+	if n.desc != nil && (n.base == nil || n.desc.d.Update != nil) {
+		md, err = r.callUpdate(n)
+	}
+	if err != nil {
+		r.fail(n, api.OpUpdate, err)
+		r.recordOp(n, api.OpUpdate, prevValue, n.intended, prev, err, opFlags{})
+		return
+	}
+	r.g.setApplied(n, n.intended)
+	if n.desc != nil && n.desc.d.WithMetadata {
+		r.g.setMetadata(n, md, !r.simulate)
+	}
+	if n.retry != nil {
+		r.g.setRetry(n, nil)
+	}
+	r.setStatus(n, api.ValueStateConfigured, api.OpUpdate, nil, nil)
+	r.recordOp(n, api.OpUpdate, prevValue, n.intended, prev, nil, opFlags{})
+	r.remember(n, api.OpUpdate, prevValue, n.applied, prevMeta, md)
+	r.syncDerived(n, want, true)
+}
+
+// removeFromSB deletes an applied value: first its derived values, then every
+// applied value that can no longer stand without it, then the value itself.
+// It reports false when something could not be deleted; the value then stays
+// applied.
+func (r *txnRun) removeFromSB(n *node, recreate bool) bool {
+	r.g.setRemoving(n, true)
+	ok := true
+	for i := len(n.derived) - 1; i >= 0; i-- {
+		if d := n.derived[i]; d.applied != nil && !d.removing && !r.removeFromSB(d, false) {
+			ok = false
+		}
+	}
+	if ok {
+		for _, dep := range r.g.dependents(n.key) {
+			if dep.applied == nil || dep.removing || dep.obtained || dep == n {
+				continue
+			}
+			if len(r.g.unmetDeps(dep)) == 0 {
+				continue // an AnyOf still satisfied by another key
+			}
+			if !r.removeFromSB(dep, false) {
+				ok = false
+			}
+		}
+	}
+	if !ok || r.stopped {
+		r.g.setRemoving(n, false)
+		return false
+	}
+	prev := statusOf(n)
+	prevValue, prevMeta := n.applied, n.metadata
+	if err := r.callDelete(n); err != nil {
+		r.g.setRemoving(n, false)
+		r.fail(n, api.OpDelete, err)
+		r.recordOp(n, api.OpDelete, prevValue, nil, prev, err, opFlags{recreate: recreate})
+		return false
+	}
+	r.g.setApplied(n, nil)
+	if n.metadata != nil {
+		r.g.setMetadata(n, nil, !r.simulate)
+	}
+	r.g.setRemoving(n, false)
+	r.dropDerived(n)
+	switch {
+	case recreate:
+		r.setStatus(n, n.state, api.OpDelete, nil, nil)
+	case n.intended != nil:
+		r.setStatus(n, api.ValueStatePending, api.OpDelete, nil, r.g.unmetDeps(n))
+	default:
+		r.setStatus(n, api.ValueStateRemoved, api.OpDelete, nil, nil)
+	}
+	r.recordOp(n, api.OpDelete, prevValue, nil, prev, nil, opFlags{recreate: recreate, noop: n.obtained})
+	r.remember(n, api.OpDelete, prevValue, nil, prevMeta, nil)
+	return true
+}
+
+// dropDerived forgets the derived values of a value that left the SB.
+func (r *txnRun) dropDerived(n *node) {
+	if len(n.derived) == 0 {
+		return
+	}
+	for _, d := range n.derived {
+		r.dropDerived(d)
+		r.g.removeNode(d)
+		r.markChanged(n)
+	}
+	r.g.setDerived(n, nil)
+}
+
+// dropNode forgets a base value that is neither intended nor applied.
+func (r *txnRun) dropNode(n *node) {
+	if n.intended != nil || n.applied != nil || n.base != nil {
+		return
+	}
+	if r.g.get(n.key) != n {
+		return
+	}
+	r.dropDerived(n)
+	if n.state != api.ValueStateRemoved {
+		prev := statusOf(n)
+		r.setStatus(n, api.ValueStateRemoved, api.OpDelete, nil, nil)
+		if prev.state == api.ValueStatePending || prev.state == api.ValueStateInvalid || prev.state == api.ValueStateUnimplemented ||
+			prev.state == api.ValueStateFailed || prev.state == api.ValueStateRetrying {
+			r.recordOp(n, api.OpDelete, nil, nil, prev, nil, opFlags{noop: true})
+		}
+	}
+	r.g.removeNode(n)
+	r.markChanged(n)
+}
+
+// notifyAvailable creates the values that waited for n.
+func (r *txnRun) notifyAvailable(n *node) {
+	if !n.available() {
+		return
+	}
+	for _, dep := range r.g.dependents(n.key) {
+		if r.stopped {
+			return
+		}
+		if dep.intended != nil && dep.applied == nil && !dep.obtained && dep.invalid == nil && !dep.removing {
+			r.reconcile(dep)
+		}
+	}
+}
+
+// --- derived values ---------------------------------------------------------
+
+func (r *txnRun) derivedValues(n *node, value proto.Message) ([]api.KeyValuePair, error) {
+	if n.desc == nil || n.desc.d.DerivedValues == nil || value == nil {
+		return nil, nil
+	}
+	kvs, err := pure(func() []api.KeyValuePair { return n.desc.d.DerivedValues(n.key, value) })
+	if err != nil {
+		r.errs = append(r.errs, api.KeyWithError{Key: n.key, Error: fmt.Errorf("descriptor %s: DerivedValues: %w", n.descName(), err)})
+	}
+	return kvs, nil
+}
+
+// maxDerivedDepth bounds derived values of derived values, so a descriptor
+// that derives from its own derived values fails clearly instead of looping.
+const maxDerivedDepth = 8
+
+func derivedDepth(n *node) int {
+	depth := 0
+	for ; n.base != nil; n = n.base {
+		depth++
+	}
+	return depth
+}
+
+func findDerived(list []*node, key string) *node {
+	for _, d := range list {
+		if d.key == key {
+			return d
+		}
+	}
+	return nil
+}
+
+func wants(want []api.KeyValuePair, key string) bool {
+	for _, kv := range want {
+		if kv.Key == key {
+			return true
+		}
+	}
+	return false
+}
+
+// removeObsoleteDerived deletes the derived values of n that are not wanted
+// any more.
+func (r *txnRun) removeObsoleteDerived(n *node, want []api.KeyValuePair) bool {
+	ok := true
+	var keep []*node
+	for i := len(n.derived) - 1; i >= 0; i-- {
+		d := n.derived[i]
+		if wants(want, d.key) {
+			continue
+		}
+		if d.applied != nil && !r.removeFromSB(d, false) {
+			ok = false
+			continue
+		}
+		r.dropDerived(d)
+		r.g.removeNode(d)
+		r.markChanged(n)
+	}
+	if len(n.derived) > 0 {
+		for _, d := range n.derived {
+			if r.g.get(d.key) == d {
+				keep = append(keep, d)
+			}
+		}
+		if len(keep) != len(n.derived) {
+			r.g.setDerived(n, keep)
+		}
+	}
+	return ok
+}
+
+// syncDerived makes the derived values of an applied n match its intended
+// value: obsolete ones deleted, new ones created, changed ones updated.
+func (r *txnRun) syncDerived(n *node, want []api.KeyValuePair, haveWant bool) {
+	if !haveWant {
+		want, _ = r.derivedValues(n, n.intended)
+	}
+	if len(want) == 0 && len(n.derived) == 0 {
+		return
+	}
+	if !r.removeObsoleteDerived(n, want) {
+		return
+	}
+	list := n.derived
+	changedList := false
+	for _, kv := range want {
+		if kv.Key == "" || kv.Value == nil {
+			continue
+		}
+		d := findDerived(list, kv.Key)
+		if d == nil {
+			if derivedDepth(n) >= maxDerivedDepth {
+				r.errs = append(r.errs, api.KeyWithError{Key: kv.Key, Operation: api.OpCreate,
+					Error: fmt.Errorf("derived key %s of %s: values derived more than %d levels deep (does a descriptor derive from its own derived values?)", kv.Key, n.key, maxDerivedDepth)})
+				continue
+			}
+			if other := r.g.get(kv.Key); other != nil {
+				r.errs = append(r.errs, api.KeyWithError{Key: kv.Key, Operation: api.OpCreate,
+					Error: fmt.Errorf("derived key %s of %s is already used by another value", kv.Key, n.key)})
+				continue
+			}
+			d = &node{key: kv.Key, base: n, desc: r.descs.forKey(kv.Key)}
+			r.g.addNode(d)
+			if !changedList {
+				list = append([]*node(nil), list...)
+				changedList = true
+			}
+			list = append(list, d)
+		}
+	}
+	if changedList {
+		r.g.setDerived(n, list)
+	}
+	for _, kv := range want {
+		d := findDerived(n.derived, kv.Key)
+		if d == nil || d.base != n {
+			continue
+		}
+		if d.intended == nil || !proto.Equal(d.intended, kv.Value) {
+			r.setIntent(d, kv.Value)
+		}
+		r.reconcile(d)
+		if r.stopped {
+			return
+		}
+	}
+}
+
+// --- dependency cycles ------------------------------------------------------
+
+// createCycle handles a pending value whose unmet dependencies are all values
+// that are themselves pending only because of each other (a cycle, such as
+// two veth ends). When the whole group's other dependencies are met it
+// creates the group, strongly connected components in dependency order,
+// each cycle in one go, and reports true.
+func (r *txnRun) createCycle(n *node) bool {
+	if n.applied != nil {
+		return false
+	}
+	g := r.g
+	g.epoch++
+	epoch := g.epoch
+	group := []*node{n}
+	n.mark = epoch
+	for i := 0; i < len(group); i++ {
+		for _, e := range group[i].deps {
+			if g.satisfied(e.dep) {
+				continue
+			}
+			if e.dep.Key == "" {
+				return false // AnyOf dependencies never close a cycle
+			}
+			t := g.get(e.dep.Key)
+			if !cycleCandidate(t) {
+				return false
+			}
+			if t.mark != epoch {
+				t.mark = epoch
+				group = append(group, t)
+			}
+		}
+	}
+	if len(group) == 1 {
+		return false
+	}
+	for _, scc := range stronglyConnected(g, group, epoch) {
+		if r.stopped {
+			return true
+		}
+		if len(scc) == 1 {
+			if m := scc[0]; m.applied == nil && len(g.unmetDeps(m)) == 0 {
+				r.create(m, opFlags{})
+			}
+			continue
+		}
+		var created []*node
+		for _, m := range scc {
+			if m.applied == nil && r.createOne(m, opFlags{}) {
+				created = append(created, m)
+			}
+		}
+		for _, m := range created {
+			r.afterCreate(m)
+		}
+	}
+	return true
+}
+
+func cycleCandidate(t *node) bool {
+	return t != nil && t.intended != nil && t.applied == nil && !t.obtained && t.invalid == nil &&
+		!t.removing && (t.desc != nil || t.base != nil) && (t.base == nil || t.base.applied != nil)
+}
+
+// stronglyConnected returns the strongly connected components of the group
+// (nodes marked with epoch) over their unmet Key dependencies, dependencies
+// first (Tarjan's algorithm emits components in reverse topological order).
+func stronglyConnected(g *graph, group []*node, epoch uint64) [][]*node {
+	index := make(map[*node]int, len(group))
+	low := make(map[*node]int, len(group))
+	onStack := make(map[*node]bool, len(group))
+	var stack []*node
+	var out [][]*node
+	next := 0
+	var visit func(v *node)
+	visit = func(v *node) {
+		index[v], low[v] = next, next
+		next++
+		stack = append(stack, v)
+		onStack[v] = true
+		for _, e := range v.deps {
+			if e.dep.Key == "" {
+				continue
+			}
+			w := g.get(e.dep.Key)
+			if w == nil || w.mark != epoch {
+				continue
+			}
+			if _, seen := index[w]; !seen {
+				visit(w)
+				low[v] = min(low[v], low[w])
+			} else if onStack[w] {
+				low[v] = min(low[v], index[w])
+			}
+		}
+		if low[v] == index[v] {
+			var scc []*node
+			for {
+				w := stack[len(stack)-1]
+				stack = stack[:len(stack)-1]
+				onStack[w] = false
+				scc = append(scc, w)
+				if w == v {
+					break
+				}
+			}
+			// Keep the order in which the group was found: deterministic.
+			for i, j := 0, len(scc)-1; i < j; i, j = i+1, j-1 {
+				scc[i], scc[j] = scc[j], scc[i]
+			}
+			out = append(out, scc)
+		}
+	}
+	for _, v := range group {
+		if _, seen := index[v]; !seen {
+			visit(v)
+		}
+	}
+	return out
+}
+
+func equalStrings(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,670 @@
+package kvscheduler
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/netagent-io/netagent/plugins/kvscheduler/api"
+)
+
+// Options configure a Scheduler. Zero values select the defaults.
+type Options struct {
+	// QueueSize bounds the NB transactions waiting to run (default 1000). A
+	// blocking Commit waits for room; a non-blocking one fails with
+	// api.ErrTxnQueueFull. Retries, SB notifications and commits made from
+	// descriptor callbacks are never refused.
+	QueueSize int
+	// Clock gives the time and runs retry timers (default: real time).
+	Clock Clock
+	// Logger receives the transaction log (default: slog.Default()).
+	Logger *slog.Logger
+	// HistorySize is how many transaction records are kept (default 1000).
+	HistorySize int
+}
+
+// Clock is the scheduler's source of time, injected so tests control it.
+type Clock interface {
+	Now() time.Time
+	// AfterFunc calls f in its own goroutine after d; stop cancels it.
+	AfterFunc(d time.Duration, f func()) (stop func() bool)
+}
+
+type realClock struct{}
+
+func (realClock) Now() time.Time { return time.Now() }
+func (realClock) AfterFunc(d time.Duration, f func()) func() bool {
+	return time.AfterFunc(d, f).Stop
+}
+
+// Scheduler is the KV Scheduler. Create it with New.
+type Scheduler struct {
+	opts   Options
+	clock  Clock
+	logger *slog.Logger
+
+	// regMu guards descriptor registration; descs is replaced, never changed,
+	// so the worker reads it without the lock.
+	regMu sync.Mutex
+	descs atomic.Pointer[descriptorSet]
+
+	// mu guards the graph. The worker holds it while it processes a
+	// transaction, except during descriptor CRUD callbacks.
+	mu sync.RWMutex
+	g  *graph
+
+	// queue of transactions.
+	qMu       sync.Mutex
+	queue     []*queuedTxn
+	nbQueued  int // NB transactions in queue (bounded by QueueSize)
+	qSignal   chan struct{}
+	qRoom     chan struct{}
+	nextSeq   uint64
+	closed    bool
+	closing   chan struct{}
+	workerEnd chan struct{}
+
+	// re-entrancy detection: the worker's goroutine id and whether it is
+	// inside a descriptor callback.
+	workerGID  atomic.Uint64
+	inCallback atomic.Bool
+
+	retryMu     sync.Mutex
+	retryTimers map[*retryTicket]func() bool
+
+	history *history
+	watch   *watchers
+}
+
+var _ api.KVScheduler = (*Scheduler)(nil)
+
+// New starts a scheduler.
+func New(opts Options) *Scheduler {
+	if opts.QueueSize <= 0 {
+		opts.QueueSize = 1000
+	}
+	if opts.HistorySize <= 0 {
+		opts.HistorySize = 1000
+	}
+	s := &Scheduler{
+		opts:        opts,
+		clock:       opts.Clock,
+		logger:      opts.Logger,
+		g:           newGraph(),
+		qSignal:     make(chan struct{}, 1),
+		qRoom:       make(chan struct{}, 1),
+		closing:     make(chan struct{}),
+		workerEnd:   make(chan struct{}),
+		retryTimers: make(map[*retryTicket]func() bool),
+		history:     newHistory(opts.HistorySize),
+		watch:       newWatchers(),
+	}
+	if s.clock == nil {
+		s.clock = realClock{}
+	}
+	if s.logger == nil {
+		s.logger = slog.Default()
+	}
+	s.descs.Store(&descriptorSet{byName: map[string]*descriptorInfo{}})
+	go s.worker()
+	return s
+}
+
+// Close stops the scheduler: the running transaction finishes, queued ones
+// fail with api.ErrClosed, retries are cancelled and watchers stopped.
+func (s *Scheduler) Close() {
+	s.qMu.Lock()
+	if s.closed {
+		s.qMu.Unlock()
+		<-s.workerEnd
+		return
+	}
+	s.closed = true
+	close(s.closing)
+	s.qMu.Unlock()
+	<-s.workerEnd
+
+	s.retryMu.Lock()
+	for t, stop := range s.retryTimers {
+		stop()
+		delete(s.retryTimers, t)
+	}
+	s.retryMu.Unlock()
+	s.watch.closeAll()
+}
+
+// descriptorInfo is a registered descriptor.
+type descriptorInfo struct {
+	d        *api.KVDescriptor
+	metadata api.MetadataMapRW
+}
+
+func (di *descriptorInfo) label(key string) string {
+	if di.d.KeyLabel != nil {
+		return di.d.KeyLabel(key)
+	}
+	return key
+}
+
+// descriptorSet is an immutable snapshot of the registered descriptors.
+type descriptorSet struct {
+	list   []*descriptorInfo
+	byName map[string]*descriptorInfo
+}
+
+// forKey returns the descriptor of a key. Descriptors whose NBKeyPrefix the
+// key has are asked first, so NB keys usually take one selector call.
+func (ds *descriptorSet) forKey(key string) *descriptorInfo {
+	for _, di := range ds.list {
+		if di.d.NBKeyPrefix != "" && strings.HasPrefix(key, di.d.NBKeyPrefix) && di.d.KeySelector(key) {
+			return di
+		}
+	}
+	for _, di := range ds.list {
+		if di.d.KeySelector(key) {
+			return di
+		}
+	}
+	return nil
+}
+
+// RegisterKVDescriptor implements api.KVScheduler.
+func (s *Scheduler) RegisterKVDescriptor(descriptors ...*api.KVDescriptor) error {
+	s.regMu.Lock()
+	defer s.regMu.Unlock()
+	cur := s.descs.Load()
+	next := &descriptorSet{
+		list:   append([]*descriptorInfo(nil), cur.list...),
+		byName: make(map[string]*descriptorInfo, len(cur.byName)+len(descriptors)),
+	}
+	for k, v := range cur.byName {
+		next.byName[k] = v
+	}
+	var added []*descriptorInfo
+	for _, d := range descriptors {
+		if d == nil {
+			return errors.New("register descriptor: nil descriptor")
+		}
+		if d.Name == "" {
+			return errors.New("register descriptor: empty name")
+		}
+		if d.KeySelector == nil {
+			return fmt.Errorf("register descriptor %q: KeySelector is required", d.Name)
+		}
+		if _, dup := next.byName[d.Name]; dup {
+			return fmt.Errorf("register descriptor %q: a descriptor with this name is already registered", d.Name)
+		}
+		di := &descriptorInfo{d: d}
+		if d.WithMetadata {
+			if d.MetadataMapFactory != nil {
+				di.metadata = d.MetadataMapFactory()
+			}
+			if di.metadata == nil {
+				di.metadata = api.NewMetadataMap()
+			}
+		}
+		next.list = append(next.list, di)
+		next.byName[d.Name] = di
+		added = append(added, di)
+	}
+	s.descs.Store(next)
+	s.logger.Debug("registered descriptors", "count", len(added))
+
+	// Values that waited for these descriptors are applied by a transaction.
+	s.mu.RLock()
+	waiting := false
+	for _, n := range s.g.nodes {
+		if n.desc == nil && n.base == nil && n.state == api.ValueStateUnimplemented {
+			waiting = true
+			break
+		}
+	}
+	s.mu.RUnlock()
+	if waiting {
+		s.enqueue(&queuedTxn{typ: api.RetryUnimplemented}, false)
+	}
+	return nil
+}
+
+// GetRegisteredNBKeyPrefixes implements api.KVScheduler.
+func (s *Scheduler) GetRegisteredNBKeyPrefixes() []string {
+	var out []string
+	for _, di := range s.descs.Load().list {
+		if di.d.NBKeyPrefix != "" {
+			out = append(out, di.d.NBKeyPrefix)
+		}
+	}
+	return out
+}
+
+// GetMetadataMap implements api.KVScheduler.
+func (s *Scheduler) GetMetadataMap(descriptor string) api.MetadataMap {
+	di := s.descs.Load().byName[descriptor]
+	if di == nil || di.metadata == nil {
+		return nil
+	}
+	return di.metadata
+}
+
+// kvChange is one input value of a transaction.
+type kvChange struct {
+	key      string
+	value    proto.Message
+	metadata any // SB notifications only
+}
+
+// queuedTxn is a transaction waiting in the queue.
+type queuedTxn struct {
+	seq         uint64
+	typ         api.TxnType
+	ctx         context.Context
+	values      []kvChange
+	resync      api.ResyncType
+	verbose     bool
+	revert      bool
+	dryRun      bool
+	retryOpt    *api.RetryOpt
+	description string
+	// retry transactions: the failed keys and which attempt this is.
+	retryKeys []retryKey
+	attempt   int
+	// barrier: no transaction, just a signal that what came before is done.
+	barrier bool
+	// done receives the result of a blocking commit.
+	done chan txnResult
+}
+
+type txnResult struct {
+	seq uint64
+	err error
+}
+
+// enqueue appends a transaction. A bounded NB transaction waits for room when
+// wait is set, else fails with ErrTxnQueueFull.
+func (s *Scheduler) enqueue(qt *queuedTxn, bounded bool) (uint64, error) {
+	for {
+		s.qMu.Lock()
+		if s.closed {
+			s.qMu.Unlock()
+			return 0, api.ErrClosed
+		}
+		if !bounded || s.nbQueued < s.opts.QueueSize {
+			break
+		}
+		s.qMu.Unlock()
+		if qt.done == nil || s.inWorkerCallback() {
+			return 0, api.ErrTxnQueueFull
+		}
+		var ctxDone <-chan struct{}
+		if qt.ctx != nil {
+			ctxDone = qt.ctx.Done()
+		}
+		select {
+		case <-s.qRoom:
+		case <-ctxDone:
+			return 0, qt.ctx.Err()
+		case <-s.closing:
+			return 0, api.ErrClosed
+		}
+	}
+	if !qt.barrier {
+		s.nextSeq++
+		qt.seq = s.nextSeq
+	}
+	if bounded {
+		s.nbQueued++
+	}
+	s.queue = append(s.queue, qt)
+	s.qMu.Unlock()
+	select {
+	case s.qSignal <- struct{}{}:
+	default:
+	}
+	return qt.seq, nil
+}
+
+func (s *Scheduler) dequeue() (*queuedTxn, bool) {
+	for {
+		s.qMu.Lock()
+		if s.closed {
+			rest := s.queue
+			s.queue = nil
+			s.qMu.Unlock()
+			for _, qt := range rest {
+				if qt.done != nil {
+					qt.done <- txnResult{seq: qt.seq, err: api.ErrClosed}
+				}
+			}
+			return nil, false
+		}
+		if len(s.queue) > 0 {
+			qt := s.queue[0]
+			s.queue[0] = nil
+			s.queue = s.queue[1:]
+			if qt.typ == api.NBTransaction && !qt.barrier {
+				s.nbQueued--
+				select {
+				case s.qRoom <- struct{}{}:
+				default:
+				}
+			}
+			s.qMu.Unlock()
+			return qt, true
+		}
+		s.qMu.Unlock()
+		select {
+		case <-s.qSignal:
+		case <-s.closing:
+		}
+	}
+}
+
+func (s *Scheduler) worker() {
+	defer close(s.workerEnd)
+	s.workerGID.Store(goroutineID())
+	for {
+		qt, ok := s.dequeue()
+		if !ok {
+			return
+		}
+		if qt.barrier {
+			close(qt.done)
+			continue
+		}
+		if qt.ctx != nil && qt.ctx.Err() != nil {
+			// The committer gave up before the transaction started: drop it.
+			if qt.done != nil {
+				qt.done <- txnResult{seq: qt.seq, err: qt.ctx.Err()}
+			}
+			continue
+		}
+		err := s.processTxn(qt)
+		if qt.done != nil {
+			qt.done <- txnResult{seq: qt.seq, err: err}
+		}
+	}
+}
+
+// inWorkerCallback tells whether the caller is a descriptor callback running
+// on the worker goroutine.
+func (s *Scheduler) inWorkerCallback() bool {
+	return s.inCallback.Load() && goroutineID() == s.workerGID.Load()
+}
+
+// goroutineID returns the id of the calling goroutine. Go hides it on
+// purpose; the scheduler needs it only to recognise a Commit made by a
+// descriptor callback on its own worker, which would otherwise wait for
+// itself forever.
+func goroutineID() uint64 {
+	var buf [64]byte
+	b := buf[:runtime.Stack(buf[:], false)]
+	b = bytes.TrimPrefix(b, []byte("goroutine "))
+	if i := bytes.IndexByte(b, ' '); i > 0 {
+		b = b[:i]
+	}
+	id, _ := strconv.ParseUint(string(b), 10, 64)
+	return id
+}
+
+// callback runs a descriptor callback without the graph lock.
+func (s *Scheduler) callback(f func()) {
+	s.mu.Unlock()
+	s.inCallback.Store(true)
+	defer func() {
+		s.inCallback.Store(false)
+		s.mu.Lock()
+	}()
+	f()
+}
+
+// StartNBTransaction implements api.KVScheduler.
+func (s *Scheduler) StartNBTransaction() api.Txn {
+	return &txn{s: s, index: map[string]int{}}
+}
+
+type txn struct {
+	s      *Scheduler
+	values []kvChange
+	index  map[string]int
+	err    error
+}
+
+// SetValue implements api.Txn.
+func (t *txn) SetValue(key string, value proto.Message) api.Txn {
+	if key == "" {
+		if t.err == nil {
+			t.err = api.ErrNilKey
+		}
+		return t
+	}
+	if i, ok := t.index[key]; ok {
+		t.values[i].value = value
+		return t
+	}
+	t.index[key] = len(t.values)
+	t.values = append(t.values, kvChange{key: key, value: value})
+	return t
+}
+
+// Commit implements api.Txn.
+func (t *txn) Commit(ctx context.Context) (uint64, error) {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	if t.err != nil {
+		return 0, &api.TransactionError{TxnInitError: t.err}
+	}
+	qt := &queuedTxn{typ: api.NBTransaction, ctx: ctx, values: t.values}
+	if opt, ok := api.IsWithResync(ctx); ok {
+		qt.resync, qt.verbose = opt.Type, opt.Verbose
+	}
+	qt.revert = api.IsWithRevert(ctx)
+	if qt.revert && qt.resync != api.NotResync {
+		return 0, &api.TransactionError{TxnInitError: api.ErrRevertNotSupportedWithResync}
+	}
+	qt.dryRun = api.IsWithDryRun(ctx)
+	if opt, ok := api.IsWithRetry(ctx); ok && opt.MaxCount > 0 && !qt.revert {
+		qt.retryOpt = opt
+	}
+	qt.description, _ = api.IsWithDescription(ctx)
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	blocking := !api.IsNonBlockingTxn(ctx) && !t.s.inWorkerCallback()
+	if blocking {
+		qt.done = make(chan txnResult, 1)
+	}
+	seq, err := t.s.enqueue(qt, true)
+	if err != nil || !blocking {
+		return seq, err
+	}
+	select {
+	case res := <-qt.done:
+		return res.seq, res.err
+	case <-ctx.Done():
+		return seq, ctx.Err()
+	}
+}
+
+// TransactionBarrier implements api.KVScheduler.
+func (s *Scheduler) TransactionBarrier() {
+	if s.inWorkerCallback() {
+		return
+	}
+	qt := &queuedTxn{barrier: true, done: make(chan txnResult)}
+	if _, err := s.enqueue(qt, false); err != nil {
+		return
+	}
+	select {
+	case <-qt.done:
+	case <-s.workerEnd:
+	}
+}
+
+// PushSBNotification implements api.KVScheduler.
+func (s *Scheduler) PushSBNotification(notifications ...api.KVWithMetadata) error {
+	if len(notifications) == 0 {
+		return nil
+	}
+	values := make([]kvChange, 0, len(notifications))
+	for _, n := range notifications {
+		if n.Key == "" {
+			return api.ErrNilKey
+		}
+		values = append(values, kvChange{key: n.Key, value: n.Value, metadata: n.Metadata})
+	}
+	_, err := s.enqueue(&queuedTxn{typ: api.SBNotification, values: values}, false)
+	return err
+}
+
+// GetValueStatus implements api.KVScheduler.
+func (s *Scheduler) GetValueStatus(key string) *api.BaseValueStatus {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	n := s.g.get(key)
+	if n == nil {
+		return &api.BaseValueStatus{Value: &api.ValueStatus{Key: key, State: api.ValueStateNonexistent}}
+	}
+	for n.base != nil {
+		n = n.base
+	}
+	return baseStatus(n)
+}
+
+func baseStatus(n *node) *api.BaseValueStatus {
+	bs := &api.BaseValueStatus{Value: valueStatus(n)}
+	for _, d := range n.derived {
+		bs.DerivedValues = append(bs.DerivedValues, valueStatus(d))
+	}
+	return bs
+}
+
+func valueStatus(n *node) *api.ValueStatus {
+	st := &api.ValueStatus{
+		Key:            n.key,
+		State:          n.state,
+		LastOperation:  n.lastOp,
+		Details:        n.details,
+		DescriptorName: n.descName(),
+		Derived:        n.base != nil,
+	}
+	if n.err != nil {
+		st.Error = n.err.Error()
+	}
+	return st
+}
+
+// ListValueStatuses returns the status of every base value whose key starts
+// with prefix, sorted by key.
+func (s *Scheduler) ListValueStatuses(prefix string) []*api.BaseValueStatus {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	var out []*api.BaseValueStatus
+	s.g.scanPrefix(prefix, func(n *node) bool {
+		if n.base == nil {
+			out = append(out, baseStatus(n))
+		}
+		return true
+	})
+	return out
+}
+
+// WatchValueStatus implements api.KVScheduler.
+func (s *Scheduler) WatchValueStatus(ch chan<- *api.BaseValueStatus, selector api.KeySelector) (stop func()) {
+	return s.watch.add(ch, selector)
+}
+
+// GetTransactionHistory implements api.KVScheduler.
+func (s *Scheduler) GetTransactionHistory(since, until time.Time) []*api.RecordedTxn {
+	return s.history.between(since, until)
+}
+
+// GetRecordedTransaction implements api.KVScheduler.
+func (s *Scheduler) GetRecordedTransaction(seqNum uint64) *api.RecordedTxn {
+	return s.history.get(seqNum)
+}
+
+// DumpValuesByDescriptor implements api.KVScheduler.
+func (s *Scheduler) DumpValuesByDescriptor(descriptor string, view api.View) ([]api.KVWithMetadata, error) {
+	di := s.descs.Load().byName[descriptor]
+	if di == nil {
+		return nil, fmt.Errorf("dump: unknown descriptor %q", descriptor)
+	}
+	return s.dump(view, "", di)
+}
+
+// DumpValuesByKeyPrefix implements api.KVScheduler.
+func (s *Scheduler) DumpValuesByKeyPrefix(keyPrefix string, view api.View) ([]api.KVWithMetadata, error) {
+	return s.dump(view, keyPrefix, nil)
+}
+
+func (s *Scheduler) dump(view api.View, prefix string, only *descriptorInfo) ([]api.KVWithMetadata, error) {
+	var out []api.KVWithMetadata
+	correlate := map[*descriptorInfo][]api.KVWithMetadata{}
+	s.mu.RLock()
+	s.g.scanPrefix(prefix, func(n *node) bool {
+		if only != nil && n.desc != only {
+			return true
+		}
+		switch view {
+		case api.NBView:
+			if n.intended != nil && !n.obtained {
+				out = append(out, api.KVWithMetadata{Key: n.key, Value: n.intended, Metadata: n.metadata, Origin: api.FromNB})
+			}
+		case api.CachedView:
+			if n.applied != nil {
+				out = append(out, api.KVWithMetadata{Key: n.key, Value: n.applied, Metadata: n.metadata, Origin: n.origin()})
+			}
+		case api.SBView:
+			if n.desc != nil && n.base == nil && n.applied != nil {
+				correlate[n.desc] = append(correlate[n.desc], api.KVWithMetadata{Key: n.key, Value: n.applied, Metadata: n.metadata, Origin: n.origin()})
+			}
+		}
+		return true
+	})
+	s.mu.RUnlock()
+	if view != api.SBView {
+		return out, nil
+	}
+	// Ask the SB now, outside the graph lock.
+	var errs []error
+	for _, di := range s.descs.Load().list {
+		if di.d.Retrieve == nil || (only != nil && di != only) {
+			continue
+		}
+		if only == nil && prefix != "" && di.d.NBKeyPrefix != "" &&
+			!strings.HasPrefix(di.d.NBKeyPrefix, prefix) && !strings.HasPrefix(prefix, di.d.NBKeyPrefix) {
+			continue
+		}
+		kvs, err := di.d.Retrieve(correlate[di])
+		if err != nil {
+			errs = append(errs, fmt.Errorf("descriptor %s: retrieve: %w", di.d.Name, err))
+			continue
+		}
+		for _, kv := range kvs {
+			if kv.Value != nil && strings.HasPrefix(kv.Key, prefix) {
+				out = append(out, kv)
+			}
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
+	return out, errors.Join(errs...)
+}
+
+func (n *node) origin() api.ValueOrigin {
+	if n.obtained {
+		return api.FromSB
+	}
+	return api.FromNB
+}

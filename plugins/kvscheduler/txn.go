@@ -1,0 +1,838 @@
+package kvscheduler
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/netagent-io/netagent/plugins/kvscheduler/api"
+)
+
+// retryKey is a failed key waiting for a retry, at the revision that failed.
+type retryKey struct {
+	key      string
+	revision uint64
+	ticket   *retryTicket
+}
+
+// retryTicket identifies one scheduled retry of a value; a newer operation
+// on the value replaces or clears it, which cancels the retry for that key.
+type retryTicket struct {
+	attempt int
+}
+
+// processTxn runs one queued transaction: refresh (for resync), simulation,
+// execution, then the follow-ups of failures (refresh of the failed keys,
+// retries or revert). It returns what Commit returns.
+func (s *Scheduler) processTxn(qt *queuedTxn) error {
+	rec := &api.RecordedTxn{
+		SeqNum:       qt.seq,
+		TxnType:      qt.typ,
+		ResyncType:   qt.resync,
+		Description:  qt.description,
+		WithRevert:   qt.revert,
+		DryRun:       qt.dryRun,
+		RetryAttempt: qt.attempt,
+		Start:        s.clock.Now(),
+	}
+	for _, kv := range qt.values {
+		origin := api.FromNB
+		if qt.typ == api.SBNotification {
+			origin = api.FromSB
+		}
+		rec.Values = append(rec.Values, api.RecordedKVPair{Key: kv.key, Value: kv.value, Origin: origin})
+	}
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	descs := s.descs.Load()
+	var initErrs []api.KeyWithError
+	if qt.resync == api.FullResync || qt.resync == api.DownstreamResync {
+		initErrs = s.refreshAll(descs, qt)
+	}
+
+	// Simulation: the plan, computed on the graph and undone.
+	sim := s.newRun(qt, descs, true)
+	var undo []func()
+	s.g.undo = &undo
+	sim.run(qt)
+	s.g.rollback()
+	rec.Planned = sim.ops
+	s.logPlan(rec)
+
+	var exe *txnRun
+	if !qt.dryRun && (len(undo) > 0 || len(sim.errs) > 0) {
+		exe = s.newRun(qt, descs, false)
+		var execUndo []func()
+		if qt.revert {
+			s.g.undo = &execUndo
+		}
+		exe.run(qt)
+		if exe.stopped {
+			s.revert(exe)
+		} else {
+			s.g.undo = nil
+			exe.refreshFailed()
+			s.scheduleRetries(exe, qt)
+		}
+		rec.Executed = exe.ops
+	}
+	rec.Stop = s.clock.Now()
+	s.history.add(rec)
+	var kvErrs []api.KeyWithError
+	kvErrs = append(kvErrs, initErrs...)
+	if exe != nil {
+		s.publishStatus(exe)
+		kvErrs = append(kvErrs, exe.errs...)
+		for _, op := range exe.ops {
+			if op.NewErr != nil {
+				kvErrs = append(kvErrs, api.KeyWithError{Key: op.Key, Operation: op.Operation, Error: op.NewErr})
+			}
+		}
+	} else if qt.dryRun {
+		kvErrs = append(kvErrs, sim.errs...)
+		for _, op := range sim.ops {
+			if op.NewErr != nil {
+				kvErrs = append(kvErrs, api.KeyWithError{Key: op.Key, Operation: op.Operation, Error: op.NewErr})
+			}
+		}
+	}
+	s.logResult(rec, len(kvErrs))
+	if len(kvErrs) > 0 {
+		return &api.TransactionError{KVErrors: kvErrs}
+	}
+	return nil
+}
+
+func (s *Scheduler) newRun(qt *queuedTxn, descs *descriptorSet, simulate bool) *txnRun {
+	r := &txnRun{
+		s:        s,
+		g:        s.g,
+		descs:    descs,
+		simulate: simulate,
+		deep:     qt.resync != api.NotResync,
+		revert:   qt.revert,
+		retryTxn: qt.typ == api.RetryFailedOps,
+	}
+	if !simulate {
+		r.changed = make(map[string]*node)
+	}
+	return r
+}
+
+// run applies the transaction's changes to the graph.
+func (r *txnRun) run(qt *queuedTxn) {
+	switch qt.typ {
+	case api.SBNotification:
+		for _, kv := range qt.values {
+			r.applySB(kv)
+		}
+	case api.RetryFailedOps:
+		for _, rk := range qt.retryKeys {
+			n := r.g.get(rk.key)
+			if n == nil || n.revision != rk.revision || n.retry != rk.ticket {
+				continue // changed since: the retry is obsolete
+			}
+			if n.base != nil && n.intended == nil {
+				r.reconcile(n.base)
+			} else {
+				r.reconcile(n)
+			}
+			if r.stopped {
+				return
+			}
+		}
+	case api.RetryUnimplemented:
+		for _, n := range r.collect(func(n *node) bool { return n.base == nil && n.desc == nil && n.intended != nil }) {
+			if di := r.descs.forKey(n.key); di != nil {
+				r.setDesc(n, di)
+				r.setIntent(n, n.intended)
+				r.reconcile(n)
+			}
+		}
+	default:
+		switch qt.resync {
+		case api.NotResync:
+			for _, kv := range qt.values {
+				r.applyNB(kv.key, kv.value)
+				if r.stopped {
+					return
+				}
+			}
+		case api.FullResync, api.UpstreamResync:
+			inTxn := make(map[string]struct{}, len(qt.values))
+			for _, kv := range qt.values {
+				if kv.value != nil {
+					inTxn[kv.key] = struct{}{}
+				}
+				r.applyNB(kv.key, kv.value)
+			}
+			for _, n := range r.collect(func(n *node) bool { return n.base == nil && !n.obtained }) {
+				if _, ok := inTxn[n.key]; ok {
+					continue
+				}
+				if n.intended != nil {
+					r.applyNB(n.key, nil)
+				} else if n.applied != nil {
+					r.reconcile(n)
+				}
+			}
+		case api.DownstreamResync:
+			for _, n := range r.collect(func(n *node) bool { return n.base == nil && !n.obtained }) {
+				r.reconcile(n)
+			}
+		}
+	}
+}
+
+func (r *txnRun) setDesc(n *node, di *descriptorInfo) {
+	old := n.desc
+	n.desc = di
+	r.g.logUndo(func() { n.desc = old })
+}
+
+// collect returns the nodes accepted by f, in key order.
+func (r *txnRun) collect(f func(*node) bool) []*node {
+	var out []*node
+	r.g.scanPrefix("", func(n *node) bool {
+		if f(n) {
+			out = append(out, n)
+		}
+		return true
+	})
+	return out
+}
+
+// applySB applies one SB notification: an OBTAINED value appears, changes
+// or goes away.
+func (r *txnRun) applySB(kv kvChange) {
+	n := r.g.get(kv.key)
+	if n != nil && !n.obtained && (n.intended != nil || n.base != nil) {
+		r.errs = append(r.errs, api.KeyWithError{Key: kv.key,
+			Error: fmt.Errorf("SB notification for %s ignored: the key is configured by the NB", kv.key)})
+		return
+	}
+	if kv.value == nil {
+		if n == nil {
+			return
+		}
+		if n.applied != nil && !r.removeFromSB(n, false) {
+			return
+		}
+		r.g.setIntended(n, nil)
+		r.g.setObtained(n, false)
+		r.dropNode(n)
+		return
+	}
+	wasAvailable := false
+	prev := status{}
+	var prevValue proto.Message
+	if n == nil {
+		n = &node{key: kv.key, desc: r.descs.forKey(kv.key)}
+		r.g.addNode(n)
+	} else {
+		wasAvailable = n.available()
+		prev = statusOf(n)
+		prevValue = n.applied
+		if prevValue != nil && proto.Equal(prevValue, kv.value) && n.metadata == kv.metadata {
+			return
+		}
+	}
+	r.setObtainedValue(n, kv.value, kv.metadata)
+	op := api.OpCreate
+	if prevValue != nil {
+		op = api.OpUpdate
+	}
+	r.recordOp(n, op, prevValue, kv.value, prev, nil, opFlags{noop: true})
+	r.syncObtainedDerived(n)
+	if !wasAvailable {
+		r.notifyAvailable(n)
+	}
+}
+
+func (r *txnRun) setObtainedValue(n *node, value proto.Message, md any) {
+	if !n.obtained {
+		r.g.setObtained(n, true)
+	}
+	r.g.setIntended(n, value)
+	r.g.setApplied(n, value)
+	if n.deps != nil {
+		r.g.setDeps(n, nil)
+	}
+	if n.invalid != nil {
+		r.g.setInvalid(n, nil)
+	}
+	if n.metadata != md {
+		r.g.setMetadata(n, md, !r.simulate)
+	}
+	r.setStatus(n, api.ValueStateObtained, api.OpUndefined, nil, nil)
+}
+
+// syncObtainedDerived makes the derived values of an OBTAINED value OBTAINED
+// values too.
+func (r *txnRun) syncObtainedDerived(n *node) {
+	want, _ := r.derivedValues(n, n.applied)
+	var list []*node
+	for _, d := range n.derived {
+		if !wants(want, d.key) {
+			if !r.removeFromSB(d, false) {
+				list = append(list, d)
+				continue
+			}
+			r.g.removeNode(d)
+			r.markChanged(n)
+		}
+	}
+	for _, kv := range want {
+		if kv.Key == "" || kv.Value == nil {
+			continue
+		}
+		d := findDerived(n.derived, kv.Key)
+		if d == nil {
+			if r.g.get(kv.Key) != nil {
+				continue
+			}
+			d = &node{key: kv.Key, base: n, desc: r.descs.forKey(kv.Key)}
+			r.g.addNode(d)
+		}
+		list = append(list, d)
+		was := d.available()
+		if d.applied == nil || !proto.Equal(d.applied, kv.Value) {
+			r.setObtainedValue(d, kv.Value, nil)
+		}
+		if !was {
+			defer r.notifyAvailable(d)
+		}
+	}
+	r.g.setDerived(n, list)
+}
+
+// --- refresh ----------------------------------------------------------------
+
+// refreshAll asks every descriptor with Retrieve for the SB state (resync),
+// in RetrieveDependencies order, and records it as the applied values.
+func (s *Scheduler) refreshAll(descs *descriptorSet, qt *queuedTxn) []api.KeyWithError {
+	var errs []api.KeyWithError
+	order, err := retrieveOrder(descs)
+	if err != nil {
+		errs = append(errs, api.KeyWithError{Error: err})
+	}
+	// Expected values per descriptor: the NB state of a full resync, the
+	// intended values otherwise.
+	nbWants := map[string]proto.Message{}
+	if qt.resync == api.FullResync {
+		for _, kv := range qt.values {
+			if kv.value != nil {
+				nbWants[kv.key] = kv.value
+			}
+		}
+	}
+	byDesc := map[*descriptorInfo][]*node{}
+	s.g.scanPrefix("", func(n *node) bool {
+		if n.base == nil && n.desc != nil {
+			byDesc[n.desc] = append(byDesc[n.desc], n)
+		}
+		return true
+	})
+	for _, di := range order {
+		if di.d.Retrieve == nil {
+			continue
+		}
+		var correlate []api.KVWithMetadata
+		if qt.resync == api.FullResync {
+			for _, kv := range qt.values {
+				if kv.value != nil && descs.forKeyIs(kv.key, di) {
+					var md any
+					if n := s.g.get(kv.key); n != nil {
+						md = n.metadata
+					}
+					correlate = append(correlate, api.KVWithMetadata{Key: kv.key, Value: kv.value, Metadata: md, Origin: api.FromNB})
+				}
+			}
+		} else {
+			for _, n := range byDesc[di] {
+				if n.intended != nil && !n.obtained {
+					correlate = append(correlate, api.KVWithMetadata{Key: n.key, Value: n.intended, Metadata: n.metadata, Origin: api.FromNB})
+				}
+			}
+		}
+		kvs, err := s.retrieve(di, correlate)
+		if err != nil {
+			errs = append(errs, api.KeyWithError{Error: err})
+			continue // the SB of this descriptor stays as the graph knows it
+		}
+		wanted := func(key string) bool {
+			if qt.resync == api.FullResync {
+				_, ok := nbWants[key]
+				return ok
+			}
+			n := s.g.get(key)
+			return n != nil && n.intended != nil && !n.obtained
+		}
+		errs = append(errs, s.applyRetrieved(di, kvs, byDesc[di], wanted)...)
+	}
+	if opt, ok := api.IsWithResync(qt.ctx); ok && opt.Verbose {
+		s.logger.Info("graph after refresh", "txn", qt.seq, "values", len(s.g.nodes))
+	}
+	return errs
+}
+
+// forKeyIs tells whether key belongs to di.
+func (ds *descriptorSet) forKeyIs(key string, di *descriptorInfo) bool {
+	return ds.forKey(key) == di
+}
+
+// retrieve calls a descriptor's Retrieve without the graph lock.
+func (s *Scheduler) retrieve(di *descriptorInfo, correlate []api.KVWithMetadata) (kvs []api.KVWithMetadata, err error) {
+	s.callback(func() {
+		defer func() {
+			if p := recover(); p != nil {
+				err = fmt.Errorf("panic: %v", p)
+			}
+		}()
+		kvs, err = di.d.Retrieve(correlate)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("descriptor %s: Retrieve: %w", di.d.Name, err)
+	}
+	return kvs, nil
+}
+
+// applyRetrieved records what Retrieve returned as the applied state of the
+// descriptor's values. Garbage (empty keys, nil values, keys of other
+// descriptors, duplicates) is skipped and reported.
+func (s *Scheduler) applyRetrieved(di *descriptorInfo, kvs []api.KVWithMetadata, known []*node, wanted func(string) bool) []api.KeyWithError {
+	var errs []api.KeyWithError
+	bad := func(key, format string, args ...any) {
+		errs = append(errs, api.KeyWithError{Key: key, Error: fmt.Errorf("descriptor %s: Retrieve: "+format, append([]any{di.d.Name}, args...)...)})
+	}
+	g := s.g
+	seen := make(map[string]struct{}, len(kvs))
+	for _, kv := range kvs {
+		switch {
+		case kv.Key == "":
+			bad("", "returned a value with an empty key")
+			continue
+		case kv.Value == nil:
+			bad(kv.Key, "returned %s without a value", kv.Key)
+			continue
+		case !di.d.KeySelector(kv.Key):
+			bad(kv.Key, "returned %s, which its KeySelector does not accept", kv.Key)
+			continue
+		}
+		if _, dup := seen[kv.Key]; dup {
+			bad(kv.Key, "returned %s twice; the first is kept", kv.Key)
+			continue
+		}
+		seen[kv.Key] = struct{}{}
+		n := g.get(kv.Key)
+		if n != nil && (n.base != nil || (n.desc != nil && n.desc != di)) {
+			bad(kv.Key, "returned %s, which belongs to another value", kv.Key)
+			continue
+		}
+		if n == nil {
+			n = &node{key: kv.Key, desc: di}
+			g.addNode(n)
+		}
+		foreign := kv.Origin == api.FromSB || (kv.Origin == api.UnknownOrigin && !wanted(kv.Key) && n.state != api.ValueStateConfigured && n.lastOp == api.OpUndefined)
+		if n.obtained || (foreign && n.intended == nil && !wanted(kv.Key)) {
+			if !n.obtained {
+				g.setObtained(n, true)
+			}
+			if n.intended == nil || !proto.Equal(n.intended, kv.Value) {
+				g.setIntended(n, kv.Value)
+				g.setApplied(n, kv.Value)
+			}
+			if di.d.WithMetadata && n.metadata != kv.Metadata {
+				g.setMetadata(n, kv.Metadata, true)
+			}
+			if n.state != api.ValueStateObtained {
+				g.setStatus(n, status{state: api.ValueStateObtained})
+			}
+			s.refreshDerived(n)
+			continue
+		}
+		if n.applied == nil || !proto.Equal(n.applied, kv.Value) {
+			g.setApplied(n, kv.Value)
+		}
+		if di.d.WithMetadata && n.metadata != kv.Metadata {
+			g.setMetadata(n, kv.Metadata, true)
+		}
+		if n.intended == nil && n.state != api.ValueStateDiscovered {
+			g.setStatus(n, status{state: api.ValueStateDiscovered, lastOp: n.lastOp})
+			if f := di.d.Dependencies; f != nil {
+				deps, _ := pure(func() []api.Dependency { return f(n.key, kv.Value) })
+				g.setDeps(n, validDeps(deps))
+			}
+		}
+		s.refreshDerived(n)
+	}
+	for _, n := range known {
+		if _, ok := seen[n.key]; ok || n.applied == nil || g.get(n.key) != n {
+			continue
+		}
+		// Not in the SB any more.
+		if n.obtained {
+			s.forgetObtained(n)
+			continue
+		}
+		g.setApplied(n, nil)
+		if n.metadata != nil {
+			g.setMetadata(n, nil, true)
+		}
+		if n.intended != nil {
+			g.setStatus(n, status{state: api.ValueStateMissing, lastOp: n.lastOp, err: n.err})
+		}
+		s.refreshDerived(n)
+	}
+	return errs
+}
+
+// forgetObtained drops an OBTAINED value the SB no longer has. What depended
+// on it is left to the reconciliation that follows the refresh.
+func (s *Scheduler) forgetObtained(n *node) {
+	g := s.g
+	for _, d := range n.derived {
+		g.removeNode(d)
+	}
+	g.setDerived(n, nil)
+	g.setApplied(n, nil)
+	g.setIntended(n, nil)
+	g.removeNode(n)
+}
+
+// refreshDerived sets the applied state of n's derived values from n's
+// applied value: what DerivedValues returns for it is what the SB has.
+func (s *Scheduler) refreshDerived(n *node) {
+	g := s.g
+	var have []api.KeyValuePair
+	if n.applied != nil && n.desc != nil && n.desc.d.DerivedValues != nil {
+		applied := n.applied
+		have, _ = pure(func() []api.KeyValuePair { return n.desc.d.DerivedValues(n.key, applied) })
+	}
+	if len(have) == 0 && len(n.derived) == 0 {
+		return
+	}
+	list := n.derived
+	grown := false
+	for _, d := range n.derived {
+		if !wants(have, d.key) && d.applied != nil {
+			g.setApplied(d, nil)
+		}
+	}
+	for _, kv := range have {
+		if kv.Key == "" || kv.Value == nil {
+			continue
+		}
+		d := findDerived(list, kv.Key)
+		if d == nil {
+			if g.get(kv.Key) != nil {
+				continue
+			}
+			d = &node{key: kv.Key, base: n, desc: s.descs.Load().forKey(kv.Key), obtained: n.obtained}
+			if n.obtained {
+				d.intended, d.state = kv.Value, api.ValueStateObtained
+			}
+			g.addNode(d)
+			if !grown {
+				list = append([]*node(nil), list...)
+				grown = true
+			}
+			list = append(list, d)
+		}
+		if d.applied == nil || !proto.Equal(d.applied, kv.Value) {
+			g.setApplied(d, kv.Value)
+		}
+	}
+	if grown {
+		g.setDerived(n, list)
+	}
+}
+
+// retrieveOrder sorts descriptors so that each comes after those named in its
+// RetrieveDependencies; ties keep the registration order.
+func retrieveOrder(descs *descriptorSet) ([]*descriptorInfo, error) {
+	var out []*descriptorInfo
+	state := map[*descriptorInfo]int{} // 1 visiting, 2 done
+	var cycle error
+	var visit func(di *descriptorInfo)
+	visit = func(di *descriptorInfo) {
+		switch state[di] {
+		case 1:
+			if cycle == nil {
+				cycle = fmt.Errorf("RetrieveDependencies form a cycle through descriptor %s", di.d.Name)
+			}
+			return
+		case 2:
+			return
+		}
+		state[di] = 1
+		for _, name := range di.d.RetrieveDependencies {
+			if dep := descs.byName[name]; dep != nil {
+				visit(dep)
+			}
+		}
+		state[di] = 2
+		out = append(out, di)
+	}
+	for _, di := range descs.list {
+		visit(di)
+	}
+	return out, cycle
+}
+
+// refreshFailed asks the SB what failed operations left behind, for the
+// failed keys only, and completes values that turn out to be in place.
+func (r *txnRun) refreshFailed() {
+	if len(r.failed) == 0 {
+		return
+	}
+	byDesc := map[*descriptorInfo][]*node{}
+	var order []*descriptorInfo
+	for _, n := range r.failed {
+		if n.desc == nil || n.base != nil || n.desc.d.Retrieve == nil || r.g.get(n.key) != n {
+			continue
+		}
+		if _, ok := byDesc[n.desc]; !ok {
+			order = append(order, n.desc)
+		}
+		byDesc[n.desc] = append(byDesc[n.desc], n)
+	}
+	for _, di := range order {
+		nodes := byDesc[di]
+		correlate := make([]api.KVWithMetadata, 0, len(nodes))
+		for _, n := range nodes {
+			if n.intended != nil {
+				correlate = append(correlate, api.KVWithMetadata{Key: n.key, Value: n.intended, Metadata: n.metadata, Origin: api.FromNB})
+			}
+		}
+		kvs, err := r.s.retrieve(di, correlate)
+		if err != nil {
+			r.errs = append(r.errs, api.KeyWithError{Error: fmt.Errorf("refresh after failure: %w", err)})
+			continue
+		}
+		found := make(map[string]api.KVWithMetadata, len(nodes))
+		for _, kv := range kvs {
+			found[kv.Key] = kv
+		}
+		for _, n := range nodes {
+			kv, ok := found[n.key]
+			switch {
+			case ok && kv.Value != nil:
+				if n.applied == nil || !proto.Equal(n.applied, kv.Value) {
+					r.g.setApplied(n, kv.Value)
+				}
+				if di.d.WithMetadata && kv.Metadata != nil {
+					r.g.setMetadata(n, kv.Metadata, true)
+				}
+			case n.applied != nil:
+				r.g.setApplied(n, nil)
+				if n.metadata != nil {
+					r.g.setMetadata(n, nil, true)
+				}
+			}
+			r.s.refreshDerived(n)
+			if !r.revert && n.intended != nil && n.applied != nil && r.equivalent(n, n.applied, n.intended) {
+				// The failed operation did its job after all.
+				r.setStatus(n, api.ValueStateConfigured, n.lastOp, nil, nil)
+				r.syncDerived(n, nil, false)
+				r.notifyAvailable(n)
+			}
+		}
+	}
+}
+
+// --- retries ----------------------------------------------------------------
+
+func isRetriable(n *node, err error) bool {
+	if err == nil {
+		return false
+	}
+	var nr *api.NonRetriableError
+	var inv *api.InvalidValueError
+	if errors.As(err, &nr) || errors.As(err, &inv) {
+		return false
+	}
+	if n.desc != nil && n.desc.d.IsRetriableFailure != nil {
+		ok, perr := pure(func() bool { return n.desc.d.IsRetriableFailure(err) })
+		return perr == nil && ok
+	}
+	return true
+}
+
+// scheduleRetries turns the retriable failures of a transaction into
+// RETRYING values and queues their retry after the period.
+func (s *Scheduler) scheduleRetries(r *txnRun, qt *queuedTxn) {
+	opt := qt.retryOpt
+	var keys []retryKey
+	for _, n := range r.failed {
+		if n.state != api.ValueStateFailed || s.g.get(n.key) != n {
+			continue
+		}
+		if opt == nil || qt.attempt >= opt.MaxCount || !isRetriable(n, n.err) {
+			continue
+		}
+		t := &retryTicket{attempt: qt.attempt + 1}
+		s.g.setRetry(n, t)
+		r.setStatus(n, api.ValueStateRetrying, n.lastOp, n.err, nil)
+		keys = append(keys, retryKey{key: n.key, revision: n.revision, ticket: t})
+	}
+	if len(keys) == 0 {
+		return
+	}
+	period := opt.Period
+	if opt.ExpBackoff {
+		for i := 0; i < qt.attempt; i++ {
+			period *= 2
+		}
+	}
+	next := &queuedTxn{typ: api.RetryFailedOps, retryKeys: keys, attempt: qt.attempt + 1, retryOpt: opt,
+		description: fmt.Sprintf("retry #%d of transaction failures", qt.attempt+1)}
+	ticket := keys[0].ticket
+	s.retryMu.Lock()
+	defer s.retryMu.Unlock()
+	s.retryTimers[ticket] = s.clock.AfterFunc(period, func() {
+		s.retryMu.Lock()
+		_, live := s.retryTimers[ticket]
+		delete(s.retryTimers, ticket)
+		s.retryMu.Unlock()
+		if live {
+			_, _ = s.enqueue(next, false)
+		}
+	})
+}
+
+// --- revert -----------------------------------------------------------------
+
+// revert undoes a transaction stopped by a failure: the failed key is
+// refreshed, every executed operation is undone in reverse order, and the
+// graph returns to its state before the transaction.
+func (s *Scheduler) revert(r *txnRun) {
+	failed := r.failed[len(r.failed)-1]
+	before := failed.applied // what the SB had before the failed operation
+	beforeMeta := failed.metadata
+	r.refreshFailedForRevert(failed)
+
+	r.reverting = true
+	metaAfter := map[*node]any{}
+	var revertFailed []*node
+	undoOne := func(n *node, op api.TxnOperation, from, to proto.Message, meta any) {
+		prev := statusOf(n)
+		var err error
+		var md any = meta
+		if !r.simulate && n.desc != nil {
+			switch {
+			case to == nil && from != nil:
+				if n.desc.d.Delete != nil {
+					err = r.call(n, "Delete", func() error { return n.desc.d.Delete(n.key, from, meta) })
+				}
+				op = api.OpDelete
+			case from == nil && to != nil:
+				if n.desc.d.Create != nil {
+					err = r.call(n, "Create", func() (err error) { md, err = n.desc.d.Create(n.key, to); return err })
+				}
+				op = api.OpCreate
+			default:
+				if n.desc.d.Update != nil {
+					err = r.call(n, "Update", func() (err error) { md, err = n.desc.d.Update(n.key, from, to, meta); return err })
+				}
+				op = api.OpUpdate
+			}
+		}
+		r.recordOp(n, op, from, to, prev, err, opFlags{})
+		if err != nil {
+			revertFailed = append(revertFailed, n)
+			return
+		}
+		metaAfter[n] = md
+	}
+	if now := failed.applied; !(now == nil && before == nil) && !(now != nil && before != nil && r.equivalent(failed, now, before)) {
+		undoOne(failed, api.OpUndefined, now, before, beforeMeta)
+	}
+	for i := len(r.done) - 1; i >= 0; i-- {
+		d := r.done[i]
+		undoOne(d.n, d.op, d.newValue, d.prevValue, d.newMeta)
+	}
+	s.g.rollback()
+	for n, md := range metaAfter {
+		if n.desc != nil && n.desc.d.WithMetadata && n.applied != nil {
+			n.metadata = md
+			publishMetadata(n, md)
+		}
+	}
+	for _, n := range revertFailed {
+		if s.g.get(n.key) == n {
+			n.state, n.err = api.ValueStateFailed, fmt.Errorf("revert failed")
+		}
+	}
+	// Every value the transaction touched has its old status back; tell the
+	// watchers.
+	for _, op := range r.ops {
+		if n := s.g.get(op.Key); n != nil {
+			r.markChanged(n)
+		} else {
+			r.changed[op.Key] = nil
+		}
+	}
+}
+
+// refreshFailedForRevert reads what the failed operation left in the SB.
+func (r *txnRun) refreshFailedForRevert(n *node) {
+	if n.desc == nil || n.base != nil || n.desc.d.Retrieve == nil {
+		return
+	}
+	kvs, err := r.s.retrieve(n.desc, []api.KVWithMetadata{{Key: n.key, Value: n.intended, Metadata: n.metadata, Origin: api.FromNB}})
+	if err != nil {
+		r.errs = append(r.errs, api.KeyWithError{Key: n.key, Error: fmt.Errorf("refresh before revert: %w", err)})
+		return
+	}
+	var found proto.Message
+	for _, kv := range kvs {
+		if kv.Key == n.key {
+			found = kv.Value
+			if kv.Metadata != nil {
+				n.metadata = kv.Metadata
+			}
+		}
+	}
+	n.applied = found // the rollback restores the pre-transaction value
+}
+
+// --- status and log ---------------------------------------------------------
+
+func (s *Scheduler) publishStatus(r *txnRun) {
+	if len(r.changed) == 0 || s.watch.empty() {
+		return
+	}
+	keys := make([]string, 0, len(r.changed))
+	for k := range r.changed {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	out := make([]*api.BaseValueStatus, 0, len(keys))
+	for _, k := range keys {
+		if n := s.g.get(k); n != nil && n.base == nil {
+			out = append(out, baseStatus(n))
+		} else {
+			out = append(out, &api.BaseValueStatus{Value: &api.ValueStatus{Key: k, State: api.ValueStateRemoved, LastOperation: api.OpDelete}})
+		}
+	}
+	s.watch.publish(out)
+}
+
+func (s *Scheduler) logPlan(rec *api.RecordedTxn) {
+	s.logger.Debug("transaction planned", "txn", rec.SeqNum, "type", rec.TxnType.String(),
+		"resync", rec.ResyncType.String(), "values", len(rec.Values), "planned", len(rec.Planned))
+}
+
+func (s *Scheduler) logResult(rec *api.RecordedTxn, errors int) {
+	level := s.logger.Debug
+	if errors > 0 {
+		level = s.logger.Warn
+	}
+	level("transaction done", "txn", rec.SeqNum, "type", rec.TxnType.String(),
+		"executed", len(rec.Executed), "errors", errors, "duration", rec.Stop.Sub(rec.Start).Round(time.Microsecond))
+}

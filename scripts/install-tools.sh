@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Installs what building, testing and regenerating code need, at pinned versions.
+# Safe to run again: it installs only what is missing or at another version.
+#   scripts/install-tools.sh          test dependencies (graphviz, iproute2)
+#   scripts/install-tools.sh proto    also protoc and protoc-gen-go
+set -euo pipefail
+
+PROTOC_GEN_GO_VERSION=v1.36.10
+# protoc comes from Debian bookworm's protobuf-compiler (3.21.12); the version is
+# written into every generated file, so `make proto-check` compares like with like.
+PROTOC_VERSION=3.21.12
+
+need_apt=()
+command -v dot >/dev/null 2>&1 || need_apt+=(graphviz)
+command -v ip >/dev/null 2>&1 || need_apt+=(iproute2)
+if [ "${1:-}" = proto ]; then
+  if ! protoc --version 2>/dev/null | grep -q "$PROTOC_VERSION"; then
+    need_apt+=(protobuf-compiler)
+  fi
+fi
+if [ ${#need_apt[@]} -gt 0 ]; then
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "install-tools: need root to install: ${need_apt[*]}" >&2
+    exit 1
+  fi
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need_apt[@]}" >/dev/null
+fi
+
+if [ "${1:-}" = proto ]; then
+  gobin=$(go env GOPATH)/bin
+  if ! "$gobin/protoc-gen-go" --version 2>/dev/null | grep -q "$PROTOC_GEN_GO_VERSION"; then
+    go install "google.golang.org/protobuf/cmd/protoc-gen-go@$PROTOC_GEN_GO_VERSION"
+  fi
+fi
