@@ -5,7 +5,7 @@
 #   scripts/install-tools.sh proto    also protoc and protoc-gen-go
 set -euo pipefail
 
-PROTOC_GEN_GO_VERSION=v1.36.10
+PROTOC_GEN_GO_VERSION=v1.36.12
 # protoc comes from Debian bookworm's protobuf-compiler (3.21.12); the version is
 # written into every generated file, so `make proto-check` compares like with like.
 PROTOC_VERSION=3.21.12

@@ -337,22 +337,30 @@ func (s *Scheduler) refreshAll(descs *descriptorSet, qt *queuedTxn) []api.KeyWit
 		}
 		return true
 	})
+	nbByDesc := map[*descriptorInfo][]api.KVWithMetadata{}
+	if qt.resync == api.FullResync {
+		for _, kv := range qt.values {
+			if kv.value == nil {
+				continue
+			}
+			var di *descriptorInfo
+			var md any
+			if n := s.g.get(kv.key); n != nil && n.base == nil {
+				di, md = n.desc, n.metadata
+			} else {
+				di = descs.forKey(kv.key)
+			}
+			if di != nil {
+				nbByDesc[di] = append(nbByDesc[di], api.KVWithMetadata{Key: kv.key, Value: kv.value, Metadata: md, Origin: api.FromNB})
+			}
+		}
+	}
 	for _, di := range order {
 		if di.d.Retrieve == nil {
 			continue
 		}
-		var correlate []api.KVWithMetadata
-		if qt.resync == api.FullResync {
-			for _, kv := range qt.values {
-				if kv.value != nil && descs.forKeyIs(kv.key, di) {
-					var md any
-					if n := s.g.get(kv.key); n != nil {
-						md = n.metadata
-					}
-					correlate = append(correlate, api.KVWithMetadata{Key: kv.key, Value: kv.value, Metadata: md, Origin: api.FromNB})
-				}
-			}
-		} else {
+		correlate := nbByDesc[di]
+		if qt.resync != api.FullResync {
 			for _, n := range byDesc[di] {
 				if n.intended != nil && !n.obtained {
 					correlate = append(correlate, api.KVWithMetadata{Key: n.key, Value: n.intended, Metadata: n.metadata, Origin: api.FromNB})
@@ -378,11 +386,6 @@ func (s *Scheduler) refreshAll(descs *descriptorSet, qt *queuedTxn) []api.KeyWit
 		s.logger.Info("graph after refresh", "txn", qt.seq, "values", len(s.g.nodes))
 	}
 	return errs
-}
-
-// forKeyIs tells whether key belongs to di.
-func (ds *descriptorSet) forKeyIs(key string, di *descriptorInfo) bool {
-	return ds.forKey(key) == di
 }
 
 // retrieve calls a descriptor's Retrieve without the graph lock.
@@ -437,8 +440,7 @@ func (s *Scheduler) applyRetrieved(di *descriptorInfo, kvs []api.KVWithMetadata,
 			n = &node{key: kv.Key, desc: di}
 			g.addNode(n)
 		}
-		foreign := kv.Origin == api.FromSB || (kv.Origin == api.UnknownOrigin && !wanted(kv.Key) && n.state != api.ValueStateConfigured && n.lastOp == api.OpUndefined)
-		if n.obtained || (foreign && n.intended == nil && !wanted(kv.Key)) {
+		if !retrievedIsOurs(n, kv.Origin, wanted(kv.Key)) {
 			if !n.obtained {
 				g.setObtained(n, true)
 			}
@@ -454,6 +456,10 @@ func (s *Scheduler) applyRetrieved(di *descriptorInfo, kvs []api.KVWithMetadata,
 			}
 			s.refreshDerived(n)
 			continue
+		}
+		if n.obtained {
+			g.setObtained(n, false) // the NB takes the value over
+			g.setIntended(n, nil)
 		}
 		if n.applied == nil || !proto.Equal(n.applied, kv.Value) {
 			g.setApplied(n, kv.Value)
@@ -489,6 +495,22 @@ func (s *Scheduler) applyRetrieved(di *descriptorInfo, kvs []api.KVWithMetadata,
 		s.refreshDerived(n)
 	}
 	return errs
+}
+
+// retrievedIsOurs tells whether a retrieved value belongs to the agent (to be
+// kept in line with the NB, or deleted when the NB does not want it) or is a
+// foreign object (OBTAINED, never deleted).
+func retrievedIsOurs(n *node, origin api.ValueOrigin, wanted bool) bool {
+	switch {
+	case wanted || (n.intended != nil && !n.obtained):
+		return true
+	case origin == api.FromNB:
+		return true
+	case origin == api.FromSB:
+		return false
+	default: // unknown: ours only if the agent created it
+		return !n.obtained && n.lastOp != api.OpUndefined
+	}
 }
 
 // forgetObtained drops an OBTAINED value the SB no longer has. What depended
@@ -713,63 +735,62 @@ func (s *Scheduler) scheduleRetries(r *txnRun, qt *queuedTxn) {
 func (s *Scheduler) revert(r *txnRun) {
 	failed := r.failed[len(r.failed)-1]
 	before := failed.applied // what the SB had before the failed operation
-	beforeMeta := failed.metadata
-	r.refreshFailedForRevert(failed)
+	now, nowMeta := r.readBack(failed)
 
 	r.reverting = true
-	metaAfter := map[*node]any{}
-	var revertFailed []*node
-	undoOne := func(n *node, op api.TxnOperation, from, to proto.Message, meta any) {
+	type outcome struct {
+		n   *node
+		md  any
+		err error
+	}
+	var outcomes []outcome
+	undoOne := func(n *node, from, to proto.Message, meta any) {
 		prev := statusOf(n)
-		var err error
-		var md any = meta
-		if !r.simulate && n.desc != nil {
-			switch {
-			case to == nil && from != nil:
-				if n.desc.d.Delete != nil {
-					err = r.call(n, "Delete", func() error { return n.desc.d.Delete(n.key, from, meta) })
-				}
-				op = api.OpDelete
-			case from == nil && to != nil:
-				if n.desc.d.Create != nil {
-					err = r.call(n, "Create", func() (err error) { md, err = n.desc.d.Create(n.key, to); return err })
-				}
-				op = api.OpCreate
-			default:
-				if n.desc.d.Update != nil {
-					err = r.call(n, "Update", func() (err error) { md, err = n.desc.d.Update(n.key, from, to, meta); return err })
-				}
-				op = api.OpUpdate
+		op, md, err := api.OpUpdate, meta, error(nil)
+		switch {
+		case to == nil:
+			op = api.OpDelete
+			if n.desc.d.Delete != nil {
+				err = r.call(n, "Delete", func() error { return n.desc.d.Delete(n.key, from, meta) })
+			}
+		case from == nil:
+			op = api.OpCreate
+			if n.desc.d.Create != nil {
+				err = r.call(n, "Create", func() (err error) { md, err = n.desc.d.Create(n.key, to); return err })
+			}
+		default:
+			if n.desc.d.Update != nil {
+				err = r.call(n, "Update", func() (err error) { md, err = n.desc.d.Update(n.key, from, to, meta); return err })
 			}
 		}
 		r.recordOp(n, op, from, to, prev, err, opFlags{})
-		if err != nil {
-			revertFailed = append(revertFailed, n)
-			return
-		}
-		metaAfter[n] = md
+		outcomes = append(outcomes, outcome{n, md, err})
 	}
-	if now := failed.applied; !(now == nil && before == nil) && !(now != nil && before != nil && r.equivalent(failed, now, before)) {
-		undoOne(failed, api.OpUndefined, now, before, beforeMeta)
+	if failed.desc != nil && (now != nil || before != nil) && !(now != nil && before != nil && r.equivalent(failed, now, before)) {
+		undoOne(failed, now, before, nowMeta)
 	}
 	for i := len(r.done) - 1; i >= 0; i-- {
 		d := r.done[i]
-		undoOne(d.n, d.op, d.newValue, d.prevValue, d.newMeta)
+		undoOne(d.n, d.newValue, d.prevValue, d.newMeta)
 	}
 	s.g.rollback()
-	for n, md := range metaAfter {
-		if n.desc != nil && n.desc.d.WithMetadata && n.applied != nil {
-			n.metadata = md
-			publishMetadata(n, md)
+	// The graph is as before the transaction; bring in what the undo
+	// operations changed: new metadata of re-created values, and values whose
+	// undo failed, which stay as the transaction left them.
+	for _, o := range outcomes {
+		n := o.n
+		if s.g.get(n.key) != n {
+			continue
+		}
+		if o.err != nil {
+			n.state, n.lastOp, n.err = api.ValueStateFailed, api.OpUndefined, fmt.Errorf("revert failed: %w", o.err)
+			continue
+		}
+		if n.desc.d.WithMetadata && n.applied != nil {
+			n.metadata = o.md
+			publishMetadata(n, o.md)
 		}
 	}
-	for _, n := range revertFailed {
-		if s.g.get(n.key) == n {
-			n.state, n.err = api.ValueStateFailed, fmt.Errorf("revert failed")
-		}
-	}
-	// Every value the transaction touched has its old status back; tell the
-	// watchers.
 	for _, op := range r.ops {
 		if n := s.g.get(op.Key); n != nil {
 			r.markChanged(n)
@@ -779,26 +800,23 @@ func (s *Scheduler) revert(r *txnRun) {
 	}
 }
 
-// refreshFailedForRevert reads what the failed operation left in the SB.
-func (r *txnRun) refreshFailedForRevert(n *node) {
+// readBack asks the SB for the current value of one key (after a failed
+// operation, before it is reverted).
+func (r *txnRun) readBack(n *node) (proto.Message, any) {
 	if n.desc == nil || n.base != nil || n.desc.d.Retrieve == nil {
-		return
+		return n.applied, n.metadata // cannot ask: assume nothing changed
 	}
 	kvs, err := r.s.retrieve(n.desc, []api.KVWithMetadata{{Key: n.key, Value: n.intended, Metadata: n.metadata, Origin: api.FromNB}})
 	if err != nil {
 		r.errs = append(r.errs, api.KeyWithError{Key: n.key, Error: fmt.Errorf("refresh before revert: %w", err)})
-		return
+		return n.applied, n.metadata
 	}
-	var found proto.Message
 	for _, kv := range kvs {
 		if kv.Key == n.key {
-			found = kv.Value
-			if kv.Metadata != nil {
-				n.metadata = kv.Metadata
-			}
+			return kv.Value, kv.Metadata
 		}
 	}
-	n.applied = found // the rollback restores the pre-transaction value
+	return nil, nil
 }
 
 // --- status and log ---------------------------------------------------------

@@ -1,0 +1,41 @@
+# netagent build, test and code generation. `make help` lists the targets.
+SHELL := /bin/bash
+GO ?= go
+PKGS := ./...
+BENCH_PKGS := ./plugins/kvscheduler/
+BENCH_COUNT ?= 5
+
+.PHONY: help build test test-short tools proto proto-check lint bench fuzz
+
+help: ## list targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
+
+build: ## build every package and command into bin/
+	$(GO) build $(PKGS)
+	@if [ -d cmd ]; then mkdir -p bin && $(GO) build -o bin/ ./cmd/...; fi
+
+tools: ## install what tests and code generation need (pinned)
+	scripts/install-tools.sh proto
+
+test: tools proto-check lint ## the full test suite, as CI runs it (race detector on)
+	$(GO) test -race -count=1 -timeout 30m $(PKGS)
+
+test-short: ## quick tests without the race detector
+	$(GO) test -short -count=1 $(PKGS)
+
+proto: ## regenerate the Go code of proto/*.proto
+	scripts/gen-proto.sh
+
+proto-check: ## fail when the committed generated code differs from proto/*.proto
+	@tmp=$$(mktemp -d) && trap 'rm -rf $$tmp' EXIT && scripts/gen-proto.sh $$tmp && \
+	  for f in $$(cd $$tmp && find . -name '*.pb.go'); do \
+	    diff -q $$tmp/$$f $$f >/dev/null || { echo "proto-check: $$f is stale; run make proto" >&2; exit 1; }; \
+	  done && echo "proto-check: generated code is up to date"
+
+lint: ## gofmt and go vet
+	@out=$$(gofmt -l $$(git ls-files '*.go' | grep -v '\.pb\.go$$')); \
+	  if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+	$(GO) vet $(PKGS)
+
+bench: ## scheduler benchmarks W1-W6 (see docs/benchmarks.md); writes bench.txt
+	GOMAXPROCS=2 $(GO) test -run '^$$' -bench . -benchmem -count $(BENCH_COUNT) -timeout 60m $(BENCH_PKGS) | tee bench.txt
