@@ -38,6 +38,10 @@ type txnRun struct {
 	errs []api.KeyWithError
 }
 
+// errBlockedByDependent is the error of a value whose deletion waits for a
+// dependent value that failed to be deleted.
+var errBlockedByDependent = errors.New("not deleted: a value that depends on it could not be deleted")
+
 // doneOp is an executed SB operation, with what is needed to undo it.
 type doneOp struct {
 	n                   *node
@@ -250,21 +254,40 @@ func (r *txnRun) validate(n *node, value proto.Message) error {
 	return err
 }
 
-// applyNB applies one NB change (nil value: delete).
-func (r *txnRun) applyNB(key string, value proto.Message) {
+// applyNB applies NB changes (nil value: delete). Every intended value is
+// set first and reconciled after, so that a value does not wait for (or get
+// deleted because of) a value of the same transaction that comes later in
+// key order.
+func (r *txnRun) applyNB(changes []kvChange) {
+	nodes := make([]*node, 0, len(changes))
+	for _, kv := range changes {
+		if n := r.setNBIntent(kv.key, kv.value); n != nil {
+			nodes = append(nodes, n)
+		}
+	}
+	for _, n := range nodes {
+		if r.stopped {
+			return
+		}
+		r.reconcile(n)
+	}
+}
+
+// setNBIntent records what the NB asks for one key and returns the node to
+// reconcile (nil when there is nothing to do).
+func (r *txnRun) setNBIntent(key string, value proto.Message) *node {
 	n := r.g.get(key)
 	if n != nil && n.base != nil {
 		r.errs = append(r.errs, api.KeyWithError{Key: key, Operation: api.OpUndefined,
 			Error: fmt.Errorf("key %s is derived from %s: change the base value instead", key, n.base.key)})
-		return
+		return nil
 	}
 	if value == nil {
 		if n == nil || n.obtained || n.intended == nil {
-			return
+			return nil
 		}
 		r.setIntent(n, nil)
-		r.reconcile(n)
-		return
+		return n
 	}
 	if n == nil {
 		n = &node{key: key, desc: r.descs.forKey(key)}
@@ -277,7 +300,7 @@ func (r *txnRun) applyNB(key string, value proto.Message) {
 	} else if n.intended == nil || !proto.Equal(n.intended, value) {
 		r.setIntent(n, value)
 	}
-	r.reconcile(n)
+	return n
 }
 
 // --- reconciliation ---------------------------------------------------------
@@ -343,11 +366,16 @@ func (r *txnRun) reconcile(n *node) {
 		return
 	}
 	if n.state != api.ValueStateConfigured {
+		// In place already (found by a refresh, or a failure that did its
+		// job after all): now it counts for what waits for it.
 		op := n.lastOp
 		if op == api.OpUndefined || op == api.OpValidate {
 			op = api.OpCreate
 		}
 		r.setStatus(n, api.ValueStateConfigured, op, nil, nil)
+		r.syncDerived(n, nil, false)
+		r.notifyAvailable(n)
+		return
 	}
 	if r.deep {
 		r.syncDerived(n, nil, false)
@@ -429,6 +457,11 @@ func (r *txnRun) update(n *node) {
 	if !r.removeObsoleteDerived(n, want) {
 		return
 	}
+	if n.applied == nil || len(r.g.unmetDeps(n)) > 0 {
+		// It depended on one of its obsolete derived values.
+		r.reconcile(n)
+		return
+	}
 	prev := statusOf(n)
 	prevValue, prevMeta := n.applied, n.metadata
 	var md any = n.metadata
@@ -466,21 +499,31 @@ func (r *txnRun) removeFromSB(n *node, recreate bool) bool {
 			ok = false
 		}
 	}
+	blockedByDependent := false
 	if ok {
 		for _, dep := range r.g.dependents(n.key) {
-			if dep.applied == nil || dep.removing || dep.obtained || dep == n {
-				continue
+			if dep.applied == nil || dep.removing || dep.obtained || dep == n || isAncestor(dep, n) {
+				continue // a base depending on its own derived value follows it
 			}
 			if len(r.g.unmetDeps(dep)) == 0 {
 				continue // an AnyOf still satisfied by another key
 			}
 			if !r.removeFromSB(dep, false) {
-				ok = false
+				ok, blockedByDependent = false, true
 			}
 		}
 	}
 	if !ok || r.stopped {
 		r.g.setRemoving(n, false)
+		if blockedByDependent && !r.stopped && n.state != api.ValueStateFailed {
+			// Fail too, so that the retry of the dependent is followed by
+			// this one. It is not an operation of its own: only the root
+			// cause is reported as an error of the transaction. (A value
+			// whose derived value could not be deleted keeps its state: the
+			// retry of the derived value deletes the base after it.)
+			r.setStatus(n, api.ValueStateFailed, api.OpDelete, errBlockedByDependent, nil)
+			r.failed = append(r.failed, n)
+		}
 		return false
 	}
 	prev := statusOf(n)
@@ -508,6 +551,16 @@ func (r *txnRun) removeFromSB(n *node, recreate bool) bool {
 	r.recordOp(n, api.OpDelete, prevValue, nil, prev, nil, opFlags{recreate: recreate, noop: n.obtained})
 	r.remember(n, api.OpDelete, prevValue, nil, prevMeta, nil)
 	return true
+}
+
+// isAncestor tells whether a is the base (or a base of the base) of n.
+func isAncestor(a, n *node) bool {
+	for b := n.base; b != nil; b = b.base {
+		if b == a {
+			return true
+		}
+	}
+	return false
 }
 
 // dropDerived forgets the derived values of a value that left the SB.
@@ -737,21 +790,62 @@ func (r *txnRun) createCycle(n *node) bool {
 			}
 			continue
 		}
-		var created []*node
-		for _, m := range scc {
+		for _, m := range createGroupOrder(g, scc, n) {
 			if m.applied == nil && r.createOne(m, opFlags{}) {
-				created = append(created, m)
+				defer r.afterCreate(m)
 			}
-		}
-		for _, m := range created {
-			r.afterCreate(m)
 		}
 	}
 	return true
 }
 
+// createGroupOrder orders the members of a cycle for creation: the value that
+// triggered it first (or the first found), then each member as soon as its
+// dependencies inside the cycle are created, so that the order follows the
+// dependencies wherever the cycle allows.
+func createGroupOrder(g *graph, scc []*node, trigger *node) []*node {
+	remaining := append([]*node(nil), scc...)
+	for i, m := range remaining {
+		if m == trigger {
+			copy(remaining[1:i+1], remaining[:i])
+			remaining[0] = trigger
+			break
+		}
+	}
+	created := map[*node]bool{}
+	ready := func(m *node) bool {
+		for _, e := range m.deps {
+			if e.dep.Key == "" || g.satisfied(e.dep) {
+				continue
+			}
+			if t := g.get(e.dep.Key); t == nil || !created[t] {
+				return false
+			}
+		}
+		return true
+	}
+	out := make([]*node, 0, len(scc))
+	for len(remaining) > 0 {
+		pick := 0
+		if len(out) > 0 {
+			for i, m := range remaining {
+				if ready(m) {
+					pick = i
+					break
+				}
+			}
+		}
+		m := remaining[pick]
+		remaining = append(remaining[:pick], remaining[pick+1:]...)
+		created[m] = true
+		out = append(out, m)
+	}
+	return out
+}
+
 func cycleCandidate(t *node) bool {
-	return t != nil && t.intended != nil && t.applied == nil && !t.obtained && t.invalid == nil &&
+	return t != nil && t.state != api.ValueStateFailed && t.state != api.ValueStateRetrying &&
+		t.intended != nil && t.applied == nil && !t.obtained && t.invalid == nil &&
 		!t.removing && (t.desc != nil || t.base != nil) && (t.base == nil || t.base.applied != nil)
 }
 

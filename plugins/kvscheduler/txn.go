@@ -46,6 +46,8 @@ func (s *Scheduler) processTxn(qt *queuedTxn) error {
 		rec.Values = append(rec.Values, api.RecordedKVPair{Key: kv.key, Value: kv.value, Origin: origin})
 	}
 
+	orderValues(qt)
+
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	descs := s.descs.Load()
@@ -156,36 +158,55 @@ func (r *txnRun) run(qt *queuedTxn) {
 	default:
 		switch qt.resync {
 		case api.NotResync:
-			for _, kv := range qt.values {
-				r.applyNB(kv.key, kv.value)
-				if r.stopped {
-					return
-				}
-			}
+			r.applyNB(qt.values)
 		case api.FullResync, api.UpstreamResync:
+			// What the NB no longer wants goes, then comes the NB state.
 			inTxn := make(map[string]struct{}, len(qt.values))
 			for _, kv := range qt.values {
 				if kv.value != nil {
 					inTxn[kv.key] = struct{}{}
 				}
-				r.applyNB(kv.key, kv.value)
 			}
+			var changes []kvChange
+			var discovered []*node
 			for _, n := range r.collect(func(n *node) bool { return n.base == nil && !n.obtained }) {
 				if _, ok := inTxn[n.key]; ok {
 					continue
 				}
 				if n.intended != nil {
-					r.applyNB(n.key, nil)
+					changes = append(changes, kvChange{key: n.key})
 				} else if n.applied != nil {
-					r.reconcile(n)
+					discovered = append(discovered, n)
 				}
 			}
+			r.applyNB(changes)
+			for _, n := range discovered {
+				r.reconcile(n)
+			}
+			r.applyNB(qt.values)
 		case api.DownstreamResync:
 			for _, n := range r.collect(func(n *node) bool { return n.base == nil && !n.obtained }) {
 				r.reconcile(n)
 			}
 		}
 	}
+}
+
+// orderValues puts the deletes of a transaction first, then the other
+// changes, each sorted by key, so that the plan does not depend on the order
+// in which a client listed its keys, and deletes free what new values may
+// need (names, addresses) before those are created.
+func orderValues(qt *queuedTxn) {
+	if qt.typ != api.NBTransaction || len(qt.values) < 2 {
+		return
+	}
+	sort.SliceStable(qt.values, func(i, j int) bool {
+		a, b := qt.values[i], qt.values[j]
+		if (a.value == nil) != (b.value == nil) {
+			return a.value == nil
+		}
+		return a.key < b.key
+	})
 }
 
 func (r *txnRun) setDesc(n *node, di *descriptorInfo) {
@@ -355,6 +376,10 @@ func (s *Scheduler) refreshAll(descs *descriptorSet, qt *queuedTxn) []api.KeyWit
 			}
 		}
 	}
+	// Phase 1: ask every descriptor, in RetrieveDependencies order. Metadata
+	// is published at once, as later Retrieves may need it (routes look up
+	// interface indexes).
+	results := map[*descriptorInfo][]api.KVWithMetadata{}
 	for _, di := range order {
 		if di.d.Retrieve == nil {
 			continue
@@ -372,6 +397,54 @@ func (s *Scheduler) refreshAll(descs *descriptorSet, qt *queuedTxn) []api.KeyWit
 			errs = append(errs, api.KeyWithError{Error: err})
 			continue // the SB of this descriptor stays as the graph knows it
 		}
+		results[di] = kvs
+		if di.metadata != nil {
+			for _, kv := range kvs {
+				if kv.Key != "" && kv.Value != nil && kv.Metadata != nil && di.d.KeySelector(kv.Key) {
+					di.metadata.Put(di.label(kv.Key), kv.Metadata)
+				}
+			}
+		}
+	}
+	// Phase 2: tell derived values from base values. A derived value whose
+	// descriptor has Retrieve is in the SB when that Retrieve returned it;
+	// other derived values are in the SB when their retrieved base derives
+	// them.
+	derivedKeys := map[string]struct{}{}
+	for di, kvs := range results {
+		if di.d.DerivedValues == nil {
+			continue
+		}
+		for _, kv := range kvs {
+			if kv.Value == nil {
+				continue
+			}
+			derived, _ := pure(func() []api.KeyValuePair { return di.d.DerivedValues(kv.Key, kv.Value) })
+			for _, d := range derived {
+				derivedKeys[d.Key] = struct{}{}
+			}
+		}
+	}
+	for _, n := range s.g.nodes {
+		if n.base != nil {
+			derivedKeys[n.key] = struct{}{}
+		}
+	}
+	retrievedDerived := map[string]api.KVWithMetadata{}
+	var refreshed []*node
+	for _, di := range order {
+		kvs, ok := results[di]
+		if !ok {
+			continue
+		}
+		base := kvs[:0:0]
+		for _, kv := range kvs {
+			if _, derived := derivedKeys[kv.Key]; derived {
+				retrievedDerived[kv.Key] = kv
+			} else {
+				base = append(base, kv)
+			}
+		}
 		wanted := func(key string) bool {
 			if qt.resync == api.FullResync {
 				_, ok := nbWants[key]
@@ -380,7 +453,14 @@ func (s *Scheduler) refreshAll(descs *descriptorSet, qt *queuedTxn) []api.KeyWit
 			n := s.g.get(key)
 			return n != nil && n.intended != nil && !n.obtained
 		}
-		errs = append(errs, s.applyRetrieved(di, kvs, byDesc[di], wanted)...)
+		nodes, kerrs := s.applyRetrieved(di, base, byDesc[di], wanted)
+		errs = append(errs, kerrs...)
+		refreshed = append(refreshed, nodes...)
+	}
+	for _, n := range refreshed {
+		if s.g.get(n.key) == n {
+			s.refreshDerived(n, retrievedDerived)
+		}
 	}
 	if opt, ok := api.IsWithResync(qt.ctx); ok && opt.Verbose {
 		s.logger.Info("graph after refresh", "txn", qt.seq, "values", len(s.g.nodes))
@@ -407,7 +487,9 @@ func (s *Scheduler) retrieve(di *descriptorInfo, correlate []api.KVWithMetadata)
 // applyRetrieved records what Retrieve returned as the applied state of the
 // descriptor's values. Garbage (empty keys, nil values, keys of other
 // descriptors, duplicates) is skipped and reported.
-func (s *Scheduler) applyRetrieved(di *descriptorInfo, kvs []api.KVWithMetadata, known []*node, wanted func(string) bool) []api.KeyWithError {
+// It returns the base nodes whose derived values need refreshing.
+func (s *Scheduler) applyRetrieved(di *descriptorInfo, kvs []api.KVWithMetadata, known []*node, wanted func(string) bool) ([]*node, []api.KeyWithError) {
+	var refreshed []*node
 	var errs []api.KeyWithError
 	bad := func(key, format string, args ...any) {
 		errs = append(errs, api.KeyWithError{Key: key, Error: fmt.Errorf("descriptor %s: Retrieve: "+format, append([]any{di.d.Name}, args...)...)})
@@ -454,7 +536,7 @@ func (s *Scheduler) applyRetrieved(di *descriptorInfo, kvs []api.KVWithMetadata,
 			if n.state != api.ValueStateObtained {
 				g.setStatus(n, status{state: api.ValueStateObtained})
 			}
-			s.refreshDerived(n)
+			refreshed = append(refreshed, n)
 			continue
 		}
 		if n.obtained {
@@ -474,7 +556,7 @@ func (s *Scheduler) applyRetrieved(di *descriptorInfo, kvs []api.KVWithMetadata,
 				g.setDeps(n, validDeps(deps))
 			}
 		}
-		s.refreshDerived(n)
+		refreshed = append(refreshed, n)
 	}
 	for _, n := range known {
 		if _, ok := seen[n.key]; ok || n.applied == nil || g.get(n.key) != n {
@@ -492,9 +574,9 @@ func (s *Scheduler) applyRetrieved(di *descriptorInfo, kvs []api.KVWithMetadata,
 		if n.intended != nil {
 			g.setStatus(n, status{state: api.ValueStateMissing, lastOp: n.lastOp, err: n.err})
 		}
-		s.refreshDerived(n)
+		refreshed = append(refreshed, n)
 	}
-	return errs
+	return refreshed, errs
 }
 
 // retrievedIsOurs tells whether a retrieved value belongs to the agent (to be
@@ -526,9 +608,12 @@ func (s *Scheduler) forgetObtained(n *node) {
 	g.removeNode(n)
 }
 
-// refreshDerived sets the applied state of n's derived values from n's
-// applied value: what DerivedValues returns for it is what the SB has.
-func (s *Scheduler) refreshDerived(n *node) {
+// refreshDerived sets, during a resync refresh, the applied state of n's
+// derived values. A derived value whose descriptor has Retrieve is in the SB
+// when that Retrieve returned it (retrieved). Any other derived value is in
+// the SB when the retrieved base derives it, except one the graph knows as
+// not applied (e.g. PENDING): the base alone cannot tell.
+func (s *Scheduler) refreshDerived(n *node, retrieved map[string]api.KVWithMetadata) {
 	g := s.g
 	var have []api.KeyValuePair
 	if n.applied != nil && n.desc != nil && n.desc.d.DerivedValues != nil {
@@ -538,11 +623,26 @@ func (s *Scheduler) refreshDerived(n *node) {
 	if len(have) == 0 && len(n.derived) == 0 {
 		return
 	}
+	ownRetrieve := func(d *node) bool { return d.desc != nil && d.desc.d.Retrieve != nil && !n.obtained }
+	setApplied := func(d *node, value proto.Message) {
+		switch {
+		case value == nil:
+			if d.applied != nil {
+				g.setApplied(d, nil)
+			}
+		case d.applied == nil || !proto.Equal(d.applied, value):
+			g.setApplied(d, value)
+		}
+	}
 	list := n.derived
 	grown := false
 	for _, d := range n.derived {
-		if !wants(have, d.key) && d.applied != nil {
-			g.setApplied(d, nil)
+		if !wants(have, d.key) {
+			if ownRetrieve(d) {
+				setApplied(d, retrieved[d.key].Value)
+			} else {
+				setApplied(d, nil)
+			}
 		}
 	}
 	for _, kv := range have {
@@ -565,8 +665,13 @@ func (s *Scheduler) refreshDerived(n *node) {
 			}
 			list = append(list, d)
 		}
-		if d.applied == nil || !proto.Equal(d.applied, kv.Value) {
-			g.setApplied(d, kv.Value)
+		switch {
+		case ownRetrieve(d):
+			setApplied(d, retrieved[kv.Key].Value)
+		case d.applied == nil && d.state != api.ValueStateNonexistent && !n.obtained:
+			// Known as not applied; the base alone cannot tell otherwise.
+		default:
+			setApplied(d, kv.Value)
 		}
 	}
 	if grown {
@@ -656,8 +761,8 @@ func (r *txnRun) refreshFailed() {
 					r.g.setMetadata(n, nil, true)
 				}
 			}
-			r.s.refreshDerived(n)
-			if !r.revert && n.intended != nil && n.applied != nil && r.equivalent(n, n.applied, n.intended) {
+			if !r.revert && (n.lastOp == api.OpCreate || n.lastOp == api.OpUpdate) &&
+				n.intended != nil && n.applied != nil && r.equivalent(n, n.applied, n.intended) {
 				// The failed operation did its job after all.
 				r.setStatus(n, api.ValueStateConfigured, n.lastOp, nil, nil)
 				r.syncDerived(n, nil, false)

@@ -1,0 +1,696 @@
+package kvscheduler_test
+
+// Bad input to the scheduler's API gets a clear error or status, and the
+// scheduler keeps working afterwards: every test ends by committing a good
+// value (badEnv.proveWorking).
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/wrapperspb"
+
+	"github.com/netagent-io/netagent/plugins/kvscheduler"
+	"github.com/netagent-io/netagent/plugins/kvscheduler/api"
+	"github.com/netagent-io/netagent/plugins/kvscheduler/internal/mocksb"
+)
+
+// badStuckAfter is how long a scheduler call may take before the test
+// declares it deadlocked.
+const badStuckAfter = 30 * time.Second
+
+type badEnv struct {
+	t      *testing.T
+	sb     *mocksb.SB
+	s      *kvscheduler.Scheduler
+	proofs int
+	// wedged is set when a call got stuck: Close would hang too.
+	wedged bool
+}
+
+// badNewEnv starts a scheduler over a mock SB with the descriptor "ok" (keys
+// ok/...), used to prove the scheduler still works.
+func badNewEnv(t *testing.T) *badEnv {
+	t.Helper()
+	e := &badEnv{t: t, sb: mocksb.New()}
+	e.s = kvscheduler.New(kvscheduler.Options{Logger: slog.New(slog.DiscardHandler)})
+	t.Cleanup(func() {
+		if !e.wedged {
+			e.s.Close()
+		}
+	})
+	e.register(e.sb.Descriptor(mocksb.Options{Name: "ok", Prefix: "ok/", NB: true, Deps: mocksb.DependsOn}))
+	return e
+}
+
+func (e *badEnv) register(descriptors ...*api.KVDescriptor) {
+	e.t.Helper()
+	if err := e.s.RegisterKVDescriptor(descriptors...); err != nil {
+		e.t.Fatalf("register: %v", err)
+	}
+}
+
+// guard runs f and fails the test with every goroutine's stack if it does not
+// return in badStuckAfter.
+func (e *badEnv) guard(what string, f func()) {
+	e.t.Helper()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		f()
+	}()
+	select {
+	case <-done:
+	case <-time.After(badStuckAfter):
+		e.wedged = true
+		e.t.Fatalf("%s: no return after %v, deadlock?\n%s", what, badStuckAfter, badStacks())
+	}
+}
+
+func badStacks() string {
+	buf := make([]byte, 1<<20)
+	return string(buf[:runtime.Stack(buf, true)])
+}
+
+// noPanic runs f and turns a panic into a test failure.
+func (e *badEnv) noPanic(what string, f func()) {
+	e.t.Helper()
+	var panicked any
+	e.guard(what, func() {
+		defer func() { panicked = recover() }()
+		f()
+	})
+	if panicked != nil {
+		e.t.Fatalf("%s panicked: %v", what, panicked)
+	}
+}
+
+// commit commits key=value (nil value deletes) with ctx.
+func (e *badEnv) commit(ctx context.Context, key string, value proto.Message) error {
+	e.t.Helper()
+	var err error
+	e.noPanic("Commit", func() {
+		_, err = e.s.StartNBTransaction().SetValue(key, value).Commit(ctx)
+	})
+	return err
+}
+
+func (e *badEnv) barrier() {
+	e.t.Helper()
+	e.guard("TransactionBarrier", e.s.TransactionBarrier)
+}
+
+func (e *badEnv) state(key string) api.ValueState {
+	st := e.s.GetValueStatus(key)
+	if st.GetValue().GetKey() == key {
+		return st.GetValue().GetState()
+	}
+	for _, d := range st.GetDerivedValues() {
+		if d.GetKey() == key {
+			return d.GetState()
+		}
+	}
+	return api.ValueStateNonexistent
+}
+
+func (e *badEnv) wantState(key string, want api.ValueState) {
+	e.t.Helper()
+	if got := e.state(key); got != want {
+		e.t.Fatalf("state of %s = %s, want %s (status %v)", key, got, want, e.s.GetValueStatus(key))
+	}
+}
+
+func (e *badEnv) wantSB(key, text string) {
+	e.t.Helper()
+	it, ok := e.sb.Get(key)
+	switch {
+	case text == "" && ok:
+		e.t.Fatalf("SB has %s=%q, want nothing", key, mocksb.Text(it.Value))
+	case text != "" && !ok:
+		e.t.Fatalf("SB lacks %s, want %q; SB ops %s", key, text, mocksb.String(e.sb.OpStrings(true)))
+	case text != "" && mocksb.Text(it.Value) != text:
+		e.t.Fatalf("SB has %s=%q, want %q", key, mocksb.Text(it.Value), text)
+	}
+}
+
+// proveWorking commits a new good value and checks that it is applied.
+func (e *badEnv) proveWorking() {
+	e.t.Helper()
+	e.proofs++
+	key, text := fmt.Sprintf("ok/proof%d", e.proofs), fmt.Sprintf("good %d", e.proofs)
+	if err := e.commit(context.Background(), key, mocksb.Str(text)); err != nil {
+		e.t.Fatalf("good commit after bad input: %v", err)
+	}
+	e.wantSB(key, text)
+	e.wantState(key, api.ValueStateConfigured)
+}
+
+func TestBadRegisterDescriptor(t *testing.T) {
+	t.Parallel()
+	e := badNewEnv(t)
+	e.register(e.sb.Descriptor(mocksb.Options{Name: "dup-desc", Prefix: "x/", NB: true}))
+
+	checkErr := func(what string, err error, mention string) {
+		t.Helper()
+		if err == nil {
+			t.Fatalf("%s: registered without error", what)
+		}
+		if mention != "" && !strings.Contains(err.Error(), mention) {
+			t.Errorf("%s: error %q does not name %q", what, err, mention)
+		}
+	}
+
+	var err error
+	e.noPanic("register duplicate", func() {
+		err = e.s.RegisterKVDescriptor(e.sb.Descriptor(mocksb.Options{Name: "dup-desc", Prefix: "y/", NB: true}))
+	})
+	checkErr("duplicate name", err, "dup-desc")
+
+	e.noPanic("register empty name", func() {
+		err = e.s.RegisterKVDescriptor(e.sb.Descriptor(mocksb.Options{Name: "", Prefix: "z/", NB: true}))
+	})
+	checkErr("empty name", err, "")
+
+	noSelector := e.sb.Descriptor(mocksb.Options{Name: "no-selector", Prefix: "w/", NB: true})
+	noSelector.KeySelector = nil
+	e.noPanic("register nil KeySelector", func() { err = e.s.RegisterKVDescriptor(noSelector) })
+	checkErr("nil KeySelector", err, "no-selector")
+
+	e.noPanic("register nil descriptor", func() { err = e.s.RegisterKVDescriptor(nil) })
+	checkErr("nil descriptor", err, "")
+
+	// The first registration still holds, the rejected ones took nothing.
+	if err := e.commit(context.Background(), "x/1", mocksb.Str("x1")); err != nil {
+		t.Fatalf("commit for the first dup-desc: %v", err)
+	}
+	e.wantSB("x/1", "x1")
+	for _, key := range []string{"y/1", "z/1", "w/1"} {
+		if err := e.commit(context.Background(), key, mocksb.Str("v")); err != nil {
+			t.Logf("commit %s for a rejected descriptor: %v", key, err)
+		}
+		e.wantState(key, api.ValueStateUnimplemented)
+		e.wantSB(key, "")
+	}
+	if got := e.s.GetRegisteredNBKeyPrefixes(); !slices.Equal(got, []string{"ok/", "x/"}) {
+		t.Errorf("GetRegisteredNBKeyPrefixes() = %q, want [ok/ x/]", got)
+	}
+	e.proveWorking()
+}
+
+func TestBadEmptyKey(t *testing.T) {
+	t.Parallel()
+	e := badNewEnv(t)
+	e.proveWorking()
+
+	err := e.commit(context.Background(), "", mocksb.Str("no key"))
+	if !errors.Is(err, api.ErrNilKey) {
+		t.Fatalf("commit with an empty key: error %v, want api.ErrNilKey", err)
+	}
+	var txnErr error
+	e.noPanic("commit empty key with others", func() {
+		_, txnErr = e.s.StartNBTransaction().
+			SetValue("ok/with-empty", mocksb.Str("v")).
+			SetValue("", mocksb.Str("no key")).
+			Commit(context.Background())
+	})
+	if !errors.Is(txnErr, api.ErrNilKey) {
+		t.Fatalf("transaction with an empty key among others: error %v, want api.ErrNilKey", txnErr)
+	}
+	e.wantState("ok/proof1", api.ValueStateConfigured)
+	e.wantSB("ok/proof1", "good 1")
+	e.proveWorking()
+}
+
+func TestBadUnclaimedKeyWaitsForDescriptor(t *testing.T) {
+	t.Parallel()
+	e := badNewEnv(t)
+	if err := e.commit(context.Background(), "late/1", mocksb.Str("late")); err != nil {
+		t.Logf("commit for a key no descriptor claims: %v", err)
+	}
+	if err := e.commit(context.Background(), "late/2", mocksb.Str("late2 dep=late/1")); err != nil {
+		t.Logf("commit for a key no descriptor claims: %v", err)
+	}
+	e.wantState("late/1", api.ValueStateUnimplemented)
+	e.wantState("late/2", api.ValueStateUnimplemented)
+	e.wantSB("late/1", "")
+	e.proveWorking()
+
+	e.register(e.sb.Descriptor(mocksb.Options{Name: "late", Prefix: "late/", NB: true, Deps: mocksb.DependsOn}))
+	e.barrier()
+	e.wantSB("late/1", "late")
+	e.wantSB("late/2", "late2 dep=late/1")
+	e.wantState("late/1", api.ValueStateConfigured)
+	e.wantState("late/2", api.ValueStateConfigured)
+	e.proveWorking()
+}
+
+func TestBadWrongValueType(t *testing.T) {
+	t.Parallel()
+	e := badNewEnv(t)
+	typed := e.sb.Descriptor(mocksb.Options{Name: "typed", Prefix: "typed/", NB: true})
+	typed.ValueTypeName = string((&wrapperspb.StringValue{}).ProtoReflect().Descriptor().FullName())
+	e.register(typed)
+
+	// A new value of the wrong type.
+	err := e.commit(context.Background(), "typed/1", wrapperspb.Int64(7))
+	var txnErr *api.TransactionError
+	if !errors.As(err, &txnErr) || txnErr.ErrorOf("typed/1") == nil {
+		t.Fatalf("commit of a wrong-type value: error %v, want a TransactionError for typed/1", err)
+	}
+	e.wantState("typed/1", api.ValueStateInvalid)
+	e.wantSB("typed/1", "")
+	e.proveWorking()
+
+	// The right type fixes it.
+	if err := e.commit(context.Background(), "typed/1", mocksb.Str("right")); err != nil {
+		t.Fatalf("commit of the right type: %v", err)
+	}
+	e.wantState("typed/1", api.ValueStateConfigured)
+	e.wantSB("typed/1", "right")
+
+	// A wrong-type change of an applied value: INVALID, and the previous
+	// version is removed (doc.go: "intended, Validate fails: not applied,
+	// INVALID (an applied previous version is deleted)").
+	e.sb.ClearOps()
+	if err := e.commit(context.Background(), "typed/1", wrapperspb.Int64(8)); err == nil {
+		t.Fatalf("wrong-type update accepted without error")
+	}
+	e.wantState("typed/1", api.ValueStateInvalid)
+	for _, op := range e.sb.Ops() {
+		if op.Kind == "update" || op.Kind == "create" {
+			t.Fatalf("wrong-type update reached the SB: %v", op)
+		}
+	}
+	e.wantSB("typed/1", "")
+	e.proveWorking()
+}
+
+func TestBadRevertWithResync(t *testing.T) {
+	t.Parallel()
+	e := badNewEnv(t)
+	e.proveWorking()
+
+	// An empty full resync would delete everything; with revert it must not
+	// even start.
+	ctx := api.WithRevert(api.WithResync(context.Background(), api.FullResync, false))
+	e.sb.ClearOps()
+	var err error
+	e.noPanic("Commit", func() { _, err = e.s.StartNBTransaction().Commit(ctx) })
+	if !errors.Is(err, api.ErrRevertNotSupportedWithResync) {
+		t.Fatalf("revert with resync: error %v, want api.ErrRevertNotSupportedWithResync", err)
+	}
+	if ops := e.sb.OpStrings(true); len(ops) > 0 {
+		t.Fatalf("revert with resync executed %s", mocksb.String(ops))
+	}
+	e.wantSB("ok/proof1", "good 1")
+	e.wantState("ok/proof1", api.ValueStateConfigured)
+	e.proveWorking()
+}
+
+func TestBadCommitAfterClose(t *testing.T) {
+	t.Parallel()
+	e := badNewEnv(t)
+	e.proveWorking()
+	e.guard("Close", e.s.Close)
+
+	if err := e.commit(context.Background(), "ok/after-close", mocksb.Str("v")); !errors.Is(err, api.ErrClosed) {
+		t.Fatalf("commit after Close: error %v, want api.ErrClosed", err)
+	}
+	if err := e.commit(api.WithoutBlocking(context.Background()), "ok/after-close", mocksb.Str("v")); !errors.Is(err, api.ErrClosed) {
+		t.Fatalf("non-blocking commit after Close: error %v, want api.ErrClosed", err)
+	}
+	e.noPanic("TransactionBarrier after Close", e.s.TransactionBarrier)
+	e.noPanic("PushSBNotification after Close", func() {
+		_ = e.s.PushSBNotification(api.KVWithMetadata{Key: "ok/sb", Value: mocksb.Str("v"), Origin: api.FromSB})
+	})
+	e.noPanic("second Close", e.s.Close)
+	e.wantSB("ok/after-close", "")
+	// What was applied before Close can still be read.
+	e.wantState("ok/proof1", api.ValueStateConfigured)
+}
+
+func TestBadCancelledContext(t *testing.T) {
+	t.Parallel()
+	e := badNewEnv(t)
+
+	t.Run("before commit", func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		if err := e.commit(ctx, "ok/cancelled", mocksb.Str("v")); !errors.Is(err, context.Canceled) {
+			t.Fatalf("commit with a cancelled context: error %v, want context.Canceled", err)
+		}
+		e.proveWorking()
+	})
+
+	t.Run("while queued", func(t *testing.T) {
+		// Hold the worker inside a Create so the next commit has to wait.
+		entered, release := make(chan struct{}), make(chan struct{})
+		var holding atomic.Bool
+		e.sb.Hook = func(kind, key string) {
+			if kind == "create" && key == "ok/slow" && holding.CompareAndSwap(false, true) {
+				close(entered)
+				<-release
+			}
+		}
+		defer func() { e.sb.Hook = nil }()
+		slowDone := make(chan error, 1)
+		go func() {
+			_, err := e.s.StartNBTransaction().SetValue("ok/slow", mocksb.Str("slow")).Commit(context.Background())
+			slowDone <- err
+		}()
+		select {
+		case <-entered:
+		case <-time.After(badStuckAfter):
+			t.Fatalf("the slow Create was never called")
+		}
+
+		ctx, cancel := context.WithCancel(context.Background())
+		queuedDone := make(chan error, 1)
+		go func() {
+			_, err := e.s.StartNBTransaction().SetValue("ok/queued", mocksb.Str("queued")).Commit(ctx)
+			queuedDone <- err
+		}()
+		cancel()
+		select {
+		case err := <-queuedDone:
+			if !errors.Is(err, context.Canceled) {
+				t.Errorf("queued commit whose context was cancelled: error %v, want context.Canceled", err)
+			}
+		case <-time.After(badStuckAfter):
+			close(release)
+			t.Fatalf("queued commit did not return after its context was cancelled")
+		}
+		close(release)
+		select {
+		case err := <-slowDone:
+			if err != nil {
+				t.Fatalf("slow commit: %v", err)
+			}
+		case <-time.After(badStuckAfter):
+			e.wedged = true
+			t.Fatalf("slow commit never returned\n%s", badStacks())
+		}
+		e.barrier()
+		e.wantSB("ok/slow", "slow")
+		e.proveWorking()
+	})
+}
+
+// badGarbageDescriptor is descriptor "g" over the mock SB whose Retrieve can
+// be replaced by a test.
+func badGarbageDescriptor(sb *mocksb.SB, garbage *atomic.Pointer[func([]api.KVWithMetadata, error) ([]api.KVWithMetadata, error)]) *api.KVDescriptor {
+	d := sb.Descriptor(mocksb.Options{Name: "g", Prefix: "g/", NB: true})
+	honest := d.Retrieve
+	d.Retrieve = func(correlate []api.KVWithMetadata) ([]api.KVWithMetadata, error) {
+		values, err := honest(correlate)
+		if f := garbage.Load(); f != nil {
+			return (*f)(values, err)
+		}
+		return values, err
+	}
+	return d
+}
+
+func TestBadRetrieveGarbage(t *testing.T) {
+	t.Parallel()
+	errRetrieve := errors.New("retrieve broke")
+	cases := []struct {
+		name    string
+		garbage func(values []api.KVWithMetadata, err error) ([]api.KVWithMetadata, error)
+		// fails: the resync is expected to report the retrieve error.
+		fails bool
+	}{{
+		name: "duplicate keys",
+		garbage: func(values []api.KVWithMetadata, err error) ([]api.KVWithMetadata, error) {
+			var out []api.KVWithMetadata
+			for _, v := range values {
+				out = append(out, v, v, api.KVWithMetadata{Key: v.Key, Value: mocksb.Str("other"), Origin: api.FromNB})
+			}
+			return out, err
+		},
+	}, {
+		name: "keys outside the selector",
+		garbage: func(values []api.KVWithMetadata, err error) ([]api.KVWithMetadata, error) {
+			return append(values,
+				api.KVWithMetadata{Key: "h/1", Value: mocksb.Str("not g's"), Origin: api.FromSB},
+				api.KVWithMetadata{Key: "nobody/1", Value: mocksb.Str("no descriptor"), Origin: api.FromSB},
+				api.KVWithMetadata{Key: "", Value: mocksb.Str("empty key"), Origin: api.FromSB},
+			), err
+		},
+	}, {
+		name: "nil values",
+		garbage: func(values []api.KVWithMetadata, err error) ([]api.KVWithMetadata, error) {
+			for i := range values {
+				if values[i].Key == "g/2" {
+					values[i].Value = nil
+				}
+			}
+			return append(values, api.KVWithMetadata{Key: "g/9", Origin: api.FromSB}), err
+		},
+	}, {
+		name: "error",
+		garbage: func([]api.KVWithMetadata, error) ([]api.KVWithMetadata, error) {
+			return nil, errRetrieve
+		},
+		fails: true,
+	}, {
+		name: "error with values",
+		garbage: func(values []api.KVWithMetadata, _ error) ([]api.KVWithMetadata, error) {
+			return values, errRetrieve
+		},
+		fails: true,
+	}}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			e := badNewEnv(t)
+			var garbage atomic.Pointer[func([]api.KVWithMetadata, error) ([]api.KVWithMetadata, error)]
+			e.register(badGarbageDescriptor(e.sb, &garbage),
+				e.sb.Descriptor(mocksb.Options{Name: "h", Prefix: "h/", NB: true}))
+			for _, k := range []string{"g/1", "g/2", "g/3"} {
+				if err := e.commit(context.Background(), k, mocksb.Str(k)); err != nil {
+					t.Fatalf("commit %s: %v", k, err)
+				}
+			}
+			// Drift, so that the resync has something to do.
+			e.sb.Remove("g/3")
+
+			garbage.Store(&tc.garbage)
+			var err error
+			full := api.WithResync(context.Background(), api.FullResync, false)
+			e.noPanic("full resync", func() {
+				_, err = e.s.StartNBTransaction().
+					SetValue("g/1", mocksb.Str("g/1")).
+					SetValue("g/2", mocksb.Str("g/2")).
+					SetValue("g/3", mocksb.Str("g/3")).
+					Commit(full)
+			})
+			if tc.fails {
+				if !errors.Is(err, errRetrieve) && !badStatusMentions(e.s, "retrieve broke", "g/1", "g/2", "g/3") {
+					t.Errorf("resync with a failing Retrieve: error %v and no status mentions the failure", err)
+				}
+			} else {
+				// The garbage may be reported (it is a descriptor bug), as
+				// long as it is named for what it is.
+				var txnErr *api.TransactionError
+				if err != nil && (!errors.As(err, &txnErr) || !strings.Contains(err.Error(), "Retrieve")) {
+					t.Errorf("resync with garbage from Retrieve: error %v does not say Retrieve is at fault", err)
+				}
+				for _, k := range []string{"g/1", "g/2", "g/3"} {
+					e.wantSB(k, k)
+					e.wantState(k, api.ValueStateConfigured)
+				}
+			}
+			for _, prefix := range []string{"h/", "nobody/", "g/9"} {
+				dump, err := e.s.DumpValuesByKeyPrefix(prefix, api.CachedView)
+				if err != nil {
+					t.Errorf("dump %s: %v", prefix, err)
+				}
+				if len(dump) > 0 {
+					t.Errorf("garbage from g's Retrieve was taken in: %v", dump)
+				}
+			}
+			e.proveWorking()
+
+			// With an honest Retrieve again, a resync repairs everything.
+			garbage.Store(nil)
+			e.noPanic("full resync", func() {
+				_, err = e.s.StartNBTransaction().
+					SetValue("g/1", mocksb.Str("g/1")).
+					SetValue("g/2", mocksb.Str("g/2")).
+					SetValue("g/3", mocksb.Str("g/3")).
+					Commit(full)
+			})
+			if err != nil {
+				t.Fatalf("honest resync: %v", err)
+			}
+			for _, k := range []string{"g/1", "g/2", "g/3"} {
+				e.wantSB(k, k)
+				e.wantState(k, api.ValueStateConfigured)
+			}
+			e.proveWorking()
+		})
+	}
+}
+
+// badStatusMentions tells whether the status of one of the keys carries an
+// error containing text.
+func badStatusMentions(s *kvscheduler.Scheduler, text string, keys ...string) bool {
+	for _, k := range keys {
+		if strings.Contains(s.GetValueStatus(k).GetValue().GetError(), text) {
+			return true
+		}
+	}
+	return false
+}
+
+func TestBadValidateInvalidValue(t *testing.T) {
+	t.Parallel()
+	e := badNewEnv(t)
+	errMTU := errors.New("mtu out of range")
+	e.register(e.sb.Descriptor(mocksb.Options{Name: "val", Prefix: "val/", NB: true, Deps: mocksb.DependsOn,
+		Validate: func(_ string, value proto.Message) error {
+			if strings.Contains(mocksb.Text(value), "bad") {
+				return api.NewInvalidValueError(errMTU, "field")
+			}
+			return nil
+		}}))
+
+	err := e.commit(context.Background(), "val/1", mocksb.Str("bad"))
+	var txnErr *api.TransactionError
+	if !errors.As(err, &txnErr) {
+		t.Fatalf("commit of an invalid value: error %v, want *api.TransactionError", err)
+	}
+	var invalid *api.InvalidValueError
+	if !errors.As(txnErr.ErrorOf("val/1"), &invalid) || !errors.Is(err, errMTU) {
+		t.Fatalf("error of val/1 = %v, want the InvalidValueError wrapping %v", txnErr.ErrorOf("val/1"), errMTU)
+	}
+	st := e.s.GetValueStatus("val/1").GetValue()
+	if st.GetState() != api.ValueStateInvalid || !strings.Contains(strings.Join(st.GetDetails(), " "), "field") {
+		t.Fatalf("status of val/1 = %v, want INVALID with details naming \"field\"", st)
+	}
+	if ops := e.sb.OpStrings(false); len(ops) > 0 {
+		t.Fatalf("invalid value reached the SB: %s", mocksb.String(ops))
+	}
+
+	// What depends on an invalid value waits for it.
+	if err := e.commit(context.Background(), "val/2", mocksb.Str("good dep=val/1")); err != nil {
+		t.Fatalf("commit val/2: %v", err)
+	}
+	e.wantState("val/2", api.ValueStatePending)
+	e.proveWorking()
+
+	if err := e.commit(context.Background(), "val/1", mocksb.Str("fixed")); err != nil {
+		t.Fatalf("commit of the fixed value: %v", err)
+	}
+	e.wantSB("val/1", "fixed")
+	e.wantSB("val/2", "good dep=val/1")
+	e.wantState("val/1", api.ValueStateConfigured)
+	e.wantState("val/2", api.ValueStateConfigured)
+	e.proveWorking()
+}
+
+func TestBadNestedCommitFromCallback(t *testing.T) {
+	t.Parallel()
+	e := badNewEnv(t)
+	e.register(e.sb.Descriptor(mocksb.Options{Name: "n", Prefix: "n/", NB: true, Deps: mocksb.DependsOn}))
+
+	nested := make(chan error, 2)
+	e.sb.Hook = func(kind, key string) {
+		if kind != "create" || key != "n/1" {
+			return
+		}
+		_, err := e.s.StartNBTransaction().
+			SetValue("n/2", mocksb.Str("nested dep=n/1")).
+			Commit(context.Background())
+		nested <- err
+		nested <- e.s.PushSBNotification(api.KVWithMetadata{Key: "n/ext", Value: mocksb.Str("from SB"), Origin: api.FromSB})
+	}
+	if err := e.commit(context.Background(), "n/1", mocksb.Str("outer")); err != nil {
+		t.Fatalf("outer commit: %v", err)
+	}
+	for range 2 {
+		select {
+		case err := <-nested:
+			if err != nil {
+				t.Errorf("call into the scheduler from a Create: %v", err)
+			}
+		default:
+			t.Fatalf("the Create hook did not finish its calls into the scheduler")
+		}
+	}
+	e.barrier()
+	e.wantSB("n/1", "outer")
+	e.wantSB("n/2", "nested dep=n/1")
+	e.wantState("n/2", api.ValueStateConfigured)
+	e.wantState("n/ext", api.ValueStateObtained)
+	e.proveWorking()
+}
+
+func TestBadStuckWatcherDoesNotBlock(t *testing.T) {
+	t.Parallel()
+	e := badNewEnv(t)
+	const commits, keys = 1000, 100
+	keyOf := func(i int) string { return fmt.Sprintf("ok/w%02d", i%keys) }
+
+	stuck := make(chan *api.BaseValueStatus) // nobody reads it until the end
+	stop := e.s.WatchValueStatus(stuck, func(key string) bool { return strings.HasPrefix(key, "ok/w") })
+	defer stop()
+	// Another stuck watcher that is never stopped: Close must end it (the
+	// package's goleak check would report it otherwise).
+	e.s.WatchValueStatus(make(chan *api.BaseValueStatus), nil)
+
+	e.guard(fmt.Sprintf("%d commits with a stuck watcher", commits), func() {
+		for i := range commits {
+			value := fmt.Sprintf("v%d", i)
+			if i == commits-1 {
+				value = "last dep=ok/missing" // the latest status of ok/w99 is PENDING
+			}
+			if _, err := e.s.StartNBTransaction().SetValue(keyOf(i), mocksb.Str(value)).Commit(context.Background()); err != nil {
+				t.Errorf("commit %d: %v", i, err)
+				return
+			}
+		}
+	})
+	if t.Failed() {
+		return
+	}
+
+	want := map[string]api.ValueState{}
+	for i := range keys {
+		want[keyOf(i)] = api.ValueStateConfigured
+	}
+	want[keyOf(commits-1)] = api.ValueStatePending
+	latest := map[string]api.ValueState{}
+	deadline := time.After(badStuckAfter)
+	for !badSameStates(latest, want) {
+		select {
+		case st := <-stuck:
+			latest[st.GetValue().GetKey()] = st.GetValue().GetState()
+		case <-deadline:
+			t.Fatalf("the watcher never received the latest statuses: got %v", latest)
+		}
+	}
+	e.proveWorking()
+}
+
+func badSameStates(got, want map[string]api.ValueState) bool {
+	if len(got) != len(want) {
+		return false
+	}
+	for k, w := range want {
+		if got[k] != w {
+			return false
+		}
+	}
+	return true
+}
