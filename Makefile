@@ -5,7 +5,7 @@ PKGS := ./...
 BENCH_PKGS := ./plugins/kvscheduler/
 BENCH_COUNT ?= 5
 
-.PHONY: help build test test-short tools proto proto-check lint bench fuzz
+.PHONY: help build test test-short test-prop tools proto proto-check lint bench
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -22,6 +22,9 @@ test: tools proto-check lint ## the full test suite, as CI runs it (race detecto
 
 test-short: ## quick tests without the race detector
 	$(GO) test -short -count=1 $(PKGS)
+
+test-prop: ## property tests of the scheduler with new random seeds (1000 cases each)
+	$(GO) test -count=1 -run 'TestProp' ./plugins/kvscheduler/ -rapid.seed=0 -rapid.checks=1000
 
 proto: ## regenerate the Go code of proto/*.proto
 	scripts/gen-proto.sh

@@ -22,6 +22,9 @@ type node struct {
 
 	intended proto.Message // nil: the NB (or the base) does not ask for it
 	applied  proto.Message // nil: not in the SB
+	// leftover is what a failed Create may have left in the SB when the
+	// refresh that should tell failed too; deleting the key deletes it.
+	leftover proto.Message
 	metadata any
 	obtained bool // value reported by the SB; never created or deleted by us
 
@@ -313,15 +316,16 @@ func (g *graph) dependents(key string) []*node {
 	return out
 }
 
-// satisfied tells whether one dependency is met.
-func (g *graph) satisfied(d api.Dependency) bool {
+// satisfied tells whether one dependency of owner is met. A value's own
+// derived values never satisfy its dependencies: they exist only after it.
+func (g *graph) satisfied(owner *node, d api.Dependency) bool {
 	if d.Key != "" {
 		t := g.nodes[d.Key]
-		return t != nil && t.available()
+		return t != nil && t.available() && !derivedFrom(t, owner)
 	}
 	found := false
 	match := func(n *node) bool {
-		if n.available() && (d.AnyOf.KeySelector == nil || d.AnyOf.KeySelector(n.key)) {
+		if n.available() && !derivedFrom(n, owner) && (d.AnyOf.KeySelector == nil || d.AnyOf.KeySelector(n.key)) {
 			found = true
 			return false
 		}
@@ -340,11 +344,21 @@ func (g *graph) satisfied(d api.Dependency) bool {
 	return false
 }
 
+// derivedFrom tells whether n is derived (directly or not) from base.
+func derivedFrom(n, base *node) bool {
+	for b := n.base; b != nil; b = b.base {
+		if b == base {
+			return true
+		}
+	}
+	return false
+}
+
 // unmetDeps returns the labels of the node's unmet dependencies.
 func (g *graph) unmetDeps(n *node) []string {
 	var unmet []string
 	for _, e := range n.deps {
-		if !g.satisfied(e.dep) {
+		if !g.satisfied(n, e.dep) {
 			label := e.dep.Label
 			if label == "" {
 				label = e.dep.Key
@@ -367,6 +381,12 @@ func (g *graph) setApplied(n *node, v proto.Message) {
 	old := n.applied
 	n.applied = v
 	g.logUndo(func() { n.applied = old })
+}
+
+func (g *graph) setLeftover(n *node, v proto.Message) {
+	old := n.leftover
+	n.leftover = v
+	g.logUndo(func() { n.leftover = old })
 }
 
 func (g *graph) setInvalid(n *node, err error) {

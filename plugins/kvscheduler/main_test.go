@@ -19,8 +19,14 @@ func TestMain(m *testing.M) {
 	// failure, 10 s is enough for our small inputs and keeps CI short.
 	rapidDefault("rapid.nofailfile", "true")
 	rapidDefault("rapid.shrinktime", "10s")
+	// CI runs the property tests with a fixed seed so that a landing does not
+	// depend on luck; `make test-prop` explores new random seeds.
+	rapidDefault("rapid.seed", propCISeed)
 	goleak.VerifyTestMain(m)
 }
+
+// propCISeed is the seed of the property tests unless -rapid.seed is given.
+const propCISeed = "20261121"
 
 // rapidDefault sets a rapid flag unless it was given explicitly.
 func rapidDefault(name, value string) {

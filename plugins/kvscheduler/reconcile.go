@@ -312,6 +312,7 @@ func (r *txnRun) reconcile(n *node) {
 		return
 	}
 	if n.intended == nil {
+		r.adoptLeftover(n)
 		if n.applied != nil && !r.removeFromSB(n, false) {
 			return
 		}
@@ -320,8 +321,8 @@ func (r *txnRun) reconcile(n *node) {
 		}
 		return
 	}
-	if n.base != nil && (n.base.applied == nil || n.base.removing) {
-		return // derived values exist only while their base does
+	if n.base != nil && (n.base.applied == nil || n.base.removing || n.base.intended == nil) {
+		return // derived values exist only while their base does; it decides
 	}
 	if n.desc == nil && n.base == nil {
 		if n.state != api.ValueStateUnimplemented {
@@ -332,6 +333,7 @@ func (r *txnRun) reconcile(n *node) {
 		return
 	}
 	if n.invalid != nil {
+		r.adoptLeftover(n)
 		if n.applied != nil && !r.removeFromSB(n, false) {
 			return
 		}
@@ -348,6 +350,7 @@ func (r *txnRun) reconcile(n *node) {
 		return
 	}
 	if unmet := r.g.unmetDeps(n); len(unmet) > 0 {
+		r.adoptLeftover(n)
 		if n.applied != nil && !r.removeFromSB(n, false) {
 			return
 		}
@@ -379,6 +382,16 @@ func (r *txnRun) reconcile(n *node) {
 	}
 	if r.deep {
 		r.syncDerived(n, nil, false)
+	}
+}
+
+// adoptLeftover takes what a failed Create may have left in the SB as applied,
+// when the value must not be in the SB, so that it is deleted (deleting a
+// missing value succeeds by the descriptor contract).
+func (r *txnRun) adoptLeftover(n *node) {
+	if n.applied == nil && n.leftover != nil {
+		r.g.setApplied(n, n.leftover)
+		r.g.setLeftover(n, nil)
 	}
 }
 
@@ -414,6 +427,9 @@ func (r *txnRun) createOne(n *node, fl opFlags) bool {
 		return false
 	}
 	r.g.setApplied(n, n.intended)
+	if n.leftover != nil {
+		r.g.setLeftover(n, nil)
+	}
 	if n.desc != nil && n.desc.d.WithMetadata {
 		r.g.setMetadata(n, md, !r.simulate)
 	}
@@ -448,9 +464,14 @@ func (r *txnRun) fail(n *node, op api.TxnOperation, err error) {
 // update applies a changed intended value to an applied one.
 func (r *txnRun) update(n *node) {
 	if r.needsRecreate(n) {
-		if r.removeFromSB(n, true) {
-			r.create(n, opFlags{recreate: true})
+		if !r.removeFromSB(n, true) {
+			return
 		}
+		if len(r.g.unmetDeps(n)) > 0 {
+			r.reconcile(n) // it depended on one of its obsolete derived values
+			return
+		}
+		r.create(n, opFlags{recreate: true})
 		return
 	}
 	want, _ := r.derivedValues(n, n.intended)
@@ -485,6 +506,9 @@ func (r *txnRun) update(n *node) {
 	r.recordOp(n, api.OpUpdate, prevValue, n.intended, prev, nil, opFlags{})
 	r.remember(n, api.OpUpdate, prevValue, n.applied, prevMeta, md)
 	r.syncDerived(n, want, true)
+	// It may have become available again (e.g. set again by the NB after
+	// its delete failed).
+	r.notifyAvailable(n)
 }
 
 // removeFromSB deletes an applied value: first its derived values, then every
@@ -745,11 +769,9 @@ func (r *txnRun) syncDerived(n *node, want []api.KeyValuePair, haveWant bool) {
 
 // --- dependency cycles ------------------------------------------------------
 
-// createCycle handles a pending value whose unmet dependencies are all values
-// that are themselves pending only because of each other (a cycle, such as
-// two veth ends). When the whole group's other dependencies are met it
-// creates the group, strongly connected components in dependency order,
-// each cycle in one go, and reports true.
+// createCycle handles a pending value that is part of a dependency cycle (two
+// veth ends): when every dependency leaving the cycle is met, the members are
+// created together, in one go, and it reports true.
 func (r *txnRun) createCycle(n *node) bool {
 	if n.applied != nil {
 		return false
@@ -761,7 +783,7 @@ func (r *txnRun) createCycle(n *node) bool {
 	n.mark = epoch
 	for i := 0; i < len(group); i++ {
 		for _, e := range group[i].deps {
-			if g.satisfied(e.dep) {
+			if g.satisfied(group[i], e.dep) {
 				continue
 			}
 			if e.dep.Key == "" {
@@ -780,20 +802,38 @@ func (r *txnRun) createCycle(n *node) bool {
 	if len(group) == 1 {
 		return false
 	}
+	var cycle []*node
 	for _, scc := range stronglyConnected(g, group, epoch) {
+		for _, m := range scc {
+			if m == n {
+				cycle = scc
+			}
+		}
+	}
+	if len(cycle) < 2 {
+		return false
+	}
+	// Every dependency that leaves the cycle must be met.
+	inCycle := make(map[*node]bool, len(cycle))
+	for _, m := range cycle {
+		inCycle[m] = true
+	}
+	for _, m := range cycle {
+		for _, e := range m.deps {
+			if g.satisfied(m, e.dep) {
+				continue
+			}
+			if t := g.get(e.dep.Key); e.dep.Key == "" || !inCycle[t] {
+				return false
+			}
+		}
+	}
+	for _, m := range createGroupOrder(g, cycle, n) {
+		if m.applied == nil && r.createOne(m, opFlags{}) {
+			defer r.afterCreate(m)
+		}
 		if r.stopped {
-			return true
-		}
-		if len(scc) == 1 {
-			if m := scc[0]; m.applied == nil && len(g.unmetDeps(m)) == 0 {
-				r.create(m, opFlags{})
-			}
-			continue
-		}
-		for _, m := range createGroupOrder(g, scc, n) {
-			if m.applied == nil && r.createOne(m, opFlags{}) {
-				defer r.afterCreate(m)
-			}
+			break
 		}
 	}
 	return true
@@ -815,7 +855,7 @@ func createGroupOrder(g *graph, scc []*node, trigger *node) []*node {
 	created := map[*node]bool{}
 	ready := func(m *node) bool {
 		for _, e := range m.deps {
-			if e.dep.Key == "" || g.satisfied(e.dep) {
+			if e.dep.Key == "" || g.satisfied(m, e.dep) {
 				continue
 			}
 			if t := g.get(e.dep.Key); t == nil || !created[t] {

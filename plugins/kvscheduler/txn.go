@@ -115,7 +115,7 @@ func (s *Scheduler) newRun(qt *queuedTxn, descs *descriptorSet, simulate bool) *
 		g:        s.g,
 		descs:    descs,
 		simulate: simulate,
-		deep:     qt.resync != api.NotResync,
+		deep:     qt.resync != api.NotResync || qt.typ == api.RetryFailedOps,
 		revert:   qt.revert,
 		retryTxn: qt.typ == api.RetryFailedOps,
 	}
@@ -138,11 +138,13 @@ func (r *txnRun) run(qt *queuedTxn) {
 			if n == nil || n.revision != rk.revision || n.retry != rk.ticket {
 				continue // changed since: the retry is obsolete
 			}
-			if n.base != nil && n.intended == nil {
-				r.reconcile(n.base)
-			} else {
-				r.reconcile(n)
+			// A derived value is retried through its base: the base decides
+			// whether it is still wanted.
+			root := n
+			for root.base != nil {
+				root = root.base
 			}
+			r.reconcile(root) // deep: an in-sync base syncs its derived values
 			if r.stopped {
 				return
 			}
@@ -739,6 +741,11 @@ func (r *txnRun) refreshFailed() {
 		kvs, err := r.s.retrieve(di, correlate)
 		if err != nil {
 			r.errs = append(r.errs, api.KeyWithError{Error: fmt.Errorf("refresh after failure: %w", err)})
+			for _, n := range nodes {
+				if n.applied == nil && n.lastOp == api.OpCreate {
+					r.g.setLeftover(n, n.intended)
+				}
+			}
 			continue
 		}
 		found := make(map[string]api.KVWithMetadata, len(nodes))
@@ -749,6 +756,9 @@ func (r *txnRun) refreshFailed() {
 			kv, ok := found[n.key]
 			switch {
 			case ok && kv.Value != nil:
+				if n.leftover != nil {
+					r.g.setLeftover(n, nil)
+				}
 				if n.applied == nil || !proto.Equal(n.applied, kv.Value) {
 					r.g.setApplied(n, kv.Value)
 				}
