@@ -49,6 +49,14 @@ type node struct {
 	removing bool
 	// mark is scratch space for walks (compared with graph.epoch).
 	mark uint64
+	// run and step are scratch space of a transaction run (txnRun.id): the
+	// last planned step of the node, and whether its status change is
+	// already listed.
+	stepRun, changedRun uint64
+	step                int32
+	// born is the undo recording during which the node was added: changes
+	// to it need no undo, as undoing its addition discards it.
+	born uint64
 }
 
 // available tells whether the node satisfies dependencies on its key.
@@ -100,8 +108,10 @@ type graph struct {
 	prefixLens map[int]int
 	lens       []int
 
-	// undo, when non-nil, records how to restore every change.
-	undo *[]func()
+	// undo, when non-nil, records how to restore every change; recording
+	// numbers the recordings (see node.born).
+	undo      *chunks[undoEntry]
+	recording uint64
 	// epoch is bumped by every walk that marks nodes.
 	epoch uint64
 }
@@ -116,10 +126,63 @@ func newGraph() *graph {
 	}
 }
 
-func (g *graph) logUndo(f func()) {
-	if g.undo != nil {
-		*g.undo = append(*g.undo, f)
+// undoKind says which change an undo entry restores.
+type undoKind uint8
+
+const (
+	undoAdd undoKind = iota
+	undoRemove
+	undoDeps
+	undoIntended
+	undoApplied
+	undoLeftover
+	undoInvalid
+	undoObtained
+	undoRemoving
+	undoDerived
+	undoRevision
+	undoRetry
+	undoMetadata
+	undoStatus
+	undoDesc
+)
+
+// undoEntry restores one change of one node: typed entries in one slice,
+// rather than a closure each, because simulation writes one for every change.
+type undoEntry struct {
+	kind undoKind
+	flag bool // obtained, removing; metadata: publish
+	a, b int32
+	n    *node
+	old  any // the previous value (boxing a nil slice does not allocate)
+	u    uint64
+}
+
+// statusUndo is the previous error and details of a status, when it had
+// details.
+type statusUndo struct {
+	err     error
+	details []string
+}
+
+// depsUndo holds the edges a dependency change replaced.
+type depsUndo struct{ old, new []*depEdge }
+
+// record starts recording undo entries into log.
+func (g *graph) record(log *chunks[undoEntry]) {
+	g.recording++
+	g.undo = log
+}
+
+func (g *graph) logUndo(e undoEntry) {
+	if g.undo == nil {
+		return
 	}
+	if e.n != nil && e.n.born == g.recording && e.kind != undoAdd && e.kind != undoDeps &&
+		!(e.kind == undoMetadata && e.flag) {
+		return // a node of this recording: undoing its addition is enough
+	}
+	g.undo.add(e)
 }
 
 // rollback undoes the recorded changes, newest first, and stops recording.
@@ -127,29 +190,78 @@ func (g *graph) rollback() {
 	if g.undo == nil {
 		return
 	}
-	log := *g.undo
+	log := g.undo
 	g.undo = nil
-	for i := len(log) - 1; i >= 0; i-- {
-		log[i]()
-	}
+	log.reverse(func(e *undoEntry) {
+		n := e.n
+		switch e.kind {
+		case undoAdd:
+			g.unlinkNode(n)
+		case undoRemove:
+			g.nodes[n.key] = n
+			g.ordered.ReplaceOrInsert(n)
+		case undoDeps:
+			d := e.old.(*depsUndo)
+			for _, edge := range d.new {
+				g.unindexEdge(edge)
+			}
+			for _, edge := range d.old {
+				g.indexEdge(edge)
+			}
+			n.deps = d.old
+		case undoIntended:
+			n.intended, _ = e.old.(proto.Message)
+		case undoApplied:
+			n.applied, _ = e.old.(proto.Message)
+		case undoLeftover:
+			n.leftover, _ = e.old.(proto.Message)
+		case undoInvalid:
+			n.invalid, _ = e.old.(error)
+		case undoObtained:
+			n.obtained = e.flag
+		case undoRemoving:
+			n.removing = e.flag
+		case undoDerived:
+			n.derived, _ = e.old.([]*node)
+		case undoRevision:
+			n.revision = e.u
+		case undoRetry:
+			n.retry, _ = e.old.(*retryTicket)
+		case undoMetadata:
+			n.metadata = e.old
+			if e.flag {
+				publishMetadata(n, e.old)
+			}
+		case undoStatus:
+			n.state, n.lastOp = api.ValueState(e.a), api.TxnOperation(e.b)
+			if old, ok := e.old.(*statusUndo); ok {
+				n.err, n.details = old.err, old.details
+			} else {
+				n.err, _ = e.old.(error)
+				n.details = nil
+			}
+		case undoDesc:
+			n.desc, _ = e.old.(*descriptorInfo)
+		}
+	})
 }
 
 func (g *graph) get(key string) *node { return g.nodes[key] }
 
 func (g *graph) addNode(n *node) {
+	if g.undo != nil {
+		n.born = g.recording
+	}
 	g.nodes[n.key] = n
 	g.ordered.ReplaceOrInsert(n)
-	g.logUndo(func() { g.unlinkNode(n) })
+	g.logUndo(undoEntry{kind: undoAdd, n: n})
 }
 
 // removeNode removes a node with its dependency edges.
 func (g *graph) removeNode(n *node) {
 	g.setDeps(n, nil)
 	g.unlinkNode(n)
-	g.logUndo(func() {
-		g.nodes[n.key] = n
-		g.ordered.ReplaceOrInsert(n)
-	})
+	g.logUndo(undoEntry{kind: undoRemove, n: n})
 }
 
 func (g *graph) unlinkNode(n *node) {
@@ -192,15 +304,9 @@ func (g *graph) setDeps(n *node, deps []api.Dependency) {
 		}
 	}
 	n.deps = edges
-	g.logUndo(func() {
-		for _, e := range edges {
-			g.unindexEdge(e)
-		}
-		for _, e := range old {
-			g.indexEdge(e)
-		}
-		n.deps = old
-	})
+	if g.undo != nil {
+		g.logUndo(undoEntry{kind: undoDeps, n: n, old: &depsUndo{old: old, new: edges}})
+	}
 }
 
 func (g *graph) indexEdge(e *depEdge) {
@@ -374,55 +480,58 @@ func (g *graph) unmetDeps(n *node) []string {
 func (g *graph) setIntended(n *node, v proto.Message) {
 	old := n.intended
 	n.intended = v
-	g.logUndo(func() { n.intended = old })
+	g.logUndo(undoEntry{kind: undoIntended, n: n, old: old})
 }
 
 func (g *graph) setApplied(n *node, v proto.Message) {
 	old := n.applied
 	n.applied = v
-	g.logUndo(func() { n.applied = old })
+	g.logUndo(undoEntry{kind: undoApplied, n: n, old: old})
 }
 
 func (g *graph) setLeftover(n *node, v proto.Message) {
 	old := n.leftover
 	n.leftover = v
-	g.logUndo(func() { n.leftover = old })
+	g.logUndo(undoEntry{kind: undoLeftover, n: n, old: old})
 }
 
 func (g *graph) setInvalid(n *node, err error) {
 	old := n.invalid
 	n.invalid = err
-	g.logUndo(func() { n.invalid = old })
+	g.logUndo(undoEntry{kind: undoInvalid, n: n, old: old})
 }
 
 func (g *graph) setObtained(n *node, obtained bool) {
 	old := n.obtained
 	n.obtained = obtained
-	g.logUndo(func() { n.obtained = old })
+	g.logUndo(undoEntry{kind: undoObtained, n: n, flag: old})
 }
 
+// setRemoving sets the transient removing mark. Outside a transaction it is
+// always false, so only setting it needs an undo entry.
 func (g *graph) setRemoving(n *node, removing bool) {
-	old := n.removing
+	if removing && !n.removing {
+		g.logUndo(undoEntry{kind: undoRemoving, n: n, flag: false})
+	}
 	n.removing = removing
-	g.logUndo(func() { n.removing = old })
 }
 
 func (g *graph) setDerived(n *node, derived []*node) {
 	old := n.derived
 	n.derived = derived
-	g.logUndo(func() { n.derived = old })
+	g.logUndo(undoEntry{kind: undoDerived, n: n, old: old})
 }
 
 func (g *graph) setRevision(n *node, rev uint64) {
 	old := n.revision
 	n.revision = rev
-	g.logUndo(func() { n.revision = old })
+	g.logUndo(undoEntry{kind: undoRevision, n: n, u: old})
 }
 
 func (g *graph) setRetry(n *node, t *retryTicket) {
 	old := n.retry
 	n.retry = t
-	g.logUndo(func() { n.retry = old })
+	g.logUndo(undoEntry{kind: undoRetry, n: n, old: old})
 }
 
 // setMetadata stores the metadata of a node and publishes it in the
@@ -433,12 +542,7 @@ func (g *graph) setMetadata(n *node, md any, publish bool) {
 	if publish {
 		publishMetadata(n, md)
 	}
-	g.logUndo(func() {
-		n.metadata = old
-		if publish {
-			publishMetadata(n, old)
-		}
-	})
+	g.logUndo(undoEntry{kind: undoMetadata, n: n, old: old, flag: publish})
 }
 
 func publishMetadata(n *node, md any) {
@@ -461,7 +565,12 @@ type status struct {
 }
 
 func (g *graph) setStatus(n *node, st status) {
-	old := status{n.state, n.lastOp, n.err, n.details}
+	if g.undo != nil {
+		var old any = n.err
+		if n.details != nil {
+			old = &statusUndo{err: n.err, details: n.details}
+		}
+		g.logUndo(undoEntry{kind: undoStatus, n: n, a: int32(n.state), b: int32(n.lastOp), old: old})
+	}
 	n.state, n.lastOp, n.err, n.details = st.state, st.lastOp, st.err, st.details
-	g.logUndo(func() { n.state, n.lastOp, n.err, n.details = old.state, old.lastOp, old.err, old.details })
 }

@@ -32,8 +32,17 @@ type txnRun struct {
 	failed []*node
 	// done lists successful SB operations, for revert.
 	done []doneOp
-	// changed holds the keys of base values whose status changed.
-	changed map[string]*node
+	// id tells this run's marks on nodes from other runs' marks.
+	id uint64
+	// steps are the descriptor calls the simulation plans (when planSteps);
+	// replay feeds a re-run after a failure.
+	planSteps bool
+	steps     chunks[step]
+	replay    *replayLog
+	// changed lists the base values whose status changed (when
+	// trackChanges).
+	trackChanges bool
+	changed      []*node
 	// errs are errors not tied to one operation (Retrieve, bad input).
 	errs []api.KeyWithError
 }
@@ -56,13 +65,16 @@ type opFlags struct {
 }
 
 func (r *txnRun) markChanged(n *node) {
-	if r.simulate {
+	if !r.trackChanges {
 		return
 	}
 	for n.base != nil {
 		n = n.base
 	}
-	r.changed[n.key] = n
+	if n.changedRun != r.id {
+		n.changedRun = r.id
+		r.changed = append(r.changed, n)
+	}
 }
 
 func (r *txnRun) setStatus(n *node, state api.ValueState, op api.TxnOperation, err error, details []string) {
@@ -125,7 +137,7 @@ func pure[T any](f func() T) (out T, err error) {
 }
 
 func (r *txnRun) callCreate(n *node) (any, error) {
-	if r.simulate || n.desc == nil {
+	if n.desc == nil {
 		return nil, nil
 	}
 	if n.desc.d.Create == nil {
@@ -133,6 +145,15 @@ func (r *txnRun) callCreate(n *node) (any, error) {
 			return nil, nil
 		}
 		return nil, api.NonRetriable(fmt.Errorf("descriptor %s does not create values (it has no Create)", n.descName()))
+	}
+	if md, err, ok := r.replayed(n, api.OpCreate); ok {
+		return md, err
+	}
+	if r.simulate {
+		if r.planSteps {
+			r.planStep(n, api.OpCreate, nil, n.intended)
+		}
+		return nil, nil
 	}
 	var md any
 	err := r.call(n, "Create", func() (err error) {
@@ -143,7 +164,16 @@ func (r *txnRun) callCreate(n *node) (any, error) {
 }
 
 func (r *txnRun) callDelete(n *node) error {
-	if r.simulate || n.desc == nil || n.obtained || n.desc.d.Delete == nil {
+	if n.desc == nil || n.obtained || n.desc.d.Delete == nil {
+		return nil
+	}
+	if _, err, ok := r.replayed(n, api.OpDelete); ok {
+		return err
+	}
+	if r.simulate {
+		if r.planSteps {
+			r.planStep(n, api.OpDelete, n.applied, nil)
+		}
 		return nil
 	}
 	return r.call(n, "Delete", func() error {
@@ -152,7 +182,19 @@ func (r *txnRun) callDelete(n *node) error {
 }
 
 func (r *txnRun) callUpdate(n *node) (any, error) {
-	if r.simulate || n.desc == nil {
+	if n.desc == nil {
+		return n.metadata, nil
+	}
+	if md, err, ok := r.replayed(n, api.OpUpdate); ok {
+		if err != nil {
+			return n.metadata, err
+		}
+		return md, nil
+	}
+	if r.simulate {
+		if r.planSteps {
+			r.planStep(n, api.OpUpdate, n.applied, n.intended)
+		}
 		return n.metadata, nil
 	}
 	var md any

@@ -85,6 +85,9 @@ type Scheduler struct {
 
 	history *history
 	watch   *watchers
+
+	// runs counts transaction runs (worker only).
+	runs uint64
 }
 
 var _ api.KVScheduler = (*Scheduler)(nil)

@@ -56,21 +56,47 @@ func (s *Scheduler) processTxn(qt *queuedTxn) error {
 		initErrs = s.refreshAll(descs, qt)
 	}
 
-	// Simulation: the plan, computed on the graph and undone.
+	// Simulation: the plan, and the descriptor calls it needs.
+	var undo chunks[undoEntry]
+	s.g.record(&undo)
 	sim := s.newRun(qt, descs, true)
-	var undo []func()
-	s.g.undo = &undo
+	if !qt.dryRun {
+		sim.planSteps = true
+		sim.trackChanges = true
+	}
 	sim.run(qt)
-	s.g.rollback()
 	rec.Planned = sim.ops
 	s.logPlan(rec)
 
 	var exe *txnRun
-	if !qt.dryRun && (len(undo) > 0 || len(sim.errs) > 0) {
+	switch {
+	case qt.dryRun:
+		s.g.rollback()
+	case undo.len() == 0 && len(sim.errs) == 0:
+		s.g.undo = nil // nothing to do
+	default:
+		s.g.undo = nil
+		done, md, err := s.executeSteps(&sim.steps)
+		if done == sim.steps.len() && !sim.stopped {
+			// Executed as planned.
+			sim.finishSteps(md)
+			exe = sim
+			exe.simulate = false
+			exe.refreshFailed()
+			s.scheduleRetries(exe, qt)
+			rec.Executed = exe.ops
+			break
+		}
+		// Step `done` failed (or the simulation stopped on a foreseen
+		// failure in revert mode): back to the state before the
+		// transaction, and run it again, replaying what was executed.
+		s.g.undo = &undo // roll back the simulation's recording
+		s.g.rollback()
 		exe = s.newRun(qt, descs, false)
-		var execUndo []func()
+		exe.replay = &replayLog{steps: &sim.steps, md: md, failAt: done, err: err}
+		var execUndo chunks[undoEntry]
 		if qt.revert {
-			s.g.undo = &execUndo
+			s.g.record(&execUndo)
 		}
 		exe.run(qt)
 		if exe.stopped {
@@ -94,7 +120,7 @@ func (s *Scheduler) processTxn(qt *queuedTxn) error {
 				kvErrs = append(kvErrs, api.KeyWithError{Key: op.Key, Operation: op.Operation, Error: op.NewErr})
 			}
 		}
-	} else if qt.dryRun {
+	} else {
 		kvErrs = append(kvErrs, sim.errs...)
 		for _, op := range sim.ops {
 			if op.NewErr != nil {
@@ -119,9 +145,9 @@ func (s *Scheduler) newRun(qt *queuedTxn, descs *descriptorSet, simulate bool) *
 		revert:   qt.revert,
 		retryTxn: qt.typ == api.RetryFailedOps,
 	}
-	if !simulate {
-		r.changed = make(map[string]*node)
-	}
+	s.runs++
+	r.id = s.runs
+	r.trackChanges = !simulate
 	return r
 }
 
@@ -214,7 +240,7 @@ func orderValues(qt *queuedTxn) {
 func (r *txnRun) setDesc(n *node, di *descriptorInfo) {
 	old := n.desc
 	n.desc = di
-	r.g.logUndo(func() { n.desc = old })
+	r.g.logUndo(undoEntry{kind: undoDesc, n: n, old: old})
 }
 
 // collect returns the nodes accepted by f, in key order.
@@ -910,7 +936,7 @@ func (s *Scheduler) revert(r *txnRun) {
 		if n := s.g.get(op.Key); n != nil {
 			r.markChanged(n)
 		} else {
-			r.changed[op.Key] = nil
+			r.changed = append(r.changed, &node{key: op.Key}) // removed
 		}
 	}
 }
@@ -940,17 +966,16 @@ func (s *Scheduler) publishStatus(r *txnRun) {
 	if len(r.changed) == 0 || s.watch.empty() {
 		return
 	}
-	keys := make([]string, 0, len(r.changed))
-	for k := range r.changed {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	out := make([]*api.BaseValueStatus, 0, len(keys))
-	for _, k := range keys {
-		if n := s.g.get(k); n != nil && n.base == nil {
-			out = append(out, baseStatus(n))
+	sort.Slice(r.changed, func(i, j int) bool { return r.changed[i].key < r.changed[j].key })
+	out := make([]*api.BaseValueStatus, 0, len(r.changed))
+	for i, n := range r.changed {
+		if i > 0 && r.changed[i-1].key == n.key {
+			continue
+		}
+		if cur := s.g.get(n.key); cur != nil && cur.base == nil {
+			out = append(out, baseStatus(cur))
 		} else {
-			out = append(out, &api.BaseValueStatus{Value: &api.ValueStatus{Key: k, State: api.ValueStateRemoved, LastOperation: api.OpDelete}})
+			out = append(out, &api.BaseValueStatus{Value: &api.ValueStatus{Key: n.key, State: api.ValueStateRemoved, LastOperation: api.OpDelete}})
 		}
 	}
 	s.watch.publish(out)
