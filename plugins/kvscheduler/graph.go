@@ -54,6 +54,8 @@ type node struct {
 	// already listed.
 	stepRun, changedRun uint64
 	step                int32
+	// walkMark is scratch space of supportedBy (compared with graph.walk).
+	walkMark uint64
 	// born is the undo recording during which the node was added: changes
 	// to it need no undo, as undoing its addition discards it.
 	born uint64
@@ -112,8 +114,9 @@ type graph struct {
 	// numbers the recordings (see node.born).
 	undo      *chunks[undoEntry]
 	recording uint64
-	// epoch is bumped by every walk that marks nodes.
-	epoch uint64
+	// epoch is bumped by every walk that marks nodes; walk by supportedBy,
+	// which runs inside such walks.
+	epoch, walk uint64
 }
 
 func newGraph() *graph {
@@ -427,11 +430,11 @@ func (g *graph) dependents(key string) []*node {
 func (g *graph) satisfied(owner *node, d api.Dependency) bool {
 	if d.Key != "" {
 		t := g.nodes[d.Key]
-		return t != nil && t.available() && !derivedFrom(t, owner)
+		return t != nil && t.available() && !g.supportedBy(t, owner)
 	}
 	found := false
 	match := func(n *node) bool {
-		if n.available() && !derivedFrom(n, owner) && (d.AnyOf.KeySelector == nil || d.AnyOf.KeySelector(n.key)) {
+		if n.available() && !g.supportedBy(n, owner) && (d.AnyOf.KeySelector == nil || d.AnyOf.KeySelector(n.key)) {
 			found = true
 			return false
 		}
@@ -450,14 +453,95 @@ func (g *graph) satisfied(owner *node, d api.Dependency) bool {
 	return false
 }
 
-// derivedFrom tells whether n is derived (directly or not) from base.
-func derivedFrom(n, base *node) bool {
-	for b := n.base; b != nil; b = b.base {
-		if b == base {
+// supportedBy tells whether the derived value t exists only thanks to owner:
+// t is derived from owner, or from a base that depends on owner, directly or
+// through other values. Such a t cannot satisfy a dependency of owner: owner
+// could never have been created that way, so keeping it would make the
+// outcome depend on history.
+func (g *graph) supportedBy(t, owner *node) bool {
+	if t.base == nil {
+		return false
+	}
+	base := t
+	for base.base != nil {
+		if base.base == owner {
 			return true
+		}
+		base = base.base
+	}
+	// Does the base depend on owner? A walk over Key dependencies and
+	// derived-to-base links, bounded so that a huge graph cannot stall it.
+	g.walk++
+	walk := g.walk
+	stack := []*node{base}
+	base.walkMark = walk
+	for steps := 0; len(stack) > 0 && steps < 10000; steps++ {
+		n := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		for _, e := range n.deps {
+			if e.dep.Key == "" {
+				continue
+			}
+			next := g.nodes[e.dep.Key]
+			if next == nil {
+				continue
+			}
+			if next == owner {
+				return true
+			}
+			for next.base != nil {
+				if next.base == owner {
+					return true
+				}
+				next = next.base
+			}
+			if next.walkMark != walk {
+				next.walkMark = walk
+				stack = append(stack, next)
+			}
 		}
 	}
 	return false
+}
+
+// dependencyOrder orders nodes so that each comes after the nodes of the
+// list it depends on (by Key), keeping the given order otherwise; deletes
+// (nothing intended) stay first. Cycles are broken where they are entered.
+func (g *graph) dependencyOrder(nodes []*node) []*node {
+	if len(nodes) < 2 {
+		return nodes
+	}
+	g.epoch += 2
+	inList, visited := g.epoch-1, g.epoch
+	for _, n := range nodes {
+		n.mark = inList
+	}
+	out := make([]*node, 0, len(nodes))
+	var visit func(n *node)
+	visit = func(n *node) {
+		n.mark = visited
+		for _, e := range n.deps {
+			if e.dep.Key == "" {
+				continue
+			}
+			if t := g.nodes[e.dep.Key]; t != nil && t.mark == inList && t.intended != nil {
+				visit(t)
+			}
+		}
+		out = append(out, n)
+	}
+	for _, n := range nodes {
+		if n.intended == nil && n.mark == inList {
+			n.mark = visited
+			out = append(out, n)
+		}
+	}
+	for _, n := range nodes {
+		if n.mark == inList {
+			visit(n)
+		}
+	}
+	return out
 }
 
 // unmetDeps returns the labels of the node's unmet dependencies.

@@ -297,9 +297,9 @@ func (r *txnRun) validate(n *node, value proto.Message) error {
 }
 
 // applyNB applies NB changes (nil value: delete). Every intended value is
-// set first and reconciled after, so that a value does not wait for (or get
-// deleted because of) a value of the same transaction that comes later in
-// key order.
+// set first, then the values are reconciled dependencies first, so that no
+// value is created against, or deleted because of, the old state of a value
+// the same transaction changes.
 func (r *txnRun) applyNB(changes []kvChange) {
 	nodes := make([]*node, 0, len(changes))
 	for _, kv := range changes {
@@ -307,7 +307,7 @@ func (r *txnRun) applyNB(changes []kvChange) {
 			nodes = append(nodes, n)
 		}
 	}
-	for _, n := range nodes {
+	for _, n := range r.g.dependencyOrder(nodes) {
 		if r.stopped {
 			return
 		}
@@ -726,9 +726,10 @@ func wants(want []api.KeyValuePair, key string) bool {
 func (r *txnRun) removeObsoleteDerived(n *node, want []api.KeyValuePair) bool {
 	ok := true
 	var keep []*node
-	for i := len(n.derived) - 1; i >= 0; i-- {
-		d := n.derived[i]
-		if wants(want, d.key) {
+	list := n.derived // a cascade may drop n's derived values meanwhile
+	for i := len(list) - 1; i >= 0; i-- {
+		d := list[i]
+		if wants(want, d.key) || r.g.get(d.key) != d {
 			continue
 		}
 		if d.applied != nil && !r.removeFromSB(d, false) {
@@ -832,13 +833,14 @@ func (r *txnRun) createCycle(n *node) bool {
 				return false // AnyOf dependencies never close a cycle
 			}
 			t := g.get(e.dep.Key)
+			if t != nil && t.mark == epoch {
+				continue // already in the group (the value itself included)
+			}
 			if !cycleCandidate(t) {
 				return false
 			}
-			if t.mark != epoch {
-				t.mark = epoch
-				group = append(group, t)
-			}
+			t.mark = epoch
+			group = append(group, t)
 		}
 	}
 	if len(group) == 1 {
