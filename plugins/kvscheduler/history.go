@@ -9,35 +9,69 @@ import (
 )
 
 // history keeps the most recent transaction records, ordered by sequence
-// number, so a record is found by binary search.
+// number, so a record is found by binary search. It is bounded by count, by
+// an estimate of the bytes the records hold, and by age; the newest record is
+// always kept.
 type history struct {
-	mu      sync.RWMutex
-	max     int
-	records []*api.RecordedTxn
+	mu       sync.RWMutex
+	maxCount int
+	maxBytes int
+	maxAge   time.Duration
+	records  []*api.RecordedTxn
+	sizes    []int
+	first    int // records[first:] are kept
+	bytes    int
 }
 
-func newHistory(max int) *history { return &history{max: max} }
+func newHistory(maxCount, maxBytes int, maxAge time.Duration) *history {
+	return &history{maxCount: maxCount, maxBytes: maxBytes, maxAge: maxAge}
+}
+
+// Estimated memory of a record: what its structs take plus the values it
+// alone keeps alive (previous values replaced since), roughly.
+const (
+	recordBytes      = 512
+	recordValueBytes = 96
+	recordOpBytes    = 256
+)
+
+func recordSize(r *api.RecordedTxn) int {
+	size := recordBytes + len(r.Values)*recordValueBytes + len(r.Planned)*recordOpBytes
+	if len(r.Executed) > 0 && (len(r.Planned) == 0 || &r.Executed[0] != &r.Planned[0]) {
+		size += len(r.Executed) * recordOpBytes
+	}
+	return size
+}
 
 func (h *history) add(r *api.RecordedTxn) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	size := recordSize(r)
 	h.records = append(h.records, r)
-	if over := len(h.records) - h.max; over > 0 {
-		// Trim in chunks so the copy is amortised.
-		if over >= h.max/4 || len(h.records) > 2*h.max {
-			n := copy(h.records, h.records[over:])
-			clear(h.records[n:])
-			h.records = h.records[:n]
+	h.sizes = append(h.sizes, size)
+	h.bytes += size
+	for h.first < len(h.records)-1 {
+		kept := len(h.records) - h.first
+		old := h.records[h.first]
+		if kept <= h.maxCount && h.bytes <= h.maxBytes && (h.maxAge <= 0 || r.Stop.Sub(old.Stop) <= h.maxAge) {
+			break
 		}
+		h.bytes -= h.sizes[h.first]
+		h.records[h.first] = nil
+		h.first++
+	}
+	// Compact when half the slice is trimmed records.
+	if h.first > 64 && h.first > len(h.records)/2 {
+		n := copy(h.records, h.records[h.first:])
+		clear(h.records[n:])
+		h.records = h.records[:n]
+		copy(h.sizes, h.sizes[h.first:])
+		h.sizes = h.sizes[:n]
+		h.first = 0
 	}
 }
 
-func (h *history) kept() []*api.RecordedTxn {
-	if over := len(h.records) - h.max; over > 0 {
-		return h.records[over:]
-	}
-	return h.records
-}
+func (h *history) kept() []*api.RecordedTxn { return h.records[h.first:] }
 
 func (h *history) get(seq uint64) *api.RecordedTxn {
 	h.mu.RLock()

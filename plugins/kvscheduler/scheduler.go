@@ -30,8 +30,15 @@ type Options struct {
 	Clock Clock
 	// Logger receives the transaction log (default: slog.Default()).
 	Logger *slog.Logger
-	// HistorySize is how many transaction records are kept (default 1000).
+	// HistorySize is how many transaction records are kept at most (default
+	// 1000).
 	HistorySize int
+	// HistoryMaxBytes bounds the estimated memory of the kept records
+	// (default 64 MiB), so big transactions under churn cannot grow it.
+	HistoryMaxBytes int
+	// HistoryMaxAge drops records older than this (default 24 h; negative:
+	// no age limit).
+	HistoryMaxAge time.Duration
 }
 
 // Clock is the scheduler's source of time, injected so tests control it.
@@ -100,6 +107,12 @@ func New(opts Options) *Scheduler {
 	if opts.HistorySize <= 0 {
 		opts.HistorySize = 1000
 	}
+	if opts.HistoryMaxBytes <= 0 {
+		opts.HistoryMaxBytes = 64 << 20
+	}
+	if opts.HistoryMaxAge == 0 {
+		opts.HistoryMaxAge = 24 * time.Hour
+	}
 	s := &Scheduler{
 		opts:        opts,
 		clock:       opts.Clock,
@@ -110,7 +123,7 @@ func New(opts Options) *Scheduler {
 		closing:     make(chan struct{}),
 		workerEnd:   make(chan struct{}),
 		retryTimers: make(map[*retryTicket]func() bool),
-		history:     newHistory(opts.HistorySize),
+		history:     newHistory(opts.HistorySize, opts.HistoryMaxBytes, opts.HistoryMaxAge),
 		watch:       newWatchers(),
 	}
 	if s.clock == nil {
