@@ -438,25 +438,32 @@ func (s *Scheduler) refreshAll(descs *descriptorSet, qt *queuedTxn) []api.KeyWit
 	// descriptor has Retrieve is in the SB when that Retrieve returned it;
 	// other derived values are in the SB when their retrieved base derives
 	// them.
-	derivedKeys := map[string]struct{}{}
-	for di, kvs := range results {
-		if di.d.DerivedValues == nil {
-			continue
+	// A key the graph knows tells itself; only new keys (after a restart)
+	// need the DerivedValues of the retrieved values to be told apart.
+	var derivedKeys map[string]struct{}
+	isDerived := func(key string) bool {
+		if n := s.g.get(key); n != nil {
+			return n.base != nil
 		}
-		for _, kv := range kvs {
-			if kv.Value == nil {
-				continue
+		if derivedKeys == nil {
+			derivedKeys = map[string]struct{}{}
+			for di, kvs := range results {
+				if di.d.DerivedValues == nil {
+					continue
+				}
+				for _, kv := range kvs {
+					if kv.Value == nil {
+						continue
+					}
+					derived, _ := pure(func() []api.KeyValuePair { return di.d.DerivedValues(kv.Key, kv.Value) })
+					for _, d := range derived {
+						derivedKeys[d.Key] = struct{}{}
+					}
+				}
 			}
-			derived, _ := pure(func() []api.KeyValuePair { return di.d.DerivedValues(kv.Key, kv.Value) })
-			for _, d := range derived {
-				derivedKeys[d.Key] = struct{}{}
-			}
 		}
-	}
-	for _, n := range s.g.nodes {
-		if n.base != nil {
-			derivedKeys[n.key] = struct{}{}
-		}
+		_, ok := derivedKeys[key]
+		return ok
 	}
 	retrievedDerived := map[string]api.KVWithMetadata{}
 	var refreshed []*node
@@ -467,7 +474,7 @@ func (s *Scheduler) refreshAll(descs *descriptorSet, qt *queuedTxn) []api.KeyWit
 		}
 		base := kvs[:0:0]
 		for _, kv := range kvs {
-			if _, derived := derivedKeys[kv.Key]; derived {
+			if isDerived(kv.Key) {
 				retrievedDerived[kv.Key] = kv
 			} else {
 				base = append(base, kv)
@@ -742,12 +749,18 @@ func retrieveOrder(descs *descriptorSet) ([]*descriptorInfo, error) {
 // refreshFailed asks the SB what failed operations left behind, for the
 // failed keys only, and completes values that turn out to be in place.
 func (r *txnRun) refreshFailed() {
-	if len(r.failed) == 0 {
-		return
+	// In rounds: completing a value may create others, which may fail too.
+	for done := 0; done < len(r.failed); {
+		batch := r.failed[done:]
+		done = len(r.failed)
+		r.refreshFailedBatch(batch)
 	}
+}
+
+func (r *txnRun) refreshFailedBatch(failed []*node) {
 	byDesc := map[*descriptorInfo][]*node{}
 	var order []*descriptorInfo
-	for _, n := range r.failed {
+	for _, n := range failed {
 		if n.desc == nil || n.base != nil || n.desc.d.Retrieve == nil || r.g.get(n.key) != n {
 			continue
 		}
@@ -797,12 +810,12 @@ func (r *txnRun) refreshFailed() {
 					r.g.setMetadata(n, nil, true)
 				}
 			}
-			if !r.revert && (n.lastOp == api.OpCreate || n.lastOp == api.OpUpdate) &&
-				n.intended != nil && n.applied != nil && r.equivalent(n, n.applied, n.intended) {
-				// The failed operation did its job after all.
-				r.setStatus(n, api.ValueStateConfigured, n.lastOp, nil, nil)
-				r.syncDerived(n, nil, false)
-				r.notifyAvailable(n)
+			if !r.revert && (n.lastOp == api.OpCreate || n.lastOp == api.OpUpdate) && n.intended != nil && n.applied != nil &&
+				(r.equivalent(n, n.applied, n.intended) || len(r.g.unmetDeps(n)) > 0) {
+				// The failed operation did its job after all (the value is
+				// completed), or what it left must go because a dependency
+				// went meanwhile. Anything else waits for the retry.
+				r.reconcile(n)
 			}
 		}
 	}
