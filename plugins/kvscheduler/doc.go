@@ -55,17 +55,32 @@
 // Dependency cycles: values that depend on each other in a cycle (two veth
 // ends) are created together, in one go, once every dependency that leaves
 // the cycle is met. Cycles are formed by Key dependencies; AnyOf dependencies
-// never close a cycle.
+// never close a cycle. A derived value never satisfies a dependency of a
+// value it exists only thanks to (its base, or a value its base depends on):
+// such a value could never have been created, so keeping it would make the
+// outcome depend on history.
 //
 // # Transactions
 //
-// Transactions are queued and run one at a time on one goroutine. Each one is
-// first simulated: the same algorithm runs on the graph with an executor that
-// calls no descriptor and assumes success, writing an undo log that restores
-// the graph afterwards. The result is the plan (RecordedTxn.Planned), logged
-// and recorded before execution. Simulation costs what the change costs, not
-// what the graph holds. Then the transaction is executed with the real
-// descriptors (RecordedTxn.Executed).
+// Transactions are queued and run one at a time on one goroutine. The
+// values of a transaction are applied deletes first, then the others in
+// dependency order (a value after the values of the same transaction it
+// depends on), ties by key: the plan does not depend on the order in which a
+// client listed its keys, and no value is created against the old state of a
+// value the same transaction changes.
+//
+// Each transaction is first simulated: the algorithm runs on the graph with
+// an executor that calls no descriptor and assumes success, writing an undo
+// log. The result is the plan (RecordedTxn.Planned), logged and recorded
+// before execution, and the list of descriptor calls it needs. Simulation
+// costs what the change costs, not what the graph holds. Execution calls the
+// planned descriptor calls in order; when all succeed, the graph is already
+// as the plan left it (RecordedTxn.Executed is the plan). When one fails, the
+// graph is rolled back and the algorithm runs again with an executor that
+// replays the results of the calls already made and the failure, then calls
+// the descriptors for real: the failure is handled exactly as if the
+// transaction had run step by step. While the calls run, readers see the
+// statuses the plan leads to; watchers are told when the transaction ends.
 //
 // Execution is best-effort by default: a failed operation leaves its value
 // FAILED (or RETRYING) and the rest of the transaction goes on; values that
@@ -103,6 +118,13 @@
 //
 // A resync of an SB that already matches executes no operation. Values are
 // matched by key (a map lookup), never by scanning.
+//
+// # History
+//
+// Transaction records are kept for GetTransactionHistory and
+// GetRecordedTransaction, bounded by count (Options.HistorySize), estimated
+// memory (HistoryMaxBytes) and age (HistoryMaxAge), so memory stays flat
+// under sustained churn.
 //
 // # Southbound notifications
 //

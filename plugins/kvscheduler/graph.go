@@ -54,8 +54,9 @@ type node struct {
 	// already listed.
 	stepRun, changedRun uint64
 	step                int32
-	// walkMark is scratch space of supportedBy (compared with graph.walk).
-	walkMark uint64
+	// walkMark and walkMark2 are scratch space of supportedBy (compared
+	// with graph.walk).
+	walkMark, walkMark2 uint64
 	// born is the undo recording during which the node was added: changes
 	// to it need no undo, as undoing its addition discards it.
 	born uint64
@@ -300,9 +301,12 @@ func (g *graph) setDeps(n *node, deps []api.Dependency) {
 	}
 	var edges []*depEdge
 	if len(deps) > 0 {
+		// One allocation for the edges of a node, one for the pointers.
+		slab := make([]depEdge, len(deps))
 		edges = make([]*depEdge, len(deps))
 		for i, d := range deps {
-			edges[i] = &depEdge{owner: n, dep: d}
+			slab[i] = depEdge{owner: n, dep: d}
+			edges[i] = &slab[i]
 			g.indexEdge(edges[i])
 		}
 	}
@@ -453,51 +457,56 @@ func (g *graph) satisfied(owner *node, d api.Dependency) bool {
 	return false
 }
 
-// supportedBy tells whether the derived value t exists only thanks to owner:
-// t is derived from owner, or from a base that depends on owner, directly or
-// through other values. Such a t cannot satisfy a dependency of owner: owner
-// could never have been created that way, so keeping it would make the
-// outcome depend on history.
+// supportedBy tells whether t exists only thanks to owner through a
+// derivation: following dependencies and derived-to-base links from t leads
+// back to owner across at least one derived-to-base link (t, or a value t
+// depends on, is derived from owner or from a value that depends on owner).
+// Such a t cannot satisfy a dependency of owner: owner could never have been
+// created that way, so keeping it would make the outcome depend on history.
+// Plain cycles of Key dependencies (veth ends) are not concerned.
 func (g *graph) supportedBy(t, owner *node) bool {
-	if t.base == nil {
-		return false
+	type visit struct {
+		n       *node
+		derived bool // a derived-to-base link was crossed on the way
 	}
-	base := t
-	for base.base != nil {
-		if base.base == owner {
-			return true
-		}
-		base = base.base
-	}
-	// Does the base depend on owner? A walk over Key dependencies and
-	// derived-to-base links, bounded so that a huge graph cannot stall it.
 	g.walk++
-	walk := g.walk
-	stack := []*node{base}
-	base.walkMark = walk
+	plain, viaDerived := g.walk, g.walk+1
+	g.walk++
+	var buf [16]visit
+	stack := append(buf[:0], visit{t, false})
+	push := func(n *node, derived bool) {
+		mark := plain
+		if derived {
+			mark = viaDerived
+		}
+		if n.walkMark == mark || n.walkMark2 == mark {
+			return
+		}
+		if derived {
+			n.walkMark2 = mark
+		} else {
+			n.walkMark = mark
+		}
+		stack = append(stack, visit{n, derived})
+	}
 	for steps := 0; len(stack) > 0 && steps < 10000; steps++ {
-		n := stack[len(stack)-1]
+		v := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
-		for _, e := range n.deps {
+		if v.n == owner {
+			if v.derived {
+				return true
+			}
+			continue // a plain cycle through owner: allowed
+		}
+		if v.n.base != nil {
+			push(v.n.base, true)
+		}
+		for _, e := range v.n.deps {
 			if e.dep.Key == "" {
 				continue
 			}
-			next := g.nodes[e.dep.Key]
-			if next == nil {
-				continue
-			}
-			if next == owner {
-				return true
-			}
-			for next.base != nil {
-				if next.base == owner {
-					return true
-				}
-				next = next.base
-			}
-			if next.walkMark != walk {
-				next.walkMark = walk
-				stack = append(stack, next)
+			if next := g.nodes[e.dep.Key]; next != nil && next.applied != nil {
+				push(next, v.derived)
 			}
 		}
 	}

@@ -29,6 +29,7 @@ type txnRun struct {
 	reverting bool
 
 	ops    []*api.RecordedTxnOp
+	opSlab []api.RecordedTxnOp // records are allocated in slabs
 	failed []*node
 	// done lists successful SB operations, for revert.
 	done []doneOp
@@ -86,7 +87,13 @@ func (r *txnRun) setStatus(n *node, state api.ValueState, op api.TxnOperation, e
 }
 
 func (r *txnRun) recordOp(n *node, op api.TxnOperation, prevValue, newValue proto.Message, prev status, err error, fl opFlags) {
-	r.ops = append(r.ops, &api.RecordedTxnOp{
+	if len(r.opSlab) == 0 {
+		r.opSlab = make([]api.RecordedTxnOp, min(64, 4+len(r.ops)))
+	}
+	rec := &r.opSlab[0]
+	r.opSlab = r.opSlab[1:]
+	r.ops = append(r.ops, rec)
+	*rec = api.RecordedTxnOp{
 		Operation:  op,
 		Key:        n.key,
 		Descriptor: n.descName(),
@@ -104,7 +111,7 @@ func (r *txnRun) recordOp(n *node, op api.TxnOperation, prevValue, newValue prot
 		IsRecreate: fl.recreate,
 		WasPending: prev.state == api.ValueStatePending,
 		IsPending:  n.state == api.ValueStatePending,
-	})
+	}
 }
 
 func statusOf(n *node) status { return status{n.state, n.lastOp, n.err, n.details} }
@@ -264,6 +271,13 @@ func (r *txnRun) setIntent(n *node, value proto.Message) {
 }
 
 func validDeps(deps []api.Dependency) []api.Dependency {
+	valid := true
+	for _, d := range deps {
+		valid = valid && (d.Key != "" || !d.AnyOf.IsZero())
+	}
+	if valid {
+		return deps
+	}
 	out := deps[:0:0]
 	for _, d := range deps {
 		if d.Key != "" || !d.AnyOf.IsZero() {
