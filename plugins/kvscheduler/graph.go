@@ -57,6 +57,8 @@ type node struct {
 	// walkMark and walkMark2 are scratch space of supportedBy (compared
 	// with graph.walk).
 	walkMark, walkMark2 uint64
+	// inGraph is true while the node is in the graph (edges cache nodes).
+	inGraph bool
 	// born is the undo recording during which the node was added: changes
 	// to it need no undo, as undoing its addition discards it.
 	born uint64
@@ -80,6 +82,8 @@ func (n *node) descName() string {
 type depEdge struct {
 	owner *node
 	dep   api.Dependency
+	// target caches the node of dep.Key while it is in the graph.
+	target *node
 	// prev and next link the waiters of dep.Key.
 	prev, next *depEdge
 	// anyOf are the edge's entries in the AnyOf index.
@@ -204,6 +208,7 @@ func (g *graph) rollback() {
 		case undoRemove:
 			g.nodes[n.key] = n
 			g.ordered.ReplaceOrInsert(n)
+			n.inGraph = true
 		case undoDeps:
 			d := e.old.(*depsUndo)
 			for _, edge := range d.new {
@@ -258,6 +263,7 @@ func (g *graph) addNode(n *node) {
 	}
 	g.nodes[n.key] = n
 	g.ordered.ReplaceOrInsert(n)
+	n.inGraph = true
 	g.logUndo(undoEntry{kind: undoAdd, n: n})
 }
 
@@ -272,6 +278,7 @@ func (g *graph) unlinkNode(n *node) {
 	if g.nodes[n.key] == n {
 		delete(g.nodes, n.key)
 		g.ordered.Delete(n)
+		n.inGraph = false
 	}
 }
 
@@ -392,6 +399,16 @@ func (g *graph) unindexEdge(e *depEdge) {
 	e.anyOf = nil
 }
 
+// targetOf returns the node of a Key dependency, or nil.
+func (g *graph) targetOf(e *depEdge) *node {
+	if t := e.target; t != nil && t.inGraph {
+		return t
+	}
+	t := g.nodes[e.dep.Key]
+	e.target = t
+	return t
+}
+
 // dependents returns the nodes with a dependency that the key may satisfy:
 // Key dependencies on it and AnyOf dependencies that accept it. Each node is
 // listed once.
@@ -427,6 +444,15 @@ func (g *graph) dependents(key string) []*node {
 	}
 	check(g.anyOf[""])
 	return out
+}
+
+// edgeSatisfied is satisfied for an edge, using its cached target.
+func (g *graph) edgeSatisfied(e *depEdge) bool {
+	if e.dep.Key != "" {
+		t := g.targetOf(e)
+		return t != nil && t.available() && !g.supportedBy(t, e.owner)
+	}
+	return g.satisfied(e.owner, e.dep)
 }
 
 // satisfied tells whether one dependency of owner is met. A value's own
@@ -505,7 +531,7 @@ func (g *graph) supportedBy(t, owner *node) bool {
 			if e.dep.Key == "" {
 				continue
 			}
-			if next := g.nodes[e.dep.Key]; next != nil && next.applied != nil {
+			if next := g.targetOf(e); next != nil && next.applied != nil {
 				push(next, v.derived)
 			}
 		}
@@ -533,7 +559,7 @@ func (g *graph) dependencyOrder(nodes []*node) []*node {
 			if e.dep.Key == "" {
 				continue
 			}
-			if t := g.nodes[e.dep.Key]; t != nil && t.mark == inList && t.intended != nil {
+			if t := g.targetOf(e); t != nil && t.mark == inList && t.intended != nil {
 				visit(t)
 			}
 		}
@@ -557,7 +583,7 @@ func (g *graph) dependencyOrder(nodes []*node) []*node {
 func (g *graph) unmetDeps(n *node) []string {
 	var unmet []string
 	for _, e := range n.deps {
-		if !g.satisfied(n, e.dep) {
+		if !g.edgeSatisfied(e) {
 			label := e.dep.Label
 			if label == "" {
 				label = e.dep.Key

@@ -840,13 +840,13 @@ func (r *txnRun) createCycle(n *node) bool {
 	n.mark = epoch
 	for i := 0; i < len(group); i++ {
 		for _, e := range group[i].deps {
-			if g.satisfied(group[i], e.dep) {
+			if g.edgeSatisfied(e) {
 				continue
 			}
 			if e.dep.Key == "" {
 				return false // AnyOf dependencies never close a cycle
 			}
-			t := g.get(e.dep.Key)
+			t := g.targetOf(e)
 			if t != nil && t.mark == epoch {
 				continue // already in the group (the value itself included)
 			}
@@ -878,10 +878,10 @@ func (r *txnRun) createCycle(n *node) bool {
 	}
 	for _, m := range cycle {
 		for _, e := range m.deps {
-			if g.satisfied(m, e.dep) {
+			if g.edgeSatisfied(e) {
 				continue
 			}
-			if t := g.get(e.dep.Key); e.dep.Key == "" || !inCycle[t] {
+			if e.dep.Key == "" || !inCycle[g.targetOf(e)] {
 				return false
 			}
 		}
@@ -913,10 +913,10 @@ func createGroupOrder(g *graph, scc []*node, trigger *node) []*node {
 	created := map[*node]bool{}
 	ready := func(m *node) bool {
 		for _, e := range m.deps {
-			if e.dep.Key == "" || g.satisfied(m, e.dep) {
+			if e.dep.Key == "" || g.edgeSatisfied(e) {
 				continue
 			}
-			if t := g.get(e.dep.Key); t == nil || !created[t] {
+			if t := g.targetOf(e); t == nil || !created[t] {
 				return false
 			}
 		}
@@ -967,7 +967,7 @@ func stronglyConnected(g *graph, group []*node, epoch uint64) [][]*node {
 			if e.dep.Key == "" {
 				continue
 			}
-			w := g.get(e.dep.Key)
+			w := g.targetOf(e)
 			if w == nil || w.mark != epoch {
 				continue
 			}

@@ -446,13 +446,14 @@ func (s *Scheduler) callback(f func()) {
 
 // StartNBTransaction implements api.KVScheduler.
 func (s *Scheduler) StartNBTransaction() api.Txn {
-	return &txn{s: s, index: map[string]int{}}
+	return &txn{s: s}
 }
 
+// txn collects the changes of a transaction; a key set twice keeps the last
+// value (resolved when the transaction runs, see orderValues).
 type txn struct {
 	s      *Scheduler
 	values []kvChange
-	index  map[string]int
 	err    error
 }
 
@@ -464,11 +465,6 @@ func (t *txn) SetValue(key string, value proto.Message) api.Txn {
 		}
 		return t
 	}
-	if i, ok := t.index[key]; ok {
-		t.values[i].value = value
-		return t
-	}
-	t.index[key] = len(t.values)
 	t.values = append(t.values, kvChange{key: key, value: value})
 	return t
 }

@@ -38,15 +38,15 @@ func (s *Scheduler) processTxn(qt *queuedTxn) error {
 		RetryAttempt: qt.attempt,
 		Start:        s.clock.Now(),
 	}
-	for _, kv := range qt.values {
-		origin := api.FromNB
-		if qt.typ == api.SBNotification {
-			origin = api.FromSB
-		}
-		rec.Values = append(rec.Values, api.RecordedKVPair{Key: kv.key, Value: kv.value, Origin: origin})
-	}
-
 	orderValues(qt)
+	origin := api.FromNB
+	if qt.typ == api.SBNotification {
+		origin = api.FromSB
+	}
+	rec.Values = make([]api.RecordedKVPair, len(qt.values))
+	for i, kv := range qt.values {
+		rec.Values[i] = api.RecordedKVPair{Key: kv.key, Value: kv.value, Origin: origin}
+	}
 
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -223,18 +223,24 @@ func (r *txnRun) run(qt *queuedTxn) {
 // orderValues puts the deletes of a transaction first, then the other
 // changes, each sorted by key, so that the plan does not depend on the order
 // in which a client listed its keys, and deletes free what new values may
-// need (names, addresses) before those are created.
+// need (names, addresses) before those are created. A key listed twice keeps
+// the value set last.
 func orderValues(qt *queuedTxn) {
 	if qt.typ != api.NBTransaction || len(qt.values) < 2 {
 		return
 	}
-	sort.SliceStable(qt.values, func(i, j int) bool {
-		a, b := qt.values[i], qt.values[j]
-		if (a.value == nil) != (b.value == nil) {
-			return a.value == nil
+	values := qt.values
+	sort.SliceStable(values, func(i, j int) bool { return values[i].key < values[j].key })
+	// A key set more than once keeps its last value.
+	kept := values[:0]
+	for i, kv := range values {
+		if i+1 < len(values) && values[i+1].key == kv.key {
+			continue
 		}
-		return a.key < b.key
-	})
+		kept = append(kept, kv)
+	}
+	sort.SliceStable(kept, func(i, j int) bool { return kept[i].value == nil && kept[j].value != nil })
+	qt.values = kept
 }
 
 func (r *txnRun) setDesc(n *node, di *descriptorInfo) {
