@@ -1,0 +1,326 @@
+package kvscheduler_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/wrapperspb"
+
+	"github.com/netagent-io/netagent/plugins/kvscheduler/api"
+	"github.com/netagent-io/netagent/plugins/kvscheduler/internal/mocksb"
+)
+
+// ifMeta is the metadata of the typed test descriptor.
+type ifMeta struct{ Index int }
+
+// The typed adapter gives callbacks the descriptor's own value and metadata
+// types, and a value of another type is INVALID before any callback sees it.
+func TestTypedDescriptor(t *testing.T) {
+	e := newEnv(t)
+	var mu sync.Mutex
+	var calls []string
+	next := 0
+	d := &api.TypedDescriptor[*wrapperspb.StringValue, *ifMeta]{
+		Name:         "typed",
+		NBKeyPrefix:  "typed/",
+		KeySelector:  func(key string) bool { return strings.HasPrefix(key, "typed/") },
+		KeyLabel:     func(key string) string { return strings.TrimPrefix(key, "typed/") },
+		WithMetadata: true,
+		Validate: func(_ string, v *wrapperspb.StringValue) error {
+			if v.GetValue() == "" {
+				return api.NewInvalidValueError(errors.New("empty"), "value")
+			}
+			return nil
+		},
+		Create: func(key string, v *wrapperspb.StringValue) (*ifMeta, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			next++
+			calls = append(calls, "create "+key+"="+v.GetValue())
+			return &ifMeta{Index: next}, nil
+		},
+		Update: func(key string, old, v *wrapperspb.StringValue, md *ifMeta) (*ifMeta, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			calls = append(calls, "update "+key+" "+old.GetValue()+"->"+v.GetValue())
+			return md, nil
+		},
+		Delete: func(key string, v *wrapperspb.StringValue, md *ifMeta) error {
+			mu.Lock()
+			defer mu.Unlock()
+			calls = append(calls, "delete "+key+" index "+string(rune('0'+md.Index)))
+			return nil
+		},
+	}
+	kvd := d.KVDescriptor()
+	if kvd.ValueTypeName != "google.protobuf.StringValue" {
+		t.Errorf("ValueTypeName = %q, want the proto name of V", kvd.ValueTypeName)
+	}
+	if err := e.s.RegisterKVDescriptor(kvd); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	e.mustCommit(ctx, kv{"typed/a", wrapperspb.String("one")})
+	e.mustCommit(ctx, kv{"typed/a", wrapperspb.String("two")})
+	md, ok := e.s.GetMetadataMap("typed").GetValue("a")
+	if m, isMeta := md.(*ifMeta); !ok || !isMeta || m.Index != 1 {
+		t.Errorf("metadata of a: %#v, want *ifMeta{Index: 1}", md)
+	}
+	// A value of another type, and an invalid one.
+	_, err := e.commit(ctx, kv{"typed/b", wrapperspb.Int32(7)}, kv{"typed/c", wrapperspb.String("")})
+	te := txnErr(t, err)
+	if te.ErrorOf("typed/b") == nil || !strings.Contains(te.ErrorOf("typed/b").Error(), "google.protobuf.Int32Value") {
+		t.Errorf("error of typed/b = %v, want one naming the wrong type", te.ErrorOf("typed/b"))
+	}
+	e.expectState("typed/b", api.ValueStateInvalid)
+	e.expectState("typed/c", api.ValueStateInvalid, "value")
+	e.mustCommit(ctx, kv{"typed/a", nil})
+	want := []string{"create typed/a=one", "update typed/a one->two", "delete typed/a index 1"}
+	mu.Lock()
+	defer mu.Unlock()
+	if strings.Join(calls, "; ") != strings.Join(want, "; ") {
+		t.Errorf("typed calls\n got: %q\nwant: %q", calls, want)
+	}
+}
+
+// byIndex is a metadata map with a secondary index: label by metadata index.
+type byIndex struct {
+	*api.MemMetadataMap
+	mu    sync.Mutex
+	index map[int]string
+}
+
+func newByIndex() api.MetadataMapRW {
+	return &byIndex{MemMetadataMap: api.NewMetadataMap(), index: map[int]string{}}
+}
+
+func (m *byIndex) Put(label string, md any) {
+	m.MemMetadataMap.Put(label, md)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.index[md.(*mocksb.Meta).Index] = label
+}
+
+func (m *byIndex) Delete(label string) {
+	if md, ok := m.GetValue(label); ok {
+		m.mu.Lock()
+		delete(m.index, md.(*mocksb.Meta).Index)
+		m.mu.Unlock()
+	}
+	m.MemMetadataMap.Delete(label)
+}
+
+func (m *byIndex) labelOf(index int) string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.index[index]
+}
+
+// A MetadataMapFactory map keeps its secondary index in step with creates,
+// deletes and a reverted transaction.
+func TestMetadataMapFactorySecondaryIndex(t *testing.T) {
+	e := newEnv(t)
+	d := e.sb.Descriptor(mocksb.Options{Name: "iface", Prefix: "iface/", NB: true, WithMetadata: true})
+	d.MetadataMapFactory = newByIndex
+	if err := e.s.RegisterKVDescriptor(d); err != nil {
+		t.Fatal(err)
+	}
+	e.register(mocksb.Options{Name: "route", Prefix: "route/", NB: true, Deps: mocksb.DependsOn})
+	m := e.s.GetMetadataMap("iface").(*byIndex)
+	ctx := context.Background()
+	e.mustCommit(ctx, set("iface/a", "a"), set("iface/b", "b"))
+	if m.labelOf(1) != "iface/a" || m.labelOf(2) != "iface/b" {
+		t.Fatalf("secondary index after create: 1=%q 2=%q", m.labelOf(1), m.labelOf(2))
+	}
+	e.mustCommit(ctx, del("iface/a"))
+	if m.labelOf(1) != "" {
+		t.Errorf("index 1 still maps to %q after delete", m.labelOf(1))
+	}
+	// A reverted transaction leaves the map as it was.
+	e.sb.Fail("create", "route/r", nil, 1)
+	if _, err := e.commit(api.WithRevert(ctx), set("iface/c", "c"), set("route/r", "r dep=iface/c")); err == nil {
+		t.Fatal("commit succeeded, want the injected failure")
+	}
+	if labels := m.ListLabels(); strings.Join(labels, ",") != "iface/b" {
+		t.Errorf("labels after revert = %v, want [iface/b]", labels)
+	}
+	if m.labelOf(3) != "" {
+		t.Errorf("index 3 (the reverted iface/c) still maps to %q", m.labelOf(3))
+	}
+}
+
+// Upstream resync trusts the scheduler's view of the SB: no Retrieve, and the
+// SB is made equal to the given NB state from what the graph knows.
+func TestUpstreamResync(t *testing.T) {
+	e := newEnv(t)
+	e.register(ifaces(), routes())
+	ctx := context.Background()
+	e.mustCommit(ctx, set("iface/a", "a"), set("iface/b", "b"), set("route/r", "r dep=iface/b"))
+	e.expectOps("setup", "create iface/a=a", "create iface/b=b", "create route/r=r dep=iface/b")
+	e.sb.Remove("iface/a") // drift the upstream resync must not see
+	_, err := e.commit(api.WithResync(ctx, api.UpstreamResync, false), set("iface/a", "a"), set("iface/c", "c"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.expectOpsWithRetrieve("upstream resync", "delete route/r", "delete iface/b", "create iface/c=c")
+	e.expectState("iface/a", api.ValueStateConfigured)
+	e.expectGone("route/r")
+}
+
+// Dumps: NB shows what is intended (pending values too), cached what the
+// scheduler knows is applied, SB what Retrieve says now.
+func TestDumpViews(t *testing.T) {
+	e := newEnv(t)
+	e.register(ifaces(), routes())
+	ctx := context.Background()
+	e.mustCommit(ctx, set("iface/a", "a"), set("route/r", "r dep=iface/x"))
+	e.sb.Put("iface/drift", mocksb.Str("foreign"), nil, api.FromSB)
+	keys := func(kvs []api.KVWithMetadata) string {
+		var out []string
+		for _, kv := range kvs {
+			out = append(out, kv.Key+"="+mocksb.Text(kv.Value))
+		}
+		return strings.Join(out, " ")
+	}
+	nb, err := e.s.DumpValuesByKeyPrefix("", api.NBView)
+	if err != nil || keys(nb) != "iface/a=a route/r=r dep=iface/x" {
+		t.Errorf("NB view: %q, %v", keys(nb), err)
+	}
+	cached, err := e.s.DumpValuesByDescriptor("iface", api.CachedView)
+	if err != nil || keys(cached) != "iface/a=a" {
+		t.Errorf("cached view: %q, %v", keys(cached), err)
+	}
+	e.sb.ClearOps()
+	sb, err := e.s.DumpValuesByDescriptor("iface", api.SBView)
+	if err != nil || keys(sb) != "iface/a=a iface/drift=foreign" {
+		t.Errorf("SB view: %q, %v", keys(sb), err)
+	}
+	e.expectOpsWithRetrieve("SB view asks the SB", "retrieve iface")
+	if _, err := e.s.DumpValuesByDescriptor("nope", api.NBView); err == nil || !strings.Contains(err.Error(), "nope") {
+		t.Errorf("dump of an unknown descriptor: %v, want an error naming it", err)
+	}
+	statuses := e.s.ListValueStatuses("route/")
+	if len(statuses) != 1 || statuses[0].GetValue().GetState() != api.ValueStatePending {
+		t.Errorf("ListValueStatuses(route/) = %v", statuses)
+	}
+}
+
+// A dry run records the plan and changes nothing.
+func TestDryRun(t *testing.T) {
+	e := newEnv(t)
+	e.register(ifaces(), routes())
+	ctx := context.Background()
+	seq, err := e.commit(api.WithDryRun(ctx), set("iface/a", "a"), set("route/r", "r dep=iface/a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.expectOpsWithRetrieve("dry run")
+	e.expectGone("iface/a")
+	rec := e.s.GetRecordedTransaction(seq)
+	if rec == nil || !rec.DryRun || len(rec.Executed) != 0 {
+		t.Fatalf("record of the dry run: %+v", rec)
+	}
+	var planned []string
+	for _, op := range rec.Planned {
+		planned = append(planned, op.Operation.String()+" "+op.Key)
+	}
+	if strings.Join(planned, ", ") != "CREATE iface/a, CREATE route/r" {
+		t.Errorf("planned %v", planned)
+	}
+	e.mustCommit(ctx, set("iface/a", "a"), set("route/r", "r dep=iface/a"))
+	e.expectOps("real run after the dry run", "create iface/a=a", "create route/r=r dep=iface/a")
+}
+
+// Retries back off exponentially and stop after the maximum count: FAILED.
+func TestRetryExponentialBackoff(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := openEnv(t)
+		defer e.s.Close()
+		e.register(ifaces())
+		e.sb.Fail("create", "iface/a", nil, 100)
+		ctx := api.WithRetry(context.Background(), time.Second, 3, true)
+		if _, err := e.commit(ctx, set("iface/a", "a")); err == nil {
+			t.Fatal("commit succeeded, want the injected failure")
+		}
+		creates := func() int {
+			synctest.Wait()
+			e.s.TransactionBarrier()
+			n := 0
+			for _, op := range e.sb.OpStrings(false) {
+				if strings.HasPrefix(op, "create iface/a") {
+					n++
+				}
+			}
+			return n
+		}
+		// Attempts at 0, 1 s, 1+2 s, 1+2+4 s.
+		for _, step := range []struct {
+			wait  time.Duration
+			count int
+		}{{999 * time.Millisecond, 1}, {time.Millisecond, 2}, {1999 * time.Millisecond, 2}, {time.Millisecond, 3}, {3999 * time.Millisecond, 3}, {time.Millisecond, 4}, {time.Hour, 4}} {
+			time.Sleep(step.wait)
+			if got := creates(); got != step.count {
+				t.Fatalf("after %v more: %d creates, want %d", step.wait, got, step.count)
+			}
+		}
+		e.expectState("iface/a", api.ValueStateFailed)
+	})
+}
+
+// Errors that repeating cannot fix are not retried.
+func TestNonRetriableFailures(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := openEnv(t)
+		defer e.s.Close()
+		fatal := errors.New("fatal")
+		d := e.sb.Descriptor(mocksb.Options{Name: "iface", Prefix: "iface/", NB: true})
+		d.IsRetriableFailure = func(err error) bool { return !errors.Is(err, fatal) }
+		if err := e.s.RegisterKVDescriptor(d); err != nil {
+			t.Fatal(err)
+		}
+		e.sb.Fail("create", "iface/a", fatal, 1)
+		e.sb.Fail("create", "iface/b", api.NonRetriable(errors.New("no such driver")), 1)
+		ctx := api.WithRetryDefault(context.Background())
+		_, err := e.commit(ctx, set("iface/a", "a"), set("iface/b", "b"))
+		te := txnErr(t, err)
+		if !errors.Is(te.ErrorOf("iface/a"), fatal) {
+			t.Errorf("error of iface/a = %v", te.ErrorOf("iface/a"))
+		}
+		e.expectState("iface/a", api.ValueStateFailed)
+		e.expectState("iface/b", api.ValueStateFailed)
+		time.Sleep(time.Hour)
+		synctest.Wait()
+		e.s.TransactionBarrier()
+		e.expectOps("no retry", "create iface/a=a", "create iface/b=b")
+	})
+}
+
+// Commit returns the errors of every value the transaction touched: a
+// derived value and a value created because its dependency arrived.
+func TestCommitErrorsCoverDerivedAndTriggeredValues(t *testing.T) {
+	e := newEnv(t)
+	derived := func(key string, _ proto.Message) []api.KeyValuePair {
+		return []api.KeyValuePair{{Key: "addr/" + key, Value: mocksb.Str("10.0.0.1/24")}}
+	}
+	e.register(
+		mocksb.Options{Name: "iface", Prefix: "iface/", NB: true, Derived: derived},
+		mocksb.Options{Name: "addr", Prefix: "addr/"},
+		routes(),
+	)
+	ctx := context.Background()
+	e.mustCommit(ctx, set("route/r", "r dep=iface/a"))
+	e.sb.Fail("create", "addr/iface/a", nil, 1)
+	e.sb.Fail("create", "route/r", nil, 1)
+	_, err := e.commit(ctx, set("iface/a", "a"))
+	expectKVErrors(t, txnErr(t, err), mocksb.ErrInjected, map[string]api.TxnOperation{
+		"addr/iface/a": api.OpCreate,
+		"route/r":      api.OpCreate,
+	})
+	e.expectState("iface/a", api.ValueStateConfigured)
+}
