@@ -3,7 +3,9 @@ package kvscheduler
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"google.golang.org/protobuf/proto"
@@ -230,17 +232,20 @@ func orderValues(qt *queuedTxn) {
 		return
 	}
 	values := qt.values
-	sort.SliceStable(values, func(i, j int) bool { return values[i].key < values[j].key })
-	// A key set more than once keeps its last value.
-	kept := values[:0]
-	for i, kv := range values {
-		if i+1 < len(values) && values[i+1].key == kv.key {
-			continue
+	slices.SortStableFunc(values, func(a, b kvChange) int { return strings.Compare(a.key, b.key) })
+	// A key set more than once keeps its last value; deletes go first.
+	out := make([]kvChange, 0, len(values))
+	for pass := 0; pass < 2; pass++ {
+		for i, kv := range values {
+			if i+1 < len(values) && values[i+1].key == kv.key {
+				continue
+			}
+			if (kv.value == nil) == (pass == 0) {
+				out = append(out, kv)
+			}
 		}
-		kept = append(kept, kv)
 	}
-	sort.SliceStable(kept, func(i, j int) bool { return kept[i].value == nil && kept[j].value != nil })
-	qt.values = kept
+	qt.values = out
 }
 
 func (r *txnRun) setDesc(n *node, di *descriptorInfo) {
