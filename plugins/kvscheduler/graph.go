@@ -22,46 +22,83 @@ type node struct {
 
 	intended proto.Message // nil: the NB (or the base) does not ask for it
 	applied  proto.Message // nil: not in the SB
-	// leftover is what a failed Create may have left in the SB when the
-	// refresh that should tell failed too; deleting the key deletes it.
-	leftover proto.Message
 	metadata any
-	obtained bool // value reported by the SB; never created or deleted by us
 
-	// invalid is the Validate error of the intended value.
-	invalid error
 	// deps are the dependencies of the intended value (of the applied one
 	// while nothing is intended), indexed by the graph.
 	deps []*depEdge
 
-	state   api.ValueState
-	lastOp  api.TxnOperation
 	err     error
 	details []string
 
 	// revision counts NB changes of the intended value; a retry is dropped
 	// when it moved on.
 	revision uint64
-	// retry is set while a retry of the last failed operation is scheduled.
-	retry *retryTicket
+	// rare holds what few nodes have (nil for most), keeping nodes small.
+	rare *nodeRare
 
-	// removing marks a node being deleted: it satisfies nothing meanwhile.
-	removing bool
 	// mark is scratch space for walks (compared with graph.epoch).
 	mark uint64
-	// run and step are scratch space of a transaction run (txnRun.id): the
-	// last planned step of the node, and whether its status change is
-	// already listed.
+	// stepRun and changedRun are scratch space of a transaction run
+	// (txnRun.id): step is the node's last planned step, and whether its
+	// status change is already listed.
 	stepRun, changedRun uint64
-	step                int32
 	// walkMark and walkMark2 are scratch space of supportedBy (compared
 	// with graph.walk).
 	walkMark, walkMark2 uint64
-	// inGraph is true while the node is in the graph (edges cache nodes).
-	inGraph bool
 	// born is the undo recording during which the node was added: changes
 	// to it need no undo, as undoing its addition discards it.
 	born uint64
+
+	// The small fields together, so that a node fits a 256-byte size class.
+	state  api.ValueState
+	lastOp api.TxnOperation
+	step   int32
+	// obtained: the value is reported by the SB; never created or deleted by
+	// us. removing marks a node being deleted: it satisfies nothing
+	// meanwhile. inGraph is true while the node is in the graph (edges cache
+	// nodes).
+	obtained, removing, inGraph bool
+}
+
+// nodeRare is the part of a node that few nodes need.
+type nodeRare struct {
+	// leftover is what a failed Create may have left in the SB when the
+	// refresh that should tell failed too; deleting the key deletes it.
+	leftover proto.Message
+	// invalid is the Validate error of the intended value.
+	invalid error
+	// retry is set while a retry of the last failed operation is scheduled.
+	retry *retryTicket
+}
+
+func (n *node) invalidErr() error {
+	if n.rare == nil {
+		return nil
+	}
+	return n.rare.invalid
+}
+
+func (n *node) leftoverValue() proto.Message {
+	if n.rare == nil {
+		return nil
+	}
+	return n.rare.leftover
+}
+
+func (n *node) retryTicket() *retryTicket {
+	if n.rare == nil {
+		return nil
+	}
+	return n.rare.retry
+}
+
+// rareFields returns the rare part of the node, creating it.
+func (n *node) rareFields() *nodeRare {
+	if n.rare == nil {
+		n.rare = &nodeRare{}
+	}
+	return n.rare
 }
 
 // available tells whether the node satisfies dependencies on its key.
@@ -223,9 +260,11 @@ func (g *graph) rollback() {
 		case undoApplied:
 			n.applied, _ = e.old.(proto.Message)
 		case undoLeftover:
-			n.leftover, _ = e.old.(proto.Message)
+			v, _ := e.old.(proto.Message)
+			n.rareFields().leftover = v
 		case undoInvalid:
-			n.invalid, _ = e.old.(error)
+			v, _ := e.old.(error)
+			n.rareFields().invalid = v
 		case undoObtained:
 			n.obtained = e.flag
 		case undoRemoving:
@@ -235,7 +274,8 @@ func (g *graph) rollback() {
 		case undoRevision:
 			n.revision = e.u
 		case undoRetry:
-			n.retry, _ = e.old.(*retryTicket)
+			v, _ := e.old.(*retryTicket)
+			n.rareFields().retry = v
 		case undoMetadata:
 			n.metadata = e.old
 			if e.flag {
@@ -609,14 +649,18 @@ func (g *graph) setApplied(n *node, v proto.Message) {
 }
 
 func (g *graph) setLeftover(n *node, v proto.Message) {
-	old := n.leftover
-	n.leftover = v
+	old := n.leftoverValue()
+	if v != nil || n.rare != nil {
+		n.rareFields().leftover = v
+	}
 	g.logUndo(undoEntry{kind: undoLeftover, n: n, old: old})
 }
 
 func (g *graph) setInvalid(n *node, err error) {
-	old := n.invalid
-	n.invalid = err
+	old := n.invalidErr()
+	if err != nil || n.rare != nil {
+		n.rareFields().invalid = err
+	}
 	g.logUndo(undoEntry{kind: undoInvalid, n: n, old: old})
 }
 
@@ -648,8 +692,10 @@ func (g *graph) setRevision(n *node, rev uint64) {
 }
 
 func (g *graph) setRetry(n *node, t *retryTicket) {
-	old := n.retry
-	n.retry = t
+	old := n.retryTicket()
+	if t != nil || n.rare != nil {
+		n.rareFields().retry = t
+	}
 	g.logUndo(undoEntry{kind: undoRetry, n: n, old: old})
 }
 

@@ -264,7 +264,7 @@ func (r *txnRun) setIntent(n *node, value proto.Message) {
 		applied := n.applied
 		deps, _ = pure(func() []api.Dependency { return n.desc.d.Dependencies(n.key, applied) })
 	}
-	if invalid != nil || n.invalid != nil {
+	if invalid != nil || n.invalidErr() != nil {
 		r.g.setInvalid(n, invalid)
 	}
 	r.g.setDeps(n, validDeps(deps))
@@ -388,20 +388,20 @@ func (r *txnRun) reconcile(n *node) {
 		}
 		return
 	}
-	if n.invalid != nil {
+	if n.invalidErr() != nil {
 		r.adoptLeftover(n)
 		if n.applied != nil && !r.removeFromSB(n, false) {
 			return
 		}
-		if n.state != api.ValueStateInvalid || n.err != n.invalid {
+		if n.state != api.ValueStateInvalid || n.err != n.invalidErr() {
 			prev := statusOf(n)
 			var fields []string
 			var inv *api.InvalidValueError
-			if errors.As(n.invalid, &inv) {
+			if errors.As(n.invalidErr(), &inv) {
 				fields = inv.InvalidFields
 			}
-			r.setStatus(n, api.ValueStateInvalid, api.OpValidate, n.invalid, fields)
-			r.recordOp(n, api.OpValidate, n.applied, n.intended, prev, n.invalid, opFlags{noop: true})
+			r.setStatus(n, api.ValueStateInvalid, api.OpValidate, n.invalidErr(), fields)
+			r.recordOp(n, api.OpValidate, n.applied, n.intended, prev, n.invalidErr(), opFlags{noop: true})
 		}
 		return
 	}
@@ -445,8 +445,8 @@ func (r *txnRun) reconcile(n *node) {
 // when the value must not be in the SB, so that it is deleted (deleting a
 // missing value succeeds by the descriptor contract).
 func (r *txnRun) adoptLeftover(n *node) {
-	if n.applied == nil && n.leftover != nil {
-		r.g.setApplied(n, n.leftover)
+	if n.applied == nil && n.leftoverValue() != nil {
+		r.g.setApplied(n, n.leftoverValue())
 		r.g.setLeftover(n, nil)
 	}
 }
@@ -483,13 +483,13 @@ func (r *txnRun) createOne(n *node, fl opFlags) bool {
 		return false
 	}
 	r.g.setApplied(n, n.intended)
-	if n.leftover != nil {
+	if n.leftoverValue() != nil {
 		r.g.setLeftover(n, nil)
 	}
 	if n.desc != nil && n.desc.d.WithMetadata {
 		r.g.setMetadata(n, md, !r.simulate)
 	}
-	if n.retry != nil {
+	if n.retryTicket() != nil {
 		r.g.setRetry(n, nil)
 	}
 	r.setStatus(n, api.ValueStateConfigured, api.OpCreate, nil, nil)
@@ -555,7 +555,7 @@ func (r *txnRun) update(n *node) {
 	if n.desc != nil && n.desc.d.WithMetadata {
 		r.g.setMetadata(n, md, !r.simulate)
 	}
-	if n.retry != nil {
+	if n.retryTicket() != nil {
 		r.g.setRetry(n, nil)
 	}
 	r.setStatus(n, api.ValueStateConfigured, api.OpUpdate, nil, nil)
@@ -686,7 +686,7 @@ func (r *txnRun) notifyAvailable(n *node) {
 		if r.stopped {
 			return
 		}
-		if dep.intended != nil && dep.applied == nil && !dep.obtained && dep.invalid == nil && !dep.removing {
+		if dep.intended != nil && dep.applied == nil && !dep.obtained && dep.invalidErr() == nil && !dep.removing {
 			r.reconcile(dep)
 		}
 	}
@@ -943,7 +943,7 @@ func createGroupOrder(g *graph, scc []*node, trigger *node) []*node {
 
 func cycleCandidate(t *node) bool {
 	return t != nil && t.state != api.ValueStateFailed && t.state != api.ValueStateRetrying &&
-		t.intended != nil && t.applied == nil && !t.obtained && t.invalid == nil &&
+		t.intended != nil && t.applied == nil && !t.obtained && t.invalidErr() == nil &&
 		!t.removing && (t.desc != nil || t.base != nil) && (t.base == nil || t.base.applied != nil)
 }
 

@@ -163,7 +163,7 @@ func (r *txnRun) run(qt *queuedTxn) {
 	case api.RetryFailedOps:
 		for _, rk := range qt.retryKeys {
 			n := r.g.get(rk.key)
-			if n == nil || n.revision != rk.revision || n.retry != rk.ticket {
+			if n == nil || n.revision != rk.revision || n.retryTicket() != rk.ticket {
 				continue // changed since: the retry is obsolete
 			}
 			// A derived value is retried through its base: the base decides
@@ -322,7 +322,7 @@ func (r *txnRun) setObtainedValue(n *node, value proto.Message, md any) {
 	if n.deps != nil {
 		r.g.setDeps(n, nil)
 	}
-	if n.invalid != nil {
+	if n.invalidErr() != nil {
 		r.g.setInvalid(n, nil)
 	}
 	if n.metadata != md {
@@ -806,7 +806,7 @@ func (r *txnRun) refreshFailedBatch(failed []*node) {
 			kv, ok := found[n.key]
 			switch {
 			case ok && kv.Value != nil:
-				if n.leftover != nil {
+				if n.leftoverValue() != nil {
 					r.g.setLeftover(n, nil)
 				}
 				if n.applied == nil || !proto.Equal(n.applied, kv.Value) {

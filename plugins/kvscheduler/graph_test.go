@@ -1,0 +1,15 @@
+package kvscheduler
+
+import (
+	"testing"
+	"unsafe"
+)
+
+// Every value is a node, so the node's size is most of the scheduler's memory
+// per value (docs/benchmarks.md, W6). Keep it in the 256-byte size class:
+// rarely used fields belong in nodeRare, small fields together.
+func TestNodeFitsItsSizeClass(t *testing.T) {
+	if size := unsafe.Sizeof(node{}); size > 256 {
+		t.Fatalf("node is %d bytes, over the 256-byte size class: move rare fields to nodeRare or pack small fields", size)
+	}
+}
