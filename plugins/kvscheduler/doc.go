@@ -89,7 +89,11 @@
 // the failure left in the SB. With api.WithRetry, retriable failures are
 // retried by a later RetryFailedOps transaction after the period (doubled each
 // time with exponential backoff) up to the maximum count, then FAILED; a retry
-// is dropped for a key that changed in the meantime. Errors are retriable
+// is dropped for a key that changed in the meantime. A FAILED value is tried
+// again by its retries, by an NB change of the value or by a resync, not
+// merely because one of its dependencies appeared. When a member of a
+// dependency cycle fails to be created, the members created with it are
+// deleted again (PENDING). Errors are retriable
 // unless the descriptor's IsRetriableFailure says otherwise or they are
 // api.InvalidValueError or api.NonRetriable.
 //

@@ -686,7 +686,10 @@ func (r *txnRun) notifyAvailable(n *node) {
 		if r.stopped {
 			return
 		}
-		if dep.intended != nil && dep.applied == nil && !dep.obtained && dep.invalidErr() == nil && !dep.removing {
+		// A failed value is not tried again because a dependency appeared:
+		// its retry, an NB change or a resync does that.
+		if dep.intended != nil && dep.applied == nil && !dep.obtained && dep.invalidErr() == nil && !dep.removing &&
+			dep.state != api.ValueStateFailed && dep.state != api.ValueStateRetrying {
 			r.reconcile(dep)
 		}
 	}
@@ -886,13 +889,22 @@ func (r *txnRun) createCycle(n *node) bool {
 			}
 		}
 	}
+	var created []*node
 	for _, m := range createGroupOrder(g, cycle, n) {
-		if m.applied == nil && r.createOne(m, opFlags{}) {
-			defer r.afterCreate(m)
+		if m.applied != nil {
+			continue
 		}
-		if r.stopped {
-			break
+		if !r.createOne(m, opFlags{}) {
+			// A member failed: the others cannot stand without it.
+			for _, c := range created {
+				r.reconcile(c)
+			}
+			return true
 		}
+		created = append(created, m)
+	}
+	for _, m := range created {
+		r.afterCreate(m)
 	}
 	return true
 }
