@@ -26,7 +26,7 @@ type node struct {
 
 	// deps are the dependencies of the intended value (of the applied one
 	// while nothing is intended), indexed by the graph.
-	deps []*depEdge
+	deps []depEdge
 
 	err     error
 	details []string
@@ -211,7 +211,7 @@ type statusUndo struct {
 }
 
 // depsUndo holds the edges a dependency change replaced.
-type depsUndo struct{ old, new []*depEdge }
+type depsUndo struct{ old, new []depEdge }
 
 // record starts recording undo entries into log.
 func (g *graph) record(log *chunks[undoEntry]) {
@@ -248,11 +248,11 @@ func (g *graph) rollback() {
 			n.inGraph = true
 		case undoDeps:
 			d := e.old.(*depsUndo)
-			for _, edge := range d.new {
-				g.unindexEdge(edge)
+			for i := range d.new {
+				g.unindexEdge(&d.new[i])
 			}
-			for _, edge := range d.old {
-				g.indexEdge(edge)
+			for i := range d.old {
+				g.indexEdge(&d.old[i])
 			}
 			n.deps = d.old
 		case undoIntended:
@@ -343,18 +343,17 @@ func (g *graph) setDeps(n *node, deps []api.Dependency) {
 	if len(old) == 0 && len(deps) == 0 {
 		return
 	}
-	for _, e := range old {
-		g.unindexEdge(e)
+	for i := range old {
+		g.unindexEdge(&old[i])
 	}
-	var edges []*depEdge
+	var edges []depEdge
 	if len(deps) > 0 {
-		// One allocation for the edges of a node, one for the pointers.
-		slab := make([]depEdge, len(deps))
-		edges = make([]*depEdge, len(deps))
+		// The edges are linked into lists by address: the slice is never
+		// appended to or copied, only replaced.
+		edges = make([]depEdge, len(deps))
 		for i, d := range deps {
-			slab[i] = depEdge{owner: n, dep: d}
-			edges[i] = &slab[i]
-			g.indexEdge(edges[i])
+			edges[i] = depEdge{owner: n, dep: d}
+			g.indexEdge(&edges[i])
 		}
 	}
 	n.deps = edges
@@ -567,7 +566,8 @@ func (g *graph) supportedBy(t, owner *node) bool {
 		if v.n.base != nil {
 			push(v.n.base, true)
 		}
-		for _, e := range v.n.deps {
+		for ei := range v.n.deps {
+			e := &v.n.deps[ei]
 			if e.dep.Key == "" {
 				continue
 			}
@@ -595,7 +595,8 @@ func (g *graph) dependencyOrder(nodes []*node) []*node {
 	var visit func(n *node)
 	visit = func(n *node) {
 		n.mark = visited
-		for _, e := range n.deps {
+		for ei := range n.deps {
+			e := &n.deps[ei]
 			if e.dep.Key == "" {
 				continue
 			}
@@ -622,7 +623,8 @@ func (g *graph) dependencyOrder(nodes []*node) []*node {
 // unmetDeps returns the labels of the node's unmet dependencies.
 func (g *graph) unmetDeps(n *node) []string {
 	var unmet []string
-	for _, e := range n.deps {
+	for ei := range n.deps {
+		e := &n.deps[ei]
 		if !g.edgeSatisfied(e) {
 			label := e.dep.Label
 			if label == "" {

@@ -842,7 +842,8 @@ func (r *txnRun) createCycle(n *node) bool {
 	group := []*node{n}
 	n.mark = epoch
 	for i := 0; i < len(group); i++ {
-		for _, e := range group[i].deps {
+		for ei := range group[i].deps {
+			e := &group[i].deps[ei]
 			if g.edgeSatisfied(e) {
 				continue
 			}
@@ -880,7 +881,8 @@ func (r *txnRun) createCycle(n *node) bool {
 		inCycle[m] = true
 	}
 	for _, m := range cycle {
-		for _, e := range m.deps {
+		for ei := range m.deps {
+			e := &m.deps[ei]
 			if g.edgeSatisfied(e) {
 				continue
 			}
@@ -924,7 +926,8 @@ func createGroupOrder(g *graph, scc []*node, trigger *node) []*node {
 	}
 	created := map[*node]bool{}
 	ready := func(m *node) bool {
-		for _, e := range m.deps {
+		for ei := range m.deps {
+			e := &m.deps[ei]
 			if e.dep.Key == "" || g.edgeSatisfied(e) {
 				continue
 			}
@@ -975,7 +978,8 @@ func stronglyConnected(g *graph, group []*node, epoch uint64) [][]*node {
 		next++
 		stack = append(stack, v)
 		onStack[v] = true
-		for _, e := range v.deps {
+		for ei := range v.deps {
+			e := &v.deps[ei]
 			if e.dep.Key == "" {
 				continue
 			}

@@ -233,19 +233,25 @@ func orderValues(qt *queuedTxn) {
 	}
 	values := qt.values
 	slices.SortStableFunc(values, func(a, b kvChange) int { return strings.Compare(a.key, b.key) })
-	// A key set more than once keeps its last value; deletes go first.
-	out := make([]kvChange, 0, len(values))
-	for pass := 0; pass < 2; pass++ {
-		for i, kv := range values {
-			if i+1 < len(values) && values[i+1].key == kv.key {
-				continue
-			}
-			if (kv.value == nil) == (pass == 0) {
-				out = append(out, kv)
-			}
+	// A key set more than once keeps its last value (in place).
+	kept := values[:0]
+	var deletes []kvChange
+	for i, kv := range values {
+		if i+1 < len(values) && values[i+1].key == kv.key {
+			continue
 		}
+		if kv.value == nil {
+			deletes = append(deletes, kv)
+			continue
+		}
+		kept = append(kept, kv)
 	}
-	qt.values = out
+	// Deletes first: move the others up and put the deletes in front.
+	n := len(kept)
+	values = values[:n+len(deletes)]
+	copy(values[len(deletes):], kept[:n])
+	copy(values, deletes)
+	qt.values = values
 }
 
 func (r *txnRun) setDesc(n *node, di *descriptorInfo) {
