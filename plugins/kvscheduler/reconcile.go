@@ -388,20 +388,20 @@ func (r *txnRun) reconcile(n *node) {
 		}
 		return
 	}
-	if n.invalidErr() != nil {
+	if invalid := n.invalidErr(); invalid != nil {
 		r.adoptLeftover(n)
 		if n.applied != nil && !r.removeFromSB(n, false) {
 			return
 		}
-		if n.state != api.ValueStateInvalid || n.err != n.invalidErr() {
+		if n.state != api.ValueStateInvalid || n.err != invalid {
 			prev := statusOf(n)
 			var fields []string
 			var inv *api.InvalidValueError
-			if errors.As(n.invalidErr(), &inv) {
+			if errors.As(invalid, &inv) {
 				fields = inv.InvalidFields
 			}
-			r.setStatus(n, api.ValueStateInvalid, api.OpValidate, n.invalidErr(), fields)
-			r.recordOp(n, api.OpValidate, n.applied, n.intended, prev, n.invalidErr(), opFlags{noop: true})
+			r.setStatus(n, api.ValueStateInvalid, api.OpValidate, invalid, fields)
+			r.recordOp(n, api.OpValidate, n.applied, n.intended, prev, invalid, opFlags{noop: true})
 		}
 		return
 	}
