@@ -1,0 +1,110 @@
+package api
+
+import (
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+)
+
+func TestTransactionErrorNamesKeysAndUnwraps(t *testing.T) {
+	root := errors.New("vpp: no such interface")
+	te := &TransactionError{KVErrors: []KeyWithError{
+		{Key: "config/vpp/v2/route/x", Operation: OpCreate, Error: root},
+		{Key: "config/vpp/v2/interfaces/a", Operation: OpValidate, Error: NewInvalidValueError(errors.New("bad mtu"), "mtu")},
+	}}
+	msg := te.Error()
+	for _, want := range []string{"2 value(s) failed", "CREATE config/vpp/v2/route/x", "no such interface", "fields mtu"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("Error() = %q, missing %q", msg, want)
+		}
+	}
+	if !errors.Is(te, root) {
+		t.Error("errors.Is does not find a value's error through the transaction error")
+	}
+	var inv *InvalidValueError
+	if !errors.As(te, &inv) || inv.InvalidFields[0] != "mtu" {
+		t.Errorf("errors.As *InvalidValueError: %v", inv)
+	}
+	if te.ErrorOf("config/vpp/v2/route/x") != root || te.ErrorOf("nope") != nil {
+		t.Error("ErrorOf returns the wrong error")
+	}
+	init := &TransactionError{TxnInitError: ErrRevertNotSupportedWithResync}
+	if !errors.Is(init, ErrRevertNotSupportedWithResync) || !strings.Contains(init.Error(), "not started") {
+		t.Errorf("init error: %v", init)
+	}
+}
+
+func TestTransactionErrorMessageIsBounded(t *testing.T) {
+	te := &TransactionError{}
+	for i := 0; i < 1000; i++ {
+		te.KVErrors = append(te.KVErrors, KeyWithError{Key: "k", Operation: OpCreate, Error: errors.New("e")})
+	}
+	msg := te.Error()
+	if !strings.Contains(msg, "and 990 more") || len(msg) > 500 {
+		t.Errorf("message of 1000 errors is %d bytes: %q", len(msg), msg)
+	}
+}
+
+func TestNonRetriableWraps(t *testing.T) {
+	base := errors.New("driver missing")
+	err := NonRetriable(base)
+	var nr *NonRetriableError
+	if !errors.Is(err, base) || !errors.As(err, &nr) || err.Error() != base.Error() {
+		t.Errorf("NonRetriable(%v) = %v", base, err)
+	}
+}
+
+func TestParseView(t *testing.T) {
+	for in, want := range map[string]View{"NB": NBView, "sb": SBView, "Cached": CachedView, "internal": CachedView} {
+		if got, ok := ParseView(in); !ok || got != want {
+			t.Errorf("ParseView(%q) = %v, %v", in, got, ok)
+		}
+	}
+	if _, ok := ParseView("nbx"); ok {
+		t.Error("ParseView accepts a bad view")
+	}
+}
+
+func TestMemMetadataMapConcurrentReaders(t *testing.T) {
+	m := NewMetadataMap()
+	var wg sync.WaitGroup
+	for r := 0; r < 4; r++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 1000; i++ {
+				m.GetValue("b")
+				m.ListLabels()
+			}
+		}()
+	}
+	for i := 0; i < 1000; i++ {
+		m.Put("b", i)
+		m.Put("a", i)
+		m.Delete("a")
+	}
+	wg.Wait()
+	if labels := m.ListLabels(); len(labels) != 1 || labels[0] != "b" {
+		t.Errorf("labels = %v", labels)
+	}
+	if v, ok := m.GetValue("b"); !ok || v != 999 {
+		t.Errorf("b = %v, %v", v, ok)
+	}
+}
+
+func TestOptionsRoundTrip(t *testing.T) {
+	ctx := WithRetry(WithRevert(WithDescription(WithDryRun(t.Context()), "d")), 0, 3, true)
+	if !IsWithRevert(ctx) || !IsWithDryRun(ctx) || IsNonBlockingTxn(ctx) {
+		t.Error("flags lost")
+	}
+	if d, ok := IsWithDescription(ctx); !ok || d != "d" {
+		t.Errorf("description %q", d)
+	}
+	if opt, ok := IsWithRetry(ctx); !ok || opt.MaxCount != 3 || !opt.ExpBackoff {
+		t.Errorf("retry %+v", opt)
+	}
+	if _, ok := IsWithResync(WithResync(t.Context(), NotResync, false)); ok {
+		t.Error("NotResync counts as resync")
+	}
+}
