@@ -297,6 +297,28 @@ func (g *graph) rollback() {
 
 func (g *graph) get(key string) *node { return g.nodes[key] }
 
+// reserve prepares the maps for a transaction of about n values. Growing a
+// Go map rehashes it step by step; when a transaction brings more than half
+// as many values as the graph holds (a bulk load), the maps are rebuilt at
+// the final size instead. The copy costs at most twice what the transaction
+// does.
+func (g *graph) reserve(n int) {
+	if n < 1024 || 2*n <= len(g.nodes) {
+		return
+	}
+	// Derived values roughly double the keys; dependency targets are fewer.
+	nodes := make(map[string]*node, 2*(len(g.nodes)+n))
+	for k, v := range g.nodes {
+		nodes[k] = v
+	}
+	g.nodes = nodes
+	waiters := make(map[string]*depEdge, len(g.waiters)+n)
+	for k, v := range g.waiters {
+		waiters[k] = v
+	}
+	g.waiters = waiters
+}
+
 func (g *graph) addNode(n *node) {
 	if g.undo != nil {
 		n.born = g.recording

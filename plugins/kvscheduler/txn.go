@@ -53,6 +53,7 @@ func (s *Scheduler) processTxn(qt *queuedTxn) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	descs := s.descs.Load()
+	s.g.reserve(len(qt.values))
 	var initErrs []api.KeyWithError
 	if qt.resync == api.FullResync || qt.resync == api.DownstreamResync {
 		initErrs = s.refreshAll(descs, qt)
