@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"runtime"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -23,10 +22,6 @@ import (
 	"github.com/netagent-io/netagent/plugins/kvscheduler/api"
 	"github.com/netagent-io/netagent/plugins/kvscheduler/internal/mocksb"
 )
-
-// badStuckAfter is how long a scheduler call may take before the test
-// declares it deadlocked.
-const badStuckAfter = 30 * time.Second
 
 type badEnv struct {
 	t      *testing.T
@@ -59,26 +54,10 @@ func (e *badEnv) register(descriptors ...*api.KVDescriptor) {
 	}
 }
 
-// guard runs f and fails the test with every goroutine's stack if it does not
-// return in badStuckAfter.
+// guard runs f and fails the test if it does not return (see mustReturn).
 func (e *badEnv) guard(what string, f func()) {
 	e.t.Helper()
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		f()
-	}()
-	select {
-	case <-done:
-	case <-time.After(badStuckAfter):
-		e.wedged = true
-		e.t.Fatalf("%s: no return after %v, deadlock?\n%s", what, badStuckAfter, badStacks())
-	}
-}
-
-func badStacks() string {
-	buf := make([]byte, 1<<20)
-	return string(buf[:runtime.Stack(buf, true)])
+	mustReturn(e.t, what, func() { e.wedged = true }, f)
 }
 
 // noPanic runs f and turns a panic into a test failure.
@@ -369,7 +348,7 @@ func TestBadCancelledContext(t *testing.T) {
 		}()
 		select {
 		case <-entered:
-		case <-time.After(badStuckAfter):
+		case <-time.After(stuckAfter):
 			t.Fatalf("the slow Create was never called")
 		}
 
@@ -385,7 +364,7 @@ func TestBadCancelledContext(t *testing.T) {
 			if !errors.Is(err, context.Canceled) {
 				t.Errorf("queued commit whose context was cancelled: error %v, want context.Canceled", err)
 			}
-		case <-time.After(badStuckAfter):
+		case <-time.After(stuckAfter):
 			close(release)
 			t.Fatalf("queued commit did not return after its context was cancelled")
 		}
@@ -395,9 +374,9 @@ func TestBadCancelledContext(t *testing.T) {
 			if err != nil {
 				t.Fatalf("slow commit: %v", err)
 			}
-		case <-time.After(badStuckAfter):
+		case <-time.After(stuckAfter):
 			e.wedged = true
-			t.Fatalf("slow commit never returned\n%s", badStacks())
+			t.Fatalf("slow commit never returned\n%s", allStacks())
 		}
 		e.barrier()
 		e.wantSB("ok/slow", "slow")
@@ -671,7 +650,7 @@ func TestBadStuckWatcherDoesNotBlock(t *testing.T) {
 	}
 	want[keyOf(commits-1)] = api.ValueStatePending
 	latest := map[string]api.ValueState{}
-	deadline := time.After(badStuckAfter)
+	deadline := time.After(stuckAfter)
 	for !badSameStates(latest, want) {
 		select {
 		case st := <-stuck:

@@ -28,7 +28,6 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
-	"runtime"
 	"slices"
 	"sort"
 	"strconv"
@@ -49,9 +48,6 @@ const (
 	// propNBIndexes: the NB sets <d>/1..<d>/propNBIndexes; <d>/propNBIndexes+1
 	// is a dependency target only the SB can provide.
 	propNBIndexes = 5
-	// propStuckAfter is how long a scheduler call may take before the test
-	// declares it deadlocked and dumps the goroutines.
-	propStuckAfter = 30 * time.Second
 	// propRetryMax is high enough that injected failures (a few per key) never
 	// exhaust the retries: convergence must always be reached.
 	propRetryMax = 50
@@ -372,23 +368,10 @@ func propNewEnv(t propTB) *propEnv {
 	return e
 }
 
-// guard runs f and fails the test with every goroutine's stack if it does not
-// return in propStuckAfter: a deadlock must fail loudly, not hang CI.
+// guard runs f and fails the test if it does not return (see mustReturn).
 func (e *propEnv) guard(what string, f func()) {
 	e.t.Helper()
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		f()
-	}()
-	select {
-	case <-done:
-	case <-time.After(propStuckAfter):
-		e.wedged = true
-		buf := make([]byte, 1<<20)
-		buf = buf[:runtime.Stack(buf, true)]
-		e.t.Fatalf("%s: no return after %v, deadlock?\n%s", what, propStuckAfter, buf)
-	}
+	mustReturn(e.t, what, func() { e.wedged = true }, f)
 }
 
 // commit commits kvs with ctx and returns what Commit returned. It does not
