@@ -53,7 +53,9 @@ func (s *Scheduler) processTxn(qt *queuedTxn) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	descs := s.descs.Load()
-	s.g.reserve(len(qt.values))
+	if qt.resync == api.NotResync {
+		s.g.reserve(len(qt.values)) // a resync's values are mostly known already
+	}
 	var initErrs []api.KeyWithError
 	if qt.resync == api.FullResync || qt.resync == api.DownstreamResync {
 		initErrs = s.refreshAll(descs, qt)
@@ -191,30 +193,39 @@ func (r *txnRun) run(qt *queuedTxn) {
 		case api.NotResync:
 			r.applyNB(qt.values)
 		case api.FullResync, api.UpstreamResync:
-			// What the NB no longer wants goes, then comes the NB state.
-			inTxn := make(map[string]struct{}, len(qt.values))
+			// The intents of the NB state first (marking their nodes), then
+			// what the NB no longer lists goes, then the NB state is
+			// reconciled, dependencies first.
+			wanted := make([]*node, 0, len(qt.values))
 			for _, kv := range qt.values {
-				if kv.value != nil {
-					inTxn[kv.key] = struct{}{}
+				if n := r.setNBIntent(kv.key, kv.value); n != nil {
+					wanted = append(wanted, n)
 				}
 			}
-			var changes []kvChange
-			var discovered []*node
-			for _, n := range r.collect(func(n *node) bool { return n.base == nil && !n.obtained }) {
-				if _, ok := inTxn[n.key]; ok {
-					continue
-				}
+			r.g.epoch++
+			listed := r.g.epoch
+			for _, n := range wanted {
+				n.mark = listed
+			}
+			var removed, discovered []*node
+			for _, n := range r.collect(func(n *node) bool { return n.base == nil && !n.obtained && n.mark != listed }) {
 				if n.intended != nil {
-					changes = append(changes, kvChange{key: n.key})
+					if rn := r.setNBIntent(n.key, nil); rn != nil {
+						removed = append(removed, rn)
+					}
 				} else if n.applied != nil {
 					discovered = append(discovered, n)
 				}
 			}
-			r.applyNB(changes)
+			for _, n := range removed {
+				r.reconcile(n)
+			}
 			for _, n := range discovered {
 				r.reconcile(n)
 			}
-			r.applyNB(qt.values)
+			for _, n := range r.g.dependencyOrder(wanted) {
+				r.reconcile(n)
+			}
 		case api.DownstreamResync:
 			for _, n := range r.collect(func(n *node) bool { return n.base == nil && !n.obtained }) {
 				r.reconcile(n)
