@@ -642,6 +642,17 @@ func (g *graph) dependencyOrder(nodes []*node) []*node {
 	return out
 }
 
+// depsMet tells whether every dependency of the node is met (unmetDeps
+// without building the list).
+func (g *graph) depsMet(n *node) bool {
+	for ei := range n.deps {
+		if !g.edgeSatisfied(&n.deps[ei]) {
+			return false
+		}
+	}
+	return true
+}
+
 // unmetDeps returns the labels of the node's unmet dependencies.
 func (g *graph) unmetDeps(n *node) []string {
 	var unmet []string

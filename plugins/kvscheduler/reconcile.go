@@ -405,7 +405,7 @@ func (r *txnRun) reconcile(n *node) {
 		}
 		return
 	}
-	if unmet := r.g.unmetDeps(n); len(unmet) > 0 {
+	if !r.g.depsMet(n) {
 		r.adoptLeftover(n)
 		if n.applied != nil && !r.removeFromSB(n, false) {
 			return
@@ -523,7 +523,7 @@ func (r *txnRun) update(n *node) {
 		if !r.removeFromSB(n, true) {
 			return
 		}
-		if len(r.g.unmetDeps(n)) > 0 {
+		if !r.g.depsMet(n) {
 			r.reconcile(n) // it depended on one of its obsolete derived values
 			return
 		}
@@ -534,7 +534,7 @@ func (r *txnRun) update(n *node) {
 	if !r.removeObsoleteDerived(n, want) {
 		return
 	}
-	if n.applied == nil || len(r.g.unmetDeps(n)) > 0 {
+	if n.applied == nil || !r.g.depsMet(n) {
 		// It depended on one of its obsolete derived values.
 		r.reconcile(n)
 		return
@@ -585,7 +585,7 @@ func (r *txnRun) removeFromSB(n *node, recreate bool) bool {
 			if dep.applied == nil || dep.removing || dep.obtained || dep == n || isAncestor(dep, n) {
 				continue // a base depending on its own derived value follows it
 			}
-			if len(r.g.unmetDeps(dep)) == 0 {
+			if r.g.depsMet(dep) {
 				continue // an AnyOf still satisfied by another key
 			}
 			if !r.removeFromSB(dep, false) {

@@ -840,7 +840,7 @@ func (r *txnRun) refreshFailedBatch(failed []*node) {
 				}
 			}
 			if !r.revert && (n.lastOp == api.OpCreate || n.lastOp == api.OpUpdate) && n.intended != nil && n.applied != nil &&
-				(r.equivalent(n, n.applied, n.intended) || len(r.g.unmetDeps(n)) > 0) {
+				(r.equivalent(n, n.applied, n.intended) || !r.g.depsMet(n)) {
 				// The failed operation did its job after all (the value is
 				// completed), or what it left must go because a dependency
 				// went meanwhile. Anything else waits for the retry.
