@@ -67,7 +67,8 @@
 // dependency order (a value after the values of the same transaction it
 // depends on), ties by key: the plan does not depend on the order in which a
 // client listed its keys, and no value is created against the old state of a
-// value the same transaction changes.
+// value the same transaction changes (a value of the transaction is not
+// created early because a dependency appeared: it waits for its turn).
 //
 // Each transaction is first simulated: the algorithm runs on the graph with
 // an executor that calls no descriptor and assumes success, writing an undo

@@ -49,6 +49,9 @@ type node struct {
 	// born is the undo recording during which the node was added: changes
 	// to it need no undo, as undoing its addition discards it.
 	born uint64
+	// queued is the run (txnRun.id) whose batch will reconcile the node in
+	// its turn: nothing reconciles it earlier.
+	queued uint64
 
 	// The small fields together, so that a node fits a 256-byte size class.
 	state  api.ValueState

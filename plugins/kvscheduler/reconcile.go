@@ -321,11 +321,22 @@ func (r *txnRun) applyNB(changes []kvChange) {
 			nodes = append(nodes, n)
 		}
 	}
-	for _, n := range r.g.dependencyOrder(nodes) {
-		if r.stopped {
-			return
+	r.reconcileBatch(r.g.dependencyOrder(nodes))
+}
+
+// reconcileBatch reconciles nodes in the given order. Until its turn comes, a
+// node of the batch is not reconciled from elsewhere (notifyAvailable): a
+// value waits for the values of the same batch it depends on to be
+// reconciled first, rather than being created against their old state.
+func (r *txnRun) reconcileBatch(nodes []*node) {
+	for _, n := range nodes {
+		n.queued = r.id
+	}
+	for _, n := range nodes {
+		n.queued = 0
+		if !r.stopped {
+			r.reconcile(n)
 		}
-		r.reconcile(n)
 	}
 }
 
@@ -689,7 +700,7 @@ func (r *txnRun) notifyAvailable(n *node) {
 		// A failed value is not tried again because a dependency appeared:
 		// its retry, an NB change or a resync does that.
 		if dep.intended != nil && dep.applied == nil && !dep.obtained && dep.invalidErr() == nil && !dep.removing &&
-			dep.state != api.ValueStateFailed && dep.state != api.ValueStateRetrying {
+			dep.state != api.ValueStateFailed && dep.state != api.ValueStateRetrying && dep.queued != r.id {
 			r.reconcile(dep)
 		}
 	}

@@ -1247,8 +1247,8 @@ func TestScenario12_ResyncNonEmptySB(t *testing.T) {
 		"delete iface/stale",
 		"update iface/b=tap mtu=9000",
 		"create iface/c=tap",
-		"create route/r3=r3 dep=iface/c", // created as soon as its interface is
-		"update route/r2=r2 via=2.2.2.2 dep=iface/b")
+		"update route/r2=r2 via=2.2.2.2 dep=iface/b", // dependencies first, then key order
+		"create route/r3=r3 dep=iface/c")
 	if got := ifCorrelate.last(); !slices.Equal(got, []string{"iface/a", "iface/b", "iface/c"}) {
 		t.Errorf("correlate of iface Retrieve: %q, want the NB interfaces", got)
 	}

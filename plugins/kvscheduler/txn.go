@@ -217,15 +217,7 @@ func (r *txnRun) run(qt *queuedTxn) {
 					discovered = append(discovered, n)
 				}
 			}
-			for _, n := range removed {
-				r.reconcile(n)
-			}
-			for _, n := range discovered {
-				r.reconcile(n)
-			}
-			for _, n := range r.g.dependencyOrder(wanted) {
-				r.reconcile(n)
-			}
+			r.reconcileBatch(append(append(removed, discovered...), r.g.dependencyOrder(wanted)...))
 		case api.DownstreamResync:
 			for _, n := range r.collect(func(n *node) bool { return n.base == nil && !n.obtained }) {
 				r.reconcile(n)
@@ -812,6 +804,9 @@ func (r *txnRun) refreshFailedBatch(failed []*node) {
 			for _, n := range nodes {
 				if n.applied == nil && n.lastOp == api.OpCreate {
 					r.g.setLeftover(n, n.intended)
+					if !r.revert && (n.intended == nil || n.invalidErr() != nil || !r.g.depsMet(n)) {
+						r.reconcile(n) // must not be in the SB: delete what may be there
+					}
 				}
 			}
 			continue
