@@ -141,8 +141,9 @@ type anyOfEntry struct {
 // concurrent use: the scheduler guards it.
 type graph struct {
 	nodes map[string]*node
-	// ordered is the nodes sorted by key, for prefix scans.
-	ordered *btree.BTreeG[*node]
+	// ordered is the nodes sorted by key, for prefix scans. Items carry the
+	// key, so that comparisons do not load the nodes.
+	ordered *btree.BTreeG[keyed]
 	// waiters: key -> first edge of the Key dependencies on it (the key need
 	// not exist).
 	waiters map[string]*depEdge
@@ -167,7 +168,7 @@ type graph struct {
 func newGraph() *graph {
 	return &graph{
 		nodes:      make(map[string]*node),
-		ordered:    btree.NewG(32, func(a, b *node) bool { return a.key < b.key }),
+		ordered:    btree.NewG(32, func(a, b keyed) bool { return a.key < b.key }),
 		waiters:    make(map[string]*depEdge),
 		anyOf:      make(map[string]*anyOfEntry),
 		prefixLens: make(map[int]int),
@@ -186,7 +187,6 @@ const (
 	undoLeftover
 	undoInvalid
 	undoObtained
-	undoRemoving
 	undoDerived
 	undoRevision
 	undoRetry
@@ -197,13 +197,13 @@ const (
 
 // undoEntry restores one change of one node: typed entries in one slice,
 // rather than a closure each, because simulation writes one for every change.
+// It is 40 bytes: a bulk delete writes several per value.
 type undoEntry struct {
 	kind undoKind
-	flag bool // obtained, removing; metadata: publish
-	a, b int32
+	flag bool   // obtained; metadata: publish
+	a, b uint32 // status: state and operation; revision: its two halves
 	n    *node
 	old  any // the previous value (boxing a nil slice does not allocate)
-	u    uint64
 }
 
 // statusUndo is the previous error and details of a status, when it had
@@ -247,7 +247,7 @@ func (g *graph) rollback() {
 			g.unlinkNode(n)
 		case undoRemove:
 			g.nodes[n.key] = n
-			g.ordered.ReplaceOrInsert(n)
+			g.ordered.ReplaceOrInsert(keyed{n.key, n})
 			n.inGraph = true
 		case undoDeps:
 			d := e.old.(*depsUndo)
@@ -270,12 +270,10 @@ func (g *graph) rollback() {
 			n.rareFields().invalid = v
 		case undoObtained:
 			n.obtained = e.flag
-		case undoRemoving:
-			n.removing = e.flag
 		case undoDerived:
 			n.derived, _ = e.old.([]*node)
 		case undoRevision:
-			n.revision = e.u
+			n.revision = uint64(e.a) | uint64(e.b)<<32
 		case undoRetry:
 			v, _ := e.old.(*retryTicket)
 			n.rareFields().retry = v
@@ -327,7 +325,7 @@ func (g *graph) addNode(n *node) {
 		n.born = g.recording
 	}
 	g.nodes[n.key] = n
-	g.ordered.ReplaceOrInsert(n)
+	g.ordered.ReplaceOrInsert(keyed{n.key, n})
 	n.inGraph = true
 	g.logUndo(undoEntry{kind: undoAdd, n: n})
 }
@@ -342,7 +340,7 @@ func (g *graph) removeNode(n *node) {
 func (g *graph) unlinkNode(n *node) {
 	if g.nodes[n.key] == n {
 		delete(g.nodes, n.key)
-		g.ordered.Delete(n)
+		g.ordered.Delete(keyed{key: n.key})
 		n.inGraph = false
 	}
 }
@@ -351,15 +349,21 @@ func (g *graph) unlinkNode(n *node) {
 // order, until f returns false.
 func (g *graph) scanPrefix(prefix string, f func(*node) bool) {
 	if prefix == "" {
-		g.ordered.Ascend(f)
+		g.ordered.Ascend(func(it keyed) bool { return f(it.n) })
 		return
 	}
-	g.ordered.AscendGreaterOrEqual(&node{key: prefix}, func(n *node) bool {
-		if !strings.HasPrefix(n.key, prefix) {
+	g.ordered.AscendGreaterOrEqual(keyed{key: prefix}, func(it keyed) bool {
+		if !strings.HasPrefix(it.key, prefix) {
 			return false
 		}
-		return f(n)
+		return f(it.n)
 	})
+}
+
+// keyed is an item of the ordered index.
+type keyed struct {
+	key string
+	n   *node
 }
 
 // setDeps replaces the dependency edges of a node and re-indexes them.
@@ -708,12 +712,10 @@ func (g *graph) setObtained(n *node, obtained bool) {
 	g.logUndo(undoEntry{kind: undoObtained, n: n, flag: old})
 }
 
-// setRemoving sets the transient removing mark. Outside a transaction it is
-// always false, so only setting it needs an undo entry.
+// setRemoving sets the transient removing mark. It is set and cleared again
+// within one removal, so it is false whenever the graph is rolled back (after
+// a run, never inside one) and needs no undo entry.
 func (g *graph) setRemoving(n *node, removing bool) {
-	if removing && !n.removing {
-		g.logUndo(undoEntry{kind: undoRemoving, n: n, flag: false})
-	}
 	n.removing = removing
 }
 
@@ -726,7 +728,7 @@ func (g *graph) setDerived(n *node, derived []*node) {
 func (g *graph) setRevision(n *node, rev uint64) {
 	old := n.revision
 	n.revision = rev
-	g.logUndo(undoEntry{kind: undoRevision, n: n, u: old})
+	g.logUndo(undoEntry{kind: undoRevision, n: n, a: uint32(old), b: uint32(old >> 32)})
 }
 
 func (g *graph) setRetry(n *node, t *retryTicket) {
@@ -773,7 +775,7 @@ func (g *graph) setStatus(n *node, st status) {
 		if n.details != nil {
 			old = &statusUndo{err: n.err, details: n.details}
 		}
-		g.logUndo(undoEntry{kind: undoStatus, n: n, a: int32(n.state), b: int32(n.lastOp), old: old})
+		g.logUndo(undoEntry{kind: undoStatus, n: n, a: uint32(n.state), b: uint32(n.lastOp), old: old})
 	}
 	n.state, n.lastOp, n.err, n.details = st.state, st.lastOp, st.err, st.details
 }

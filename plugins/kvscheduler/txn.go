@@ -239,23 +239,32 @@ func orderValues(qt *queuedTxn) {
 	slices.SortStableFunc(values, func(a, b kvChange) int { return strings.Compare(a.key, b.key) })
 	// A key set more than once keeps its last value (in place).
 	kept := values[:0]
-	var deletes []kvChange
+	deletes := 0
 	for i, kv := range values {
 		if i+1 < len(values) && values[i+1].key == kv.key {
 			continue
 		}
 		if kv.value == nil {
-			deletes = append(deletes, kv)
-			continue
+			deletes++
 		}
 		kept = append(kept, kv)
 	}
-	// Deletes first: move the others up and put the deletes in front.
-	n := len(kept)
-	values = values[:n+len(deletes)]
-	copy(values[len(deletes):], kept[:n])
-	copy(values, deletes)
-	qt.values = values
+	qt.values = kept
+	if deletes == 0 || deletes == len(kept) {
+		return
+	}
+	// Deletes first, each group keeping its key order.
+	others := make([]kvChange, 0, len(kept)-deletes)
+	d := 0
+	for _, kv := range kept {
+		if kv.value == nil {
+			kept[d] = kv
+			d++
+		} else {
+			others = append(others, kv)
+		}
+	}
+	copy(kept[d:], others)
 }
 
 func (r *txnRun) setDesc(n *node, di *descriptorInfo) {
