@@ -1192,4 +1192,32 @@ func TestPropShrunkCases(t *testing.T) {
 		}
 		e.checkConverged("after the update", nil)
 	})
+	t.Run("failed delete in a derivation cycle", func(t *testing.T) {
+		// a/1 comes to depend on a/4, which comes to depend on d/a/1/d1,
+		// derived from a/1: a derivation cycle, so neither can exist. The
+		// delete of a/1 fails twice; the retries must delete it, not take
+		// it back as CONFIGURED.
+		e := propNewEnv(t)
+		e.commitApply([]propKV{{Key: "a/1", Value: "v0"}})
+		e.commitApply([]propKV{{Key: "a/4", Value: "v0"}})
+		e.sb.Fail("delete", "a/1", nil, 2)
+		_ = e.commitApply([]propKV{{Key: "a/1", Value: "v0 dep=a/4 der=d1"}, {Key: "a/4", Value: "v0 dep=d/a/1/d1"}})
+		e.settle()
+		e.checkConverged("after retries", nil)
+	})
+	t.Run("value found missing by a refresh takes its dependents along", func(t *testing.T) {
+		// The create of a/1 fails and so does the refresh after it: a/1 may
+		// have been left in the SB. The next transaction makes a/1 depend on
+		// its own derived value (it cannot exist) and adds a/2 on top of
+		// a/1. The delete of what a/1 may have left fails, so a/2 is created
+		// on it; the refresh then finds a/1 missing, and a/2 must go too.
+		e := propNewEnv(t)
+		e.sb.Fail("create", "a/1", nil, 1)
+		e.sb.Fail("delete", "a/1", nil, 1)
+		e.sb.Fail("retrieve", "a", nil, 1)
+		_ = e.commitApply([]propKV{{Key: "a/1", Value: "v0"}})
+		_ = e.commitApply([]propKV{{Key: "a/1", Value: "v0 dep=d/a/1/d1"}, {Key: "a/2", Value: "v0 dep=a/1"}})
+		e.settle()
+		e.checkConverged("after retries", nil)
+	})
 }

@@ -824,6 +824,10 @@ func (r *txnRun) refreshFailedBatch(failed []*node) {
 		for _, kv := range kvs {
 			found[kv.Key] = kv
 		}
+		// First the whole batch takes what the SB holds, then the values
+		// are completed: completing one may delete or create others of the
+		// batch, whose retrieved state is then out of date.
+		var gone []*node
 		for _, n := range nodes {
 			kv, ok := found[n.key]
 			switch {
@@ -842,7 +846,13 @@ func (r *txnRun) refreshFailedBatch(failed []*node) {
 				if n.metadata != nil {
 					r.g.setMetadata(n, nil, true)
 				}
+				gone = append(gone, n)
 			}
+		}
+		for _, n := range gone {
+			r.afterVanished(n)
+		}
+		for _, n := range nodes {
 			if !r.revert && (n.lastOp == api.OpCreate || n.lastOp == api.OpUpdate) && n.intended != nil && n.applied != nil &&
 				(r.equivalent(n, n.applied, n.intended) || !r.g.depsMet(n)) {
 				// The failed operation did its job after all (the value is
@@ -850,6 +860,30 @@ func (r *txnRun) refreshFailedBatch(failed []*node) {
 				// went meanwhile. Anything else waits for the retry.
 				r.reconcile(n)
 			}
+		}
+	}
+}
+
+// afterVanished removes what was built on a value that a refresh found missing
+// from the SB: its derived values, and the values that depended on it and now
+// have an unmet dependency. They go as if the value had been deleted; the
+// value's retry creates it again and its dependents after it.
+func (r *txnRun) afterVanished(n *node) {
+	ok := true
+	for i := len(n.derived) - 1; i >= 0; i-- {
+		if d := n.derived[i]; d.applied != nil && !d.removing && !r.removeFromSB(d, false) {
+			ok = false
+		}
+	}
+	if ok {
+		r.dropDerived(n)
+	}
+	for _, dep := range r.g.dependents(n.key) {
+		if r.stopped {
+			return
+		}
+		if dep.applied != nil && !dep.removing && !dep.obtained && dep != n && !r.g.depsMet(dep) {
+			r.removeFromSB(dep, false)
 		}
 	}
 }
