@@ -8,3 +8,5 @@ require (
 	google.golang.org/protobuf v1.36.12
 	pgregory.net/rapid v1.2.0
 )
+
+require sigs.k8s.io/yaml v1.4.0 // indirect

@@ -1,0 +1,110 @@
+package models
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+	"sigs.k8s.io/yaml"
+)
+
+var (
+	marshalJSON   = protojson.MarshalOptions{UseProtoNames: true}
+	unmarshalJSON = protojson.UnmarshalOptions{}
+)
+
+// MarshalJSON encodes a value as etcd holds it: protojson with the proto
+// field names (snake_case), enums by name, default values left out, on one
+// line with no spaces. The output is stable (protojson's own is not: it
+// varies its spacing on purpose).
+func MarshalJSON(v proto.Message) ([]byte, error) {
+	raw, err := marshalJSON.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	var out bytes.Buffer
+	if err := json.Compact(&out, raw); err != nil {
+		return nil, err
+	}
+	return out.Bytes(), nil
+}
+
+// UnmarshalJSON decodes a JSON value into v. Field names may be the proto
+// names (snake_case) or their lowerCamelCase JSON names; enums are given by
+// name (or number). Unknown fields and enum names are errors.
+func UnmarshalJSON(data []byte, v proto.Message) error {
+	return unmarshalJSON.Unmarshal(data, v)
+}
+
+// UnmarshalYAML decodes a YAML document (with the same field names as JSON)
+// into v.
+func UnmarshalYAML(data []byte, v proto.Message) error {
+	js, err := yaml.YAMLToJSON(data)
+	if err != nil {
+		return fmt.Errorf("YAML: %w", err)
+	}
+	return UnmarshalJSON(js, v)
+}
+
+// MarshalYAML encodes a value as YAML with the proto field names.
+func MarshalYAML(v proto.Message) ([]byte, error) {
+	js, err := MarshalJSON(v)
+	if err != nil {
+		return nil, err
+	}
+	return yaml.JSONToYAML(js)
+}
+
+// DecodeError is a value that could not be decoded or does not fit its key.
+type DecodeError struct {
+	// Key is the model key (or etcd key) of the value.
+	Key string
+	Err error
+}
+
+func (e *DecodeError) Error() string { return fmt.Sprintf("value of key %q: %v", e.Key, e.Err) }
+func (e *DecodeError) Unwrap() error { return e.Err }
+
+// DecodeValue decodes the JSON value of a model key: it finds the model of
+// the key, decodes the value, checks its fields and that the key is the
+// value's own. Every error names the key; a *KeyError says the key itself
+// is wrong, a *ValidationError lists invalid fields.
+func (r *Registry) DecodeValue(key string, data []byte) (*Model, proto.Message, error) {
+	m, _, err := r.ParseKey(key)
+	if err != nil {
+		return nil, nil, err
+	}
+	v := m.New()
+	if err := UnmarshalJSON(data, v); err != nil {
+		return m, nil, &DecodeError{Key: key, Err: fmt.Errorf("not a valid %s JSON value: %w", m.MessageName(), err)}
+	}
+	if err := m.CheckKey(key, v); err != nil {
+		var ve *ValidationError
+		if errors.As(err, &ve) {
+			return m, nil, ve
+		}
+		return m, nil, err
+	}
+	return m, v, nil
+}
+
+// EncodeValue returns the model key and the JSON of a value of a registered
+// model, after checking its fields.
+func (r *Registry) EncodeValue(v proto.Message) (string, []byte, error) {
+	m := r.ModelOfMessage(v)
+	if m == nil {
+		return "", nil, unknownMessage(v)
+	}
+	key, err := m.Key(v)
+	if err != nil {
+		return "", nil, err
+	}
+	data, err := MarshalJSON(v)
+	if err != nil {
+		return "", nil, fmt.Errorf("key %q: %w", key, err)
+	}
+	return key, data, nil
+}

@@ -1,0 +1,191 @@
+package models
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
+	"sigs.k8s.io/yaml"
+
+	configpb "github.com/netagent-io/netagent/proto/config"
+)
+
+// KV is a configuration item: a model key (without the etcd prefix) and its
+// value.
+type KV struct {
+	Key   string
+	Value proto.Message
+}
+
+var configDesc = (&configpb.Config{}).ProtoReflect().Descriptor()
+
+// configField finds a field of a message descriptor by its proto name or its
+// lowerCamelCase JSON name.
+func configField(md protoreflect.MessageDescriptor, name string) protoreflect.FieldDescriptor {
+	if fd := md.Fields().ByName(protoreflect.Name(name)); fd != nil {
+		return fd
+	}
+	return md.Fields().ByJSONName(name)
+}
+
+func fieldNames(md protoreflect.MessageDescriptor) string {
+	var names []string
+	for i := range md.Fields().Len() {
+		names = append(names, string(md.Fields().Get(i).Name()))
+	}
+	return strings.Join(names, ", ")
+}
+
+// modelOfConfigField returns the model of the values listed under
+// section.field of a configuration document.
+func (r *Registry) modelOfConfigField(section, field protoreflect.FieldDescriptor) (*Model, error) {
+	for _, m := range r.models {
+		if m.ConfigSection == string(section.Name()) && m.ConfigField == string(field.Name()) {
+			if field.Message() == nil || field.Message().FullName() != m.MessageName() {
+				return nil, fmt.Errorf("%s.%s holds %v values, but model %s is of %s", section.Name(), field.Name(), field.Message().FullName(), m.Name, m.MessageName())
+			}
+			return m, nil
+		}
+	}
+	return nil, fmt.Errorf("%s.%s: no model registered for it", section.Name(), field.Name())
+}
+
+// ParseConfig reads a configuration document, YAML or JSON (JSON is YAML),
+// grouped by model as in the original agent:
+//
+//	vpp_config:
+//	  interfaces:
+//	    - name: loop1
+//	      type: SOFTWARE_LOOPBACK
+//	linux_config:
+//	  routes: [...]
+//
+// and returns its items, section by section and field by field (in name
+// order), each list in its order. Every problem is reported, each
+// with its place in the document (vpp_config.interfaces[1]) and the item's
+// key when it has one; on any problem no item is returned.
+func (r *Registry) ParseConfig(data []byte) ([]KV, error) {
+	js, err := yaml.YAMLToJSON(data)
+	if err != nil {
+		return nil, fmt.Errorf("configuration document: %w", err)
+	}
+	var top map[string]json.RawMessage
+	if err := decodeObject(js, &top); err != nil {
+		return nil, fmt.Errorf("configuration document: %w", err)
+	}
+	var kvs []KV
+	var errs []error
+	where := map[string]string{}
+	for _, sectionName := range sortedKeys(top) {
+		section := configField(configDesc, sectionName)
+		if section == nil {
+			errs = append(errs, fmt.Errorf("%s: unknown section (known: %s)", sectionName, fieldNames(configDesc)))
+			continue
+		}
+		var fields map[string]json.RawMessage
+		if err := decodeObject(top[sectionName], &fields); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", section.Name(), err))
+			continue
+		}
+		for _, fieldName := range sortedKeys(fields) {
+			field := configField(section.Message(), fieldName)
+			if field == nil {
+				errs = append(errs, fmt.Errorf("%s.%s: unknown field (known: %s)", section.Name(), fieldName, fieldNames(section.Message())))
+				continue
+			}
+			m, err := r.modelOfConfigField(section, field)
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			var items []json.RawMessage
+			if err := json.Unmarshal(fields[fieldName], &items); err != nil {
+				errs = append(errs, fmt.Errorf("%s.%s: want a list of %s values", section.Name(), field.Name(), m.Name))
+				continue
+			}
+			for k, item := range items {
+				place := fmt.Sprintf("%s.%s[%d]", section.Name(), field.Name(), k)
+				v := m.New()
+				if err := UnmarshalJSON(item, v); err != nil {
+					errs = append(errs, fmt.Errorf("%s: %w", place, err))
+					continue
+				}
+				key, err := m.Key(v)
+				if err != nil {
+					errs = append(errs, fmt.Errorf("%s: %w", place, err))
+					continue
+				}
+				if first, dup := where[key]; dup {
+					errs = append(errs, fmt.Errorf("%s: key %q is already %s", place, key, first))
+					continue
+				}
+				where[key] = place
+				kvs = append(kvs, KV{Key: key, Value: v})
+			}
+		}
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	return kvs, nil
+}
+
+// decodeObject decodes a JSON object; null is an empty one.
+func decodeObject(data []byte, out *map[string]json.RawMessage) error {
+	if bytes.Equal(bytes.TrimSpace(data), []byte("null")) {
+		*out = nil
+		return nil
+	}
+	if err := json.Unmarshal(data, out); err != nil {
+		return fmt.Errorf("want a mapping of names to values")
+	}
+	return nil
+}
+
+func sortedKeys(m map[string]json.RawMessage) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// BuildConfig groups items into a configuration document, each list sorted
+// by key. Every item must be of a model with a place in the document.
+func (r *Registry) BuildConfig(kvs []KV) (*configpb.Config, error) {
+	sorted := append([]KV(nil), kvs...)
+	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Key < sorted[j].Key })
+	c := &configpb.Config{}
+	cm := c.ProtoReflect()
+	for _, kv := range sorted {
+		m := r.ModelOfMessage(kv.Value)
+		if m == nil {
+			return nil, fmt.Errorf("key %q: %w", kv.Key, unknownMessage(kv.Value))
+		}
+		section := configDesc.Fields().ByName(protoreflect.Name(m.ConfigSection))
+		if section == nil || m.ConfigField == "" {
+			return nil, fmt.Errorf("key %q: model %s has no place in a configuration document", kv.Key, m.Name)
+		}
+		field := section.Message().Fields().ByName(protoreflect.Name(m.ConfigField))
+		if _, err := r.modelOfConfigField(section, field); field == nil || err != nil {
+			return nil, fmt.Errorf("key %q: model %s has no place in a configuration document", kv.Key, m.Name)
+		}
+		cm.Mutable(section).Message().Mutable(field).List().Append(protoreflect.ValueOfMessage(proto.Clone(kv.Value).ProtoReflect()))
+	}
+	return c, nil
+}
+
+// ConfigKVs returns the items of a configuration document, in document order.
+func (r *Registry) ConfigKVs(c *configpb.Config) ([]KV, error) {
+	data, err := MarshalJSON(c)
+	if err != nil {
+		return nil, err
+	}
+	return r.ParseConfig(data)
+}

@@ -1,0 +1,178 @@
+package models
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
+)
+
+// KeyParts are the parts of a model key, by the proto field name of the
+// value field each part comes from ("name", "vrf_id", "dst_network", ...).
+// Optional parts that a key leaves out are absent.
+type KeyParts map[string]string
+
+// Model describes one kind of configuration item: its message, its key and
+// where it sits in a configuration document.
+type Model struct {
+	// Name identifies the model in the CLI and the REST API, e.g.
+	// "vpp.interfaces" (module and type of the key).
+	Name string
+	// KeyPrefix starts every key of the model, e.g.
+	// "config/vpp/v2/interfaces/". It ends with "/".
+	KeyPrefix string
+	// KeyTemplate documents the key, e.g. "config/vpp/v2/interfaces/<name>".
+	KeyTemplate string
+	// ConfigSection and ConfigField place the model's values in a
+	// configuration document: "vpp_config" and "interfaces".
+	ConfigSection, ConfigField string
+
+	prototype proto.Message
+	// keySuffix builds the part of the key after KeyPrefix from a value
+	// whose fields are valid.
+	keySuffix func(proto.Message) (string, error)
+	// parseSuffix parses the part of a key after KeyPrefix.
+	parseSuffix func(string) (KeyParts, error)
+	// validate checks the fields of a value; every problem is listed.
+	validate func(proto.Message, *fieldErrors)
+}
+
+// MessageName is the full proto name of the model's message.
+func (m *Model) MessageName() protoreflect.FullName {
+	return m.prototype.ProtoReflect().Descriptor().FullName()
+}
+
+// New returns an empty value of the model.
+func (m *Model) New() proto.Message {
+	return m.prototype.ProtoReflect().New().Interface()
+}
+
+// Key returns the model key of a value (without the etcd prefix). The value
+// must be of the model's message and have valid key fields.
+func (m *Model) Key(v proto.Message) (string, error) {
+	if err := m.checkType(v); err != nil {
+		return "", err
+	}
+	var errs fieldErrors
+	m.validate(v, &errs)
+	if err := errs.err(m, ""); err != nil {
+		return "", err
+	}
+	suffix, err := m.keySuffix(v)
+	if err != nil {
+		return "", err
+	}
+	return m.KeyPrefix + suffix, nil
+}
+
+// ParseKey splits a key of the model into its parts. The key must be in the
+// form Key produces (canonical addresses, masked prefixes), so that one item
+// has one key.
+func (m *Model) ParseKey(key string) (KeyParts, error) {
+	suffix, ok := strings.CutPrefix(key, m.KeyPrefix)
+	if !ok {
+		return nil, &KeyError{Key: key, Problem: fmt.Sprintf("not a key of model %s (%s)", m.Name, m.KeyTemplate)}
+	}
+	parts, err := m.parseSuffix(suffix)
+	if err != nil {
+		return nil, &KeyError{Key: key, Problem: fmt.Sprintf("%v (model %s: %s)", err, m.Name, m.KeyTemplate)}
+	}
+	return parts, nil
+}
+
+// Validate checks the fields of a value: names, addresses, ranges and the
+// static rules of the model. The error lists every invalid field.
+func (m *Model) Validate(v proto.Message) error {
+	if err := m.checkType(v); err != nil {
+		return err
+	}
+	var errs fieldErrors
+	m.validate(v, &errs)
+	return errs.err(m, "")
+}
+
+// CheckKey tells whether key is the key of value v: v must be valid and key
+// must be the key Key(v) returns. The error says which part disagrees.
+func (m *Model) CheckKey(key string, v proto.Message) error {
+	if err := m.checkType(v); err != nil {
+		return &KeyError{Key: key, Problem: err.Error()}
+	}
+	if _, err := m.ParseKey(key); err != nil {
+		return err
+	}
+	var errs fieldErrors
+	m.validate(v, &errs)
+	if err := errs.err(m, key); err != nil {
+		return err
+	}
+	want, err := m.Key(v)
+	if err != nil {
+		return &KeyError{Key: key, Problem: err.Error()}
+	}
+	if want != key {
+		return &KeyError{Key: key, Problem: fmt.Sprintf("the value belongs under %s: %s", want, m.disagreement(key, want))}
+	}
+	return nil
+}
+
+// disagreement names the key parts that differ between two keys of the model.
+func (m *Model) disagreement(key, want string) string {
+	got, err1 := m.ParseKey(key)
+	exp, err2 := m.ParseKey(want)
+	if err1 != nil || err2 != nil {
+		return "the keys differ"
+	}
+	var diffs []string
+	for _, name := range sortedNames(got, exp) {
+		g, gok := got[name]
+		e, eok := exp[name]
+		switch {
+		case gok && !eok:
+			diffs = append(diffs, fmt.Sprintf("the key has %s %q, the value none", name, g))
+		case !gok && eok:
+			diffs = append(diffs, fmt.Sprintf("the value has %s %q, the key none", name, e))
+		case g != e:
+			diffs = append(diffs, fmt.Sprintf("%s is %q in the key but %q in the value", name, g, e))
+		}
+	}
+	if len(diffs) == 0 {
+		return "the keys differ"
+	}
+	return strings.Join(diffs, "; ")
+}
+
+func sortedNames(a, b KeyParts) []string {
+	seen := map[string]bool{}
+	var names []string
+	for _, p := range []KeyParts{a, b} {
+		for k := range p {
+			if !seen[k] {
+				seen[k] = true
+				names = append(names, k)
+			}
+		}
+	}
+	sort.Strings(names)
+	return names
+}
+
+func (m *Model) checkType(v proto.Message) error {
+	if v == nil {
+		return fmt.Errorf("model %s: nil value", m.Name)
+	}
+	if got := v.ProtoReflect().Descriptor().FullName(); got != m.MessageName() {
+		return fmt.Errorf("model %s: value is a %s, want a %s", m.Name, got, m.MessageName())
+	}
+	return nil
+}
+
+// KeyError is a key that is malformed or matches no model, or disagrees with
+// its value.
+type KeyError struct {
+	Key     string
+	Problem string
+}
+
+func (e *KeyError) Error() string { return fmt.Sprintf("key %q: %s", e.Key, e.Problem) }

@@ -1,0 +1,178 @@
+package models
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
+)
+
+// Registry holds a set of models and finds the model of a key, a message or
+// a name. It is read-only once built, and safe for concurrent use.
+type Registry struct {
+	models    []*Model
+	byPrefix  map[string]*Model
+	byMessage map[protoreflect.FullName]*Model
+	byName    map[string]*Model
+	// maxSegments is the largest number of "/"-separated segments of a key
+	// prefix: ModelOfKey tries at most that many prefixes of a key.
+	maxSegments int
+}
+
+// NewRegistry builds a registry of the given models. Names, key prefixes,
+// messages and configuration fields must be unique, and no key prefix may
+// start another (a key must match at most one model).
+func NewRegistry(models ...*Model) (*Registry, error) {
+	r := &Registry{
+		byPrefix:  map[string]*Model{},
+		byMessage: map[protoreflect.FullName]*Model{},
+		byName:    map[string]*Model{},
+	}
+	config := map[string]*Model{}
+	for _, m := range models {
+		switch {
+		case m.Name == "":
+			return nil, fmt.Errorf("model with key prefix %q has no name", m.KeyPrefix)
+		case !strings.HasSuffix(m.KeyPrefix, "/") || strings.HasPrefix(m.KeyPrefix, "/"):
+			return nil, fmt.Errorf("model %s: key prefix %q must end with / and not start with one", m.Name, m.KeyPrefix)
+		case r.byName[m.Name] != nil:
+			return nil, fmt.Errorf("model %s registered twice", m.Name)
+		case r.byMessage[m.MessageName()] != nil:
+			return nil, fmt.Errorf("models %s and %s both use message %s", r.byMessage[m.MessageName()].Name, m.Name, m.MessageName())
+		}
+		for _, o := range r.models {
+			if strings.HasPrefix(m.KeyPrefix, o.KeyPrefix) || strings.HasPrefix(o.KeyPrefix, m.KeyPrefix) {
+				return nil, fmt.Errorf("key prefixes of models %s (%s) and %s (%s) overlap", o.Name, o.KeyPrefix, m.Name, m.KeyPrefix)
+			}
+		}
+		if m.ConfigField != "" {
+			path := m.ConfigSection + "." + m.ConfigField
+			if o := config[path]; o != nil {
+				return nil, fmt.Errorf("models %s and %s both use configuration field %s", o.Name, m.Name, path)
+			}
+			config[path] = m
+		}
+		r.models = append(r.models, m)
+		r.byPrefix[m.KeyPrefix] = m
+		r.byMessage[m.MessageName()] = m
+		r.byName[m.Name] = m
+		r.maxSegments = max(r.maxSegments, strings.Count(m.KeyPrefix, "/"))
+	}
+	return r, nil
+}
+
+// Models returns the registered models, sorted by name.
+func (r *Registry) Models() []*Model {
+	out := append([]*Model(nil), r.models...)
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// ModelOfKey returns the model a model key belongs to, or nil. It costs one
+// map lookup per segment of the longest key prefix, whatever the number of
+// models.
+func (r *Registry) ModelOfKey(key string) *Model {
+	end := 0
+	for range r.maxSegments {
+		i := strings.IndexByte(key[end:], '/')
+		if i < 0 {
+			return nil
+		}
+		end += i + 1
+		if m := r.byPrefix[key[:end]]; m != nil {
+			return m
+		}
+	}
+	return nil
+}
+
+// ModelOfMessage returns the model of a value, or nil.
+func (r *Registry) ModelOfMessage(v proto.Message) *Model {
+	if v == nil {
+		return nil
+	}
+	return r.byMessage[v.ProtoReflect().Descriptor().FullName()]
+}
+
+// ModelByName returns the model with that name, or nil.
+func (r *Registry) ModelByName(name string) *Model { return r.byName[name] }
+
+// Key returns the model key of a value of any registered model.
+func (r *Registry) Key(v proto.Message) (string, error) {
+	m := r.ModelOfMessage(v)
+	if m == nil {
+		return "", unknownMessage(v)
+	}
+	return m.Key(v)
+}
+
+// ParseKey finds the model of a key and splits the key into its parts.
+func (r *Registry) ParseKey(key string) (*Model, KeyParts, error) {
+	m := r.ModelOfKey(key)
+	if m == nil {
+		return nil, nil, &KeyError{Key: key, Problem: "matches no model (known prefixes: " + strings.Join(r.prefixes(), ", ") + ")"}
+	}
+	parts, err := m.ParseKey(key)
+	if err != nil {
+		return nil, nil, err
+	}
+	return m, parts, nil
+}
+
+func (r *Registry) prefixes() []string {
+	var out []string
+	for _, m := range r.models {
+		out = append(out, m.KeyPrefix)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func unknownMessage(v proto.Message) error {
+	if v == nil {
+		return fmt.Errorf("nil value")
+	}
+	return fmt.Errorf("no model for message %s", v.ProtoReflect().Descriptor().FullName())
+}
+
+// EtcdPrefix is the prefix of every etcd key of an agent.
+const EtcdPrefix = "/vnf-agent/"
+
+// DefaultLabel is the microservice label of an agent unless configured.
+const DefaultLabel = "vpp1"
+
+// EtcdKey returns the etcd key of a model key for the agent with that
+// microservice label: /vnf-agent/<label>/<model key>.
+func EtcdKey(label, modelKey string) string {
+	return EtcdPrefix + label + "/" + modelKey
+}
+
+// EtcdKeyPrefix returns the prefix of the etcd keys of the agent with that
+// label: /vnf-agent/<label>/.
+func EtcdKeyPrefix(label string) string { return EtcdPrefix + label + "/" }
+
+// ParseEtcdKey splits an etcd key into the agent's label and the model key.
+func ParseEtcdKey(etcdKey string) (label, modelKey string, err error) {
+	rest, ok := strings.CutPrefix(etcdKey, EtcdPrefix)
+	if !ok {
+		return "", "", &KeyError{Key: etcdKey, Problem: "etcd key does not start with " + EtcdPrefix}
+	}
+	label, modelKey, ok = strings.Cut(rest, "/")
+	if !ok || label == "" || modelKey == "" {
+		return "", "", &KeyError{Key: etcdKey, Problem: "etcd key is not " + EtcdPrefix + "<label>/<model key>"}
+	}
+	return label, modelKey, nil
+}
+
+// ValidLabel checks a microservice label: a valid name without "/".
+func ValidLabel(label string) error {
+	if strings.Contains(label, "/") {
+		return fmt.Errorf("microservice label %q contains /", label)
+	}
+	if err := checkName(label); err != nil {
+		return fmt.Errorf("microservice label %q: %v", label, err)
+	}
+	return nil
+}
