@@ -5,7 +5,7 @@ PKGS := ./...
 BENCH_PKGS := ./plugins/kvscheduler/
 BENCH_COUNT ?= 5
 
-.PHONY: help build test test-short test-prop tools proto proto-check lint bench
+.PHONY: help build test test-short test-prop fuzz tools proto proto-check lint bench bench-models
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -17,14 +17,18 @@ build: ## build every package and command into bin/
 tools: ## install what tests and code generation need (pinned)
 	scripts/install-tools.sh proto
 
-test: tools proto-check lint ## the full test suite, as CI runs it (race detector on)
+test: tools proto-check lint ## the full test suite, as CI runs it (race detector on, fuzz targets a few seconds each)
 	$(GO) test -race -count=1 -timeout 30m $(PKGS)
+	FUZZ_TIME=5s scripts/fuzz.sh
 
 test-short: ## quick tests without the race detector
 	$(GO) test -short -count=1 $(PKGS)
 
 test-prop: ## property tests of the scheduler with new random seeds (1000 cases each)
 	$(GO) test -count=1 -run 'TestProp' ./plugins/kvscheduler/ -rapid.seed=0 -rapid.checks=1000
+
+fuzz: ## run every fuzz target for FUZZ_TIME (default 1m)
+	FUZZ_TIME=$${FUZZ_TIME:-1m} scripts/fuzz.sh
 
 proto: ## regenerate the Go code of proto/*.proto
 	scripts/gen-proto.sh
@@ -42,3 +46,6 @@ lint: ## gofmt and go vet
 
 bench: ## scheduler benchmarks W1-W6 (see docs/benchmarks.md); writes bench.txt
 	GOMAXPROCS=2 $(GO) test -run '^$$' -bench . -benchmem -count $(BENCH_COUNT) -timeout 60m $(BENCH_PKGS) | tee bench.txt
+
+bench-models: ## key lookup and value decoding benchmarks of pkg/models
+	GOMAXPROCS=2 $(GO) test -run '^$$' -bench . -benchmem ./pkg/models/
