@@ -24,9 +24,9 @@ var (
 		KeyPrefix:     "config/vpp/v2/interfaces/",
 		KeyTemplate:   "config/vpp/v2/interfaces/<name>",
 		ConfigSection: "vpp_config", ConfigField: "interfaces",
-		prototype: &vppif.Interface{},
-		keySuffix: func(v proto.Message) (string, error) { return v.(*vppif.Interface).GetName(), nil },
-		parseSuffix: nameSuffix,
+		prototype:   &vppif.Interface{},
+		keySuffix:   func(v proto.Message) (string, error) { return v.(*vppif.Interface).GetName(), nil },
+		parseSuffix: vppNameSuffix,
 		validate:    validateVPPInterface,
 	}
 	VPPBridgeDomain = &Model{
@@ -34,9 +34,9 @@ var (
 		KeyPrefix:     "config/vpp/l2/v2/bridge-domain/",
 		KeyTemplate:   "config/vpp/l2/v2/bridge-domain/<name>",
 		ConfigSection: "vpp_config", ConfigField: "bridge_domains",
-		prototype: &vppl2.BridgeDomain{},
-		keySuffix: func(v proto.Message) (string, error) { return v.(*vppl2.BridgeDomain).GetName(), nil },
-		parseSuffix: nameSuffix,
+		prototype:   &vppl2.BridgeDomain{},
+		keySuffix:   func(v proto.Message) (string, error) { return v.(*vppl2.BridgeDomain).GetName(), nil },
+		parseSuffix: vppNameSuffix,
 		validate:    validateBridgeDomain,
 	}
 	VPPRoute = &Model{
@@ -44,10 +44,11 @@ var (
 		KeyPrefix:     "config/vpp/v2/route/",
 		KeyTemplate:   "config/vpp/v2/route/[if/<outgoing_interface>/]vrf/<vrf_id>/dst/<ip>/<prefix-len>[/gw/<next_hop_addr>]",
 		ConfigSection: "vpp_config", ConfigField: "routes",
-		prototype:   &vppl3.Route{},
-		keySuffix:   vppRouteSuffix,
-		parseSuffix: parseVPPRouteSuffix,
-		validate:    validateVPPRoute,
+		prototype:       &vppl3.Route{},
+		keySuffix:       vppRouteSuffix,
+		parseSuffix:     parseVPPRouteSuffix,
+		validate:        validateVPPRoute,
+		canonicalSuffix: func(s string) string { return strings.TrimSuffix(s, "/") },
 	}
 	VPPARP = &Model{
 		Name:          "vpp.arp",
@@ -67,8 +68,8 @@ var (
 		KeyPrefix:     "config/linux/interfaces/v2/interface/",
 		KeyTemplate:   "config/linux/interfaces/v2/interface/<name>",
 		ConfigSection: "linux_config", ConfigField: "interfaces",
-		prototype: &linuxif.Interface{},
-		keySuffix: func(v proto.Message) (string, error) { return v.(*linuxif.Interface).GetName(), nil },
+		prototype:   &linuxif.Interface{},
+		keySuffix:   func(v proto.Message) (string, error) { return v.(*linuxif.Interface).GetName(), nil },
 		parseSuffix: nameSuffix,
 		validate:    validateLinuxInterface,
 	}
@@ -120,6 +121,15 @@ func nameSuffix(s string) (KeyParts, error) {
 		return nil, err
 	}
 	return KeyParts{"name": s}, nil
+}
+
+// vppNameSuffix is the name of a VPP interface or bridge domain, which is
+// also its VPP tag.
+func vppNameSuffix(s string) (KeyParts, error) {
+	if len(s) > vppTagLen {
+		return nil, fmt.Errorf("name %q is longer than %d bytes (it is the VPP tag)", s, vppTagLen)
+	}
+	return nameSuffix(s)
 }
 
 // ifaceIPSuffix is "<interface>/<ip>" (ARP entries).
@@ -181,7 +191,13 @@ func parseVPPRouteSuffix(s string) (KeyParts, error) {
 	segs := strings.Split(s, "/")
 	parts := KeyParts{}
 	n := len(segs)
-	if n >= 2 && segs[n-2] == "gw" {
+	if n >= 6 && segs[n-1] == "" && segs[n-6] == "vrf" && segs[n-4] == "dst" {
+		// The original agent ends the key of a route without a next hop
+		// with "/": "vrf/0/dst/10.0.0.0/8/". Accepted; the canonical key
+		// has no trailing "/" (CanonicalKey).
+		segs = segs[:n-1]
+		n--
+	} else if n >= 2 && segs[n-2] == "gw" {
 		nh, err := keyIP("next hop", segs[n-1])
 		if err != nil {
 			return nil, err

@@ -3,7 +3,6 @@ package models
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 
 	"google.golang.org/protobuf/encoding/protojson"
@@ -42,7 +41,7 @@ func UnmarshalJSON(data []byte, v proto.Message) error {
 // UnmarshalYAML decodes a YAML document (with the same field names as JSON)
 // into v.
 func UnmarshalYAML(data []byte, v proto.Message) error {
-	js, err := yaml.YAMLToJSON(data)
+	js, err := yaml.YAMLToJSONStrict(data)
 	if err != nil {
 		return fmt.Errorf("YAML: %w", err)
 	}
@@ -81,11 +80,7 @@ func (r *Registry) DecodeValue(key string, data []byte) (*Model, proto.Message, 
 	if err := UnmarshalJSON(data, v); err != nil {
 		return m, nil, &DecodeError{Key: key, Err: fmt.Errorf("not a valid %s JSON value: %w", m.MessageName(), err)}
 	}
-	if err := m.CheckKey(key, v); err != nil {
-		var ve *ValidationError
-		if errors.As(err, &ve) {
-			return m, nil, ve
-		}
+	if err := m.checkParsedKey(key, v); err != nil {
 		return m, nil, err
 	}
 	return m, v, nil

@@ -70,7 +70,9 @@ func (r *Registry) modelOfConfigField(section, field protoreflect.FieldDescripto
 // with its place in the document (vpp_config.interfaces[1]) and the item's
 // key when it has one; on any problem no item is returned.
 func (r *Registry) ParseConfig(data []byte) ([]KV, error) {
-	js, err := yaml.YAMLToJSON(data)
+	// Strict: a name given twice in a mapping is an error, not a silent
+	// override.
+	js, err := yaml.YAMLToJSONStrict(data)
 	if err != nil {
 		return nil, fmt.Errorf("configuration document: %w", err)
 	}
@@ -81,23 +83,35 @@ func (r *Registry) ParseConfig(data []byte) ([]KV, error) {
 	var kvs []KV
 	var errs []error
 	where := map[string]string{}
+	sectionSpelling := map[protoreflect.Name]string{}
 	for _, sectionName := range sortedKeys(top) {
 		section := configField(configDesc, sectionName)
 		if section == nil {
 			errs = append(errs, fmt.Errorf("%s: unknown section (known: %s)", sectionName, fieldNames(configDesc)))
 			continue
 		}
+		if other, twice := sectionSpelling[section.Name()]; twice {
+			errs = append(errs, fmt.Errorf("%s: section given twice (as %s and %s)", section.Name(), other, sectionName))
+			continue
+		}
+		sectionSpelling[section.Name()] = sectionName
 		var fields map[string]json.RawMessage
 		if err := decodeObject(top[sectionName], &fields); err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", section.Name(), err))
 			continue
 		}
+		fieldSpelling := map[protoreflect.Name]string{}
 		for _, fieldName := range sortedKeys(fields) {
 			field := configField(section.Message(), fieldName)
 			if field == nil {
 				errs = append(errs, fmt.Errorf("%s.%s: unknown field (known: %s)", section.Name(), fieldName, fieldNames(section.Message())))
 				continue
 			}
+			if other, twice := fieldSpelling[field.Name()]; twice {
+				errs = append(errs, fmt.Errorf("%s.%s: field given twice (as %s and %s)", section.Name(), field.Name(), other, fieldName))
+				continue
+			}
+			fieldSpelling[field.Name()] = fieldName
 			m, err := r.modelOfConfigField(section, field)
 			if err != nil {
 				errs = append(errs, err)
@@ -181,7 +195,8 @@ func (r *Registry) BuildConfig(kvs []KV) (*configpb.Config, error) {
 	return c, nil
 }
 
-// ConfigKVs returns the items of a configuration document, in document order.
+// ConfigKVs returns the items of a configuration document, in the order
+// ParseConfig gives.
 func (r *Registry) ConfigKVs(c *configpb.Config) ([]KV, error) {
 	data, err := MarshalJSON(c)
 	if err != nil {

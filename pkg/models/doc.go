@@ -20,13 +20,16 @@
 // etcd data can be used as it is.
 //
 // The route's "if/<outgoing_interface>/" is there only when the route has an
-// outgoing interface, "/gw/<next_hop_addr>" only when it has a next hop.
+// outgoing interface, "/gw/<next_hop_addr>" only when it has a next hop. The
+// original agent writes the key of a route without a next hop with a
+// trailing "/" (".../dst/10.0.0.0/8/"); ParseKey and CheckKey accept that
+// spelling, CanonicalKey drops the "/", and Key never writes it.
 //
 // A key holds each item once: addresses are in canonical form ("2001:db8::1",
 // not "2001:DB8:0::1"), a destination is its network address ("10.1.0.0/16"
 // for a value "10.1.2.3/16"), numbers are decimal without leading zeros.
-// ParseKey rejects other spellings and CheckKey says which key the value
-// belongs under.
+// ParseKey rejects other spellings (but for the route's trailing "/", below)
+// and CheckKey says which key the value belongs under.
 //
 // # Names
 //

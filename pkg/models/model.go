@@ -37,6 +37,9 @@ type Model struct {
 	parseSuffix func(string) (KeyParts, error)
 	// validate checks the fields of a value; every problem is listed.
 	validate func(proto.Message, *fieldErrors)
+	// canonicalSuffix, when set, maps an accepted spelling of a key suffix
+	// to the canonical one.
+	canonicalSuffix func(string) string
 }
 
 // MessageName is the full proto name of the model's message.
@@ -82,6 +85,24 @@ func (m *Model) ParseKey(key string) (KeyParts, error) {
 	return parts, nil
 }
 
+// CanonicalKey returns the canonical spelling of a key of the model (the one
+// Key builds). The only other spelling accepted is the original agent's key
+// of a route without a next hop, which ends with "/".
+func (m *Model) CanonicalKey(key string) (string, error) {
+	if _, err := m.ParseKey(key); err != nil {
+		return "", err
+	}
+	return m.canonical(key), nil
+}
+
+// canonical maps a key that parses to its canonical spelling.
+func (m *Model) canonical(key string) string {
+	if m.canonicalSuffix == nil {
+		return key
+	}
+	return m.KeyPrefix + m.canonicalSuffix(key[len(m.KeyPrefix):])
+}
+
 // Validate checks the fields of a value: names, addresses, ranges and the
 // static rules of the model. The error lists every invalid field.
 func (m *Model) Validate(v proto.Message) error {
@@ -94,7 +115,8 @@ func (m *Model) Validate(v proto.Message) error {
 }
 
 // CheckKey tells whether key is the key of value v: v must be valid and key
-// must be the key Key(v) returns. The error says which part disagrees.
+// must be (a spelling of) the key Key(v) returns. The error says which part
+// disagrees.
 func (m *Model) CheckKey(key string, v proto.Message) error {
 	if err := m.checkType(v); err != nil {
 		return &KeyError{Key: key, Problem: err.Error()}
@@ -102,16 +124,21 @@ func (m *Model) CheckKey(key string, v proto.Message) error {
 	if _, err := m.ParseKey(key); err != nil {
 		return err
 	}
+	return m.checkParsedKey(key, v)
+}
+
+// checkParsedKey is CheckKey for a key that parses and a value of the model.
+func (m *Model) checkParsedKey(key string, v proto.Message) error {
 	var errs fieldErrors
 	m.validate(v, &errs)
 	if err := errs.err(m, key); err != nil {
 		return err
 	}
-	want, err := m.Key(v)
+	suffix, err := m.keySuffix(v)
 	if err != nil {
 		return &KeyError{Key: key, Problem: err.Error()}
 	}
-	if want != key {
+	if want := m.KeyPrefix + suffix; want != m.canonical(key) {
 		return &KeyError{Key: key, Problem: fmt.Sprintf("the value belongs under %s: %s", want, m.disagreement(key, want))}
 	}
 	return nil

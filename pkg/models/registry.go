@@ -160,8 +160,11 @@ func ParseEtcdKey(etcdKey string) (label, modelKey string, err error) {
 		return "", "", &KeyError{Key: etcdKey, Problem: "etcd key does not start with " + EtcdPrefix}
 	}
 	label, modelKey, ok = strings.Cut(rest, "/")
-	if !ok || label == "" || modelKey == "" {
+	if !ok || label == "" || modelKey == "" || strings.HasPrefix(modelKey, "/") {
 		return "", "", &KeyError{Key: etcdKey, Problem: "etcd key is not " + EtcdPrefix + "<label>/<model key>"}
+	}
+	if err := ValidLabel(label); err != nil {
+		return "", "", &KeyError{Key: etcdKey, Problem: err.Error()}
 	}
 	return label, modelKey, nil
 }

@@ -20,11 +20,11 @@ const MaxNameLen = 255
 func checkName(s string) error {
 	switch {
 	case s == "":
-		return fmt.Errorf("empty")
+		return fmt.Errorf("is empty")
 	case len(s) > MaxNameLen:
-		return fmt.Errorf("longer than %d bytes", MaxNameLen)
+		return fmt.Errorf("is longer than %d bytes", MaxNameLen)
 	case !utf8.ValidString(s):
-		return fmt.Errorf("not valid UTF-8")
+		return fmt.Errorf("is not valid UTF-8")
 	}
 	for _, r := range s {
 		if unicode.IsSpace(r) || unicode.IsControl(r) || !unicode.IsPrint(r) {
@@ -104,8 +104,10 @@ func (e *ValidationError) FieldNames() []string {
 
 // name checks a required name field.
 func (f *fieldErrors) name(field, v string) {
-	if err := checkName(v); err != nil {
-		f.add(field, "name %q is %v", v, err)
+	if v == "" {
+		f.add(field, "required")
+	} else if err := checkName(v); err != nil {
+		f.add(field, "name %q %v", v, err)
 	}
 }
 
@@ -178,8 +180,11 @@ func keyPrefix(part, ip, length string) (netip.Prefix, error) {
 		return netip.Prefix{}, err
 	}
 	bits, err := strconv.Atoi(length)
-	if err != nil || strconv.Itoa(bits) != length || bits < 0 || bits > a.BitLen() {
+	if err != nil || bits < 0 || bits > a.BitLen() {
 		return netip.Prefix{}, fmt.Errorf("%s prefix length %q is not a number from 0 to %d", part, length, a.BitLen())
+	}
+	if canon := strconv.Itoa(bits); canon != length {
+		return netip.Prefix{}, fmt.Errorf("%s prefix length %q is not in canonical form %q", part, length, canon)
 	}
 	p := netip.PrefixFrom(a, bits)
 	if p.Masked() != p {
@@ -191,8 +196,11 @@ func keyPrefix(part, ip, length string) (netip.Prefix, error) {
 // keyUint parses a decimal uint32 part of a key, without leading zeros.
 func keyUint(part, s string) (uint32, error) {
 	v, err := strconv.ParseUint(s, 10, 32)
-	if err != nil || strconv.FormatUint(v, 10) != s {
-		return 0, fmt.Errorf("%s %q is not a decimal number (0 to 4294967295)", part, s)
+	if err != nil {
+		return 0, fmt.Errorf("%s %q is not a decimal number from 0 to 4294967295", part, s)
+	}
+	if canon := strconv.FormatUint(v, 10); canon != s {
+		return 0, fmt.Errorf("%s %q is not in canonical form %q", part, s, canon)
 	}
 	return uint32(v), nil
 }
@@ -200,7 +208,7 @@ func keyUint(part, s string) (uint32, error) {
 // keyName checks a name part of a key.
 func keyName(part, s string) error {
 	if err := checkName(s); err != nil {
-		return fmt.Errorf("%s %q is %v", part, s, err)
+		return fmt.Errorf("%s %q %v", part, s, err)
 	}
 	return nil
 }
