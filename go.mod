@@ -9,4 +9,7 @@ require (
 	pgregory.net/rapid v1.2.0
 )
 
-require sigs.k8s.io/yaml v1.4.0 // indirect
+require (
+	github.com/prometheus/client_golang v1.20.5 // indirect
+	sigs.k8s.io/yaml v1.4.0 // indirect
+)

@@ -21,6 +21,7 @@ type history struct {
 	sizes    []int
 	first    int // records[first:] are kept
 	bytes    int
+	trimmed  uint64 // records dropped by the limits
 }
 
 func newHistory(maxCount, maxBytes int, maxAge time.Duration) *history {
@@ -59,6 +60,7 @@ func (h *history) add(r *api.RecordedTxn) {
 		h.bytes -= h.sizes[h.first]
 		h.records[h.first] = nil
 		h.first++
+		h.trimmed++
 	}
 	// Compact when half the slice is trimmed records.
 	if h.first > 64 && h.first > len(h.records)/2 {
@@ -84,18 +86,47 @@ func (h *history) get(seq uint64) *api.RecordedTxn {
 	return nil
 }
 
+// between returns the records that started in [since, until] (zero times
+// leave that end open). Records are in sequence order and start in that
+// order, so both ends are found by binary search.
 func (h *history) between(since, until time.Time) []*api.RecordedTxn {
 	h.mu.RLock()
 	defer h.mu.RUnlock()
-	var out []*api.RecordedTxn
-	for _, r := range h.kept() {
-		if !since.IsZero() && r.Start.Before(since) {
-			continue
-		}
-		if !until.IsZero() && r.Start.After(until) {
-			continue
-		}
-		out = append(out, r)
+	recs := h.kept()
+	lo, hi := 0, len(recs)
+	if !since.IsZero() {
+		lo = sort.Search(len(recs), func(i int) bool { return !recs[i].Start.Before(since) })
 	}
-	return out
+	if !until.IsZero() {
+		hi = sort.Search(len(recs), func(i int) bool { return recs[i].Start.After(until) })
+	}
+	if lo >= hi {
+		return nil
+	}
+	return append([]*api.RecordedTxn(nil), recs[lo:hi]...)
+}
+
+// snapshot returns the kept records (a copy of the slice) and the history's
+// description.
+func (h *history) snapshot() ([]*api.RecordedTxn, api.HistoryInfo) {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	recs := append([]*api.RecordedTxn(nil), h.kept()...)
+	return recs, h.infoLocked()
+}
+
+func (h *history) info() api.HistoryInfo {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	return h.infoLocked()
+}
+
+func (h *history) infoLocked() api.HistoryInfo {
+	info := api.HistoryInfo{Trimmed: h.trimmed, Kept: len(h.records) - h.first, Bytes: h.bytes,
+		MaxCount: h.maxCount, MaxBytes: h.maxBytes, MaxAge: h.maxAge}
+	if recs := h.kept(); len(recs) > 0 {
+		info.OldestSeq, info.OldestStart = recs[0].SeqNum, recs[0].Start
+		info.NewestSeq = recs[len(recs)-1].SeqNum
+	}
+	return info
 }

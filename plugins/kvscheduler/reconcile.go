@@ -111,6 +111,8 @@ func (r *txnRun) recordOp(n *node, op api.TxnOperation, prevValue, newValue prot
 		IsRecreate: fl.recreate,
 		WasPending: prev.state == api.ValueStatePending,
 		IsPending:  n.state == api.ValueStatePending,
+		IsFixed: err == nil && (prev.state == api.ValueStateFailed || prev.state == api.ValueStateRetrying || prev.state == api.ValueStateInvalid) &&
+			(n.state == api.ValueStateConfigured || n.state == api.ValueStateObtained || n.state == api.ValueStateRemoved),
 	}
 }
 
@@ -121,6 +123,7 @@ func statusOf(n *node) status { return status{n.state, n.lastOp, n.err, n.detail
 // call runs a CRUD callback without the graph lock, turning a panic into a
 // non-retriable error so one broken descriptor cannot stop the scheduler.
 func (r *txnRun) call(n *node, what string, f func() error) (err error) {
+	start := r.s.clock.Now()
 	r.s.callback(func() {
 		defer func() {
 			if p := recover(); p != nil {
@@ -129,8 +132,16 @@ func (r *txnRun) call(n *node, what string, f func() error) (err error) {
 		}()
 		err = f()
 	})
+	if obs := r.s.opts.Observer; obs != nil {
+		if op, ok := crudOps[what]; ok {
+			obs.OpDone(n.descName(), op, err, r.s.clock.Now().Sub(start))
+		}
+	}
 	return err
 }
+
+// crudOps are the callbacks observed as operations, by the name call gets.
+var crudOps = map[string]api.TxnOperation{"Create": api.OpCreate, "Update": api.OpUpdate, "Delete": api.OpDelete}
 
 // pure runs a callback that must not call the scheduler (Validate,
 // Dependencies, DerivedValues, comparators), converting a panic into an error.

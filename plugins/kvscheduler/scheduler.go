@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"runtime"
 	"sort"
@@ -39,6 +40,17 @@ type Options struct {
 	// HistoryMaxAge drops records older than this (default 24 h; negative:
 	// no age limit).
 	HistoryMaxAge time.Duration
+	// TxnLog, when set, receives the transaction log as boxed text: the
+	// arguments and the plan before execution (so a crash leaves a trace),
+	// the executed operations after (see package txnlog). The Logger gets
+	// one summary record per transaction either way.
+	TxnLog io.Writer
+	// TxnLogMaxItems is how many values and operations each section of
+	// the transaction log lists before it summarises the rest (0: 20;
+	// negative: all).
+	TxnLogMaxItems int
+	// Observer receives events for metrics (see package metrics).
+	Observer api.Observer
 }
 
 // Clock is the scheduler's source of time, injected so tests control it.
@@ -95,6 +107,10 @@ type Scheduler struct {
 
 	// runs counts transaction runs (worker only).
 	runs uint64
+
+	statsMu   sync.Mutex
+	txnCounts map[api.TxnType]uint64
+	txnLogMu  sync.Mutex
 }
 
 var _ api.KVScheduler = (*Scheduler)(nil)
@@ -125,6 +141,7 @@ func New(opts Options) *Scheduler {
 		retryTimers: make(map[*retryTicket]func() bool),
 		history:     newHistory(opts.HistorySize, opts.HistoryMaxBytes, opts.HistoryMaxAge),
 		watch:       newWatchers(),
+		txnCounts:   map[api.TxnType]uint64{},
 	}
 	if s.clock == nil {
 		s.clock = realClock{}
@@ -299,6 +316,8 @@ type queuedTxn struct {
 	barrier bool
 	// done receives the result of a blocking commit.
 	done chan txnResult
+	// enqueued is when the transaction entered the queue.
+	enqueued time.Time
 }
 
 type txnResult struct {
@@ -337,6 +356,7 @@ func (s *Scheduler) enqueue(qt *queuedTxn, bounded bool) (uint64, error) {
 	if !qt.barrier {
 		s.nextSeq++
 		qt.seq = s.nextSeq
+		qt.enqueued = s.clock.Now()
 	}
 	if bounded {
 		s.nbQueued++

@@ -101,6 +101,7 @@ func (s *Scheduler) executeSteps(steps *chunks[step]) (int, []any, error) {
 		n, d := st.n, st.n.desc.d
 		var out any
 		var err error
+		start := s.clock.Now()
 		s.callback(func() {
 			defer func() {
 				if p := recover(); p != nil {
@@ -116,6 +117,9 @@ func (s *Scheduler) executeSteps(steps *chunks[step]) (int, []any, error) {
 				err = d.Delete(n.key, st.from, meta)
 			}
 		})
+		if s.opts.Observer != nil {
+			s.opts.Observer.OpDone(d.Name, st.op, err, s.clock.Now().Sub(start))
+		}
 		if err != nil {
 			failure = err
 			return

@@ -134,6 +134,12 @@ func (s *Scheduler) processTxn(qt *queuedTxn) error {
 		}
 	}
 	s.logResult(rec, len(kvErrs))
+	s.statsMu.Lock()
+	s.txnCounts[rec.TxnType]++
+	s.statsMu.Unlock()
+	if s.opts.Observer != nil {
+		s.opts.Observer.TxnDone(rec, rec.Start.Sub(qt.enqueued), len(kvErrs) > 0)
+	}
 	if len(kvErrs) > 0 {
 		return &api.TransactionError{KVErrors: kvErrs}
 	}
@@ -925,6 +931,9 @@ func (s *Scheduler) scheduleRetries(r *txnRun, qt *queuedTxn) {
 	}
 	if len(keys) == 0 {
 		return
+	}
+	if s.opts.Observer != nil {
+		s.opts.Observer.RetryScheduled(len(keys))
 	}
 	period := opt.Period
 	if opt.ExpBackoff {

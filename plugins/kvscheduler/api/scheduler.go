@@ -54,6 +54,28 @@ type KVScheduler interface {
 	// when it is not (or no longer) kept.
 	GetRecordedTransaction(seqNum uint64) *RecordedTxn
 
+	// GetHistoryInfo says which transactions the history still holds.
+	GetHistoryInfo() HistoryInfo
+
+	// GetKeyTimeline returns the revisions of a key over the kept history,
+	// oldest first (nil when the history has no operation on it and the
+	// graph does not hold it). It scans the kept records: O(kept operations).
+	GetKeyTimeline(key string) []KeyRevision
+
+	// GetGraphSnapshot returns the graph as it was at time t: the current
+	// graph with the operations of later transactions undone. A zero t is
+	// now. ErrNotInHistory (wrapped, saying where the history starts) when t
+	// is before the oldest kept transaction.
+	GetGraphSnapshot(t time.Time) (*GraphSnapshot, error)
+
+	// GetGraphAsOf returns the graph as it was right after transaction seq,
+	// with the keys it operated on in Changed. ErrNotInHistory (wrapped)
+	// when the record is not kept.
+	GetGraphAsOf(seq uint64) (*GraphSnapshot, error)
+
+	// GetStats returns counters of values, the queue and the history.
+	GetStats() SchedulerStats
+
 	// DumpValuesByDescriptor returns the values of one descriptor in the
 	// given view, sorted by key.
 	DumpValuesByDescriptor(descriptor string, view View) ([]KVWithMetadata, error)

@@ -94,4 +94,28 @@ type RecordedTxnOp struct {
 	WasPending bool
 	// IsPending: the value is PENDING after the operation.
 	IsPending bool
+	// IsFixed: the value had failed (FAILED, RETRYING or INVALID) and the
+	// operation succeeded.
+	IsFixed bool
+}
+
+// Flags returns the names of the operation's flags, as the transaction log
+// and the REST API print them.
+func (op *RecordedTxnOp) Flags() []string {
+	var f []string
+	add := func(on bool, name string) {
+		if on {
+			f = append(f, name)
+		}
+	}
+	add(op.Derived, "DERIVED")
+	add(op.Property, "PROPERTY")
+	add(op.NOOP, "NOOP")
+	add(op.IsRevert, "REVERT")
+	add(op.IsRetry, "RETRY")
+	add(op.IsRecreate, "RECREATE")
+	add(op.WasPending, "WAS-PENDING")
+	add(op.IsPending, "IS-PENDING")
+	add(op.IsFixed, "FIXED")
+	return f
 }

@@ -1,0 +1,326 @@
+package kvscheduler_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/netagent-io/netagent/plugins/kvscheduler"
+	"github.com/netagent-io/netagent/plugins/kvscheduler/api"
+	"github.com/netagent-io/netagent/plugins/kvscheduler/internal/mocksb"
+)
+
+// manualClock is a clock the test moves by hand. Retry timers are not used
+// by these tests.
+type manualClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *manualClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *manualClock) advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}
+
+func (c *manualClock) AfterFunc(d time.Duration, f func()) func() bool {
+	return time.AfterFunc(d, f).Stop
+}
+
+var t0 = time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
+
+// newObsEnv is an env with a manual clock and the interface and route
+// descriptors of the observability tests: route values depend on the key
+// named by "dep=".
+func newObsEnv(t *testing.T, opts kvscheduler.Options) (*env, *manualClock) {
+	t.Helper()
+	clock := &manualClock{now: t0}
+	opts.Clock = clock
+	if opts.Logger == nil {
+		opts.Logger = testLogger(t)
+	}
+	e := &env{t: t, s: kvscheduler.New(opts), sb: mocksb.New()}
+	t.Cleanup(e.s.Close)
+	e.register(
+		mocksb.Options{Name: "iface", Prefix: "iface/", NB: true},
+		mocksb.Options{Name: "route", Prefix: "route/", NB: true, Deps: mocksb.DependsOn},
+	)
+	return e, clock
+}
+
+func revStates(revs []api.KeyRevision) []string {
+	var out []string
+	for _, r := range revs {
+		out = append(out, r.State.String())
+	}
+	return out
+}
+
+func TestKeyTimelinePendingThenConfigured(t *testing.T) {
+	e, clock := newObsEnv(t, kvscheduler.Options{})
+	ctx := context.Background()
+	seq1 := e.mustCommit(ctx, set("route/r1", "via a dep=iface/a"))
+	clock.advance(time.Second)
+	seq2 := e.mustCommit(ctx, set("iface/a", "a"))
+	clock.advance(time.Second)
+	seq3 := e.mustCommit(ctx, del("iface/a"))
+
+	revs := e.s.GetKeyTimeline("route/r1")
+	if got, want := revStates(revs), []string{"PENDING", "CONFIGURED", "PENDING"}; !slices.Equal(got, want) {
+		t.Fatalf("timeline states %v, want %v", got, want)
+	}
+	if revs[0].TxnSeq != seq1 || revs[1].TxnSeq != seq2 || revs[2].TxnSeq != seq3 {
+		t.Errorf("timeline transactions %d %d %d, want %d %d %d", revs[0].TxnSeq, revs[1].TxnSeq, revs[2].TxnSeq, seq1, seq2, seq3)
+	}
+	if !revs[0].Until.Equal(revs[1].Since) || !revs[1].Since.Equal(t0.Add(time.Second)) || !revs[2].Until.IsZero() {
+		t.Errorf("revision times: %v-%v, %v-%v, %v-%v", revs[0].Since, revs[0].Until, revs[1].Since, revs[1].Until, revs[2].Since, revs[2].Until)
+	}
+	if !slices.Contains(revs[1].Flags, "WAS-PENDING") || !slices.Contains(revs[2].Flags, "IS-PENDING") {
+		t.Errorf("flags %v then %v, want WAS-PENDING then IS-PENDING", revs[1].Flags, revs[2].Flags)
+	}
+	if len(revs[1].Dependencies) != 1 || revs[1].Dependencies[0].Key != "iface/a" || !slices.Equal(revs[1].Dependencies[0].Targets, []string{"iface/a"}) {
+		t.Errorf("dependencies of the configured revision: %+v", revs[1].Dependencies)
+	}
+	if mocksb.Text(revs[1].Value) != "via a dep=iface/a" || revs[1].Descriptor != "route" {
+		t.Errorf("revision value %q descriptor %q", mocksb.Text(revs[1].Value), revs[1].Descriptor)
+	}
+
+	// The interface: created, then removed.
+	if got, want := revStates(e.s.GetKeyTimeline("iface/a")), []string{"CONFIGURED", "REMOVED"}; !slices.Equal(got, want) {
+		t.Errorf("timeline of iface/a %v, want %v", got, want)
+	}
+	if revs := e.s.GetKeyTimeline("iface/never"); revs != nil {
+		t.Errorf("timeline of an unknown key: %v", revs)
+	}
+}
+
+func TestGraphAsOfAnOldTransaction(t *testing.T) {
+	e, clock := newObsEnv(t, kvscheduler.Options{})
+	ctx := context.Background()
+	seq1 := e.mustCommit(ctx, set("route/r1", "via a dep=iface/a"))
+	clock.advance(time.Second)
+	seq2 := e.mustCommit(ctx, set("iface/a", "a"))
+
+	old, err := e.s.GetGraphAsOf(seq1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if old.Current || old.TxnSeq != seq1 || !slices.Equal(old.Changed, []string{"route/r1"}) {
+		t.Errorf("snapshot #%d: current %v, seq %d, changed %v", seq1, old.Current, old.TxnSeq, old.Changed)
+	}
+	if len(old.Nodes) != 1 || old.Nodes[0].Key != "route/r1" || old.Nodes[0].State != api.ValueStatePending {
+		t.Fatalf("graph as of #%d: %+v, want only route/r1 PENDING", seq1, old.Nodes)
+	}
+	if d := old.Nodes[0].Dependencies; len(d) != 1 || d[0].Satisfied || len(d[0].Targets) != 0 {
+		t.Errorf("dependency of route/r1 as of #%d: %+v, want unsatisfied without target", seq1, d)
+	}
+
+	now, err := e.s.GetGraphAsOf(seq2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !now.Current || len(now.Nodes) != 2 {
+		t.Fatalf("graph as of #%d: %+v", seq2, now)
+	}
+	for _, n := range now.Nodes {
+		if n.State != api.ValueStateConfigured {
+			t.Errorf("%s is %v as of #%d", n.Key, n.State, seq2)
+		}
+	}
+	if d := now.Nodes[1].Dependencies; now.Nodes[1].Key != "route/r1" || len(d) != 1 || !d[0].Satisfied || !slices.Equal(d[0].Targets, []string{"iface/a"}) {
+		t.Errorf("dependency of route/r1 now: %+v", now.Nodes[1])
+	}
+
+	if _, err := e.s.GetGraphAsOf(99); !errors.Is(err, api.ErrNotInHistory) || !strings.Contains(err.Error(), "history starts at #1") {
+		t.Errorf("graph as of an unknown transaction: %v", err)
+	}
+}
+
+func TestGraphSnapshotAtTime(t *testing.T) {
+	e, clock := newObsEnv(t, kvscheduler.Options{})
+	ctx := context.Background()
+	clock.advance(time.Minute)
+	e.mustCommit(ctx, set("iface/a", "a"))
+	clock.advance(time.Minute)
+	e.mustCommit(ctx, set("iface/a", "a2"), set("iface/b", "b"))
+
+	snap, err := e.s.GetGraphSnapshot(t0.Add(90 * time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(snap.Nodes) != 1 || snap.Nodes[0].Key != "iface/a" || mocksb.Text(snap.Nodes[0].Value) != "a" || snap.TxnSeq != 1 {
+		t.Errorf("graph at t0+90s: seq %d, %+v; want iface/a=a only", snap.TxnSeq, snap.Nodes)
+	}
+	cur, err := e.s.GetGraphSnapshot(time.Time{})
+	if err != nil || !cur.Current || len(cur.Nodes) != 2 || mocksb.Text(cur.Nodes[0].Value) != "a2" {
+		t.Errorf("current graph: %+v, %v", cur, err)
+	}
+	if _, err := e.s.GetGraphSnapshot(t0); !errors.Is(err, api.ErrNotInHistory) {
+		t.Errorf("graph before the history: %v, want ErrNotInHistory", err)
+	}
+}
+
+func TestHistoryRetentionIsReported(t *testing.T) {
+	e, clock := newObsEnv(t, kvscheduler.Options{HistorySize: 3})
+	ctx := context.Background()
+	for i := range 5 {
+		clock.advance(time.Second)
+		e.mustCommit(ctx, set("iface/a", strings.Repeat("x", i+1)))
+	}
+	info := e.s.GetHistoryInfo()
+	if info.Kept != 3 || info.Trimmed != 2 || info.OldestSeq != 3 || info.NewestSeq != 5 || info.MaxCount != 3 {
+		t.Errorf("history info %+v", info)
+	}
+	if got := info.Starts(); got != "history starts at #3 (2026-11-21T12:00:03Z)" {
+		t.Errorf("Starts() = %q", got)
+	}
+	if _, err := e.s.GetGraphAsOf(2); err == nil || !strings.Contains(err.Error(), "history starts at #3") {
+		t.Errorf("graph as of a trimmed transaction: %v", err)
+	}
+	// The timeline starts with the value before the oldest kept operation.
+	revs := e.s.GetKeyTimeline("iface/a")
+	if len(revs) != 4 || revs[0].TxnSeq != 0 || mocksb.Text(revs[0].Value) != "xx" || mocksb.Text(revs[3].Value) != "xxxxx" {
+		t.Errorf("timeline after trimming: %d revisions, first %+v", len(revs), revs[0])
+	}
+}
+
+func TestTransactionHistoryRange(t *testing.T) {
+	e, clock := newObsEnv(t, kvscheduler.Options{})
+	ctx := context.Background()
+	for i := range 6 {
+		clock.advance(10 * time.Second)
+		e.mustCommit(ctx, set("iface/a", strings.Repeat("y", i+1)))
+	}
+	seqs := func(recs []*api.RecordedTxn) []uint64 {
+		var out []uint64
+		for _, r := range recs {
+			out = append(out, r.SeqNum)
+		}
+		return out
+	}
+	for _, c := range []struct {
+		since, until time.Time
+		want         []uint64
+	}{
+		{time.Time{}, time.Time{}, []uint64{1, 2, 3, 4, 5, 6}},
+		{t0.Add(20 * time.Second), time.Time{}, []uint64{2, 3, 4, 5, 6}},
+		{t0.Add(21 * time.Second), t0.Add(40 * time.Second), []uint64{3, 4}},
+		{time.Time{}, t0.Add(10 * time.Second), []uint64{1}},
+		{t0.Add(100 * time.Second), time.Time{}, nil},
+		{t0.Add(40 * time.Second), t0.Add(30 * time.Second), nil},
+	} {
+		if got := seqs(e.s.GetTransactionHistory(c.since, c.until)); !slices.Equal(got, c.want) {
+			t.Errorf("history [%v, %v]: %v, want %v", c.since, c.until, got, c.want)
+		}
+	}
+}
+
+func TestStats(t *testing.T) {
+	e, _ := newObsEnv(t, kvscheduler.Options{})
+	ctx := context.Background()
+	e.mustCommit(ctx, set("iface/a", "a"), set("route/r1", "dep=iface/a"), set("route/r2", "dep=iface/b"))
+	st := e.s.GetStats()
+	if st.ValuesByState["CONFIGURED"] != 2 || st.ValuesByState["PENDING"] != 1 {
+		t.Errorf("values by state %v", st.ValuesByState)
+	}
+	if st.ValuesByDescriptor["route"]["PENDING"] != 1 || st.ValuesByDescriptor["iface"]["CONFIGURED"] != 1 {
+		t.Errorf("values by descriptor %v", st.ValuesByDescriptor)
+	}
+	if st.Transactions["NB transaction"] != 1 || st.History.Kept != 1 || st.QueueLength != 0 {
+		t.Errorf("stats %+v", st)
+	}
+}
+
+// recordingObserver keeps what the scheduler reported.
+type recordingObserver struct {
+	mu      sync.Mutex
+	txns    []string
+	ops     []string
+	retries int
+}
+
+func (o *recordingObserver) TxnDone(rec *api.RecordedTxn, wait time.Duration, failed bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	s := rec.TxnType.String()
+	if failed {
+		s += " failed"
+	}
+	o.txns = append(o.txns, s)
+}
+
+func (o *recordingObserver) OpDone(descriptor string, op api.TxnOperation, err error, latency time.Duration) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	s := descriptor + " " + op.String()
+	if err != nil {
+		s += " error"
+	}
+	o.ops = append(o.ops, s)
+}
+
+func (o *recordingObserver) RetryScheduled(n int) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.retries += n
+}
+
+func TestObserverSeesTransactionsAndOperations(t *testing.T) {
+	obs := &recordingObserver{}
+	e, _ := newObsEnv(t, kvscheduler.Options{Observer: obs})
+	e.mustCommit(context.Background(), set("iface/a", "a"), set("route/r1", "dep=iface/a"))
+	e.sb.Fail("create", "iface/b", nil, 1)
+	retry := api.WithRetry(context.Background(), time.Hour, 1, false)
+	if _, err := e.commit(retry, set("iface/b", "b")); err == nil {
+		t.Fatal("commit with a failing create: no error")
+	}
+	obs.mu.Lock()
+	defer obs.mu.Unlock()
+	if want := []string{"NB transaction", "NB transaction failed"}; !slices.Equal(obs.txns, want) {
+		t.Errorf("transactions %v, want %v", obs.txns, want)
+	}
+	if want := []string{"iface CREATE", "route CREATE", "iface CREATE error"}; !slices.Equal(obs.ops, want) {
+		t.Errorf("operations %v, want %v", obs.ops, want)
+	}
+	if obs.retries != 1 {
+		t.Errorf("retries scheduled %d, want 1", obs.retries)
+	}
+}
+
+func TestRevertedTransactionRecord(t *testing.T) {
+	e, _ := newObsEnv(t, kvscheduler.Options{})
+	e.mustCommit(context.Background(), set("iface/a", "a"))
+	e.sb.Fail("create", "route/r1", nil, 1)
+	seq, err := e.commit(api.WithRevert(context.Background()), set("iface/a", "a2"), set("route/r1", "dep=iface/a"))
+	if err == nil {
+		t.Fatal("reverted commit: no error")
+	}
+	rec := e.s.GetRecordedTransaction(seq)
+	var reverts []string
+	for _, op := range rec.Executed {
+		if op.IsRevert {
+			reverts = append(reverts, op.Operation.String()+" "+op.Key)
+		}
+	}
+	if want := []string{"UPDATE iface/a"}; !slices.Equal(reverts, want) {
+		t.Errorf("REVERT operations %v, want %v", reverts, want)
+	}
+	// The graph as of the reverted transaction is the graph before it.
+	snap, err := e.s.GetGraphAsOf(seq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(snap.Nodes) != 1 || mocksb.Text(snap.Nodes[0].Value) != "a" {
+		t.Errorf("graph after the reverted transaction: %+v", snap.Nodes)
+	}
+}
