@@ -127,9 +127,36 @@
 // # History
 //
 // Transaction records are kept for GetTransactionHistory and
-// GetRecordedTransaction, bounded by count (Options.HistorySize), estimated
-// memory (HistoryMaxBytes) and age (HistoryMaxAge), so memory stays flat
-// under sustained churn.
+// GetRecordedTransaction (binary searches: O(log n)), bounded by count
+// (Options.HistorySize), estimated memory (HistoryMaxBytes) and age
+// (HistoryMaxAge), so memory stays flat under sustained churn.
+// GetHistoryInfo says where the kept history starts and how many records
+// were trimmed. A record holds the input values, the planned and the
+// executed operations, each with the value and state before and after and
+// its flags (DERIVED, PROPERTY, NOOP, REVERT, RETRY, RECREATE, WAS-PENDING,
+// IS-PENDING, FIXED).
+//
+// Key timelines (GetKeyTimeline) and graph snapshots (GetGraphSnapshot at a
+// time, GetGraphAsOf a transaction) are computed from the kept records when
+// asked for: a timeline lists the operations on one key; a snapshot copies
+// the current graph and undoes, newest first, the operations of later
+// transactions, then resolves the dependencies (asking descriptors for those
+// of past values). Nothing is recorded for them while transactions run; they
+// reach back as far as the history does, and a time or transaction before it
+// is reported as api.ErrNotInHistory with where the history starts. States
+// set without an operation (RETRYING between a failure and its retry) show
+// in the current graph only.
+//
+// # Transaction log and metrics
+//
+// The Logger gets one summary record per transaction (attribute "txn"). With
+// Options.TxnLog set, the boxed text log of package txnlog is written there
+// too: the arguments and the plan before any descriptor is called (a crash
+// leaves a trace), the executed operations and the duration after; sections
+// longer than Options.TxnLogMaxItems are summarised. Options.Observer (see
+// package metrics) is told of every transaction, descriptor call and
+// scheduled retry; GetStats counts values by state and descriptor. Package
+// rest serves all of this over HTTP under /scheduler/.
 //
 // # Southbound notifications
 //

@@ -324,3 +324,35 @@ func TestRevertedTransactionRecord(t *testing.T) {
 		t.Errorf("graph after the reverted transaction: %+v", snap.Nodes)
 	}
 }
+
+// TestTxnLogWriter: with Options.TxnLog, the boxed log of every transaction
+// is written: the plan part before the descriptors are called, the result
+// after.
+func TestTxnLogWriter(t *testing.T) {
+	var log strings.Builder
+	var atCreate string
+	e, _ := newObsEnv(t, kvscheduler.Options{TxnLog: &syncWriter{w: &log}})
+	e.sb.Hook = func(kind, key string) {
+		if kind == "create" {
+			atCreate = log.String()
+		}
+	}
+	e.mustCommit(context.Background(), set("iface/a", "a"))
+	if !strings.Contains(atCreate, "Transaction #1") || !strings.Contains(atCreate, "planned operations") || strings.Contains(atCreate, "took") {
+		t.Errorf("log when Create ran:\n%s\nwant the plan and not yet the result", atCreate)
+	}
+	if out := log.String(); !strings.Contains(out, "iface/a") || !strings.Contains(out, "#1 took") {
+		t.Errorf("transaction log:\n%s", out)
+	}
+}
+
+type syncWriter struct {
+	mu sync.Mutex
+	w  *strings.Builder
+}
+
+func (w *syncWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.w.Write(p)
+}

@@ -631,9 +631,19 @@ func (s *Scheduler) GetRecordedTransaction(seqNum uint64) *api.RecordedTxn {
 func (s *Scheduler) DumpValuesByDescriptor(descriptor string, view api.View) ([]api.KVWithMetadata, error) {
 	di := s.descs.Load().byName[descriptor]
 	if di == nil {
-		return nil, fmt.Errorf("dump: unknown descriptor %q", descriptor)
+		return nil, fmt.Errorf("dump: %w %q", api.ErrUnknownDescriptor, descriptor)
 	}
 	return s.dump(view, "", di)
+}
+
+// GetRegisteredDescriptors returns the names of the registered descriptors,
+// in registration order.
+func (s *Scheduler) GetRegisteredDescriptors() []string {
+	var names []string
+	for _, di := range s.descs.Load().list {
+		names = append(names, di.d.Name)
+	}
+	return names
 }
 
 // DumpValuesByKeyPrefix implements api.KVScheduler.

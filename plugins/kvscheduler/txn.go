@@ -11,6 +11,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/netagent-io/netagent/plugins/kvscheduler/api"
+	"github.com/netagent-io/netagent/plugins/kvscheduler/txnlog"
 )
 
 // retryKey is a failed key waiting for a retry, at the revision that failed.
@@ -1073,6 +1074,13 @@ func (s *Scheduler) publishStatus(r *txnRun) {
 func (s *Scheduler) logPlan(rec *api.RecordedTxn) {
 	s.logger.Debug("transaction planned", "txn", rec.SeqNum, "type", rec.TxnType.String(),
 		"resync", rec.ResyncType.String(), "values", len(rec.Values), "planned", len(rec.Planned))
+	if s.opts.TxnLog != nil {
+		s.txnLogMu.Lock()
+		defer s.txnLogMu.Unlock()
+		if err := txnlog.WritePlan(s.opts.TxnLog, rec, txnlog.Options{MaxItems: s.opts.TxnLogMaxItems}); err != nil {
+			s.logger.Warn("writing the transaction log", "txn", rec.SeqNum, "error", err)
+		}
+	}
 }
 
 func (s *Scheduler) logResult(rec *api.RecordedTxn, errors int) {
@@ -1082,4 +1090,11 @@ func (s *Scheduler) logResult(rec *api.RecordedTxn, errors int) {
 	}
 	level("transaction done", "txn", rec.SeqNum, "type", rec.TxnType.String(),
 		"executed", len(rec.Executed), "errors", errors, "duration", rec.Stop.Sub(rec.Start).Round(time.Microsecond))
+	if s.opts.TxnLog != nil {
+		s.txnLogMu.Lock()
+		defer s.txnLogMu.Unlock()
+		if err := txnlog.WriteResult(s.opts.TxnLog, rec, txnlog.Options{MaxItems: s.opts.TxnLogMaxItems}); err != nil {
+			s.logger.Warn("writing the transaction log", "txn", rec.SeqNum, "error", err)
+		}
+	}
 }

@@ -15,6 +15,8 @@ var (
 	ErrRevertNotSupportedWithResync = errors.New("revert is not supported with resync")
 	// ErrNilKey: an empty key was given.
 	ErrNilKey = errors.New("empty key")
+	// ErrUnknownDescriptor: no descriptor of that name is registered.
+	ErrUnknownDescriptor = errors.New("unknown descriptor")
 )
 
 // InvalidValueError is returned by Validate: the value cannot be applied and

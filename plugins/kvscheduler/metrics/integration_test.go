@@ -1,0 +1,66 @@
+package metrics_test
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/netagent-io/netagent/plugins/kvscheduler"
+	"github.com/netagent-io/netagent/plugins/kvscheduler/internal/mocksb"
+	"github.com/netagent-io/netagent/plugins/kvscheduler/metrics"
+)
+
+// TestWiredToAScheduler: the metrics of a real scheduler, as the daemon
+// wires them: the observer in the options, the scheduler as the source.
+func TestWiredToAScheduler(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m, err := metrics.New(reg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := kvscheduler.New(kvscheduler.Options{Observer: m, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	defer s.Close()
+	m.SetSource(s)
+	sb := mocksb.New()
+	if err := s.RegisterKVDescriptor(
+		sb.Descriptor(mocksb.Options{Name: "iface", Prefix: "iface/", NB: true}),
+		sb.Descriptor(mocksb.Options{Name: "route", Prefix: "route/", NB: true, Deps: mocksb.DependsOn}),
+	); err != nil {
+		t.Fatal(err)
+	}
+	sb.Fail("create", "iface/b", nil, 1)
+	txn := s.StartNBTransaction().
+		SetValue("iface/a", mocksb.Str("a")).
+		SetValue("iface/b", mocksb.Str("b")).
+		SetValue("route/r1", mocksb.Str("dep=iface/a")).
+		SetValue("route/r2", mocksb.Str("dep=iface/x"))
+	if _, err := txn.Commit(context.Background()); err == nil {
+		t.Fatal("commit with a failing create: no error")
+	}
+	want := `
+# HELP netagent_scheduler_operations_total Descriptor CRUD callbacks that returned, by descriptor, operation and result.
+# TYPE netagent_scheduler_operations_total counter
+netagent_scheduler_operations_total{descriptor="iface",operation="create",result="error"} 1
+netagent_scheduler_operations_total{descriptor="iface",operation="create",result="ok"} 1
+netagent_scheduler_operations_total{descriptor="route",operation="create",result="ok"} 1
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "netagent_scheduler_operations_total"); err != nil {
+		t.Error(err)
+	}
+	wantValues := `
+# HELP netagent_scheduler_values Values in the KV Scheduler's graph by descriptor and state (derived values included).
+# TYPE netagent_scheduler_values gauge
+netagent_scheduler_values{descriptor="iface",state="configured"} 1
+netagent_scheduler_values{descriptor="iface",state="failed"} 1
+netagent_scheduler_values{descriptor="route",state="configured"} 1
+netagent_scheduler_values{descriptor="route",state="pending"} 1
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(wantValues), "netagent_scheduler_values"); err != nil {
+		t.Error(err)
+	}
+}
