@@ -1,0 +1,194 @@
+package nsplugin_test
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/vishvananda/netlink"
+
+	"github.com/netagent-io/netagent/plugins/linux/nsplugin"
+	linuxns "github.com/netagent-io/netagent/proto/linux/namespace"
+)
+
+// needRoot skips unless the test may create namespaces.
+func needRoot(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to create network namespaces (CI runs as root)")
+	}
+}
+
+func uniqueName(t *testing.T, prefix string) string {
+	return fmt.Sprintf("%s-%d-%d", prefix, os.Getpid(), len(t.Name()))
+}
+
+func newManager(t *testing.T) *nsplugin.Manager {
+	t.Helper()
+	m, err := nsplugin.NewManager()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(m.Close)
+	return m
+}
+
+func named(name string) nsplugin.Ref {
+	return nsplugin.Ref{Type: linuxns.NetNamespace_NSID, Reference: name}
+}
+
+func TestNamedNamespaceIsCreatedAndRemoved(t *testing.T) {
+	needRoot(t)
+	m := newManager(t)
+	name := uniqueName(t, "nstest-create")
+	t.Cleanup(func() { _ = exec.Command("ip", "netns", "del", name).Run() })
+
+	if _, err := m.Handle(named(name), false); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("handle of a missing namespace without create: %v, want os.ErrNotExist", err)
+	}
+	h, err := m.Handle(named(name), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !m.Created(name) || !m.Exists(named(name)) {
+		t.Errorf("created %v, exists %v", m.Created(name), m.Exists(named(name)))
+	}
+	links, err := h.LinkList()
+	if err != nil || len(links) != 1 || links[0].Attrs().Name != "lo" {
+		t.Fatalf("links in the new namespace: %v, %v; want lo only", links, err)
+	}
+	out, err := exec.Command("ip", "netns", "list").Output()
+	if err != nil || !strings.Contains(string(out), name) {
+		t.Errorf("ip netns list: %q, %v", out, err)
+	}
+	// A link made through the handle lives there, not here.
+	if err := h.LinkAdd(&netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: "nst0"}, PeerName: "nst1"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := netlink.LinkByName("nst0"); err == nil {
+		t.Error("the veth made in the namespace is in the agent's namespace")
+	}
+	if out, err := exec.Command("ip", "-n", name, "link", "show", "nst0").CombinedOutput(); err != nil {
+		t.Errorf("ip -n %s link show nst0: %s %v", name, out, err)
+	}
+
+	if err := m.RemoveIfCreated(name); err != nil {
+		t.Fatal(err)
+	}
+	if m.Exists(named(name)) {
+		t.Error("namespace still exists after RemoveIfCreated")
+	}
+}
+
+func TestForeignNamespaceIsNeverRemoved(t *testing.T) {
+	needRoot(t)
+	m := newManager(t)
+	name := uniqueName(t, "nstest-foreign")
+	if out, err := exec.Command("ip", "netns", "add", name).CombinedOutput(); err != nil {
+		t.Fatalf("ip netns add: %s %v", out, err)
+	}
+	t.Cleanup(func() { _ = exec.Command("ip", "netns", "del", name).Run() })
+	if _, err := m.Handle(named(name), true); err != nil {
+		t.Fatal(err)
+	}
+	if m.Created(name) {
+		t.Error("a namespace made by someone else counts as the agent's")
+	}
+	if err := m.RemoveIfCreated(name); err != nil || !m.Exists(named(name)) {
+		t.Errorf("RemoveIfCreated of a foreign namespace: %v, exists %v", err, m.Exists(named(name)))
+	}
+}
+
+func TestNamespaceRecreatedIsReopened(t *testing.T) {
+	needRoot(t)
+	m := newManager(t)
+	name := uniqueName(t, "nstest-reopen")
+	t.Cleanup(func() { _ = exec.Command("ip", "netns", "del", name).Run() })
+	h1, err := m.Handle(named(name), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("sh", "-c", "ip netns del "+name+" && ip netns add "+name+" && ip -n "+name+" link add nsr0 type veth peer name nsr1").CombinedOutput(); err != nil {
+		t.Fatalf("%s %v", out, err)
+	}
+	h2, err := m.Handle(named(name), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h1 == h2 {
+		t.Error("the handle of a re-created namespace was not reopened")
+	}
+	if _, err := h2.LinkByName("nsr0"); err != nil {
+		t.Errorf("link in the re-created namespace: %v", err)
+	}
+}
+
+func TestDoRunsInsideAndComesBack(t *testing.T) {
+	needRoot(t)
+	m := newManager(t)
+	name := uniqueName(t, "nstest-do")
+	t.Cleanup(func() { _ = exec.Command("ip", "netns", "del", name).Run() })
+	if _, err := m.Handle(named(name), true); err != nil {
+		t.Fatal(err)
+	}
+	self, err := os.Readlink("/proc/thread-self/ns/net")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var inside string
+	if err := m.Do(named(name), func() error {
+		var err error
+		inside, err = os.Readlink("/proc/thread-self/ns/net")
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if inside == self || inside == "" {
+		t.Errorf("Do ran in %q, the agent's namespace is %q", inside, self)
+	}
+	after, _ := os.Readlink("/proc/thread-self/ns/net")
+	if after != self {
+		t.Errorf("the caller's thread is in %q after Do, want %q", after, self)
+	}
+	wantErr := errors.New("boom")
+	if err := m.Do(named(name), func() error { return wantErr }); !errors.Is(err, wantErr) {
+		t.Errorf("Do returned %v, want the function's error", err)
+	}
+}
+
+func TestOtherReferences(t *testing.T) {
+	needRoot(t)
+	m := newManager(t)
+	pid := nsplugin.Ref{Type: linuxns.NetNamespace_PID, Reference: strconv.Itoa(os.Getpid())}
+	fd := nsplugin.Ref{Type: linuxns.NetNamespace_FD, Reference: "/proc/self/ns/net"}
+	for _, r := range []nsplugin.Ref{{}, pid, fd} {
+		h, err := m.Handle(r, false)
+		if err != nil {
+			t.Fatalf("%s: %v", r, err)
+		}
+		if _, err := h.LinkByName("lo"); err != nil {
+			t.Errorf("%s: lo: %v", r, err)
+		}
+	}
+	for _, c := range []struct {
+		ref  nsplugin.Ref
+		want string
+	}{
+		{nsplugin.Ref{Type: linuxns.NetNamespace_MICROSERVICE, Reference: "vnf1"}, "container runtime"},
+		{nsplugin.Ref{Type: linuxns.NetNamespace_PID, Reference: "abc"}, "not a process ID"},
+		{nsplugin.Ref{Type: linuxns.NetNamespace_FD, Reference: "relative/path"}, "absolute path"},
+		{nsplugin.Ref{Type: linuxns.NetNamespace_NSID, Reference: "../etc"}, "not a file name"},
+		{nsplugin.Ref{Type: linuxns.NetNamespace_PID, Reference: "999999999"}, "no such file"},
+	} {
+		if _, err := m.Handle(c.ref, true); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want an error containing %q", c.ref, err, c.want)
+		}
+	}
+	if !errors.Is(nsplugin.Check(nsplugin.Ref{Type: linuxns.NetNamespace_MICROSERVICE}), nsplugin.ErrUnsupported) {
+		t.Error("MICROSERVICE is not ErrUnsupported")
+	}
+}
