@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what building, testing and regenerating code need, at pinned versions.
 # Safe to run again: it installs only what is missing or at another version.
-#   scripts/install-tools.sh          test dependencies (graphviz, iproute2)
+#   scripts/install-tools.sh          test dependencies (graphviz, iproute2, ping)
 #   scripts/install-tools.sh proto    also protoc and protoc-gen-go
 set -euo pipefail
 
@@ -13,6 +13,7 @@ PROTOC_VERSION=3.21.12
 need_apt=()
 command -v dot >/dev/null 2>&1 || need_apt+=(graphviz)
 command -v ip >/dev/null 2>&1 || need_apt+=(iproute2)
+command -v ping >/dev/null 2>&1 || need_apt+=(iputils-ping)
 if [ "${1:-}" = proto ]; then
   if ! protoc --version 2>/dev/null | grep -q "$PROTOC_VERSION"; then
     need_apt+=(protobuf-compiler)

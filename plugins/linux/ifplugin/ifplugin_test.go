@@ -1,0 +1,389 @@
+package ifplugin_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/vishvananda/netlink"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/netagent-io/netagent/plugins/kvscheduler"
+	"github.com/netagent-io/netagent/plugins/kvscheduler/api"
+	"github.com/netagent-io/netagent/plugins/linux/ifplugin"
+	"github.com/netagent-io/netagent/plugins/linux/nsplugin"
+	linuxif "github.com/netagent-io/netagent/proto/linux/interfaces"
+	linuxns "github.com/netagent-io/netagent/proto/linux/namespace"
+)
+
+func needRoot(t testing.TB) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to create links and namespaces (CI runs as root)")
+	}
+}
+
+// run runs a command and fails the test on error.
+func run(t testing.TB, args ...string) string {
+	t.Helper()
+	out, err := exec.Command(args[0], args[1:]...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}
+
+// agent is a scheduler with the interface plugin and the watcher.
+type agent struct {
+	t      testing.TB
+	s      *kvscheduler.Scheduler
+	ns     *nsplugin.Manager
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+func newAgent(t testing.TB) *agent {
+	t.Helper()
+	ns, err := nsplugin.NewManager()
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	s := kvscheduler.New(kvscheduler.Options{Logger: log})
+	p := ifplugin.New(ns, log)
+	if err := s.RegisterKVDescriptor(append(p.Descriptors(), ifplugin.WatcherDescriptor())...); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	w := ifplugin.NewWatcher(ns, s, log)
+	a := &agent{t: t, s: s, ns: ns, cancel: cancel, done: make(chan struct{})}
+	go func() { defer close(a.done); w.Run(ctx) }()
+	select {
+	case <-w.Synced():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the watcher did not report the host links within 10 s")
+	}
+	s.TransactionBarrier()
+	t.Cleanup(a.close)
+	return a
+}
+
+func (a *agent) close() {
+	a.cancel()
+	<-a.done
+	a.s.Close()
+	a.ns.Close()
+}
+
+func (a *agent) commit(ctx context.Context, kvs ...proto.Message) (uint64, error) {
+	txn := a.s.StartNBTransaction()
+	for _, v := range kvs {
+		i := v.(*linuxif.Interface)
+		txn.SetValue(ifplugin.InterfaceKey(i.GetName()), i)
+	}
+	return txn.Commit(ctx)
+}
+
+func (a *agent) mustCommit(kvs ...proto.Message) uint64 {
+	a.t.Helper()
+	seq, err := a.commit(context.Background(), kvs...)
+	if err != nil {
+		a.t.Fatalf("commit: %v", err)
+	}
+	return seq
+}
+
+func (a *agent) delete(names ...string) {
+	a.t.Helper()
+	txn := a.s.StartNBTransaction()
+	for _, n := range names {
+		txn.SetValue(ifplugin.InterfaceKey(n), nil)
+	}
+	if _, err := txn.Commit(context.Background()); err != nil {
+		a.t.Fatalf("delete: %v", err)
+	}
+}
+
+func (a *agent) state(name string) api.ValueState {
+	return a.s.GetValueStatus(ifplugin.InterfaceKey(name)).GetValue().GetState()
+}
+
+// waitState waits (10 s at most) until the interface is in the state, e.g.
+// after the watcher saw a change made by hand.
+func (a *agent) waitState(name string, want api.ValueState) {
+	a.t.Helper()
+	ch := make(chan *api.BaseValueStatus, 16)
+	key := ifplugin.InterfaceKey(name)
+	stop := a.s.WatchValueStatus(ch, func(k string) bool { return k == key })
+	defer stop()
+	if a.state(name) == want {
+		return
+	}
+	deadline := time.After(10 * time.Second)
+	for {
+		select {
+		case st := <-ch:
+			if st.GetValue().GetState() == want {
+				return
+			}
+		case <-deadline:
+			a.t.Fatalf("%s is %v, want %v within 10 s (%v)", name, a.state(name), want, a.s.GetValueStatus(key))
+		}
+	}
+}
+
+func namespace(t *testing.T, prefix string) string {
+	t.Helper()
+	name := fmt.Sprintf("%s-%d", prefix, os.Getpid())
+	t.Cleanup(func() { _ = exec.Command("ip", "netns", "del", name).Run() })
+	return name
+}
+
+func nsRef(name string) *linuxns.NetNamespace {
+	return &linuxns.NetNamespace{Type: linuxns.NetNamespace_NSID, Reference: name}
+}
+
+// link reads a link back with `ip -d -j`-free netlink, in a namespace.
+func link(t *testing.T, ns, name string) netlink.Link {
+	t.Helper()
+	m, err := nsplugin.NewManager()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	ref := nsplugin.Ref{}
+	if ns != "" {
+		ref = nsplugin.Ref{Type: linuxns.NetNamespace_NSID, Reference: ns}
+	}
+	h, err := m.Handle(ref, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := h.LinkByName(name)
+	if err != nil {
+		return nil
+	}
+	return l
+}
+
+func addrs(t *testing.T, ns, name string) []string {
+	t.Helper()
+	args := []string{"ip", "-o", "addr", "show", "dev", name}
+	if ns != "" {
+		args = []string{"ip", "-n", ns, "-o", "addr", "show", "dev", name}
+	}
+	var out []string
+	for _, line := range strings.Split(run(t, args...), "\n") {
+		f := strings.Fields(line)
+		for i := 0; i+1 < len(f); i++ {
+			if (f[i] == "inet" || f[i] == "inet6") && !strings.HasPrefix(f[i+1], "fe80:") {
+				out = append(out, f[i+1])
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+func TestVethPairInANamespace(t *testing.T) {
+	needRoot(t)
+	ns := namespace(t, "ifp-veth")
+	a := newAgent(t)
+	left := &linuxif.Interface{Name: "vleft", Type: linuxif.Interface_VETH, Enabled: true, Mtu: 1400,
+		IpAddresses: []string{"10.10.0.1/24"}, Link: &linuxif.Interface_Veth{Veth: &linuxif.VethLink{PeerIfName: "vright"}}}
+	right := &linuxif.Interface{Name: "vright", HostIfName: "eth-r", Type: linuxif.Interface_VETH, Enabled: true, Namespace: nsRef(ns),
+		IpAddresses: []string{"10.10.0.2/24", "2001:db8::2/64"}, PhysAddress: "02:aa:bb:cc:dd:02",
+		Link: &linuxif.Interface_Veth{Veth: &linuxif.VethLink{PeerIfName: "vleft"}}}
+	t.Cleanup(func() { _ = exec.Command("ip", "link", "del", "vleft").Run() })
+	a.mustCommit(left, right)
+
+	l, r := link(t, "", "vleft"), link(t, ns, "eth-r")
+	if l == nil || r == nil {
+		t.Fatalf("links after create: vleft %v, eth-r in %s %v", l, ns, r)
+	}
+	if l.Attrs().MTU != 1400 || l.Attrs().Alias != "netagent/vleft" || r.Attrs().Alias != "netagent/vright" {
+		t.Errorf("vleft mtu %d alias %q, eth-r alias %q", l.Attrs().MTU, l.Attrs().Alias, r.Attrs().Alias)
+	}
+	if r.Attrs().HardwareAddr.String() != "02:aa:bb:cc:dd:02" {
+		t.Errorf("eth-r MAC %s", r.Attrs().HardwareAddr)
+	}
+	if got := addrs(t, ns, "eth-r"); !slices.Equal(got, []string{"10.10.0.2/24", "2001:db8::2/64"}) {
+		t.Errorf("addresses of eth-r: %v", got)
+	}
+	if run(t, "ip", "netns", "exec", ns, "ping", "-c1", "-W2", "10.10.0.1") == "" {
+		t.Error("no ping output")
+	}
+
+	// Update in place: MTU and addresses.
+	left2 := proto.Clone(left).(*linuxif.Interface)
+	left2.Mtu, left2.IpAddresses = 1300, []string{"10.10.0.1/24", "10.20.0.1/24"}
+	right2 := proto.Clone(right).(*linuxif.Interface)
+	right2.IpAddresses = []string{"10.10.0.2/24"}
+	a.mustCommit(left2, right2)
+	if l := link(t, "", "vleft"); l == nil || l.Attrs().MTU != 1300 || l.Attrs().Index != link(t, "", "vleft").Attrs().Index {
+		t.Errorf("vleft after the MTU update: %v", l)
+	}
+	if got := addrs(t, "", "vleft"); !slices.Equal(got, []string{"10.10.0.1/24", "10.20.0.1/24"}) {
+		t.Errorf("addresses of vleft after update: %v", got)
+	}
+	if got := addrs(t, ns, "eth-r"); !slices.Equal(got, []string{"10.10.0.2/24"}) {
+		t.Errorf("addresses of eth-r after update: %v", got)
+	}
+
+	a.delete("vleft", "vright")
+	if link(t, "", "vleft") != nil || link(t, ns, "eth-r") != nil {
+		t.Error("veth ends left behind after delete")
+	}
+	for _, n := range []string{"vleft", "vright"} {
+		if st := a.state(n); st != api.ValueStateNonexistent && st != api.ValueStateRemoved {
+			t.Errorf("%s is %v after delete", n, st)
+		}
+	}
+}
+
+func TestExistingInterfaceFollowsTheLink(t *testing.T) {
+	needRoot(t)
+	a := newAgent(t)
+	t.Cleanup(func() { _ = exec.Command("ip", "link", "del", "exist0").Run() })
+	ex := &linuxif.Interface{Name: "ex", HostIfName: "exist0", Type: linuxif.Interface_EXISTING, Enabled: true,
+		IpAddresses: []string{"10.30.0.1/24"}}
+	a.mustCommit(ex)
+	if st := a.state("ex"); st != api.ValueStatePending {
+		t.Fatalf("EXISTING interface without its link is %v, want PENDING", st)
+	}
+	run(t, "ip", "link", "add", "exist0", "type", "veth", "peer", "name", "exist1")
+	a.waitState("ex", api.ValueStateConfigured)
+	a.s.TransactionBarrier()
+	if got := addrs(t, "", "exist0"); !slices.Equal(got, []string{"10.30.0.1/24"}) {
+		t.Errorf("addresses of exist0: %v", got)
+	}
+	if l := link(t, "", "exist0"); l == nil || l.Attrs().Alias != "" {
+		t.Errorf("exist0 after configuration: %v (an adopted link is not marked)", l)
+	}
+	run(t, "ip", "link", "del", "exist0")
+	a.waitState("ex", api.ValueStatePending)
+
+	// Deleting the value never deletes an adopted link.
+	run(t, "ip", "link", "add", "exist0", "type", "veth", "peer", "name", "exist1")
+	a.waitState("ex", api.ValueStateConfigured)
+	a.delete("ex")
+	if link(t, "", "exist0") == nil {
+		t.Error("the adopted link was deleted with its value")
+	}
+	if got := addrs(t, "", "exist0"); len(got) != 0 {
+		t.Errorf("addresses left on exist0 after delete: %v", got)
+	}
+}
+
+func TestWatcherReportsForeignLinks(t *testing.T) {
+	needRoot(t)
+	a := newAgent(t)
+	t.Cleanup(func() { _ = exec.Command("ip", "link", "del", "foreign0").Run() })
+	ch := make(chan *api.BaseValueStatus, 16)
+	key := ifplugin.HostNameKey("foreign0")
+	stop := a.s.WatchValueStatus(ch, func(k string) bool { return k == key })
+	defer stop()
+	run(t, "ip", "link", "add", "foreign0", "type", "veth", "peer", "name", "foreign1")
+	deadline := time.After(10 * time.Second)
+	for {
+		select {
+		case st := <-ch:
+			if st.GetValue().GetState() == api.ValueStateObtained {
+				return
+			}
+		case <-deadline:
+			t.Fatalf("foreign0 not reported OBTAINED within 10 s: %v", a.s.GetValueStatus(key))
+		}
+	}
+}
+
+func TestResyncRestoresAndRestartIsQuiet(t *testing.T) {
+	needRoot(t)
+	ns := namespace(t, "ifp-resync")
+	values := []proto.Message{
+		&linuxif.Interface{Name: "ra", Type: linuxif.Interface_VETH, Enabled: true, IpAddresses: []string{"10.40.0.1/24"},
+			Link: &linuxif.Interface_Veth{Veth: &linuxif.VethLink{PeerIfName: "rb"}}},
+		&linuxif.Interface{Name: "rb", Type: linuxif.Interface_VETH, Enabled: true, Namespace: nsRef(ns), Mtu: 9000,
+			IpAddresses: []string{"10.40.0.2/24"}, Link: &linuxif.Interface_Veth{Veth: &linuxif.VethLink{PeerIfName: "ra"}}},
+		&linuxif.Interface{Name: "lo-" + ns, HostIfName: "lo", Type: linuxif.Interface_LOOPBACK, Enabled: true, Namespace: nsRef(ns),
+			IpAddresses: []string{"127.0.0.1/8", "10.99.0.1/32"}},
+	}
+	t.Cleanup(func() { _ = exec.Command("ip", "link", "del", "ra").Run() })
+	resync := api.WithResync(context.Background(), api.FullResync, false)
+
+	a := newAgent(t)
+	a.mustCommit(values...)
+	if got := addrs(t, ns, "lo"); !slices.Equal(got, []string{"10.99.0.1/32", "127.0.0.1/8", "::1/128"}) {
+		t.Errorf("addresses of lo in %s: %v", ns, got)
+	}
+	// Someone removes an address and sets a link down by hand.
+	run(t, "ip", "-n", ns, "addr", "del", "10.40.0.2/24", "dev", "rb")
+	run(t, "ip", "link", "set", "ra", "down")
+	if _, err := a.commit(resync, values...); err != nil {
+		t.Fatalf("resync: %v", err)
+	}
+	if got := addrs(t, ns, "rb"); !slices.Equal(got, []string{"10.40.0.2/24"}) {
+		t.Errorf("addresses of rb after resync: %v", got)
+	}
+	if l := link(t, "", "ra"); l == nil || l.Attrs().Flags&(1<<0) == 0 {
+		t.Errorf("ra after resync: %v, want up", l)
+	}
+	a.close()
+
+	// A new agent on the same kernel: the resync does nothing.
+	b := newAgent(t)
+	seq, err := b.commit(resync, values...)
+	if err != nil {
+		t.Fatalf("resync after restart: %v", err)
+	}
+	var ops []string
+	for _, op := range b.s.GetRecordedTransaction(seq).Executed {
+		if !op.NOOP {
+			ops = append(ops, op.Operation.String()+" "+op.Key)
+		}
+	}
+	if len(ops) > 0 {
+		t.Errorf("resync of an in-sync kernel after a restart executed %v", ops)
+	}
+}
+
+func TestUnsupportedValuesAreInvalid(t *testing.T) {
+	needRoot(t)
+	a := newAgent(t)
+	for _, c := range []struct {
+		v    *linuxif.Interface
+		want string
+	}{
+		{&linuxif.Interface{Name: "d0", Type: linuxif.Interface_VRF_DEVICE}, "VRF_DEVICE"},
+		{&linuxif.Interface{Name: "m0", Type: linuxif.Interface_LOOPBACK, Namespace: &linuxns.NetNamespace{Type: linuxns.NetNamespace_MICROSERVICE, Reference: "vnf1"}}, "container runtime"},
+		{&linuxif.Interface{Name: "v0", Type: linuxif.Interface_VETH}, "veth"},
+		{&linuxif.Interface{Name: "v1", Type: linuxif.Interface_VETH, Mtu: 1, IpAddresses: []string{"10.0.0.1/33"}, Link: &linuxif.Interface_Veth{Veth: &linuxif.VethLink{PeerIfName: "v2"}}}, "ip_addresses[0]"},
+	} {
+		_, err := a.commit(context.Background(), c.v)
+		st := a.s.GetValueStatus(ifplugin.InterfaceKey(c.v.GetName())).GetValue()
+		if err == nil || st.GetState() != api.ValueStateInvalid || !strings.Contains(st.GetError(), c.want) {
+			t.Errorf("%s: commit error %v, state %v %q; want INVALID mentioning %q", c.v.GetName(), err, st.GetState(), st.GetError(), c.want)
+		}
+	}
+	// DUMMY: supported or INVALID with the reason, as this kernel allows.
+	_, err := a.commit(context.Background(), &linuxif.Interface{Name: "dum0", Type: linuxif.Interface_DUMMY})
+	st := a.s.GetValueStatus(ifplugin.InterfaceKey("dum0")).GetValue()
+	if err != nil {
+		if !strings.Contains(st.GetError(), "no dummy links") {
+			t.Errorf("DUMMY: %v, %q", err, st.GetError())
+		}
+		t.Logf("this kernel has no dummy links: %s", st.GetError())
+	} else {
+		t.Cleanup(func() { _ = exec.Command("ip", "link", "del", "dum0").Run() })
+		if link(t, "", "dum0") == nil {
+			t.Error("DUMMY dum0 not created")
+		}
+	}
+}

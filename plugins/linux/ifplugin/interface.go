@@ -1,0 +1,628 @@
+package ifplugin
+
+import (
+	"crypto/sha1"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"slices"
+	"strings"
+	"syscall"
+
+	"github.com/vishvananda/netlink"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/wrapperspb"
+
+	"github.com/netagent-io/netagent/pkg/models"
+	"github.com/netagent-io/netagent/plugins/kvscheduler/api"
+	"github.com/netagent-io/netagent/plugins/linux/nsplugin"
+	linuxif "github.com/netagent-io/netagent/proto/linux/interfaces"
+)
+
+// Plugin holds the descriptors of Linux interfaces and their addresses.
+type Plugin struct {
+	ns  *nsplugin.Manager
+	log *slog.Logger
+	// kinds says which link kinds this kernel supports (probed once).
+	kinds map[string]bool
+}
+
+// New returns the plugin. It probes which link kinds the kernel supports
+// (dummy, vrf), so that values of an unsupported type are INVALID with a
+// clear reason instead of failing at Create.
+func New(ns *nsplugin.Manager, log *slog.Logger) *Plugin {
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Plugin{ns: ns, log: log, kinds: probeKinds(ns)}
+}
+
+// Descriptors returns the interface and address descriptors.
+func (p *Plugin) Descriptors() []*api.KVDescriptor {
+	return []*api.KVDescriptor{p.interfaceDescriptor(), p.addressDescriptor()}
+}
+
+func (p *Plugin) interfaceDescriptor() *api.KVDescriptor {
+	d := &api.TypedDescriptor[*linuxif.Interface, *Metadata]{
+		Name:        InterfaceDescriptorName,
+		NBKeyPrefix: models.LinuxInterface.KeyPrefix,
+		KeySelector: func(key string) bool {
+			return strings.HasPrefix(key, models.LinuxInterface.KeyPrefix)
+		},
+		KeyLabel: func(key string) string {
+			return strings.TrimPrefix(key, models.LinuxInterface.KeyPrefix)
+		},
+		WithMetadata:       true,
+		Validate:           p.validate,
+		Create:             p.create,
+		Delete:             p.delete,
+		Update:             p.update,
+		UpdateWithRecreate: p.needsRecreate,
+		Retrieve:           p.retrieve,
+		DerivedValues:      p.derivedValues,
+		Dependencies:       p.dependencies,
+		ValueComparator: func(key string, a, b *linuxif.Interface) bool {
+			return proto.Equal(normalized(a), normalized(b))
+		},
+	}
+	return d.KVDescriptor()
+}
+
+// normalized drops what does not change the kernel state (the order of
+// addresses, a host name equal to the logical name).
+func normalized(i *linuxif.Interface) *linuxif.Interface {
+	c := proto.Clone(i).(*linuxif.Interface)
+	if c.GetHostIfName() == c.GetName() {
+		c.HostIfName = ""
+	}
+	c.IpAddresses = slices.Clone(c.IpAddresses)
+	slices.Sort(c.IpAddresses)
+	if c.Namespace != nil && c.Namespace.GetType() == 0 && c.Namespace.GetReference() == "" {
+		c.Namespace = nil
+	}
+	return c
+}
+
+func (p *Plugin) validate(key string, v *linuxif.Interface) error {
+	if err := models.LinuxInterface.CheckKey(key, v); err != nil {
+		var ve *models.ValidationError
+		if errors.As(err, &ve) {
+			return &api.InvalidValueError{Err: err, InvalidFields: ve.FieldNames()}
+		}
+		return &api.InvalidValueError{Err: err, InvalidFields: []string{"name"}}
+	}
+	if err := nsplugin.Check(nsplugin.RefOf(v.GetNamespace())); err != nil {
+		return &api.InvalidValueError{Err: fmt.Errorf("namespace: %w", err), InvalidFields: []string{"namespace"}}
+	}
+	switch v.GetType() {
+	case linuxif.Interface_VETH, linuxif.Interface_TAP_TO_VPP, linuxif.Interface_LOOPBACK, linuxif.Interface_EXISTING:
+	case linuxif.Interface_DUMMY:
+		if !p.kinds["dummy"] {
+			return &api.InvalidValueError{Err: errors.New("type DUMMY: this kernel has no dummy links"), InvalidFields: []string{"type"}}
+		}
+	case linuxif.Interface_VRF_DEVICE:
+		return &api.InvalidValueError{Err: errors.New("type VRF_DEVICE is not supported yet (the model has no routing table field)"), InvalidFields: []string{"type"}}
+	default:
+		return &api.InvalidValueError{Err: fmt.Errorf("type %s is not supported: set VETH, TAP_TO_VPP, LOOPBACK, EXISTING or DUMMY", v.GetType()), InvalidFields: []string{"type"}}
+	}
+	if v.GetVrfMasterInterface() != "" {
+		return &api.InvalidValueError{Err: errors.New("vrf_master_interface is not supported yet"), InvalidFields: []string{"vrf_master_interface"}}
+	}
+	if veth := v.GetVeth(); veth != nil && (veth.GetRxChecksumOffloading() != 0 || veth.GetTxChecksumOffloading() != 0) {
+		return &api.InvalidValueError{Err: errors.New("checksum offloading settings are not supported yet"), InvalidFields: []string{"veth.rx_checksum_offloading", "veth.tx_checksum_offloading"}}
+	}
+	if v.GetType() == linuxif.Interface_LOOPBACK && HostName(v) != "lo" {
+		return &api.InvalidValueError{Err: fmt.Errorf("a LOOPBACK interface is the namespace's lo: host_if_name must be empty or lo, not %q", HostName(v)), InvalidFields: []string{"host_if_name"}}
+	}
+	if v.GetType() == linuxif.Interface_LOOPBACK && len(v.GetPhysAddress()) > 0 {
+		return &api.InvalidValueError{Err: errors.New("lo has no MAC address"), InvalidFields: []string{"phys_address"}}
+	}
+	return nil
+}
+
+func (p *Plugin) dependencies(key string, v *linuxif.Interface) []api.Dependency {
+	var deps []api.Dependency
+	switch v.GetType() {
+	case linuxif.Interface_VETH:
+		// The two ends depend on each other: created together.
+		deps = append(deps, api.Dependency{Label: "veth-peer", Key: InterfaceKey(v.GetVeth().GetPeerIfName())})
+	case linuxif.Interface_TAP_TO_VPP:
+		deps = append(deps, api.Dependency{Label: "vpp-tap", Key: models.VPPInterface.KeyPrefix + v.GetTap().GetVppTapIfName()})
+	case linuxif.Interface_EXISTING:
+		if nsplugin.RefOf(v.GetNamespace()).IsDefault() {
+			deps = append(deps, api.Dependency{Label: "existing-link", Key: HostNameKey(HostName(v))})
+		}
+	}
+	return deps
+}
+
+func (p *Plugin) derivedValues(key string, v *linuxif.Interface) []api.KeyValuePair {
+	var kvs []api.KeyValuePair
+	if !v.GetLinkOnly() {
+		for _, cidr := range v.GetIpAddresses() {
+			kvs = append(kvs, api.KeyValuePair{Key: AddressKey(v.GetName(), cidr), Value: &linuxif.Interface{
+				Name: v.GetName(), HostIfName: HostName(v), Namespace: v.GetNamespace(), IpAddresses: []string{cidr},
+			}})
+		}
+	}
+	state := "DOWN"
+	if v.GetEnabled() {
+		state = "UP"
+	}
+	kvs = append(kvs, api.KeyValuePair{Key: StateKey(v.GetName(), v.GetEnabled()), Value: wrapperspb.String(state)})
+	return kvs
+}
+
+// needsRecreate: what cannot change on a link in place.
+func (p *Plugin) needsRecreate(key string, old, new *linuxif.Interface, _ *Metadata) bool {
+	return old.GetType() != new.GetType() ||
+		!proto.Equal(nsplugin.RefOf(old.GetNamespace()).Proto(), nsplugin.RefOf(new.GetNamespace()).Proto()) ||
+		!proto.Equal(old.GetVeth(), new.GetVeth()) || !proto.Equal(old.GetTap(), new.GetTap())
+}
+
+// tempName is the name a veth end has from its creation (by either end) to
+// its own configuration: derived from the logical name, at most 15 bytes.
+func tempName(logical string) string {
+	sum := sha1.Sum([]byte(logical))
+	return "na" + hex.EncodeToString(sum[:])[:12]
+}
+
+// retriable marks errors worth a retry (the link may appear).
+type linkMissingError struct{ what string }
+
+func (e *linkMissingError) Error() string { return e.what }
+
+func (p *Plugin) create(key string, v *linuxif.Interface) (*Metadata, error) {
+	ref := nsplugin.RefOf(v.GetNamespace())
+	h, err := p.ns.Handle(ref, true)
+	if err != nil {
+		return nil, err
+	}
+	host := HostName(v)
+	var link netlink.Link
+	switch v.GetType() {
+	case linuxif.Interface_VETH:
+		link, err = p.vethEnd(v, ref)
+	case linuxif.Interface_DUMMY:
+		link, err = h.LinkByName(host)
+		if isNotFound(err) {
+			err = h.LinkAdd(&netlink.Dummy{LinkAttrs: netlink.LinkAttrs{Name: host}})
+			if err == nil {
+				link, err = h.LinkByName(host)
+			}
+		}
+	case linuxif.Interface_TAP_TO_VPP:
+		link, err = p.adoptTap(v, ref)
+	case linuxif.Interface_LOOPBACK:
+		link, err = h.LinkByName("lo")
+	case linuxif.Interface_EXISTING:
+		link, err = h.LinkByName(host)
+		if isNotFound(err) {
+			return nil, &linkMissingError{fmt.Sprintf("EXISTING interface %s: no link %q in the %s", v.GetName(), host, ref)}
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("interface %s: %w", v.GetName(), err)
+	}
+	if err := p.configure(h, link, nil, v); err != nil {
+		return nil, fmt.Errorf("interface %s: %w", v.GetName(), err)
+	}
+	return p.metadata(h, v, ref)
+}
+
+func (p *Plugin) metadata(h *netlink.Handle, v *linuxif.Interface, ref nsplugin.Ref) (*Metadata, error) {
+	link, err := h.LinkByName(HostName(v))
+	if err != nil {
+		return nil, fmt.Errorf("interface %s: reading %s back: %w", v.GetName(), HostName(v), err)
+	}
+	return &Metadata{Index: link.Attrs().Index, HostName: HostName(v), Namespace: ref, Type: v.GetType()}, nil
+}
+
+// vethEnd returns this end of a veth pair in its namespace, named and
+// marked: created with the peer if neither end exists, else found under its
+// final name (configured before) or its temporary name (created by the
+// peer), and moved into its namespace.
+func (p *Plugin) vethEnd(v *linuxif.Interface, ref nsplugin.Ref) (netlink.Link, error) {
+	h, err := p.ns.Handle(ref, true)
+	if err != nil {
+		return nil, err
+	}
+	host := HostName(v)
+	if link, err := h.LinkByName(host); err == nil {
+		if link.Type() != "veth" || link.Attrs().Alias != AliasPrefix+v.GetName() {
+			return nil, fmt.Errorf("a link named %s already exists in the %s and is not this veth end (type %s, alias %q)", host, ref, link.Type(), link.Attrs().Alias)
+		}
+		return link, nil
+	}
+	root, err := p.ns.Handle(nsplugin.Ref{}, false)
+	if err != nil {
+		return nil, err
+	}
+	tmp := tempName(v.GetName())
+	link, err := root.LinkByName(tmp)
+	if isNotFound(err) {
+		peerTmp := tempName(v.GetVeth().GetPeerIfName())
+		if err := root.LinkAdd(&netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: tmp}, PeerName: peerTmp}); err != nil && !errors.Is(err, syscall.EEXIST) {
+			return nil, fmt.Errorf("creating veth %s/%s: %w", tmp, peerTmp, err)
+		}
+		// Mark both ends at once: a failure between here and the peer's
+		// own configuration must not leave an unmarked link behind.
+		if peer, err := root.LinkByName(peerTmp); err == nil {
+			_ = root.LinkSetAlias(peer, AliasPrefix+v.GetVeth().GetPeerIfName())
+		}
+		link, err = root.LinkByName(tmp)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("veth end %s: %w", tmp, err)
+	}
+	if err := root.LinkSetAlias(link, AliasPrefix+v.GetName()); err != nil {
+		return nil, fmt.Errorf("marking %s: %w", tmp, err)
+	}
+	return p.moveAndRename(root, link, ref, host)
+}
+
+// moveAndRename moves a link of the agent's namespace into ref and gives it
+// its name there; it returns the link as seen in ref.
+func (p *Plugin) moveAndRename(root *netlink.Handle, link netlink.Link, ref nsplugin.Ref, host string) (netlink.Link, error) {
+	h, err := p.ns.Handle(ref, true)
+	if err != nil {
+		return nil, err
+	}
+	name := link.Attrs().Name
+	if !ref.IsDefault() {
+		fd, err := p.ns.Fd(ref, true)
+		if err != nil {
+			return nil, err
+		}
+		if err := root.LinkSetNsFd(link, fd); err != nil {
+			return nil, fmt.Errorf("moving %s into the %s: %w", name, ref, err)
+		}
+		if link, err = h.LinkByName(name); err != nil {
+			return nil, fmt.Errorf("%s after the move into the %s: %w", name, ref, err)
+		}
+	}
+	if name != host {
+		if err := h.LinkSetDown(link); err != nil {
+			return nil, err
+		}
+		if err := h.LinkSetName(link, host); err != nil {
+			return nil, fmt.Errorf("renaming %s to %s: %w", name, host, err)
+		}
+	}
+	return h.LinkByName(host)
+}
+
+// adoptTap takes the host side of a VPP TAP: VPP creates it in the agent's
+// namespace under the host name; it is moved into its namespace and marked.
+func (p *Plugin) adoptTap(v *linuxif.Interface, ref nsplugin.Ref) (netlink.Link, error) {
+	h, err := p.ns.Handle(ref, true)
+	if err != nil {
+		return nil, err
+	}
+	host := HostName(v)
+	if link, err := h.LinkByName(host); err == nil {
+		return link, nil
+	}
+	root, err := p.ns.Handle(nsplugin.Ref{}, false)
+	if err != nil {
+		return nil, err
+	}
+	link, err := root.LinkByName(host)
+	if isNotFound(err) {
+		return nil, &linkMissingError{fmt.Sprintf("TAP_TO_VPP interface %s: the VPP TAP %s has no host link %q yet", v.GetName(), v.GetTap().GetVppTapIfName(), host)}
+	}
+	if err != nil {
+		return nil, err
+	}
+	return p.moveAndRename(root, link, ref, host)
+}
+
+// configure brings a link to the value: alias (links the agent owns), MTU,
+// MAC, admin state. old is the previous value (nil at creation).
+func (p *Plugin) configure(h *netlink.Handle, link netlink.Link, old, v *linuxif.Interface) error {
+	attrs := link.Attrs()
+	owned := v.GetType() == linuxif.Interface_VETH || v.GetType() == linuxif.Interface_DUMMY || v.GetType() == linuxif.Interface_TAP_TO_VPP
+	if owned && attrs.Alias != AliasPrefix+v.GetName() {
+		if err := h.LinkSetAlias(link, AliasPrefix+v.GetName()); err != nil {
+			return fmt.Errorf("setting the alias of %s: %w", attrs.Name, err)
+		}
+	}
+	if mtu := int(v.GetMtu()); mtu > 0 && attrs.MTU != mtu {
+		if err := h.LinkSetMTU(link, mtu); err != nil {
+			return fmt.Errorf("MTU %d on %s: %w", mtu, attrs.Name, err)
+		}
+	}
+	if mac := v.GetPhysAddress(); mac != "" {
+		hw, err := net.ParseMAC(mac)
+		if err != nil {
+			return api.NonRetriable(fmt.Errorf("MAC %q: %w", mac, err))
+		}
+		if !strings.EqualFold(attrs.HardwareAddr.String(), hw.String()) {
+			if err := h.LinkSetHardwareAddr(link, hw); err != nil {
+				return fmt.Errorf("MAC %s on %s: %w", mac, attrs.Name, err)
+			}
+		}
+	}
+	up := attrs.Flags&net.FlagUp != 0
+	switch {
+	case v.GetEnabled() && !up:
+		if err := h.LinkSetUp(link); err != nil {
+			return fmt.Errorf("setting %s up: %w", attrs.Name, err)
+		}
+	case !v.GetEnabled() && up && (old == nil || old.GetEnabled() || v.GetType() != linuxif.Interface_EXISTING):
+		if err := h.LinkSetDown(link); err != nil {
+			return fmt.Errorf("setting %s down: %w", attrs.Name, err)
+		}
+	}
+	return nil
+}
+
+func (p *Plugin) update(key string, old, v *linuxif.Interface, md *Metadata) (*Metadata, error) {
+	ref := nsplugin.RefOf(v.GetNamespace())
+	h, err := p.ns.Handle(ref, true)
+	if err != nil {
+		return md, err
+	}
+	link, err := h.LinkByName(HostName(old))
+	if err != nil {
+		return md, fmt.Errorf("interface %s: link %s: %w", v.GetName(), HostName(old), err)
+	}
+	if HostName(old) != HostName(v) {
+		wasUp := link.Attrs().Flags&net.FlagUp != 0
+		if wasUp {
+			if err := h.LinkSetDown(link); err != nil {
+				return md, err
+			}
+		}
+		if err := h.LinkSetName(link, HostName(v)); err != nil {
+			return md, fmt.Errorf("renaming %s to %s: %w", HostName(old), HostName(v), err)
+		}
+		if link, err = h.LinkByName(HostName(v)); err != nil {
+			return md, err
+		}
+	}
+	if err := p.configure(h, link, old, v); err != nil {
+		return md, fmt.Errorf("interface %s: %w", v.GetName(), err)
+	}
+	return p.metadata(h, v, ref)
+}
+
+func (p *Plugin) delete(key string, v *linuxif.Interface, md *Metadata) error {
+	ref := nsplugin.RefOf(v.GetNamespace())
+	h, err := p.ns.Handle(ref, false)
+	if errors.Is(err, errNotExist) {
+		return nil // the namespace is gone, and the link with it
+	}
+	if err != nil {
+		return err
+	}
+	switch v.GetType() {
+	case linuxif.Interface_VETH, linuxif.Interface_DUMMY:
+		link, err := h.LinkByName(HostName(v))
+		if isNotFound(err) {
+			// Not configured yet: maybe still under its temporary name.
+			root, rerr := p.ns.Handle(nsplugin.Ref{}, false)
+			if rerr != nil {
+				return rerr
+			}
+			if link, err = root.LinkByName(tempName(v.GetName())); isNotFound(err) {
+				return nil // gone with its peer, or never made
+			}
+			h = root
+		}
+		if err != nil {
+			return err
+		}
+		if link.Attrs().Alias != AliasPrefix+v.GetName() {
+			return api.NonRetriable(fmt.Errorf("interface %s: link %s is not ours (alias %q): left alone", v.GetName(), link.Attrs().Name, link.Attrs().Alias))
+		}
+		if err := h.LinkDel(link); err != nil && !isNotFound(err) {
+			return fmt.Errorf("deleting %s: %w", link.Attrs().Name, err)
+		}
+	case linuxif.Interface_TAP_TO_VPP:
+		// The link belongs to VPP's TAP: give it back to the agent's
+		// namespace, down and unmarked.
+		link, err := h.LinkByName(HostName(v))
+		if isNotFound(err) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		_ = h.LinkSetDown(link)
+		_ = h.LinkSetAlias(link, "")
+		if !ref.IsDefault() {
+			fd, err := p.ns.Fd(nsplugin.Ref{}, false)
+			if err != nil {
+				return err
+			}
+			if err := h.LinkSetNsFd(link, fd); err != nil && !isNotFound(err) {
+				return fmt.Errorf("moving %s back: %w", link.Attrs().Name, err)
+			}
+		}
+	case linuxif.Interface_EXISTING, linuxif.Interface_LOOPBACK:
+		// Not ours: its addresses go with their own values; the link stays.
+	}
+	return nil
+}
+
+// retrieve reads the links of the agent (marked with the alias) and the
+// links the configuration adopts (EXISTING, LOOPBACK, TAP_TO_VPP) in the
+// agent's namespace and in every namespace the configuration references.
+func (p *Plugin) retrieve(correlate []api.TypedKV[*linuxif.Interface, *Metadata]) ([]api.TypedKV[*linuxif.Interface, *Metadata], error) {
+	byName := map[string]*linuxif.Interface{}
+	refs := map[nsplugin.Ref]bool{{}: true}
+	for _, kv := range correlate {
+		byName[kv.Value.GetName()] = kv.Value
+		refs[nsplugin.RefOf(kv.Value.GetNamespace())] = true
+	}
+	var out []api.TypedKV[*linuxif.Interface, *Metadata]
+	seen := map[string]bool{}
+	for ref := range refs {
+		if !p.ns.Exists(ref) {
+			continue
+		}
+		h, err := p.ns.Handle(ref, false)
+		if err != nil {
+			if errors.Is(err, errNotExist) {
+				continue
+			}
+			return nil, err
+		}
+		links, err := dump(h.LinkList)
+		if err != nil {
+			return nil, fmt.Errorf("links of the %s: %w", ref, err)
+		}
+		addrs, err := dump(func() ([]netlink.Addr, error) { return h.AddrList(nil, netlink.FAMILY_ALL) })
+		if err != nil {
+			return nil, fmt.Errorf("addresses of the %s: %w", ref, err)
+		}
+		for _, link := range links {
+			attrs := link.Attrs()
+			var want *linuxif.Interface
+			if name, ok := strings.CutPrefix(attrs.Alias, AliasPrefix); ok {
+				want = byName[name]
+				if want == nil {
+					// Ours, but no longer configured: returned so that a
+					// resync deletes it.
+					want = &linuxif.Interface{Name: name, Type: linuxType(link)}
+					if want.Type == linuxif.Interface_VETH {
+						want.Link = &linuxif.Interface_Veth{Veth: &linuxif.VethLink{PeerIfName: peerFromAlias(h, link)}}
+					}
+				}
+			} else {
+				for _, c := range byName {
+					if (c.GetType() == linuxif.Interface_EXISTING || c.GetType() == linuxif.Interface_LOOPBACK) &&
+						HostName(c) == attrs.Name && nsplugin.RefOf(c.GetNamespace()) == ref {
+						want = c
+					}
+				}
+			}
+			if want == nil || seen[want.GetName()] || (nsplugin.RefOf(want.GetNamespace()) != ref && byName[want.GetName()] != nil) {
+				continue
+			}
+			seen[want.GetName()] = true
+			v := observed(want, link, addrs, ref)
+			out = append(out, api.TypedKV[*linuxif.Interface, *Metadata]{
+				Key: InterfaceKey(v.GetName()), Value: v, Origin: api.FromNB,
+				Metadata: &Metadata{Index: attrs.Index, HostName: attrs.Name, Namespace: ref, Type: v.GetType()},
+			})
+		}
+	}
+	return out, nil
+}
+
+// observed builds the value of a link as the kernel has it; what the kernel
+// does not show (the peer's logical name, link_only) comes from the wanted
+// value.
+func observed(want *linuxif.Interface, link netlink.Link, addrs []netlink.Addr, ref nsplugin.Ref) *linuxif.Interface {
+	attrs := link.Attrs()
+	v := &linuxif.Interface{
+		Name:      want.GetName(),
+		Type:      want.GetType(),
+		Namespace: ref.Proto(),
+		Enabled:   attrs.Flags&net.FlagUp != 0,
+		LinkOnly:  want.GetLinkOnly(),
+		Link:      want.GetLink(),
+	}
+	if attrs.Name != want.GetName() {
+		v.HostIfName = attrs.Name
+	}
+	if want.GetMtu() != 0 || want.GetType() == linuxif.Interface_VETH || want.GetType() == linuxif.Interface_DUMMY {
+		if want.GetMtu() != 0 || attrs.MTU != 1500 {
+			v.Mtu = uint32(attrs.MTU)
+		}
+	}
+	if want.GetPhysAddress() != "" {
+		v.PhysAddress = attrs.HardwareAddr.String()
+		if strings.EqualFold(v.PhysAddress, want.GetPhysAddress()) {
+			v.PhysAddress = want.GetPhysAddress()
+		}
+	}
+	if !want.GetLinkOnly() {
+		for _, a := range addrs {
+			if a.LinkIndex != attrs.Index || a.IP.IsLinkLocalUnicast() || (a.IP.IsLoopback() && want.GetType() == linuxif.Interface_LOOPBACK && !slices.Contains(want.GetIpAddresses(), a.IPNet.String())) {
+				continue
+			}
+			cidr := a.IPNet.String()
+			// Keep the spelling of the configuration for the same address.
+			for _, w := range want.GetIpAddresses() {
+				if _, wn, err := net.ParseCIDR(w); err == nil && wn != nil {
+					if ip, _, _ := net.ParseCIDR(w); ip.Equal(a.IP) && wn.Mask.String() == a.Mask.String() {
+						cidr = w
+					}
+				}
+			}
+			v.IpAddresses = append(v.IpAddresses, cidr)
+		}
+	}
+	return v
+}
+
+func linuxType(link netlink.Link) linuxif.Interface_Type {
+	switch link.Type() {
+	case "veth":
+		return linuxif.Interface_VETH
+	case "dummy":
+		return linuxif.Interface_DUMMY
+	case "tuntap":
+		return linuxif.Interface_TAP_TO_VPP
+	}
+	return linuxif.Interface_UNDEFINED
+}
+
+// peerFromAlias reads the logical name of a veth's peer from its alias, when
+// the peer is in the same namespace.
+func peerFromAlias(h *netlink.Handle, link netlink.Link) string {
+	idx, err := netlink.VethPeerIndex(&netlink.Veth{LinkAttrs: *link.Attrs()})
+	if err != nil {
+		return ""
+	}
+	peer, err := h.LinkByIndex(idx)
+	if err != nil {
+		return ""
+	}
+	return strings.TrimPrefix(peer.Attrs().Alias, AliasPrefix)
+}
+
+// dump retries a netlink dump that the kernel interrupted (the data changed
+// meanwhile); a partial dump is never taken as the truth.
+func dump[T any](f func() (T, error)) (T, error) {
+	var out T
+	var err error
+	for range 5 {
+		out, err = f()
+		if !errors.Is(err, netlink.ErrDumpInterrupted) {
+			return out, err
+		}
+	}
+	var zero T
+	return zero, fmt.Errorf("dump interrupted 5 times in a row: %w", err)
+}
+
+var errNotExist = os.ErrNotExist
+
+func isNotFound(err error) bool {
+	var lnf netlink.LinkNotFoundError
+	return err != nil && (errors.As(err, &lnf) || errors.Is(err, syscall.ENODEV) || errors.Is(err, syscall.ENOENT))
+}
+
+// probeKinds tries the optional link kinds in a scratch namespace.
+func probeKinds(ns *nsplugin.Manager) map[string]bool {
+	kinds := map[string]bool{}
+	h, err := ns.Handle(nsplugin.Ref{}, false)
+	if err != nil {
+		return kinds
+	}
+	name := fmt.Sprintf("naprobe%d", syscall.Getpid()%100000)
+	if err := h.LinkAdd(&netlink.Dummy{LinkAttrs: netlink.LinkAttrs{Name: name}}); err == nil {
+		kinds["dummy"] = true
+		if l, err := h.LinkByName(name); err == nil {
+			_ = h.LinkDel(l)
+		}
+	}
+	return kinds
+}
