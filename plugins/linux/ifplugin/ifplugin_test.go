@@ -387,3 +387,86 @@ func TestUnsupportedValuesAreInvalid(t *testing.T) {
 		}
 	}
 }
+
+func TestRenameInPlaceAndMTURange(t *testing.T) {
+	needRoot(t)
+	a := newAgent(t)
+	t.Cleanup(func() {
+		_ = exec.Command("ip", "link", "del", "rn0").Run()
+		_ = exec.Command("ip", "link", "del", "rn0new").Run()
+	})
+	x := &linuxif.Interface{Name: "rn0", Type: linuxif.Interface_VETH, Enabled: true, Link: &linuxif.Interface_Veth{Veth: &linuxif.VethLink{PeerIfName: "rn1"}}}
+	y := &linuxif.Interface{Name: "rn1", Type: linuxif.Interface_VETH, Link: &linuxif.Interface_Veth{Veth: &linuxif.VethLink{PeerIfName: "rn0"}}}
+	a.mustCommit(x, y)
+	before := link(t, "", "rn0")
+	if before == nil {
+		t.Fatal("rn0 not created")
+	}
+	x2 := proto.Clone(x).(*linuxif.Interface)
+	x2.HostIfName = "rn0new"
+	a.mustCommit(x2)
+	after := link(t, "", "rn0new")
+	if after == nil || after.Attrs().Index != before.Attrs().Index || after.Attrs().Flags&1 == 0 {
+		t.Errorf("after the rename: %v (index before %d), want the same link, up", after, before.Attrs().Index)
+	}
+	if link(t, "", "rn0") != nil {
+		t.Error("the old name is still there")
+	}
+	x3 := proto.Clone(x2).(*linuxif.Interface)
+	x3.Mtu = 70000
+	if _, err := a.commit(context.Background(), x3); err == nil || !strings.Contains(a.s.GetValueStatus(ifplugin.InterfaceKey("rn0")).GetValue().GetError(), "mtu 70000 is out of range") {
+		t.Errorf("MTU 70000: %v, %v", err, a.s.GetValueStatus(ifplugin.InterfaceKey("rn0")).GetValue())
+	}
+}
+
+// TestTapToVPP: the host side of a VPP TAP waits for the VPP interface,
+// then takes the link VPP made (here made by hand), moves it into its
+// namespace and configures it.
+func TestTapToVPP(t *testing.T) {
+	needRoot(t)
+	ns := namespace(t, "ifp-tap")
+	a := newAgent(t)
+	t.Cleanup(func() { _ = exec.Command("ip", "link", "del", "tapvpp0").Run() })
+	// A stand-in for the VPP interface descriptor (the VPP plugin is not
+	// part of this test): its Create makes the host link as VPP would.
+	vpp := &api.KVDescriptor{
+		Name:        "vpp-interface-standin",
+		KeySelector: func(key string) bool { return strings.HasPrefix(key, "config/vpp/v2/interfaces/") },
+		Create: func(key string, v proto.Message) (any, error) {
+			out, err := exec.Command("ip", "tuntap", "add", "mode", "tap", "tapvpp0").CombinedOutput()
+			if err != nil {
+				return nil, fmt.Errorf("%v: %s", err, out)
+			}
+			return nil, nil
+		},
+		Delete: func(key string, v proto.Message, md any) error { return nil },
+	}
+	if err := a.s.RegisterKVDescriptor(vpp); err != nil {
+		t.Fatal(err)
+	}
+	tap := &linuxif.Interface{Name: "tap-host", HostIfName: "tapvpp0", Type: linuxif.Interface_TAP_TO_VPP, Enabled: true,
+		Namespace: nsRef(ns), IpAddresses: []string{"10.50.0.1/24"}, Mtu: 1450,
+		Link: &linuxif.Interface_Tap{Tap: &linuxif.TapLink{VppTapIfName: "tap0"}}}
+	a.mustCommit(tap)
+	if st := a.state("tap-host"); st != api.ValueStatePending {
+		t.Fatalf("TAP_TO_VPP before its VPP TAP: %v, want PENDING", st)
+	}
+	txn := a.s.StartNBTransaction().SetValue("config/vpp/v2/interfaces/tap0", &linuxif.Interface{Name: "tap0"})
+	if _, err := txn.Commit(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if st := a.state("tap-host"); st != api.ValueStateConfigured {
+		t.Fatalf("TAP_TO_VPP after its VPP TAP: %v (%v)", st, a.s.GetValueStatus(ifplugin.InterfaceKey("tap-host")))
+	}
+	l := link(t, ns, "tapvpp0")
+	if l == nil || l.Attrs().MTU != 1450 || l.Attrs().Alias != "netagent/tap-host" {
+		t.Fatalf("tap in %s: %v", ns, l)
+	}
+	if got := addrs(t, ns, "tapvpp0"); !slices.Equal(got, []string{"10.50.0.1/24"}) {
+		t.Errorf("addresses of the tap: %v", got)
+	}
+	a.delete("tap-host")
+	if l := link(t, "", "tapvpp0"); l == nil || l.Attrs().Alias != "" {
+		t.Errorf("after delete, the tap is back in the agent's namespace unmarked: %v", l)
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 
 	"github.com/vishvananda/netlink"
@@ -28,6 +29,10 @@ type Plugin struct {
 	log *slog.Logger
 	// kinds says which link kinds this kernel supports (probed once).
 	kinds map[string]bool
+	// hints: the namespace of each interface as last validated, so that a
+	// veth pair is created with both ends in place.
+	hintsMu sync.Mutex
+	hints   map[string]nsplugin.Ref
 }
 
 // New returns the plugin. It probes which link kinds the kernel supports
@@ -37,7 +42,7 @@ func New(ns *nsplugin.Manager, log *slog.Logger) *Plugin {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Plugin{ns: ns, log: log, kinds: probeKinds(ns)}
+	return &Plugin{ns: ns, log: log, kinds: probeKinds(ns), hints: map[string]nsplugin.Ref{}}
 }
 
 // Descriptors returns the interface and address descriptors.
@@ -108,6 +113,9 @@ func (p *Plugin) validate(key string, v *linuxif.Interface) error {
 	default:
 		return &api.InvalidValueError{Err: fmt.Errorf("type %s is not supported: set VETH, TAP_TO_VPP, LOOPBACK, EXISTING or DUMMY", v.GetType()), InvalidFields: []string{"type"}}
 	}
+	if mtu := v.GetMtu(); mtu != 0 && (mtu < 68 || mtu > 65535) {
+		return &api.InvalidValueError{Err: fmt.Errorf("mtu %d is out of range (68 to 65535, or 0 for the default)", mtu), InvalidFields: []string{"mtu"}}
+	}
 	if v.GetVrfMasterInterface() != "" {
 		return &api.InvalidValueError{Err: errors.New("vrf_master_interface is not supported yet"), InvalidFields: []string{"vrf_master_interface"}}
 	}
@@ -120,6 +128,9 @@ func (p *Plugin) validate(key string, v *linuxif.Interface) error {
 	if v.GetType() == linuxif.Interface_LOOPBACK && len(v.GetPhysAddress()) > 0 {
 		return &api.InvalidValueError{Err: errors.New("lo has no MAC address"), InvalidFields: []string{"phys_address"}}
 	}
+	p.hintsMu.Lock()
+	p.hints[v.GetName()] = nsplugin.RefOf(v.GetNamespace())
+	p.hintsMu.Unlock()
 	return nil
 }
 
@@ -222,77 +233,128 @@ func (p *Plugin) metadata(h *netlink.Handle, v *linuxif.Interface, ref nsplugin.
 }
 
 // vethEnd returns this end of a veth pair in its namespace, named and
-// marked: created with the peer if neither end exists, else found under its
-// final name (configured before) or its temporary name (created by the
-// peer), and moved into its namespace.
+// marked. Moving a link between namespaces costs the kernel about 20 ms, so
+// the pair is created with each end directly in its namespace: this end
+// under its final name, the peer under a temporary name that its own Create
+// replaces (a cheap rename). The peer's namespace comes from the values
+// validated so far (a hint); if the peer is not where the hint says, its
+// Create finds it under its temporary name in the agent's namespace or its
+// peer's and moves it.
 func (p *Plugin) vethEnd(v *linuxif.Interface, ref nsplugin.Ref) (netlink.Link, error) {
 	h, err := p.ns.Handle(ref, true)
 	if err != nil {
 		return nil, err
 	}
-	host := HostName(v)
+	host, alias := HostName(v), AliasPrefix+v.GetName()
 	if link, err := h.LinkByName(host); err == nil {
-		if link.Type() != "veth" || link.Attrs().Alias != AliasPrefix+v.GetName() {
-			return nil, fmt.Errorf("a link named %s already exists in the %s and is not this veth end (type %s, alias %q)", host, ref, link.Type(), link.Attrs().Alias)
+		if link.Type() != "veth" || link.Attrs().Alias != alias {
+			return nil, api.NonRetriable(fmt.Errorf("a link named %s already exists in the %s and is not this veth end (type %s, alias %q)", host, ref, link.Type(), link.Attrs().Alias))
 		}
 		return link, nil
 	}
-	root, err := p.ns.Handle(nsplugin.Ref{}, false)
+	tmp := tempName(v.GetName())
+	peerName := v.GetVeth().GetPeerIfName()
+	peerRef, hinted := p.hint(peerName)
+	// Made by the peer: under the temporary name, here or elsewhere.
+	for _, where := range uniqueRefs(ref, nsplugin.Ref{}, peerRef) {
+		wh, err := p.ns.Handle(where, false)
+		if err != nil {
+			continue
+		}
+		link, err := wh.LinkByName(tmp)
+		if err != nil {
+			continue
+		}
+		if err := wh.LinkSetAlias(link, alias); err != nil {
+			return nil, fmt.Errorf("marking %s: %w", tmp, err)
+		}
+		return p.moveAndRename(where, wh, link, ref, host)
+	}
+	// Neither end exists: make the pair.
+	if !hinted {
+		peerRef = ref
+	}
+	veth := &netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: host}, PeerName: tempName(peerName)}
+	if peerRef != ref {
+		fd, err := p.ns.Fd(peerRef, true)
+		if err != nil {
+			return nil, fmt.Errorf("namespace of the peer %s: %w", peerName, err)
+		}
+		veth.PeerNamespace = netlink.NsFd(fd)
+	}
+	if err := h.LinkAdd(veth); err != nil {
+		return nil, fmt.Errorf("creating veth %s with peer %s in the %s: %w", host, veth.PeerName, peerRef, err)
+	}
+	link, err := h.LinkByName(host)
 	if err != nil {
 		return nil, err
 	}
-	tmp := tempName(v.GetName())
-	link, err := root.LinkByName(tmp)
-	if isNotFound(err) {
-		peerTmp := tempName(v.GetVeth().GetPeerIfName())
-		if err := root.LinkAdd(&netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: tmp}, PeerName: peerTmp}); err != nil && !errors.Is(err, syscall.EEXIST) {
-			return nil, fmt.Errorf("creating veth %s/%s: %w", tmp, peerTmp, err)
+	if err := h.LinkSetAlias(link, alias); err != nil {
+		return nil, fmt.Errorf("marking %s: %w", host, err)
+	}
+	// Mark the peer too: a failure before its own Create must not leave an
+	// unmarked link behind.
+	if ph, err := p.ns.Handle(peerRef, false); err == nil {
+		if peer, err := ph.LinkByName(veth.PeerName); err == nil {
+			_ = ph.LinkSetAlias(peer, AliasPrefix+peerName)
 		}
-		// Mark both ends at once: a failure between here and the peer's
-		// own configuration must not leave an unmarked link behind.
-		if peer, err := root.LinkByName(peerTmp); err == nil {
-			_ = root.LinkSetAlias(peer, AliasPrefix+v.GetVeth().GetPeerIfName())
-		}
-		link, err = root.LinkByName(tmp)
 	}
-	if err != nil {
-		return nil, fmt.Errorf("veth end %s: %w", tmp, err)
-	}
-	if err := root.LinkSetAlias(link, AliasPrefix+v.GetName()); err != nil {
-		return nil, fmt.Errorf("marking %s: %w", tmp, err)
-	}
-	return p.moveAndRename(root, link, ref, host)
+	return link, nil
 }
 
-// moveAndRename moves a link of the agent's namespace into ref and gives it
-// its name there; it returns the link as seen in ref.
-func (p *Plugin) moveAndRename(root *netlink.Handle, link netlink.Link, ref nsplugin.Ref, host string) (netlink.Link, error) {
+func uniqueRefs(refs ...nsplugin.Ref) []nsplugin.Ref {
+	var out []nsplugin.Ref
+	for _, r := range refs {
+		if !slices.Contains(out, r) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// rename gives a link of handle h its name (down while renamed).
+func rename(h *netlink.Handle, link netlink.Link, host string) (netlink.Link, error) {
+	if link.Attrs().Name == host {
+		return link, nil
+	}
+	if err := h.LinkSetDown(link); err != nil {
+		return nil, err
+	}
+	if err := h.LinkSetName(link, host); err != nil {
+		return nil, fmt.Errorf("renaming %s to %s: %w", link.Attrs().Name, host, err)
+	}
+	return h.LinkByName(host)
+}
+
+// hint returns the namespace of an interface as last validated.
+func (p *Plugin) hint(name string) (nsplugin.Ref, bool) {
+	p.hintsMu.Lock()
+	defer p.hintsMu.Unlock()
+	r, ok := p.hints[name]
+	return r, ok
+}
+
+// moveAndRename moves a link from namespace `from` (handle fh) into ref
+// and gives it its name there; it returns the link as seen in ref.
+func (p *Plugin) moveAndRename(from nsplugin.Ref, fh *netlink.Handle, link netlink.Link, ref nsplugin.Ref, host string) (netlink.Link, error) {
 	h, err := p.ns.Handle(ref, true)
 	if err != nil {
 		return nil, err
 	}
 	name := link.Attrs().Name
-	if !ref.IsDefault() {
+	if from != ref {
 		fd, err := p.ns.Fd(ref, true)
 		if err != nil {
 			return nil, err
 		}
-		if err := root.LinkSetNsFd(link, fd); err != nil {
-			return nil, fmt.Errorf("moving %s into the %s: %w", name, ref, err)
+		if err := fh.LinkSetNsFd(link, fd); err != nil {
+			return nil, fmt.Errorf("moving %s from the %s into the %s: %w", name, from, ref, err)
 		}
 		if link, err = h.LinkByName(name); err != nil {
 			return nil, fmt.Errorf("%s after the move into the %s: %w", name, ref, err)
 		}
 	}
-	if name != host {
-		if err := h.LinkSetDown(link); err != nil {
-			return nil, err
-		}
-		if err := h.LinkSetName(link, host); err != nil {
-			return nil, fmt.Errorf("renaming %s to %s: %w", name, host, err)
-		}
-	}
-	return h.LinkByName(host)
+	return rename(h, link, host)
 }
 
 // adoptTap takes the host side of a VPP TAP: VPP creates it in the agent's
@@ -317,7 +379,7 @@ func (p *Plugin) adoptTap(v *linuxif.Interface, ref nsplugin.Ref) (netlink.Link,
 	if err != nil {
 		return nil, err
 	}
-	return p.moveAndRename(root, link, ref, host)
+	return p.moveAndRename(nsplugin.Ref{}, root, link, ref, host)
 }
 
 // configure brings a link to the value: alias (links the agent owns), MTU,
