@@ -1,0 +1,836 @@
+// Package rest serves the KV Scheduler's observability API over HTTP, under
+// /scheduler/:
+//
+//	GET  /scheduler/                     index of the endpoints
+//	GET  /scheduler/txn-history          ?seq-num= | ?since=&until=, &format=json|text
+//	GET  /scheduler/key-timeline         ?key= [&time=] [&format=json|text]
+//	GET  /scheduler/graph-snapshot       [?time=]
+//	GET  /scheduler/graph                [?txn=] [&format=svg|dot|mermaid|json]
+//	GET  /scheduler/dump                 ?descriptor= | ?key-prefix= [&view=SB|NB|cached]; no arguments: an index
+//	GET  /scheduler/status               [?key= | ?descriptor= | ?key-prefix=]
+//	GET  /scheduler/stats
+//	POST /scheduler/downstream-resync    [?retry=true|false] [&verbose=true|false]
+//
+// Answers are JSON unless format=text (a human-readable text) or a graph
+// format is asked for. Times are Unix seconds (fractions allowed) or RFC
+// 3339. A malformed or unknown argument gets 400, something that does not
+// exist (a key, a descriptor, a transaction the history does not hold) 404,
+// each with a JSON body {"error": "..."} that names the problem; never a 500
+// for bad input. An SVG graph needs Graphviz's `dot`; without it
+// format=svg gets 501 saying how to install it, and the default format falls
+// back to DOT text.
+package rest
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"net/http"
+	"net/url"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/netagent-io/netagent/plugins/kvscheduler/api"
+	"github.com/netagent-io/netagent/plugins/kvscheduler/graphviz"
+	"github.com/netagent-io/netagent/plugins/kvscheduler/txnlog"
+)
+
+// Scheduler is what the REST API reads: the scheduler's API plus listings.
+type Scheduler interface {
+	api.KVScheduler
+	ListValueStatuses(prefix string) []*api.BaseValueStatus
+	GetRegisteredDescriptors() []string
+}
+
+// Options of the handler.
+type Options struct {
+	// TxnLogMaxItems is passed to txnlog for format=text (0: its default).
+	TxnLogMaxItems int
+	// GraphTimeout bounds a `dot` run (default 30 s).
+	GraphTimeout time.Duration
+}
+
+// Handler serves /scheduler/*.
+type Handler struct {
+	s    Scheduler
+	opts Options
+	mux  *http.ServeMux
+}
+
+// NewHandler returns the handler of /scheduler/* for the scheduler.
+func NewHandler(s Scheduler, opts Options) *Handler {
+	if opts.GraphTimeout <= 0 {
+		opts.GraphTimeout = 30 * time.Second
+	}
+	h := &Handler{s: s, opts: opts, mux: http.NewServeMux()}
+	h.mux.HandleFunc("GET /scheduler/{$}", h.index)
+	h.mux.HandleFunc("GET /scheduler/txn-history", h.txnHistory)
+	h.mux.HandleFunc("GET /scheduler/key-timeline", h.keyTimeline)
+	h.mux.HandleFunc("GET /scheduler/graph-snapshot", h.graphSnapshot)
+	h.mux.HandleFunc("GET /scheduler/graph", h.graph)
+	h.mux.HandleFunc("GET /scheduler/dump", h.dump)
+	h.mux.HandleFunc("GET /scheduler/status", h.status)
+	h.mux.HandleFunc("GET /scheduler/stats", h.stats)
+	h.mux.HandleFunc("POST /scheduler/downstream-resync", h.downstreamResync)
+	// Other methods on known paths, and unknown paths, answer in JSON too.
+	for path, method := range map[string]string{
+		"/scheduler/txn-history": "GET", "/scheduler/key-timeline": "GET", "/scheduler/graph-snapshot": "GET",
+		"/scheduler/graph": "GET", "/scheduler/dump": "GET", "/scheduler/status": "GET", "/scheduler/stats": "GET",
+		"/scheduler/downstream-resync": "POST",
+	} {
+		h.mux.HandleFunc(path, func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Allow", method)
+			writeError(w, http.StatusMethodNotAllowed, fmt.Sprintf("%s %s: method not allowed (use %s)", r.Method, path, method))
+		})
+	}
+	h.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusNotFound, fmt.Sprintf("%s: no such endpoint (GET /scheduler/ lists them)", r.URL.Path))
+	})
+	return h
+}
+
+// ServeHTTP implements http.Handler.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	defer func() {
+		// A bug must not take the agent down; the client gets a 500.
+		if p := recover(); p != nil {
+			writeError(w, http.StatusInternalServerError, fmt.Sprintf("internal error: %v", p))
+		}
+	}()
+	h.mux.ServeHTTP(w, r)
+}
+
+// --- arguments ----------------------------------------------------------------
+
+// httpError is an answer other than 200.
+type httpError struct {
+	code int
+	msg  string
+}
+
+func (e *httpError) Error() string { return e.msg }
+
+func badRequest(format string, args ...any) error {
+	return &httpError{http.StatusBadRequest, fmt.Sprintf(format, args...)}
+}
+
+func notFound(format string, args ...any) error {
+	return &httpError{http.StatusNotFound, fmt.Sprintf(format, args...)}
+}
+
+// query checks that the request has only known arguments, each at most
+// once, and returns them.
+func query(r *http.Request, known ...string) (url.Values, error) {
+	q, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		return nil, badRequest("malformed query: %v", err)
+	}
+	for name, vals := range q {
+		found := false
+		for _, k := range known {
+			found = found || k == name
+		}
+		if !found {
+			if len(known) == 0 {
+				return nil, badRequest("unknown argument %q (this endpoint takes none)", name)
+			}
+			return nil, badRequest("unknown argument %q (known: %s)", name, strings.Join(known, ", "))
+		}
+		if len(vals) > 1 {
+			return nil, badRequest("argument %q given %d times", name, len(vals))
+		}
+		if vals[0] == "" && name != "key-prefix" {
+			return nil, badRequest("argument %q is empty", name)
+		}
+	}
+	return q, nil
+}
+
+// ParseTime reads a time argument: Unix seconds (with an optional
+// fraction) or RFC 3339. Negative or non-finite values are rejected.
+func ParseTime(name, s string) (time.Time, error) {
+	if s == "" {
+		return time.Time{}, nil
+	}
+	if f, err := strconv.ParseFloat(s, 64); err == nil && !strings.ContainsAny(s, "xXpPnN_") {
+		if f < 0 || math.IsInf(f, 0) || math.IsNaN(f) || f > maxUnix {
+			return time.Time{}, badRequest("%s=%s: want Unix seconds from 0 to %d (year 9999) or an RFC 3339 time", name, s, int64(maxUnix))
+		}
+		sec, frac := math.Modf(f)
+		return time.Unix(int64(sec), int64(math.Round(frac*1e9))).UTC(), nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return time.Time{}, badRequest("%s=%q: want Unix seconds or an RFC 3339 time such as 2026-11-21T10:00:00Z", name, s)
+	}
+	if t.Before(time.Unix(0, 0)) {
+		return time.Time{}, badRequest("%s=%s: before 1970", name, s)
+	}
+	return t, nil
+}
+
+// maxUnix is the last second of year 9999, the last time JSON can carry.
+const maxUnix = 253402300799
+
+func parseSeq(name, s string) (uint64, error) {
+	v, err := strconv.ParseUint(s, 10, 64)
+	if err != nil || v == 0 {
+		return 0, badRequest("%s=%q: want a transaction sequence number (1, 2, ...)", name, s)
+	}
+	return v, nil
+}
+
+func parseBool(name, s string) (bool, error) {
+	switch strings.ToLower(s) {
+	case "", "0", "false", "no":
+		return false, nil
+	case "1", "true", "yes":
+		return true, nil
+	}
+	return false, badRequest("%s=%q: want true or false (1 or 0)", name, s)
+}
+
+func parseFormat(s string, allowed ...string) (string, error) {
+	if s == "" {
+		return allowed[0], nil
+	}
+	for _, a := range allowed {
+		if s == a {
+			return s, nil
+		}
+	}
+	return "", badRequest("format=%q: want one of %s", s, strings.Join(allowed, ", "))
+}
+
+func parseView(s string) (api.View, error) {
+	if s == "" {
+		return api.CachedView, nil
+	}
+	v, ok := api.ParseView(s)
+	if !ok {
+		return 0, badRequest("view=%q: want SB, NB or cached", s)
+	}
+	return v, nil
+}
+
+// --- answers -------------------------------------------------------------------
+
+func writeJSON(w http.ResponseWriter, v any) {
+	data, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, "encoding the answer: "+err.Error())
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(append(data, '\n'))
+}
+
+func writeText(w http.ResponseWriter, contentType, text string) {
+	w.Header().Set("Content-Type", contentType)
+	_, _ = w.Write([]byte(text))
+}
+
+func writeError(w http.ResponseWriter, code int, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(code)
+	data, _ := json.Marshal(map[string]string{"error": msg})
+	_, _ = w.Write(append(data, '\n'))
+}
+
+// fail answers an error from a handler.
+func fail(w http.ResponseWriter, err error) {
+	var he *httpError
+	switch {
+	case errors.As(err, &he):
+		writeError(w, he.code, he.msg)
+	case errors.Is(err, api.ErrNotInHistory):
+		writeError(w, http.StatusNotFound, err.Error())
+	case errors.Is(err, api.ErrUnknownDescriptor):
+		writeError(w, http.StatusNotFound, err.Error())
+	default:
+		writeError(w, http.StatusInternalServerError, err.Error())
+	}
+}
+
+// value is a proto message as JSON: protojson with proto field names, and
+// its type.
+type value struct {
+	Type  string          `json:"type"`
+	Value json.RawMessage `json:"value"`
+}
+
+var protoJSON = protojson.MarshalOptions{UseProtoNames: true}
+
+func jsonValue(m proto.Message) *value {
+	if m == nil {
+		return nil
+	}
+	data, err := protoJSON.Marshal(m)
+	if err != nil {
+		data, _ = json.Marshal(fmt.Sprintf("(cannot encode: %v)", err))
+	}
+	var compact json.RawMessage = data
+	return &value{Type: string(m.ProtoReflect().Descriptor().FullName()), Value: compact}
+}
+
+func errString(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
+type kvJSON struct {
+	Key    string `json:"key"`
+	Value  *value `json:"value"`
+	Origin string `json:"origin,omitempty"`
+}
+
+type opJSON struct {
+	Operation  string   `json:"operation"`
+	Key        string   `json:"key"`
+	Descriptor string   `json:"descriptor,omitempty"`
+	PrevValue  *value   `json:"prev_value,omitempty"`
+	NewValue   *value   `json:"new_value,omitempty"`
+	PrevState  string   `json:"prev_state"`
+	NewState   string   `json:"new_state"`
+	PrevError  string   `json:"prev_error,omitempty"`
+	Error      string   `json:"error,omitempty"`
+	Flags      []string `json:"flags,omitempty"`
+}
+
+type txnJSON struct {
+	SeqNum       uint64    `json:"seq_num"`
+	Type         string    `json:"type"`
+	Resync       string    `json:"resync,omitempty"`
+	Description  string    `json:"description,omitempty"`
+	WithRevert   bool      `json:"with_revert,omitempty"`
+	DryRun       bool      `json:"dry_run,omitempty"`
+	RetryAttempt int       `json:"retry_attempt,omitempty"`
+	Start        time.Time `json:"start"`
+	Stop         time.Time `json:"stop"`
+	Values       []kvJSON  `json:"values,omitempty"`
+	Planned      []opJSON  `json:"planned,omitempty"`
+	Executed     []opJSON  `json:"executed,omitempty"`
+}
+
+func opsJSON(ops []*api.RecordedTxnOp) []opJSON {
+	out := make([]opJSON, 0, len(ops))
+	for _, op := range ops {
+		out = append(out, opJSON{Operation: op.Operation.String(), Key: op.Key, Descriptor: op.Descriptor,
+			PrevValue: jsonValue(op.PrevValue), NewValue: jsonValue(op.NewValue),
+			PrevState: op.PrevState.String(), NewState: op.NewState.String(),
+			PrevError: errString(op.PrevErr), Error: errString(op.NewErr), Flags: op.Flags()})
+	}
+	return out
+}
+
+func recordJSON(rec *api.RecordedTxn) txnJSON {
+	t := txnJSON{SeqNum: rec.SeqNum, Type: rec.TxnType.String(), Description: rec.Description,
+		WithRevert: rec.WithRevert, DryRun: rec.DryRun, RetryAttempt: rec.RetryAttempt,
+		Start: rec.Start, Stop: rec.Stop, Planned: opsJSON(rec.Planned), Executed: opsJSON(rec.Executed)}
+	if rec.ResyncType != api.NotResync {
+		t.Resync = rec.ResyncType.String()
+	}
+	for _, v := range rec.Values {
+		t.Values = append(t.Values, kvJSON{Key: v.Key, Value: jsonValue(v.Value), Origin: v.Origin.String()})
+	}
+	return t
+}
+
+type historyJSON struct {
+	OldestSeq   uint64    `json:"oldest_seq,omitempty"`
+	OldestStart time.Time `json:"oldest_start,omitzero"`
+	NewestSeq   uint64    `json:"newest_seq,omitempty"`
+	Trimmed     uint64    `json:"trimmed"`
+	Kept        int       `json:"kept"`
+	Bytes       int       `json:"bytes"`
+	MaxCount    int       `json:"max_count"`
+	MaxBytes    int       `json:"max_bytes"`
+	MaxAge      string    `json:"max_age"`
+	Note        string    `json:"note"`
+}
+
+func historyInfoJSON(h api.HistoryInfo) historyJSON {
+	return historyJSON{OldestSeq: h.OldestSeq, OldestStart: h.OldestStart, NewestSeq: h.NewestSeq,
+		Trimmed: h.Trimmed, Kept: h.Kept, Bytes: h.Bytes, MaxCount: h.MaxCount, MaxBytes: h.MaxBytes,
+		MaxAge: h.MaxAge.String(), Note: h.Starts()}
+}
+
+// --- endpoints -----------------------------------------------------------------
+
+func (h *Handler) index(w http.ResponseWriter, r *http.Request) {
+	if _, err := query(r); err != nil {
+		fail(w, err)
+		return
+	}
+	writeJSON(w, map[string]any{"endpoints": []string{
+		"GET /scheduler/txn-history?seq-num=|since=&until=&format=json|text",
+		"GET /scheduler/key-timeline?key=&time=&format=json|text",
+		"GET /scheduler/graph-snapshot?time=",
+		"GET /scheduler/graph?txn=&format=svg|dot|mermaid|json",
+		"GET /scheduler/dump?descriptor=|key-prefix=&view=SB|NB|cached",
+		"GET /scheduler/status?key=|descriptor=|key-prefix=",
+		"GET /scheduler/stats",
+		"POST /scheduler/downstream-resync?retry=&verbose=",
+	}})
+}
+
+func (h *Handler) txnHistory(w http.ResponseWriter, r *http.Request) {
+	q, err := query(r, "seq-num", "since", "until", "format")
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	format, err := parseFormat(q.Get("format"), "json", "text")
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	var recs []*api.RecordedTxn
+	info := h.s.GetHistoryInfo()
+	if s := q.Get("seq-num"); s != "" {
+		if q.Has("since") || q.Has("until") {
+			fail(w, badRequest("seq-num excludes since and until"))
+			return
+		}
+		seq, err := parseSeq("seq-num", s)
+		if err != nil {
+			fail(w, err)
+			return
+		}
+		rec := h.s.GetRecordedTransaction(seq)
+		if rec == nil {
+			fail(w, notFound("transaction #%d is not in the history: %s", seq, info.Starts()))
+			return
+		}
+		recs = []*api.RecordedTxn{rec}
+	} else {
+		since, err := ParseTime("since", q.Get("since"))
+		if err != nil {
+			fail(w, err)
+			return
+		}
+		until, err := ParseTime("until", q.Get("until"))
+		if err != nil {
+			fail(w, err)
+			return
+		}
+		if !since.IsZero() && !until.IsZero() && until.Before(since) {
+			fail(w, badRequest("until (%s) is before since (%s)", until.Format(time.RFC3339Nano), since.Format(time.RFC3339Nano)))
+			return
+		}
+		recs = h.s.GetTransactionHistory(since, until)
+	}
+	if format == "text" {
+		var b strings.Builder
+		fmt.Fprintf(&b, "# %s; %d transactions trimmed by the retention limits\n", info.Starts(), info.Trimmed)
+		for _, rec := range recs {
+			b.WriteString(txnlog.Format(rec, txnlog.Options{MaxItems: h.opts.TxnLogMaxItems}))
+		}
+		writeText(w, "text/plain; charset=utf-8", b.String())
+		return
+	}
+	out := struct {
+		History      historyJSON `json:"history"`
+		Transactions []txnJSON   `json:"transactions"`
+	}{History: historyInfoJSON(info), Transactions: make([]txnJSON, 0, len(recs))}
+	for _, rec := range recs {
+		out.Transactions = append(out.Transactions, recordJSON(rec))
+	}
+	writeJSON(w, out)
+}
+
+type revisionJSON struct {
+	TxnSeq       uint64               `json:"txn_seq,omitempty"`
+	Since        time.Time            `json:"since,omitzero"`
+	Until        time.Time            `json:"until,omitzero"`
+	Operation    string               `json:"operation"`
+	Value        *value               `json:"value,omitempty"`
+	State        string               `json:"state"`
+	Error        string               `json:"error,omitempty"`
+	Descriptor   string               `json:"descriptor,omitempty"`
+	Flags        []string             `json:"flags,omitempty"`
+	Dependencies []api.DependencyInfo `json:"dependencies,omitempty"`
+}
+
+func (h *Handler) keyTimeline(w http.ResponseWriter, r *http.Request) {
+	q, err := query(r, "key", "time", "format")
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	key := q.Get("key")
+	if key == "" {
+		fail(w, badRequest("key is required"))
+		return
+	}
+	at, err := ParseTime("time", q.Get("time"))
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	format, err := parseFormat(q.Get("format"), "json", "text")
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	revs := h.s.GetKeyTimeline(key)
+	if len(revs) == 0 {
+		fail(w, notFound("key %q: no value and no operation in the history (%s)", key, h.s.GetHistoryInfo().Starts()))
+		return
+	}
+	if !at.IsZero() {
+		var kept []api.KeyRevision
+		for _, rev := range revs {
+			if !rev.Since.After(at) && (rev.Until.IsZero() || rev.Until.After(at)) {
+				kept = append(kept, rev)
+			}
+		}
+		if len(kept) == 0 {
+			fail(w, notFound("key %q had no value at %s", key, at.Format(time.RFC3339Nano)))
+			return
+		}
+		revs = kept
+	}
+	out := make([]revisionJSON, 0, len(revs))
+	for _, rev := range revs {
+		out = append(out, revisionJSON{TxnSeq: rev.TxnSeq, Since: rev.Since, Until: rev.Until,
+			Operation: rev.Operation.String(), Value: jsonValue(rev.Value), State: rev.State.String(),
+			Error: rev.Error, Descriptor: rev.Descriptor, Flags: rev.Flags, Dependencies: rev.Dependencies})
+	}
+	if format == "text" {
+		var b strings.Builder
+		fmt.Fprintf(&b, "timeline of %s\n", key)
+		for _, rev := range out {
+			since := "(before the history)"
+			if !rev.Since.IsZero() {
+				since = rev.Since.UTC().Format(time.RFC3339Nano)
+			}
+			fmt.Fprintf(&b, "- %s  #%d %s -> %s", since, rev.TxnSeq, rev.Operation, rev.State)
+			if len(rev.Flags) > 0 {
+				fmt.Fprintf(&b, " [%s]", strings.Join(rev.Flags, " "))
+			}
+			if rev.Value != nil {
+				fmt.Fprintf(&b, " value=%s", rev.Value.Value)
+			}
+			if rev.Error != "" {
+				fmt.Fprintf(&b, " error=%q", rev.Error)
+			}
+			b.WriteString("\n")
+		}
+		writeText(w, "text/plain; charset=utf-8", b.String())
+		return
+	}
+	writeJSON(w, map[string]any{"key": key, "revisions": out})
+}
+
+type nodeJSON struct {
+	Key          string               `json:"key"`
+	Descriptor   string               `json:"descriptor,omitempty"`
+	Value        *value               `json:"value,omitempty"`
+	State        string               `json:"state"`
+	LastOp       string               `json:"last_op,omitempty"`
+	Error        string               `json:"error,omitempty"`
+	Base         string               `json:"base,omitempty"`
+	Derived      bool                 `json:"derived,omitempty"`
+	Obtained     bool                 `json:"obtained,omitempty"`
+	Dependencies []api.DependencyInfo `json:"dependencies,omitempty"`
+}
+
+func opName(op api.TxnOperation) string {
+	if op == api.OpUndefined {
+		return ""
+	}
+	return op.String()
+}
+
+func snapshotJSON(s *api.GraphSnapshot) any {
+	nodes := make([]nodeJSON, 0, len(s.Nodes))
+	for _, n := range s.Nodes {
+		nodes = append(nodes, nodeJSON{Key: n.Key, Descriptor: n.Descriptor, Value: jsonValue(n.Value),
+			State: n.State.String(), LastOp: opName(n.LastOp), Error: n.Error, Base: n.Base,
+			Derived: n.Derived, Obtained: n.Obtained, Dependencies: n.Dependencies})
+	}
+	out := map[string]any{"txn_seq": s.TxnSeq, "time": s.Time, "current": s.Current, "nodes": nodes}
+	if len(s.Changed) > 0 {
+		out["changed"] = s.Changed
+	}
+	if s.Note != "" {
+		out["note"] = s.Note
+	}
+	return out
+}
+
+func (h *Handler) graphSnapshot(w http.ResponseWriter, r *http.Request) {
+	q, err := query(r, "time")
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	at, err := ParseTime("time", q.Get("time"))
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	snap, err := h.s.GetGraphSnapshot(at)
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	writeJSON(w, snapshotJSON(snap))
+}
+
+func (h *Handler) graph(w http.ResponseWriter, r *http.Request) {
+	q, err := query(r, "txn", "format")
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	format := q.Get("format")
+	if format != "" {
+		if format, err = parseFormat(format, "svg", "dot", "mermaid", "json"); err != nil {
+			fail(w, err)
+			return
+		}
+	}
+	var snap *api.GraphSnapshot
+	if s := q.Get("txn"); s != "" {
+		seq, err := parseSeq("txn", s)
+		if err != nil {
+			fail(w, err)
+			return
+		}
+		snap, err = h.s.GetGraphAsOf(seq)
+		if err != nil {
+			fail(w, err)
+			return
+		}
+	} else if snap, err = h.s.GetGraphSnapshot(time.Time{}); err != nil {
+		fail(w, err)
+		return
+	}
+	switch format {
+	case "json":
+		writeJSON(w, snapshotJSON(snap))
+		return
+	case "mermaid":
+		var b strings.Builder
+		if err := graphviz.Mermaid(&b, snap); err != nil {
+			fail(w, err)
+			return
+		}
+		writeText(w, "text/plain; charset=utf-8", b.String())
+		return
+	case "", "svg":
+		ctx, cancel := context.WithTimeout(r.Context(), h.opts.GraphTimeout)
+		defer cancel()
+		svg, err := graphviz.SVG(ctx, snap)
+		switch {
+		case err == nil:
+			writeText(w, "image/svg+xml", string(svg))
+			return
+		case errors.Is(err, graphviz.ErrNoDot) && format == "svg":
+			writeError(w, http.StatusNotImplemented, err.Error())
+			return
+		case !errors.Is(err, graphviz.ErrNoDot):
+			writeError(w, http.StatusInternalServerError, "rendering the graph: "+err.Error())
+			return
+		}
+		// No dot and no format asked for: DOT text.
+		w.Header().Set("X-Graph-Format", "dot (install Graphviz for SVG)")
+	}
+	var b strings.Builder
+	if err := graphviz.DOT(&b, snap); err != nil {
+		fail(w, err)
+		return
+	}
+	writeText(w, "text/vnd.graphviz; charset=utf-8", b.String())
+}
+
+type dumpJSON struct {
+	Key      string `json:"key"`
+	Value    *value `json:"value"`
+	Origin   string `json:"origin,omitempty"`
+	Metadata any    `json:"metadata,omitempty"`
+}
+
+// metadataJSON is metadata as JSON when it encodes, else as text.
+func metadataJSON(md any) any {
+	if md == nil {
+		return nil
+	}
+	if _, err := json.Marshal(md); err == nil {
+		return md
+	}
+	return fmt.Sprintf("%+v", md)
+}
+
+func (h *Handler) dump(w http.ResponseWriter, r *http.Request) {
+	q, err := query(r, "descriptor", "key-prefix", "view")
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	view, err := parseView(q.Get("view"))
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	descriptor, prefix := q.Get("descriptor"), q.Get("key-prefix")
+	var kvs []api.KVWithMetadata
+	switch {
+	case q.Has("descriptor") && q.Has("key-prefix"):
+		fail(w, badRequest("give descriptor or key-prefix, not both"))
+		return
+	case descriptor != "":
+		kvs, err = h.s.DumpValuesByDescriptor(descriptor, view)
+	case q.Has("key-prefix"):
+		kvs, err = h.s.DumpValuesByKeyPrefix(prefix, view)
+	case q.Has("descriptor"):
+		fail(w, badRequest("descriptor is empty"))
+		return
+	case q.Has("view"):
+		fail(w, badRequest("view needs descriptor or key-prefix"))
+		return
+	default:
+		writeJSON(w, map[string]any{
+			"descriptors":     h.s.GetRegisteredDescriptors(),
+			"nb_key_prefixes": h.s.GetRegisteredNBKeyPrefixes(),
+			"views":           []string{"SB", "NB", "cached"},
+			"usage":           "GET /scheduler/dump?descriptor=<name>|key-prefix=<prefix>&view=SB|NB|cached",
+		})
+		return
+	}
+	if err != nil && !errors.Is(err, api.ErrUnknownDescriptor) && view == api.SBView {
+		// The SB did not answer (all of it): 502, with what it did give.
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusBadGateway)
+	} else if err != nil {
+		fail(w, err)
+		return
+	}
+	out := struct {
+		View   string     `json:"view"`
+		Values []dumpJSON `json:"values"`
+		Error  string     `json:"error,omitempty"`
+	}{View: view.String(), Values: make([]dumpJSON, 0, len(kvs)), Error: errString(err)}
+	for _, kv := range kvs {
+		out.Values = append(out.Values, dumpJSON{Key: kv.Key, Value: jsonValue(kv.Value), Origin: kv.Origin.String(), Metadata: metadataJSON(kv.Metadata)})
+	}
+	writeJSON(w, out)
+}
+
+var statusJSON = protojson.MarshalOptions{UseProtoNames: true, EmitUnpopulated: false}
+
+func (h *Handler) status(w http.ResponseWriter, r *http.Request) {
+	q, err := query(r, "key", "descriptor", "key-prefix")
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	if len(q) > 1 {
+		fail(w, badRequest("give one of key, descriptor, key-prefix"))
+		return
+	}
+	var list []*api.BaseValueStatus
+	switch {
+	case q.Has("key"):
+		key := q.Get("key")
+		st := h.s.GetValueStatus(key)
+		if key == "" || st == nil || st.GetValue().GetState() == api.ValueStateNonexistent {
+			fail(w, notFound("key %q: no such value", key))
+			return
+		}
+		list = []*api.BaseValueStatus{st}
+	case q.Has("descriptor"):
+		name := q.Get("descriptor")
+		known := false
+		for _, d := range h.s.GetRegisteredDescriptors() {
+			known = known || d == name
+		}
+		if !known {
+			fail(w, notFound("%v %q (registered: %s)", api.ErrUnknownDescriptor, name, strings.Join(h.s.GetRegisteredDescriptors(), ", ")))
+			return
+		}
+		for _, st := range h.s.ListValueStatuses("") {
+			if st.GetValue().GetDescriptorName() == name {
+				list = append(list, st)
+			}
+		}
+	default:
+		list = h.s.ListValueStatuses(q.Get("key-prefix"))
+	}
+	out := make([]json.RawMessage, 0, len(list))
+	for _, st := range list {
+		data, err := statusJSON.Marshal(st)
+		if err != nil {
+			fail(w, err)
+			return
+		}
+		out = append(out, data)
+	}
+	writeJSON(w, map[string]any{"statuses": out})
+}
+
+func (h *Handler) stats(w http.ResponseWriter, r *http.Request) {
+	if _, err := query(r); err != nil {
+		fail(w, err)
+		return
+	}
+	st := h.s.GetStats()
+	descs := make([]string, 0, len(st.ValuesByDescriptor))
+	for d := range st.ValuesByDescriptor {
+		descs = append(descs, d)
+	}
+	sort.Strings(descs)
+	writeJSON(w, map[string]any{
+		"values_by_state":      st.ValuesByState,
+		"values_by_descriptor": st.ValuesByDescriptor,
+		"queue_length":         st.QueueLength,
+		"transactions":         st.Transactions,
+		"history":              historyInfoJSON(st.History),
+	})
+}
+
+func (h *Handler) downstreamResync(w http.ResponseWriter, r *http.Request) {
+	q, err := query(r, "retry", "verbose")
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	retry, err := parseBool("retry", q.Get("retry"))
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	verbose, err := parseBool("verbose", q.Get("verbose"))
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	ctx := api.WithResync(r.Context(), api.DownstreamResync, verbose)
+	ctx = api.WithDescription(ctx, "downstream resync requested over REST")
+	if retry {
+		ctx = api.WithRetryDefault(ctx)
+	}
+	seq, err := h.s.StartNBTransaction().Commit(ctx)
+	if seq == 0 && err != nil {
+		writeError(w, http.StatusServiceUnavailable, "downstream resync: "+err.Error())
+		return
+	}
+	rec := h.s.GetRecordedTransaction(seq)
+	if rec == nil {
+		fail(w, notFound("transaction #%d is no longer in the history", seq))
+		return
+	}
+	writeJSON(w, map[string]any{"transaction": recordJSON(rec), "error": errString(err)})
+}
