@@ -1,0 +1,89 @@
+// Package l3plugin configures Linux layer 3: routes (descriptor
+// "linux-route", NB key config/linux/l3/v2/route/<dst ip>/<len>/<iface>) and
+// permanent ARP/neighbour entries ("linux-arp",
+// config/linux/l3/v2/arp/<iface>/<ip>), in the network namespace of their
+// interface, through the netlink handle nsplugin keeps for it.
+//
+//	p := l3plugin.New(nsManager, l3plugin.SchedulerInterfaces(sched), logger)
+//	p.SetInterfaceLister(l3plugin.SchedulerInterfaceNames(sched)) // optional, see below
+//	sched.RegisterKVDescriptor(p.Descriptors()...)
+//
+// The interface side is ifplugin's: a logical interface name is turned into
+// its link (namespace and ifindex) by the InterfaceLookup, which reads the
+// metadata the interface descriptor publishes (ifplugin.Metadata).
+//
+// # Ownership
+//
+// Every route the agent adds carries the route protocol RouteProtocol (181,
+// `ip route show proto 181`). Retrieve reports only those, and Delete asks
+// the kernel to delete a route of that protocol only, so routes added by
+// anyone else (the kernel's connected routes, DHCP, an operator) are never
+// reported, changed or deleted. Neighbour entries carry no such mark:
+// Retrieve reports the permanent ones with an unknown origin, so that the
+// scheduler adopts those the NB asks for and leaves the others alone
+// (OBTAINED).
+//
+// # Routes
+//
+//   - Validate: the model's rules (models.LinuxRoute.Validate, naming the
+//     invalid fields), the key must be the value's own
+//     (models.LinuxRoute.CheckKey), and scope HOST cannot have a gateway.
+//     An invalid value is never retried until it changes.
+//   - Dependencies: "interface-up" (ifplugin.StateKey(iface, true)); with a
+//     gateway, "gateway-reachable": an address of the interface whose subnet
+//     holds the gateway (ifplugin.AddressKeyPrefix) or a link-local route of
+//     the interface whose destination holds it (LinkLocalRouteKey). An IPv6
+//     link-local gateway (fe80::/10) needs neither.
+//   - DerivedValues: a route without gateway whose scope is LINK, or
+//     UNDEFINED (the kernel then chooses link), derives the property
+//     LinkLocalRouteKey(iface, masked dst).
+//   - Create: RouteAdd in the main table of the interface's namespace
+//     (scope mapped, UNDEFINED = universe with a gateway, link without;
+//     metric = priority; protocol RouteProtocol). Idempotent: when the kernel
+//     answers EEXIST and the route there is ours, on the same link, it is
+//     success (replaced first if its gateway or scope differ). A foreign route
+//     (or one of ours on another link) with the same destination and metric
+//     is a conflict: a retriable error naming it. Missing interface metadata
+//     (the dependency should prevent it) is a retriable error saying so.
+//   - Update: RouteReplace, in place, for a new gateway or scope.
+//     UpdateWithRecreate when the metric changes: the metric is part of the
+//     kernel route's identity, so the old route is deleted and the new one
+//     added.
+//   - Delete: RouteDel of our protocol on the link recorded when the route
+//     was created (metadata Placement). A route that is already gone (ESRCH,
+//     ENOENT, its link or namespace gone) is success.
+//   - Retrieve: the routes of protocol RouteProtocol in the main table of the
+//     namespaces of the interfaces the expected (correlate) routes name, mapped
+//     back from (namespace, ifindex) to the logical interface; routes on other
+//     links are skipped (logged). Values are built from the kernel
+//     (destination masked, gateway, scope, metric) and returned in the
+//     expected spelling when equivalent. With SetInterfaceLister every
+//     configured interface is looked at, so that a full resync also removes
+//     a route of ours the NB dropped while the agent was not running.
+//   - ValueComparator: values that give the same kernel route are equal:
+//     "10.1.2.3/16" and "10.1.0.0/16", UNDEFINED scope and the scope the
+//     kernel chooses, any scope for IPv6 (the kernel keeps none), IPv6 metric
+//     0 and 1024 (the kernel's default).
+//
+// # ARP entries
+//
+//   - Validate: models.LinuxARP.Validate and CheckKey.
+//   - Dependencies: "interface" (ifplugin.InterfaceKey(iface)).
+//   - Create and Update: NeighSet (create or replace) of a PERMANENT entry:
+//     idempotent, and a new MAC is changed in place.
+//   - Delete: NeighDel; an entry already gone is success.
+//   - Retrieve: the permanent IPv4 and IPv6 neighbours with a link-layer
+//     address on the links of the interfaces the expected entries name (all
+//     configured interfaces with SetInterfaceLister).
+//
+// # Errors
+//
+// Every callback is idempotent. Create, Update and Delete errors are
+// retriable (the scheduler retries them when the transaction asks for it),
+// except EINVAL from the kernel (a request it rejects as such, which no
+// repetition fixes) and values that do not parse (api.NonRetriable). Deleting
+// something that is not there is never an error. Dumps the kernel interrupts
+// (netlink.ErrDumpInterrupted: the table changed meanwhile) are run again, a
+// few times; a partial dump is never taken as the truth: Retrieve fails
+// instead, and the scheduler keeps its view of the kernel.
+package l3plugin
