@@ -21,6 +21,7 @@ import (
 	"github.com/netagent-io/netagent/plugins/kvscheduler/api"
 	"github.com/netagent-io/netagent/plugins/linux/nsplugin"
 	linuxif "github.com/netagent-io/netagent/proto/linux/interfaces"
+	linuxns "github.com/netagent-io/netagent/proto/linux/namespace"
 )
 
 // Plugin holds the descriptors of Linux interfaces and their addresses.
@@ -33,6 +34,10 @@ type Plugin struct {
 	// veth pair is created with both ends in place.
 	hintsMu sync.Mutex
 	hints   map[string]nsplugin.Ref
+	// users: the interfaces configured in each namespace, so that a named
+	// namespace the agent created is removed with its last interface.
+	usersMu sync.Mutex
+	users   map[nsplugin.Ref]map[string]bool
 }
 
 // New returns the plugin. It probes which link kinds the kernel supports
@@ -42,7 +47,7 @@ func New(ns *nsplugin.Manager, log *slog.Logger) *Plugin {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Plugin{ns: ns, log: log, kinds: probeKinds(ns), hints: map[string]nsplugin.Ref{}}
+	return &Plugin{ns: ns, log: log, kinds: probeKinds(ns), hints: map[string]nsplugin.Ref{}, users: map[nsplugin.Ref]map[string]bool{}}
 }
 
 // Descriptors returns the interface and address descriptors.
@@ -221,7 +226,30 @@ func (p *Plugin) create(key string, v *linuxif.Interface) (*Metadata, error) {
 	if err := p.configure(h, link, nil, v); err != nil {
 		return nil, fmt.Errorf("interface %s: %w", v.GetName(), err)
 	}
+	p.use(ref, v.GetName(), true)
 	return p.metadata(h, v, ref)
+}
+
+// use counts the interfaces of a namespace; when the last one goes from a
+// named namespace the agent created, the namespace is removed.
+func (p *Plugin) use(ref nsplugin.Ref, name string, on bool) {
+	p.usersMu.Lock()
+	defer p.usersMu.Unlock()
+	if on {
+		if p.users[ref] == nil {
+			p.users[ref] = map[string]bool{}
+		}
+		p.users[ref][name] = true
+		return
+	}
+	delete(p.users[ref], name)
+	if len(p.users[ref]) > 0 || ref.Type != linuxns.NetNamespace_NSID {
+		return
+	}
+	delete(p.users, ref)
+	if err := p.ns.RemoveIfCreated(ref.Reference); err != nil {
+		p.log.Warn("removing a namespace the agent created", "netns", ref.Reference, "error", err)
+	}
 }
 
 func (p *Plugin) metadata(h *netlink.Handle, v *linuxif.Interface, ref nsplugin.Ref) (*Metadata, error) {
@@ -454,6 +482,14 @@ func (p *Plugin) update(key string, old, v *linuxif.Interface, md *Metadata) (*M
 
 func (p *Plugin) delete(key string, v *linuxif.Interface, md *Metadata) error {
 	ref := nsplugin.RefOf(v.GetNamespace())
+	if err := p.deleteLink(ref, v); err != nil {
+		return err
+	}
+	p.use(ref, v.GetName(), false)
+	return nil
+}
+
+func (p *Plugin) deleteLink(ref nsplugin.Ref, v *linuxif.Interface) error {
 	h, err := p.ns.Handle(ref, false)
 	if errors.Is(err, errNotExist) {
 		return nil // the namespace is gone, and the link with it

@@ -1,0 +1,64 @@
+// Package ifplugin configures Linux network interfaces through netlink: the
+// NB values config/linux/interfaces/v2/interface/<name>
+// (linux.interfaces.Interface), their addresses as derived values, and a
+// watcher of the host links.
+//
+// # Interfaces
+//
+//   - VETH: the two ends are two values that depend on each other, so the
+//     scheduler creates them together. The pair is created with each end
+//     directly in its namespace (moving a link costs the kernel ~20 ms):
+//     the first end under its final name, the peer under a temporary name
+//     ("na" + 12 hex digits of its logical name) that its own Create turns
+//     into its final name. Deleting either end deletes the pair; the
+//     other's Delete then finds nothing, which is success.
+//   - TAP_TO_VPP: the host side of a VPP TAP. It waits for the VPP
+//     interface (config/vpp/v2/interfaces/<vpp_tap_if_name>), then takes the
+//     link VPP made in the agent's namespace under host_if_name (the VPP TAP
+//     must use the same host name), moves it into its namespace and
+//     configures it. Delete gives it back to the agent's namespace, down.
+//   - LOOPBACK: the lo of a namespace (host_if_name empty or lo).
+//   - EXISTING: a link the agent did not create, configured in place. In the
+//     agent's namespace it waits for the watcher to report the link, so it is
+//     PENDING until the link exists and again after it is deleted. Deleting
+//     the value never deletes the link.
+//   - DUMMY when the kernel has dummy links (probed at start); otherwise, and
+//     for VRF_DEVICE, vrf_master_interface and checksum offloading, the value
+//     is INVALID with the reason.
+//
+// MTU, MAC, admin state and the kernel name (host_if_name) are changed in
+// place; a change of type, namespace or link settings re-creates the
+// interface. Links the agent creates carry the alias "netagent/<logical
+// name>": Retrieve recognises them after a restart, returns them even when
+// no longer configured (so a resync deletes them), and Delete refuses to
+// delete a link without that mark. A named namespace that does not exist is
+// created at the first Create in it, and removed when the last interface the
+// agent configured there is deleted, if the agent created it (within the
+// process lifetime).
+//
+// # Derived values
+//
+//   - linux/interface/<iface>/address/static/<ip/len>, one per address
+//     (descriptor linux-interface-address): added with EEXIST tolerated,
+//     IPv6 enabled on the link first; removing a missing address or one on
+//     a missing link is success.
+//   - linux/interface/state/<iface>/<UP|DOWN>: a property (no descriptor)
+//     that routes and ARP entries depend on ("interface is up").
+//
+// # Watcher
+//
+// Watcher reports every link of the agent's namespace as an OBTAINED value
+// linux/interface/host-name/<name>, and its addresses as
+// .../address/<ip/len>. On each burst of netlink events it lists links and
+// addresses again and pushes the difference; after a subscription error it
+// subscribes again with a growing delay.
+//
+// # Callbacks
+//
+// Create and Update are idempotent: they find what a failed earlier attempt
+// left (a veth under its temporary name, a link already moved or renamed).
+// Errors are retriable unless marked (a link of the same name that is not
+// ours, an invalid MAC). Retrieve reads the agent's namespace and every
+// namespace the configuration references, and retries dumps the kernel
+// interrupted (netlink.ErrDumpInterrupted) instead of trusting them.
+package ifplugin
