@@ -673,3 +673,29 @@ func badSameStates(got, want map[string]api.ValueState) bool {
 	}
 	return true
 }
+
+// TestUndecodableValueIsInvalid: the NB could not decode a value and commits
+// an api.UndecodableValue in its place: the key is INVALID with the reason
+// (with or without a descriptor), the rest of the transaction applies, and a
+// good value later applies normally.
+func TestUndecodableValueIsInvalid(t *testing.T) {
+	e := newEnv(t)
+	e.register(mocksb.Options{Name: "iface", Prefix: "iface/", NB: true})
+	bad := &api.UndecodableValue{Reason: `not a valid JSON value: unexpected token "}"`}
+	_, err := e.commit(context.Background(), kv{"iface/a", bad}, kv{"unknown/x", &api.UndecodableValue{Reason: "no model for this key"}}, set("iface/b", "b"))
+	if err == nil {
+		t.Fatal("commit with undecodable values: no error")
+	}
+	st := e.expectState("iface/a", api.ValueStateInvalid)
+	if !strings.Contains(st.GetError(), "unexpected token") {
+		t.Errorf("error of iface/a: %q", st.GetError())
+	}
+	if st := e.expectState("unknown/x", api.ValueStateInvalid); !strings.Contains(st.GetError(), "no model") {
+		t.Errorf("error of unknown/x: %q", st.GetError())
+	}
+	e.expectState("iface/b", api.ValueStateConfigured)
+	e.expectOps("undecodable", "create iface/b=b")
+	e.mustCommit(context.Background(), set("iface/a", "a"))
+	e.expectState("iface/a", api.ValueStateConfigured)
+	e.expectOps("fixed", "create iface/a=a")
+}

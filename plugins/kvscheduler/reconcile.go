@@ -7,6 +7,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/netagent-io/netagent/plugins/kvscheduler/api"
+	kvs "github.com/netagent-io/netagent/proto/kvscheduler"
 )
 
 // txnRun is one pass of a transaction over the graph: the simulation (no
@@ -260,7 +261,9 @@ func (r *txnRun) setIntent(n *node, value proto.Message) {
 	r.g.setRevision(n, n.revision+1)
 	var invalid error
 	var deps []api.Dependency
-	if n.desc != nil && value != nil {
+	if iv, ok := value.(*kvs.InvalidValue); ok {
+		invalid = api.NewInvalidValueError(errors.New(iv.GetReason()))
+	} else if n.desc != nil && value != nil {
 		invalid = r.validate(n, value)
 		if f := n.desc.d.Dependencies; f != nil && invalid == nil {
 			var err error
@@ -402,7 +405,7 @@ func (r *txnRun) reconcile(n *node) {
 	if n.base != nil && (n.base.applied == nil || n.base.removing || n.base.intended == nil) {
 		return // derived values exist only while their base does; it decides
 	}
-	if n.desc == nil && n.base == nil {
+	if n.desc == nil && n.base == nil && n.invalidErr() == nil {
 		if n.state != api.ValueStateUnimplemented {
 			prev := statusOf(n)
 			r.setStatus(n, api.ValueStateUnimplemented, api.OpUndefined, nil, nil)

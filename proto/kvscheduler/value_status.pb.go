@@ -324,6 +324,64 @@ func (x *BaseValueStatus) GetDerivedValues() []*ValueStatus {
 	return nil
 }
 
+// InvalidValue stands for a value the northbound received but could not
+// decode (broken JSON, a field of the wrong type, an unknown key): given to
+// the scheduler in its place, it makes the key INVALID with the reason, so
+// the problem shows in the key's status, and applies nothing for it.
+type InvalidValue struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// reason says what is wrong, e.g. the decoder's error.
+	Reason string `protobuf:"bytes,1,opt,name=reason,proto3" json:"reason,omitempty"`
+	// raw is the value as received (for display), possibly truncated.
+	Raw           []byte `protobuf:"bytes,2,opt,name=raw,proto3" json:"raw,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *InvalidValue) Reset() {
+	*x = InvalidValue{}
+	mi := &file_kvscheduler_value_status_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *InvalidValue) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*InvalidValue) ProtoMessage() {}
+
+func (x *InvalidValue) ProtoReflect() protoreflect.Message {
+	mi := &file_kvscheduler_value_status_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use InvalidValue.ProtoReflect.Descriptor instead.
+func (*InvalidValue) Descriptor() ([]byte, []int) {
+	return file_kvscheduler_value_status_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *InvalidValue) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *InvalidValue) GetRaw() []byte {
+	if x != nil {
+		return x.Raw
+	}
+	return nil
+}
+
 var File_kvscheduler_value_status_proto protoreflect.FileDescriptor
 
 const file_kvscheduler_value_status_proto_rawDesc = "" +
@@ -339,7 +397,10 @@ const file_kvscheduler_value_status_proto_rawDesc = "" +
 	"\aderived\x18\a \x01(\bR\aderived\"\x94\x01\n" +
 	"\x0fBaseValueStatus\x127\n" +
 	"\x05value\x18\x01 \x01(\v2!.netagent.kvscheduler.ValueStatusR\x05value\x12H\n" +
-	"\x0ederived_values\x18\x02 \x03(\v2!.netagent.kvscheduler.ValueStatusR\rderivedValues*\xac\x01\n" +
+	"\x0ederived_values\x18\x02 \x03(\v2!.netagent.kvscheduler.ValueStatusR\rderivedValues\"8\n" +
+	"\fInvalidValue\x12\x16\n" +
+	"\x06reason\x18\x01 \x01(\tR\x06reason\x12\x10\n" +
+	"\x03raw\x18\x02 \x01(\fR\x03raw*\xac\x01\n" +
 	"\n" +
 	"ValueState\x12\x0f\n" +
 	"\vNONEXISTENT\x10\x00\x12\v\n" +
@@ -380,12 +441,13 @@ func file_kvscheduler_value_status_proto_rawDescGZIP() []byte {
 }
 
 var file_kvscheduler_value_status_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_kvscheduler_value_status_proto_msgTypes = make([]protoimpl.MessageInfo, 2)
+var file_kvscheduler_value_status_proto_msgTypes = make([]protoimpl.MessageInfo, 3)
 var file_kvscheduler_value_status_proto_goTypes = []any{
 	(ValueState)(0),         // 0: netagent.kvscheduler.ValueState
 	(TxnOperation)(0),       // 1: netagent.kvscheduler.TxnOperation
 	(*ValueStatus)(nil),     // 2: netagent.kvscheduler.ValueStatus
 	(*BaseValueStatus)(nil), // 3: netagent.kvscheduler.BaseValueStatus
+	(*InvalidValue)(nil),    // 4: netagent.kvscheduler.InvalidValue
 }
 var file_kvscheduler_value_status_proto_depIdxs = []int32{
 	0, // 0: netagent.kvscheduler.ValueStatus.state:type_name -> netagent.kvscheduler.ValueState
@@ -410,7 +472,7 @@ func file_kvscheduler_value_status_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_kvscheduler_value_status_proto_rawDesc), len(file_kvscheduler_value_status_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   2,
+			NumMessages:   3,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

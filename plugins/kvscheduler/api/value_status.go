@@ -37,3 +37,8 @@ const (
 	OpUpdate    = kvs.TxnOperation_UPDATE
 	OpDelete    = kvs.TxnOperation_DELETE
 )
+
+// UndecodableValue stands in for a value the northbound could not decode:
+// committed in its place, it makes the key INVALID with its Reason, with or
+// without a descriptor for the key, and nothing is applied for it.
+type UndecodableValue = kvs.InvalidValue
