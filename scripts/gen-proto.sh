@@ -10,4 +10,5 @@ mapfile -t files < <(find proto -name '*.proto' | sort)
 mkdir -p "$out"
 protoc -I proto \
   --go_out="$out" --go_opt=module=github.com/netagent-io/netagent \
+  --go-grpc_out="$out" --go-grpc_opt=module=github.com/netagent-io/netagent \
   "${files[@]}"

@@ -6,6 +6,7 @@
 set -euo pipefail
 
 PROTOC_GEN_GO_VERSION=v1.36.12
+PROTOC_GEN_GO_GRPC_VERSION=v1.5.1
 # protoc comes from Debian bookworm's protobuf-compiler (3.21.12); the version is
 # written into every generated file, so `make proto-check` compares like with like.
 PROTOC_VERSION=3.21.12
@@ -32,5 +33,8 @@ if [ "${1:-}" = proto ]; then
   gobin=$(go env GOPATH)/bin
   if ! "$gobin/protoc-gen-go" --version 2>/dev/null | grep -q "$PROTOC_GEN_GO_VERSION"; then
     go install "google.golang.org/protobuf/cmd/protoc-gen-go@$PROTOC_GEN_GO_VERSION"
+  fi
+  if ! "$gobin/protoc-gen-go-grpc" --version 2>/dev/null | grep -q "${PROTOC_GEN_GO_GRPC_VERSION#v}"; then
+    go install "google.golang.org/grpc/cmd/protoc-gen-go-grpc@$PROTOC_GEN_GO_GRPC_VERSION"
   fi
 fi
