@@ -1,0 +1,345 @@
+// Package orchestrator turns the northbound sources (etcd, gRPC clients, an
+// init file, an in-process client) into scheduler transactions.
+//
+// # Sources and priority
+//
+// Each source holds at most one value per key. The value applied is the one
+// of the source with the highest priority that has the key:
+//
+//	local (in-process client) > gRPC > etcd > init file
+//
+// Deleting a key from one source falls back to the value another source
+// still holds (a gRPC override removed: the etcd value comes back). A full
+// resync from one source replaces only that source's keys.
+//
+// # Startup
+//
+// Nothing is committed before every registered source has delivered its
+// first full state (Resync). Then one full resync transaction brings the SB
+// to the merged state: values already in place are correlated with what the
+// descriptors retrieve, so restarting the agent on an in-sync system executes
+// no operation; nothing is deleted before the first full sync. Changes that
+// arrive before are kept and included.
+//
+// # Bad values
+//
+// A source passes a value it could not decode as a KV with Err set: the key
+// is committed as an api.UndecodableValue, so it becomes INVALID with the
+// reason in its status (and a log line), and nothing else is held up. The
+// next good value of the key applies normally.
+package orchestrator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sort"
+	"sync"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/netagent-io/netagent/plugins/kvscheduler/api"
+)
+
+// SourceID names a northbound source.
+type SourceID string
+
+// The sources, highest priority first.
+const (
+	SourceLocal    SourceID = "local"
+	SourceGRPC     SourceID = "grpc"
+	SourceEtcd     SourceID = "etcd"
+	SourceInitFile SourceID = "init-file"
+)
+
+var priority = map[SourceID]int{SourceLocal: 40, SourceGRPC: 30, SourceEtcd: 20, SourceInitFile: 10}
+
+// Priority returns the priority of a source (higher wins; unknown: 0).
+func Priority(id SourceID) int { return priority[id] }
+
+// KV is one value of a source: a model key and its value (nil: the source
+// no longer has the key). Err is set, and Value nil, when the source has the
+// key but its value could not be decoded.
+type KV struct {
+	Key   string
+	Value proto.Message
+	Err   error
+}
+
+// Scheduler is what the orchestrator needs of the KV Scheduler.
+type Scheduler interface {
+	StartNBTransaction() api.Txn
+}
+
+// Orchestrator merges the sources and commits their changes.
+type Orchestrator struct {
+	s   Scheduler
+	log *slog.Logger
+
+	mu sync.Mutex
+	// values: key -> source -> value (an *api.UndecodableValue for Err).
+	values map[string]map[SourceID]proto.Message
+	// sources registered, and those that delivered their first state.
+	sources map[SourceID]bool
+	synced  map[SourceID]bool
+	// started: the first full resync was committed.
+	started bool
+	// pending: keys changed before the start (for the log only).
+	firstSeq uint64
+}
+
+// New returns an orchestrator committing to s.
+func New(s Scheduler, log *slog.Logger) *Orchestrator {
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Orchestrator{s: s, log: log, values: map[string]map[SourceID]proto.Message{},
+		sources: map[SourceID]bool{}, synced: map[SourceID]bool{}}
+}
+
+// Register declares a source: the first full resync waits for its first
+// Resync. Register all sources before any of them delivers.
+func (o *Orchestrator) Register(ids ...SourceID) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for _, id := range ids {
+		o.sources[id] = true
+	}
+}
+
+// Ready tells whether the first full sync was committed, and otherwise
+// which sources it waits for.
+func (o *Orchestrator) Ready() (bool, []string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.started {
+		return true, nil
+	}
+	var waiting []string
+	for id := range o.sources {
+		if !o.synced[id] {
+			waiting = append(waiting, "first state of source "+string(id))
+		}
+	}
+	sort.Strings(waiting)
+	if len(waiting) == 0 {
+		waiting = []string{"first full resync"}
+	}
+	return false, waiting
+}
+
+// stored is the value a KV puts in the store.
+func stored(kv KV) proto.Message {
+	if kv.Err != nil {
+		return &api.UndecodableValue{Reason: kv.Err.Error()}
+	}
+	return kv.Value
+}
+
+// effective is the value of a key: that of its highest-priority source.
+func (o *Orchestrator) effective(key string) proto.Message {
+	var best proto.Message
+	bestPrio := -1
+	for id, v := range o.values[key] {
+		if p := priority[id]; p > bestPrio {
+			best, bestPrio = v, p
+		}
+	}
+	return best
+}
+
+func (o *Orchestrator) set(id SourceID, key string, v proto.Message) {
+	if v == nil {
+		if m := o.values[key]; m != nil {
+			delete(m, id)
+			if len(m) == 0 {
+				delete(o.values, key)
+			}
+		}
+		return
+	}
+	m := o.values[key]
+	if m == nil {
+		m = map[SourceID]proto.Message{}
+		o.values[key] = m
+	}
+	m[id] = v
+}
+
+func (o *Orchestrator) logBad(id SourceID, kvs []KV) {
+	for _, kv := range kvs {
+		if kv.Err != nil {
+			o.log.Warn("northbound value cannot be decoded; the key is INVALID until it is fixed", "source", id, "key", kv.Key, "error", kv.Err)
+		}
+	}
+}
+
+// Change applies changes of one source (a nil Value removes the source's
+// value of the key) and commits the resulting changes of the effective
+// values, blocking like api.Txn.Commit. Before the first full sync the
+// changes are kept and 0, nil is returned.
+func (o *Orchestrator) Change(ctx context.Context, id SourceID, kvs []KV) (uint64, error) {
+	o.logBad(id, kvs)
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	before := map[string]proto.Message{}
+	for _, kv := range kvs {
+		if _, seen := before[kv.Key]; !seen {
+			before[kv.Key] = o.effective(kv.Key)
+		}
+		o.set(id, kv.Key, stored(kv))
+	}
+	if !o.started {
+		return 0, nil
+	}
+	txn := o.s.StartNBTransaction()
+	changed := 0
+	for key, old := range before {
+		now := o.effective(key)
+		if (old == nil) != (now == nil) || (now != nil && !proto.Equal(old, now)) {
+			txn.SetValue(key, now)
+			changed++
+		}
+	}
+	if changed == 0 {
+		return 0, nil
+	}
+	return txn.Commit(ctx)
+}
+
+// Resync replaces all the values of one source with kvs. Before the first
+// full sync it records the source as synced and, once all are, commits the
+// first full resync; after, it commits a full resync of the merged state
+// (only this source's keys change; the SB is refreshed too).
+func (o *Orchestrator) Resync(ctx context.Context, id SourceID, kvs []KV) (uint64, error) {
+	o.logBad(id, kvs)
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for key, m := range o.values {
+		if _, ok := m[id]; ok {
+			o.set(id, key, nil)
+		}
+	}
+	for _, kv := range kvs {
+		o.set(id, kv.Key, stored(kv))
+	}
+	o.synced[id] = true
+	if !o.started {
+		for src := range o.sources {
+			if !o.synced[src] {
+				return 0, nil
+			}
+		}
+	}
+	seq, err := o.fullResync(ctx, fmt.Sprintf("full resync (source %s)", id))
+	if !o.started && (err == nil || isValueErrors(err)) {
+		o.started = true
+		o.firstSeq = seq
+	}
+	return seq, err
+}
+
+// Start commits the first full resync now if no source was registered (an
+// agent with nothing configured); otherwise it is done by the last source's
+// first Resync.
+func (o *Orchestrator) Start(ctx context.Context) error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.started || len(o.sources) > 0 {
+		return nil
+	}
+	seq, err := o.fullResync(ctx, "full resync (no source)")
+	if err == nil || isValueErrors(err) {
+		o.started, o.firstSeq = true, seq
+	}
+	return err
+}
+
+// isValueErrors tells whether a commit error is about values (the
+// transaction ran), not about the transaction itself.
+func isValueErrors(err error) bool {
+	var te *api.TransactionError
+	return errors.As(err, &te) && te.TxnInitError == nil
+}
+
+func (o *Orchestrator) fullResync(ctx context.Context, why string) (uint64, error) {
+	ctx = api.WithResync(ctx, api.FullResync, false)
+	ctx = api.WithDescription(ctx, why)
+	txn := o.s.StartNBTransaction()
+	for _, key := range o.keysLocked() {
+		txn.SetValue(key, o.effective(key))
+	}
+	return txn.Commit(ctx)
+}
+
+func (o *Orchestrator) keysLocked() []string {
+	keys := make([]string, 0, len(o.values))
+	for k := range o.values {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// Get returns the effective desired state, sorted by key (undecodable values
+// included as api.UndecodableValue).
+func (o *Orchestrator) Get() []KV {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	var out []KV
+	for _, key := range o.keysLocked() {
+		out = append(out, KV{Key: key, Value: o.effective(key)})
+	}
+	return out
+}
+
+// SourceValue returns the value a source holds for a key (nil: none).
+func (o *Orchestrator) SourceValue(id SourceID, key string) proto.Message {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.values[key][id]
+}
+
+// Plan returns the operations that committing changes of a source would
+// execute, without applying anything (a dry run of the scheduler).
+func (o *Orchestrator) Plan(ctx context.Context, id SourceID, kvs []KV, resync bool) (uint64, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	// The merged state after the change, computed on a copy.
+	saved := map[string]map[SourceID]proto.Message{}
+	for key, m := range o.values {
+		c := make(map[SourceID]proto.Message, len(m))
+		for k, v := range m {
+			c[k] = v
+		}
+		saved[key] = c
+	}
+	defer func() { o.values = saved }()
+	if resync {
+		for key, m := range o.values {
+			if _, ok := m[id]; ok {
+				o.set(id, key, nil)
+			}
+		}
+	}
+	touched := map[string]bool{}
+	for _, kv := range kvs {
+		o.set(id, kv.Key, stored(kv))
+		touched[kv.Key] = true
+	}
+	ctx = api.WithDryRun(ctx)
+	txn := o.s.StartNBTransaction()
+	if resync {
+		ctx = api.WithResync(ctx, api.UpstreamResync, false)
+		for _, key := range o.keysLocked() {
+			txn.SetValue(key, o.effective(key))
+		}
+	} else {
+		for key := range touched {
+			txn.SetValue(key, o.effective(key))
+		}
+	}
+	return txn.Commit(ctx)
+}

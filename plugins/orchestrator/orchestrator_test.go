@@ -1,0 +1,266 @@
+package orchestrator_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"go.uber.org/goleak"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/wrapperspb"
+
+	"github.com/netagent-io/netagent/plugins/kvscheduler"
+	"github.com/netagent-io/netagent/plugins/kvscheduler/api"
+	"github.com/netagent-io/netagent/plugins/orchestrator"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// sb is a southbound of strings: what the test descriptor holds.
+type sb struct {
+	mu    sync.Mutex
+	items map[string]string
+	ops   []string
+}
+
+func (b *sb) descriptor() *api.KVDescriptor {
+	return &api.KVDescriptor{
+		Name:        "item",
+		NBKeyPrefix: "item/",
+		KeySelector: func(k string) bool { return strings.HasPrefix(k, "item/") },
+		Create: func(k string, v proto.Message) (any, error) {
+			b.mu.Lock()
+			defer b.mu.Unlock()
+			b.items[k] = v.(*wrapperspb.StringValue).GetValue()
+			b.ops = append(b.ops, "create "+k+"="+b.items[k])
+			return nil, nil
+		},
+		Update: func(k string, _, v proto.Message, _ any) (any, error) {
+			b.mu.Lock()
+			defer b.mu.Unlock()
+			b.items[k] = v.(*wrapperspb.StringValue).GetValue()
+			b.ops = append(b.ops, "update "+k+"="+b.items[k])
+			return nil, nil
+		},
+		Delete: func(k string, _ proto.Message, _ any) error {
+			b.mu.Lock()
+			defer b.mu.Unlock()
+			delete(b.items, k)
+			b.ops = append(b.ops, "delete "+k)
+			return nil
+		},
+		Retrieve: func([]api.KVWithMetadata) ([]api.KVWithMetadata, error) {
+			b.mu.Lock()
+			defer b.mu.Unlock()
+			var out []api.KVWithMetadata
+			for k, v := range b.items {
+				out = append(out, api.KVWithMetadata{Key: k, Value: wrapperspb.String(v), Origin: api.FromNB})
+			}
+			return out, nil
+		},
+	}
+}
+
+func (b *sb) takeOps() []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	ops := b.ops
+	b.ops = nil
+	return ops
+}
+
+func newEnv(t *testing.T, items map[string]string) (*orchestrator.Orchestrator, *kvscheduler.Scheduler, *sb) {
+	t.Helper()
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	s := kvscheduler.New(kvscheduler.Options{Logger: log})
+	t.Cleanup(s.Close)
+	b := &sb{items: map[string]string{}}
+	for k, v := range items {
+		b.items[k] = v
+	}
+	if err := s.RegisterKVDescriptor(b.descriptor()); err != nil {
+		t.Fatal(err)
+	}
+	return orchestrator.New(s, log), s, b
+}
+
+func kv(key, value string) orchestrator.KV {
+	if value == "" {
+		return orchestrator.KV{Key: key}
+	}
+	return orchestrator.KV{Key: key, Value: wrapperspb.String(value)}
+}
+
+func TestNothingBeforeEverySourceIsSynced(t *testing.T) {
+	o, _, b := newEnv(t, map[string]string{"item/a": "a", "item/old": "x"})
+	ctx := context.Background()
+	o.Register(orchestrator.SourceEtcd, orchestrator.SourceInitFile)
+	if ready, why := o.Ready(); ready || !slices.Equal(why, []string{"first state of source etcd", "first state of source init-file"}) {
+		t.Errorf("ready %v %v", ready, why)
+	}
+	if _, err := o.Change(ctx, orchestrator.SourceGRPC, []orchestrator.KV{kv("item/g", "g")}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := o.Resync(ctx, orchestrator.SourceEtcd, []orchestrator.KV{kv("item/a", "a")}); err != nil {
+		t.Fatal(err)
+	}
+	if ops := b.takeOps(); len(ops) > 0 {
+		t.Fatalf("operations before the init file was read: %v", ops)
+	}
+	seq, err := o.Resync(ctx, orchestrator.SourceInitFile, []orchestrator.KV{kv("item/i", "i")})
+	if err != nil || seq == 0 {
+		t.Fatalf("first full resync: %d, %v", seq, err)
+	}
+	ops := b.takeOps()
+	slices.Sort(ops)
+	// item/a was in place already: not touched; item/old is not configured.
+	if want := []string{"create item/g=g", "create item/i=i", "delete item/old"}; !slices.Equal(ops, want) {
+		t.Errorf("first full resync: %v, want %v", ops, want)
+	}
+	if ready, _ := o.Ready(); !ready {
+		t.Error("not ready after the first full resync")
+	}
+}
+
+func TestRestartOnAnInSyncSystemDoesNothing(t *testing.T) {
+	o, _, b := newEnv(t, map[string]string{"item/a": "a", "item/b": "b"})
+	o.Register(orchestrator.SourceEtcd)
+	if _, err := o.Resync(context.Background(), orchestrator.SourceEtcd, []orchestrator.KV{kv("item/a", "a"), kv("item/b", "b")}); err != nil {
+		t.Fatal(err)
+	}
+	if ops := b.takeOps(); len(ops) > 0 {
+		t.Errorf("first full resync of an in-sync system executed %v", ops)
+	}
+}
+
+func TestPriorityAndFallback(t *testing.T) {
+	o, s, b := newEnv(t, nil)
+	ctx := context.Background()
+	o.Register(orchestrator.SourceEtcd)
+	if _, err := o.Resync(ctx, orchestrator.SourceEtcd, []orchestrator.KV{kv("item/k", "from-etcd")}); err != nil {
+		t.Fatal(err)
+	}
+	if ops := b.takeOps(); !slices.Equal(ops, []string{"create item/k=from-etcd"}) {
+		t.Errorf("first resync: %v", ops)
+	}
+	steps := []struct {
+		source orchestrator.SourceID
+		kvs    []orchestrator.KV
+		want   string
+		ops    []string
+	}{
+		{orchestrator.SourceGRPC, []orchestrator.KV{kv("item/k", "from-grpc")}, "from-grpc", []string{"update item/k=from-grpc"}},
+		{orchestrator.SourceEtcd, []orchestrator.KV{kv("item/k", "etcd-2")}, "from-grpc", nil},
+		{orchestrator.SourceGRPC, []orchestrator.KV{kv("item/k", "")}, "etcd-2", []string{"update item/k=etcd-2"}},
+		{orchestrator.SourceInitFile, []orchestrator.KV{kv("item/k", "from-file")}, "etcd-2", nil},
+		{orchestrator.SourceEtcd, []orchestrator.KV{kv("item/k", "")}, "from-file", []string{"update item/k=from-file"}},
+		{orchestrator.SourceInitFile, []orchestrator.KV{kv("item/k", "")}, "", []string{"delete item/k"}},
+	}
+	for i, st := range steps {
+		if _, err := o.Change(ctx, st.source, st.kvs); err != nil {
+			t.Fatalf("step %d: %v", i, err)
+		}
+		if ops := b.takeOps(); !slices.Equal(ops, st.ops) {
+			t.Errorf("step %d (%s): operations %v, want %v", i, st.source, ops, st.ops)
+		}
+		got := ""
+		if v := s.GetValueStatus("item/k"); v.GetValue().GetState() == api.ValueStateConfigured {
+			b.mu.Lock()
+			got = b.items["item/k"]
+			b.mu.Unlock()
+		}
+		if got != st.want {
+			t.Errorf("step %d: item/k = %q, want %q", i, got, st.want)
+		}
+	}
+}
+
+func TestResyncOfOneSourceKeepsTheOthers(t *testing.T) {
+	o, _, b := newEnv(t, nil)
+	ctx := context.Background()
+	o.Register(orchestrator.SourceEtcd)
+	if _, err := o.Resync(ctx, orchestrator.SourceEtcd, []orchestrator.KV{kv("item/e1", "1"), kv("item/e2", "2")}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := o.Change(ctx, orchestrator.SourceGRPC, []orchestrator.KV{kv("item/g", "g")}); err != nil {
+		t.Fatal(err)
+	}
+	b.takeOps()
+	if _, err := o.Resync(ctx, orchestrator.SourceEtcd, []orchestrator.KV{kv("item/e2", "2b")}); err != nil {
+		t.Fatal(err)
+	}
+	ops := b.takeOps()
+	slices.Sort(ops)
+	if want := []string{"delete item/e1", "update item/e2=2b"}; !slices.Equal(ops, want) {
+		t.Errorf("etcd resync: %v, want %v", ops, want)
+	}
+	var keys []string
+	for _, kv := range o.Get() {
+		keys = append(keys, kv.Key)
+	}
+	if !slices.Equal(keys, []string{"item/e2", "item/g"}) {
+		t.Errorf("desired state %v", keys)
+	}
+}
+
+func TestUndecodableValueBlocksNothing(t *testing.T) {
+	o, s, b := newEnv(t, nil)
+	ctx := context.Background()
+	if err := o.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	_, err := o.Change(ctx, orchestrator.SourceEtcd, []orchestrator.KV{
+		{Key: "item/bad", Err: errors.New(`value of key "item/bad": proto: syntax error`)}, kv("item/good", "g"),
+	})
+	if err == nil {
+		t.Fatal("no error for the undecodable value")
+	}
+	st := s.GetValueStatus("item/bad").GetValue()
+	if st.GetState() != api.ValueStateInvalid || !strings.Contains(st.GetError(), "syntax error") {
+		t.Errorf("status of item/bad: %v", st)
+	}
+	if ops := b.takeOps(); !slices.Equal(ops, []string{"create item/good=g"}) {
+		t.Errorf("operations %v", ops)
+	}
+	if _, err := o.Change(ctx, orchestrator.SourceEtcd, []orchestrator.KV{kv("item/bad", "fixed")}); err != nil {
+		t.Fatal(err)
+	}
+	if ops := b.takeOps(); !slices.Equal(ops, []string{"create item/bad=fixed"}) {
+		t.Errorf("after the fix: %v", ops)
+	}
+}
+
+func TestPlanChangesNothing(t *testing.T) {
+	o, s, b := newEnv(t, nil)
+	ctx := context.Background()
+	if err := o.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := o.Change(ctx, orchestrator.SourceGRPC, []orchestrator.KV{kv("item/a", "a")}); err != nil {
+		t.Fatal(err)
+	}
+	b.takeOps()
+	seq, err := o.Plan(ctx, orchestrator.SourceGRPC, []orchestrator.KV{kv("item/a", "a2"), kv("item/b", "b")}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var planned []string
+	for _, op := range s.GetRecordedTransaction(seq).Planned {
+		planned = append(planned, op.Operation.String()+" "+op.Key)
+	}
+	slices.Sort(planned)
+	if want := []string{"CREATE item/b", "UPDATE item/a"}; !slices.Equal(planned, want) {
+		t.Errorf("plan %v, want %v", planned, want)
+	}
+	if ops := b.takeOps(); len(ops) > 0 {
+		t.Errorf("the plan executed %v", ops)
+	}
+	if v := o.SourceValue(orchestrator.SourceGRPC, "item/a"); v.(*wrapperspb.StringValue).GetValue() != "a" {
+		t.Errorf("the plan changed the desired state: %v", v)
+	}
+}
