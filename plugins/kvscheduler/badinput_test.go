@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -698,4 +699,35 @@ func TestUndecodableValueIsInvalid(t *testing.T) {
 	e.mustCommit(context.Background(), set("iface/a", "a"))
 	e.expectState("iface/a", api.ValueStateConfigured)
 	e.expectOps("fixed", "create iface/a=a")
+}
+
+// TestNonBlockingCommitRunsAfterItsContextEnds: a non-blocking commit is
+// queued; its context ending before the worker gets to it (a gRPC call that
+// already replied) must not drop it.
+func TestNonBlockingCommitRunsAfterItsContextEnds(t *testing.T) {
+	e := newEnv(t)
+	e.register(mocksb.Options{Name: "iface", Prefix: "iface/", NB: true})
+	block := make(chan struct{})
+	e.sb.Hook = func(kind, key string) {
+		if key == "iface/first" {
+			<-block
+		}
+	}
+	// The first transaction holds the worker in its Create.
+	firstDone := make(chan error, 1)
+	go func() { _, err := e.commit(context.Background(), set("iface/first", "1")); firstDone <- err }()
+	for e.s.GetValueStatus("iface/first").GetValue().GetState() == api.ValueStateNonexistent {
+		runtime.Gosched()
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	if _, err := e.commit(api.WithoutBlocking(ctx), set("iface/second", "2")); err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	close(block)
+	if err := <-firstDone; err != nil {
+		t.Fatal(err)
+	}
+	e.s.TransactionBarrier()
+	e.expectState("iface/second", api.ValueStateConfigured)
 }

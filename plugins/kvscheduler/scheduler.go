@@ -418,11 +418,10 @@ func (s *Scheduler) worker() {
 			close(qt.done)
 			continue
 		}
-		if qt.ctx != nil && qt.ctx.Err() != nil {
-			// The committer gave up before the transaction started: drop it.
-			if qt.done != nil {
-				qt.done <- txnResult{seq: qt.seq, err: qt.ctx.Err()}
-			}
+		if qt.done != nil && qt.ctx != nil && qt.ctx.Err() != nil {
+			// A blocking committer gave up before the transaction started:
+			// drop it (it was told so). A non-blocking commit always runs.
+			qt.done <- txnResult{seq: qt.seq, err: qt.ctx.Err()}
 			continue
 		}
 		err := s.processTxn(qt)

@@ -85,9 +85,10 @@ type Orchestrator struct {
 	sources map[SourceID]bool
 	synced  map[SourceID]bool
 	// started: the first full resync was committed.
-	started bool
-	// pending: keys changed before the start (for the log only).
+	started  bool
 	firstSeq uint64
+	// startedCh is closed when started becomes true.
+	startedCh chan struct{}
 }
 
 // New returns an orchestrator committing to s.
@@ -96,7 +97,7 @@ func New(s Scheduler, log *slog.Logger) *Orchestrator {
 		log = slog.Default()
 	}
 	return &Orchestrator{s: s, log: log, values: map[string]map[SourceID]proto.Message{},
-		sources: map[SourceID]bool{}, synced: map[SourceID]bool{}}
+		sources: map[SourceID]bool{}, synced: map[SourceID]bool{}, startedCh: make(chan struct{})}
 }
 
 // Register declares a source: the first full resync waits for its first
@@ -235,8 +236,7 @@ func (o *Orchestrator) Resync(ctx context.Context, id SourceID, kvs []KV) (uint6
 	}
 	seq, err := o.fullResync(ctx, fmt.Sprintf("full resync (source %s)", id))
 	if !o.started && (err == nil || isValueErrors(err)) {
-		o.started = true
-		o.firstSeq = seq
+		o.markStarted(seq)
 	}
 	return seq, err
 }
@@ -252,10 +252,19 @@ func (o *Orchestrator) Start(ctx context.Context) error {
 	}
 	seq, err := o.fullResync(ctx, "full resync (no source)")
 	if err == nil || isValueErrors(err) {
-		o.started, o.firstSeq = true, seq
+		o.markStarted(seq)
 	}
 	return err
 }
+
+func (o *Orchestrator) markStarted(seq uint64) {
+	o.started, o.firstSeq = true, seq
+	close(o.startedCh)
+	o.log.Info("first full resync done", "txn", seq)
+}
+
+// Started is closed once the first full resync is committed.
+func (o *Orchestrator) Started() <-chan struct{} { return o.startedCh }
 
 // isValueErrors tells whether a commit error is about values (the
 // transaction ran), not about the transaction itself.

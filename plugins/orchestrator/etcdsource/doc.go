@@ -1,0 +1,60 @@
+// Package etcdsource is the etcd source of the orchestrator: it reads the
+// agent's configuration under /vnf-agent/<label>/ and keeps the orchestrator
+// (or any Sink) in step with it. It also runs an embedded etcd server, for
+// tests and for the daemon's --etcd-embedded.
+//
+// # Guarantees
+//
+// Source.Run reads every key under the prefix at one etcd revision (in pages,
+// all at that revision) and hands the whole state to Sink.Resync. It then
+// watches from the next revision, so no change is lost between the read and
+// the watch, and delivers the changes with Sink.Change:
+//
+//   - The events of one etcd revision (one Put, one Delete, one Txn) always go
+//     into one Change, never split (etcd does not split a revision across
+//     watch responses unless asked to fragment them, which the source does
+//     not).
+//   - A burst of revisions is coalesced: revisions that arrive while the
+//     previous Change runs, or within Options.BatchMaxDelay of the first
+//     event of the batch, join one Change of at most Options.BatchMaxKeys
+//     keys (more only when a single revision is bigger). Within a Change a key
+//     appears once, with its last event, in the order of the last events; a
+//     key created and deleted within one batch is left out (the sink never
+//     had it), so a delete is only ever passed for a key the sink has.
+//   - When the watch reports compaction (the source fell behind a compacted
+//     revision), the source reads everything again at a new revision and calls
+//     Resync, which applies the difference (deletes included), then watches
+//     on from there.
+//   - When the watch fails or its channel closes (no leader, etcd gone), or
+//     the client's connection to etcd is lost (etcd restarted), the source
+//     waits with backoff (100 ms doubling to 5 s), reads everything again
+//     when etcd answers, Resyncs and watches again. It does not let the etcd
+//     client resume the watch on its own after a reconnect: etcd may have
+//     come back empty or restored from a backup, and its revisions would not
+//     follow on. Either way no event is lost or applied twice: every Change
+//     follows the state of the last Resync, revision after revision.
+//
+// An error returned by the sink is logged (at info level when only values
+// failed) and does not stop the source: the orchestrator records the values
+// before it commits, and reports the failures of values itself.
+//
+// # Decoding
+//
+// Each etcd key is split with models.ParseEtcdKey (keys of other labels are
+// ignored) and its value decoded with Registry.DecodeValue. A value that
+// cannot be decoded (bad JSON, invalid fields, a key that matches no model)
+// is passed as a KV with Err set, which the orchestrator marks INVALID with
+// the reason; nothing else is affected. A delete is a KV with a nil Value.
+// Keys are passed in their canonical spelling (Model.CanonicalKey): the
+// original agent's key of a route without a next hop, with a trailing "/",
+// becomes the key without it. If etcd holds both spellings of one key, they
+// are one item: the last written wins and deleting either deletes the item
+// (until the next write or resync).
+//
+// # Embedded etcd
+//
+// StartEmbedded runs a real one-member etcd server in the process (package
+// go.etcd.io/etcd/server/v3/embed) on a data directory, serving clients on
+// 127.0.0.1:2379 unless told otherwise. Its zap logs go to a slog.Logger,
+// from warn level up by default.
+package etcdsource

@@ -1,0 +1,146 @@
+package etcdsource
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.etcd.io/etcd/server/v3/embed"
+	"go.uber.org/zap"
+)
+
+// EmbeddedConfig configures an embedded etcd server.
+type EmbeddedConfig struct {
+	// Dir is the data directory (created if missing; reused on restart).
+	Dir string
+	// ClientURL is where clients connect (default http://127.0.0.1:2379).
+	ClientURL string
+	// PeerURL is the peer listener (default http://127.0.0.1:2380); a
+	// one-member cluster has no peer, but etcd always listens.
+	PeerURL string
+	// Log receives etcd's logs (default slog.Default()).
+	Log *slog.Logger
+	// Level is the lowest level of etcd's logs passed on (default
+	// slog.LevelWarn: etcd is chatty at info).
+	Level slog.Leveler
+	// StartTimeout is the longest wait for the server to be ready (default
+	// 60s).
+	StartTimeout time.Duration
+	// MaxTxnOps is the most operations in one transaction (default etcd's,
+	// 128).
+	MaxTxnOps uint
+}
+
+// Defaults of EmbeddedConfig.
+const (
+	DefaultEmbeddedClientURL = "http://127.0.0.1:2379"
+	DefaultEmbeddedPeerURL   = "http://127.0.0.1:2380"
+	DefaultStartTimeout      = 60 * time.Second
+)
+
+// Embedded is an etcd server running in this process: a real one-member
+// etcd cluster, for tests and development.
+type Embedded struct {
+	etcd      *embed.Etcd
+	closing   *atomic.Bool
+	clientURL string
+	closeOnce sync.Once
+}
+
+// StartEmbedded starts an embedded etcd server and waits until it serves
+// clients. The error names the URLs and the directory (a port already taken
+// fails here).
+func StartEmbedded(cfg EmbeddedConfig) (*Embedded, error) {
+	if cfg.Dir == "" {
+		return nil, errors.New("embedded etcd: no data directory")
+	}
+	if cfg.ClientURL == "" {
+		cfg.ClientURL = DefaultEmbeddedClientURL
+	}
+	if cfg.PeerURL == "" {
+		cfg.PeerURL = DefaultEmbeddedPeerURL
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.Default()
+	}
+	if cfg.Level == nil {
+		cfg.Level = slog.LevelWarn
+	}
+	if cfg.StartTimeout <= 0 {
+		cfg.StartTimeout = DefaultStartTimeout
+	}
+	where := fmt.Sprintf("client URL %s, peer URL %s, data dir %s", cfg.ClientURL, cfg.PeerURL, cfg.Dir)
+	clientURL, err := url.Parse(cfg.ClientURL)
+	if err != nil {
+		return nil, fmt.Errorf("embedded etcd: bad client URL %q: %w", cfg.ClientURL, err)
+	}
+	peerURL, err := url.Parse(cfg.PeerURL)
+	if err != nil {
+		return nil, fmt.Errorf("embedded etcd: bad peer URL %q: %w", cfg.PeerURL, err)
+	}
+
+	ec := embed.NewConfig()
+	ec.Name = "netagent"
+	ec.Dir = cfg.Dir
+	ec.ListenClientUrls = []url.URL{*clientURL}
+	ec.AdvertiseClientUrls = []url.URL{*clientURL}
+	ec.ListenPeerUrls = []url.URL{*peerURL}
+	ec.AdvertisePeerUrls = []url.URL{*peerURL}
+	ec.InitialCluster = ec.InitialClusterFromName(ec.Name)
+	if cfg.MaxTxnOps > 0 {
+		ec.MaxTxnOps = cfg.MaxTxnOps
+	}
+	level := zapLevel(cfg.Level.Level())
+	ec.LogLevel = "info" // never "debug": etcd would turn on gRPC tracing
+	if level >= zap.WarnLevel {
+		ec.LogLevel = level.String()
+	}
+	// NewConfig leaves this 0, which logs every request as slow.
+	ec.WarningUnaryRequestDuration = embed.DefaultWarningUnaryRequestDuration
+	closing := new(atomic.Bool)
+	ec.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zap.New(newSlogCore(cfg.Log.With("component", "etcd"), level, closing)))
+
+	e, err := embed.StartEtcd(ec)
+	if err != nil {
+		return nil, fmt.Errorf("embedded etcd (%s): cannot start: %w", where, err)
+	}
+	timer := time.NewTimer(cfg.StartTimeout)
+	defer timer.Stop()
+	select {
+	case <-e.Server.ReadyNotify():
+	case err, ok := <-e.Err():
+		closing.Store(true)
+		e.Close()
+		if !ok || err == nil {
+			err = errors.New("stopped")
+		}
+		return nil, fmt.Errorf("embedded etcd (%s): failed while starting: %w", where, err)
+	case <-timer.C:
+		closing.Store(true)
+		e.Close()
+		return nil, fmt.Errorf("embedded etcd (%s): not ready after %v", where, cfg.StartTimeout)
+	}
+	u := *clientURL
+	if len(e.Clients) > 0 {
+		u.Host = e.Clients[0].Addr().String() // the actual port when asked for :0
+	}
+	return &Embedded{etcd: e, closing: closing, clientURL: u.String()}, nil
+}
+
+// ClientURL returns the URL clients connect to.
+func (e *Embedded) ClientURL() string { return e.clientURL }
+
+// Close stops the server (client connections are cut; a watch open on it
+// may keep it waiting for etcd's request timeout, a few seconds). It can be
+// called more than once.
+func (e *Embedded) Close() {
+	e.closeOnce.Do(func() {
+		e.closing.Store(true)
+		e.etcd.Close()
+		<-e.etcd.Server.StopNotify()
+	})
+}

@@ -1,0 +1,511 @@
+package etcdsource
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/connectivity"
+
+	"github.com/netagent-io/netagent/pkg/models"
+	"github.com/netagent-io/netagent/plugins/kvscheduler/api"
+	"github.com/netagent-io/netagent/plugins/orchestrator"
+)
+
+// Sink receives the states and changes (the *orchestrator.Orchestrator
+// implements it).
+type Sink interface {
+	Resync(ctx context.Context, id orchestrator.SourceID, kvs []orchestrator.KV) (uint64, error)
+	Change(ctx context.Context, id orchestrator.SourceID, kvs []orchestrator.KV) (uint64, error)
+}
+
+var _ Sink = (*orchestrator.Orchestrator)(nil)
+
+// Options configure a Source. The zero value is usable.
+type Options struct {
+	// Label is the microservice label (default models.DefaultLabel).
+	Label string
+	// Registry decodes the values (default models.Default).
+	Registry *models.Registry
+	// BatchMaxKeys is the most keys in one Change (default 1000), unless a
+	// single etcd revision has more.
+	BatchMaxKeys int
+	// BatchMaxDelay is the longest wait to coalesce a burst (default 20ms).
+	BatchMaxDelay time.Duration
+	// Log receives the source's logs (default slog.Default()).
+	Log *slog.Logger
+}
+
+// Defaults of Options.
+const (
+	DefaultBatchMaxKeys  = 1000
+	DefaultBatchMaxDelay = 20 * time.Millisecond
+)
+
+// Retry timing: the backoff between attempts after a failure, and the
+// longest wait for one page of the full read.
+const (
+	minBackoff  = 100 * time.Millisecond
+	maxBackoff  = 5 * time.Second
+	readTimeout = 30 * time.Second
+	// readPage is the number of keys read per request of a full read.
+	readPage = 5000
+)
+
+// Source feeds the sink from etcd. Create it with New and start it with Run.
+type Source struct {
+	client *clientv3.Client
+	sink   Sink
+	opts   Options
+	prefix string
+	log    *slog.Logger
+
+	syncOnce sync.Once
+	synced   chan struct{}
+}
+
+// New returns a source reading the agent's keys from client into sink.
+func New(client *clientv3.Client, sink Sink, opts Options) *Source {
+	if opts.Label == "" {
+		opts.Label = models.DefaultLabel
+	}
+	if opts.Registry == nil {
+		opts.Registry = models.Default
+	}
+	if opts.BatchMaxKeys <= 0 {
+		opts.BatchMaxKeys = DefaultBatchMaxKeys
+	}
+	if opts.BatchMaxDelay <= 0 {
+		opts.BatchMaxDelay = DefaultBatchMaxDelay
+	}
+	if opts.Log == nil {
+		opts.Log = slog.Default()
+	}
+	prefix := models.EtcdKeyPrefix(opts.Label)
+	return &Source{
+		client: client,
+		sink:   sink,
+		opts:   opts,
+		prefix: prefix,
+		log:    opts.Log.With("source", string(orchestrator.SourceEtcd), "prefix", prefix),
+		synced: make(chan struct{}),
+	}
+}
+
+// Synced is closed after the first Resync returned.
+func (s *Source) Synced() <-chan struct{} { return s.synced }
+
+// watchEnd says why a watch ended.
+type watchEnd int
+
+const (
+	endCtx       watchEnd = iota // ctx ended
+	endCompacted                 // the next revision was compacted: resync now
+	endBroken                    // the watch failed or closed: back off, resync
+)
+
+// Run reads everything under /vnf-agent/<label>/ at one revision and gives
+// it to the sink's Resync, then watches from the next revision and passes the
+// changes to the sink's Change (see the package documentation). It returns
+// nil when ctx ends, or an error that retrying cannot fix (an invalid label,
+// the etcd client closed, permission denied).
+func (s *Source) Run(ctx context.Context) error {
+	if err := models.ValidLabel(s.opts.Label); err != nil {
+		return fmt.Errorf("etcd source: %w", err)
+	}
+	backoff := minBackoff
+	wait := func() bool {
+		t := time.NewTimer(backoff)
+		defer t.Stop()
+		backoff = min(2*backoff, maxBackoff)
+		select {
+		case <-ctx.Done():
+			return false
+		case <-t.C:
+			return true
+		}
+	}
+	for {
+		rev, err := s.resync(ctx)
+		if ctx.Err() != nil {
+			return nil
+		}
+		if err != nil {
+			if fatal := s.fatal(err); fatal != nil {
+				return fatal
+			}
+			if errors.Is(err, rpctypes.ErrCompacted) {
+				// A page of the read was compacted under us: read again now.
+				s.log.Info("etcd compacted during the full read; reading again", "error", err)
+				continue
+			}
+			s.log.Warn("cannot read the state from etcd; retrying", "error", err, "retry-in", backoff)
+			if !wait() {
+				return nil
+			}
+			continue
+		}
+		end, established, err := s.watch(ctx, rev)
+		if established {
+			backoff = minBackoff
+		}
+		switch end {
+		case endCtx:
+			return nil
+		case endCompacted:
+			s.log.Info("etcd watch fell behind a compaction; reading the full state again", "revision", rev)
+		case endBroken:
+			if fatal := s.fatal(err); fatal != nil {
+				return fatal
+			}
+			s.log.Warn("etcd watch ended; reading the full state again", "error", err, "retry-in", backoff)
+			if !wait() {
+				return nil
+			}
+		}
+	}
+}
+
+// fatal returns the error to end Run with when err cannot be fixed by
+// retrying, or nil.
+func (s *Source) fatal(err error) error {
+	if s.client.Ctx().Err() != nil {
+		return fmt.Errorf("etcd source: the etcd client is closed")
+	}
+	if err == nil {
+		return nil
+	}
+	for _, e := range []error{rpctypes.ErrPermissionDenied, rpctypes.ErrAuthFailed, rpctypes.ErrUserEmpty} {
+		if errors.Is(err, e) {
+			return fmt.Errorf("etcd source: reading %s: %w", s.prefix, err)
+		}
+	}
+	return nil
+}
+
+// resync reads the whole state and gives it to the sink. It returns the
+// revision read at.
+func (s *Source) resync(ctx context.Context) (int64, error) {
+	rev, kvs, err := s.read(ctx)
+	if err != nil {
+		return 0, err
+	}
+	start := time.Now()
+	if _, err := s.sink.Resync(ctx, orchestrator.SourceEtcd, kvs); err != nil && ctx.Err() == nil {
+		s.log.Log(ctx, sinkErrLevel(err), "resync of the etcd state reported an error", "revision", rev, "keys", len(kvs), "error", err)
+	} else {
+		s.log.Debug("resynced the etcd state", "revision", rev, "keys", len(kvs), "took", time.Since(start))
+	}
+	s.syncOnce.Do(func() { close(s.synced) })
+	return rev, nil
+}
+
+// sinkErrLevel is the level to log an error of the sink at: info when
+// values failed in a transaction that ran (their status and the scheduler
+// say why), warn otherwise.
+func sinkErrLevel(err error) slog.Level {
+	var te *api.TransactionError
+	if errors.As(err, &te) && te.TxnInitError == nil {
+		return slog.LevelInfo
+	}
+	return slog.LevelWarn
+}
+
+// read returns every KV under the prefix, read at one revision.
+func (s *Source) read(ctx context.Context) (int64, []orchestrator.KV, error) {
+	ctx = clientv3.WithRequireLeader(ctx)
+	end := clientv3.GetPrefixRangeEnd(s.prefix)
+	from := s.prefix
+	var rev int64
+	var kvs []orchestrator.KV
+	for {
+		opts := []clientv3.OpOption{clientv3.WithRange(end), clientv3.WithLimit(readPage)}
+		if rev != 0 {
+			opts = append(opts, clientv3.WithRev(rev))
+		}
+		pctx, cancel := context.WithTimeout(ctx, readTimeout)
+		resp, err := s.client.Get(pctx, from, opts...)
+		cancel()
+		if err != nil {
+			return 0, nil, err
+		}
+		if rev == 0 {
+			rev = resp.Header.Revision
+		}
+		for _, kv := range resp.Kvs {
+			if out, ok := s.decode(string(kv.Key), kv.Value, false); ok {
+				kvs = append(kvs, out)
+			}
+		}
+		if !resp.More || len(resp.Kvs) == 0 {
+			return rev, kvs, nil
+		}
+		from = string(resp.Kvs[len(resp.Kvs)-1].Key) + "\x00"
+	}
+}
+
+// decode turns an etcd key and value (or a delete) into a KV; false: the key
+// is not ours.
+func (s *Source) decode(etcdKey string, value []byte, deleted bool) (orchestrator.KV, bool) {
+	label, modelKey, err := models.ParseEtcdKey(etcdKey)
+	if err != nil {
+		// Under our prefix, but not /vnf-agent/<label>/<model key>: keep
+		// whatever follows the prefix as the key, so the problem shows.
+		rest, ours := strings.CutPrefix(etcdKey, s.prefix)
+		if !ours || rest == "" {
+			if !deleted {
+				s.log.Warn("ignoring an etcd key that names no model key", "key", etcdKey)
+			}
+			return orchestrator.KV{}, false
+		}
+		if deleted {
+			return orchestrator.KV{Key: rest}, true
+		}
+		return orchestrator.KV{Key: rest, Err: err}, true
+	}
+	if label != s.opts.Label {
+		return orchestrator.KV{}, false
+	}
+	key := s.canonical(modelKey)
+	if deleted {
+		return orchestrator.KV{Key: key}, true
+	}
+	_, v, err := s.opts.Registry.DecodeValue(modelKey, value)
+	if err != nil {
+		return orchestrator.KV{Key: key, Err: err}, true
+	}
+	return orchestrator.KV{Key: key, Value: v}, true
+}
+
+// canonical returns the canonical spelling of a model key (the key itself
+// when it does not parse).
+func (s *Source) canonical(modelKey string) string {
+	if m := s.opts.Registry.ModelOfKey(modelKey); m != nil {
+		if k, err := m.CanonicalKey(modelKey); err == nil {
+			return k
+		}
+	}
+	return modelKey
+}
+
+// watch watches from rev+1 and delivers the changes until the watch ends.
+// established tells whether etcd accepted the watch.
+func (s *Source) watch(ctx context.Context, rev int64) (end watchEnd, established bool, err error) {
+	wctx, cancel := context.WithCancel(ctx)
+	wch := s.client.Watch(clientv3.WithRequireLeader(wctx), s.prefix, clientv3.WithPrefix(), clientv3.WithRev(rev+1))
+	lost := make(chan struct{})
+	monitored := make(chan struct{})
+	go func() {
+		defer close(monitored)
+		connectionLost(wctx, s.client.ActiveConnection(), lost)
+	}()
+	defer func() {
+		cancel()
+		for range wch {
+			// Drain until the client closes the channel.
+		}
+		<-monitored
+	}()
+
+	b := newBatch()
+	var timer *time.Timer
+	var timeout <-chan time.Time
+	stopTimer := func() {
+		if timer != nil {
+			timer.Stop()
+			timer, timeout = nil, nil
+		}
+	}
+	defer stopTimer()
+	flush := func() {
+		stopTimer()
+		if b.empty() {
+			return
+		}
+		kvs, revs := b.take()
+		if len(kvs) == 0 {
+			return // only keys created and deleted within the batch
+		}
+		start := time.Now()
+		if _, err := s.sink.Change(ctx, orchestrator.SourceEtcd, kvs); err != nil && ctx.Err() == nil {
+			s.log.Log(ctx, sinkErrLevel(err), "change from etcd reported an error", "keys", len(kvs), "revisions", revs, "error", err)
+		} else {
+			s.log.Debug("change from etcd", "keys", len(kvs), "revisions", revs, "took", time.Since(start))
+		}
+	}
+
+	for {
+		var wr clientv3.WatchResponse
+		var ok bool
+		select {
+		case <-ctx.Done():
+			return endCtx, established, ctx.Err()
+		case <-timeout:
+			flush()
+			continue
+		case <-lost:
+			// The client would resume the watch by itself, but etcd may
+			// have come back empty or restored: read it all again.
+			return endBroken, established, errors.New("connection to etcd lost")
+		case wr, ok = <-wch:
+		}
+		if ctx.Err() != nil {
+			return endCtx, established, ctx.Err()
+		}
+		if !ok {
+			// Undelivered events are covered by the resync that follows.
+			return endBroken, established, errors.New("etcd watch channel closed")
+		}
+		if err := wr.Err(); err != nil {
+			if wr.CompactRevision != 0 || errors.Is(err, rpctypes.ErrCompacted) {
+				return endCompacted, true, err
+			}
+			return endBroken, established, err
+		}
+		if wr.Created || len(wr.Events) > 0 {
+			established = true
+		}
+		s.add(b, wr.Events, flush)
+		if b.keys() >= s.opts.BatchMaxKeys {
+			flush()
+		}
+		if !b.empty() && timer == nil {
+			timer = time.NewTimer(s.opts.BatchMaxDelay)
+			timeout = timer.C
+		}
+	}
+}
+
+// connectionLost closes lost when the client's connection to etcd is lost:
+// it fails, or it leaves the READY state it was in. It returns when ctx ends.
+func connectionLost(ctx context.Context, conn *grpc.ClientConn, lost chan<- struct{}) {
+	state := conn.GetState()
+	wasReady := false
+	for {
+		switch state {
+		case connectivity.Ready:
+			wasReady = true
+		case connectivity.TransientFailure, connectivity.Shutdown:
+			close(lost)
+			return
+		default: // Idle, Connecting
+			if wasReady {
+				close(lost)
+				return
+			}
+		}
+		if !conn.WaitForStateChange(ctx, state) {
+			return
+		}
+		state = conn.GetState()
+	}
+}
+
+// add adds events to the batch a revision at a time, flushing first when a
+// revision would not fit.
+func (s *Source) add(b *batch, events []*clientv3.Event, flush func()) {
+	for len(events) > 0 {
+		n := 1
+		for n < len(events) && events[n].Kv.ModRevision == events[0].Kv.ModRevision {
+			n++
+		}
+		rev := make([]event, 0, n)
+		for _, ev := range events[:n] {
+			if kv, ok := s.decode(string(ev.Kv.Key), ev.Kv.Value, ev.Type == mvccpb.DELETE); ok {
+				rev = append(rev, event{kv: kv, created: ev.IsCreate()})
+			}
+		}
+		events = events[n:]
+		if len(rev) == 0 {
+			continue
+		}
+		if !b.empty() && b.keys()+b.newKeys(rev) > s.opts.BatchMaxKeys {
+			flush()
+		}
+		b.addRevision(rev)
+	}
+}
+
+// event is a decoded etcd event; created: the put created the key.
+type event struct {
+	kv      orchestrator.KV
+	created bool
+}
+
+// batch is the coalesced changes of whole revisions: one KV per key, the
+// last, in the order of the last events. A key created and deleted within
+// the batch is left out: the sink never had it.
+type batch struct {
+	entries []entry
+	pos     map[string]int // key -> index of its live entry
+	revs    int
+}
+
+type entry struct {
+	kv      orchestrator.KV
+	created bool // the key did not exist before the batch
+	dead    bool // replaced by a later event of its key, or left out
+}
+
+func newBatch() *batch { return &batch{pos: map[string]int{}} }
+
+func (b *batch) empty() bool { return b.revs == 0 }
+func (b *batch) keys() int   { return len(b.pos) }
+
+// newKeys counts the keys of rev not in the batch yet.
+func (b *batch) newKeys(rev []event) int {
+	n := 0
+	var seen map[string]bool
+	for _, ev := range rev {
+		if _, ok := b.pos[ev.kv.Key]; ok || seen[ev.kv.Key] {
+			continue
+		}
+		if seen == nil {
+			seen = map[string]bool{}
+		}
+		seen[ev.kv.Key] = true
+		n++
+	}
+	return n
+}
+
+func (b *batch) addRevision(rev []event) {
+	for _, ev := range rev {
+		created := ev.created
+		if i, ok := b.pos[ev.kv.Key]; ok {
+			b.entries[i].dead = true
+			created = b.entries[i].created
+			delete(b.pos, ev.kv.Key)
+		}
+		if created && ev.kv.Value == nil && ev.kv.Err == nil {
+			continue // created and deleted within the batch
+		}
+		b.pos[ev.kv.Key] = len(b.entries)
+		b.entries = append(b.entries, entry{kv: ev.kv, created: created})
+	}
+	b.revs++
+}
+
+// take returns the live KVs and the number of revisions, and empties the
+// batch.
+func (b *batch) take() ([]orchestrator.KV, int) {
+	out := make([]orchestrator.KV, 0, len(b.pos))
+	for _, e := range b.entries {
+		if !e.dead {
+			out = append(out, e.kv)
+		}
+	}
+	revs := b.revs
+	clear(b.entries) // drop the references to the values
+	b.entries, b.revs = b.entries[:0], 0
+	clear(b.pos)
+	return out, revs
+}

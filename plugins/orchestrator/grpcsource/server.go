@@ -1,0 +1,710 @@
+// Package grpcsource is the Configurator gRPC service
+// (proto/configurator): the gRPC source of the orchestrator, and the
+// agent's gRPC view of its configuration and state.
+//
+// # Values
+//
+// Update and Delete change the values of the orchestrator's gRPC source
+// (orchestrator.SourceGRPC). Its priority is above etcd and the init file:
+// a key that etcd and a gRPC client both set takes the client's value, and
+// deleting it through Delete brings the etcd value back. A full_resync
+// Update replaces every value of the gRPC source and nothing of the other
+// sources.
+//
+// A request is checked as a whole before anything is applied: a value that
+// does not decode or validate fails the request with InvalidArgument,
+// naming the item (vpp_config.interfaces[0]) and the field.
+//
+// Without wait_done the change is queued and the reply carries its
+// transaction's sequence number only. With wait_done the reply comes once
+// the transaction is done (derived values included) and lists the keys that
+// failed, each with its operation, error and current state; the other keys
+// of the request are applied all the same. A committed change always runs:
+// a client that goes away (or whose deadline passes) while waiting does not
+// cancel it, since the orchestrator already holds the new values.
+//
+// Changes made before the agent's first full sync are kept by the
+// orchestrator and applied by that sync; the reply then has sequence number
+// 0 and no errors, even with wait_done (the agent does not refuse them with
+// Unavailable). The server does not register the gRPC source with the
+// orchestrator: the first full sync does not wait for a gRPC client.
+//
+// # State
+//
+// Get returns the desired configuration (all sources merged; values that
+// could not be decoded are left out: their keys are INVALID, see
+// WatchStatus). Dump returns what the southbound has now (the descriptors'
+// Retrieve). Plan returns the operations an Update would execute, in order,
+// without applying anything (a dry-run transaction).
+//
+// WatchStatus and Notify stream value statuses: the current ones first, then
+// every change. The scheduler never waits for a stream: its watch coalesces
+// updates per key, so a slow client receives the latest status of each key.
+//
+// # Errors
+//
+// InvalidArgument: a malformed request (no configuration where one is
+// required, an invalid value, an empty or unknown key prefix).
+// ResourceExhausted: the transaction queue is full. Unavailable: the
+// scheduler is closed, or a descriptor's Retrieve failed (Dump). Canceled
+// and DeadlineExceeded: the client's context ended. Internal: anything else.
+package grpcsource
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"strings"
+	"sync"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
+
+	"github.com/netagent-io/netagent/pkg/models"
+	"github.com/netagent-io/netagent/plugins/kvscheduler/api"
+	"github.com/netagent-io/netagent/plugins/orchestrator"
+	configpb "github.com/netagent-io/netagent/proto/config"
+	configuratorpb "github.com/netagent-io/netagent/proto/configurator"
+)
+
+// Server implements the Configurator service.
+type Server struct {
+	configuratorpb.UnimplementedConfiguratorServer
+
+	o   *orchestrator.Orchestrator
+	s   api.KVScheduler
+	reg *models.Registry
+	log *slog.Logger
+
+	// closed ends the open streams (Close).
+	closeOnce sync.Once
+	closed    chan struct{}
+}
+
+var _ configuratorpb.ConfiguratorServer = (*Server)(nil)
+
+// New returns the Configurator service changing the gRPC source of o,
+// reading states from s and converting values with reg (nil:
+// models.Default; nil log: slog.Default()).
+func New(o *orchestrator.Orchestrator, s api.KVScheduler, reg *models.Registry, log *slog.Logger) *Server {
+	if reg == nil {
+		reg = models.Default
+	}
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Server{o: o, s: s, reg: reg, log: log, closed: make(chan struct{})}
+}
+
+// Register registers the Configurator service on g.
+func (s *Server) Register(g *grpc.Server) {
+	configuratorpb.RegisterConfiguratorServer(g, s)
+}
+
+// Close ends the open WatchStatus and Notify streams (they return
+// Unavailable), so that grpc.Server.GracefulStop does not wait for them.
+// Unary calls keep working.
+func (s *Server) Close() {
+	s.closeOnce.Do(func() { close(s.closed) })
+}
+
+// --- Get, Dump ---------------------------------------------------------------
+
+// Get implements the Configurator service.
+func (s *Server) Get(ctx context.Context, _ *configuratorpb.GetRequest) (*configuratorpb.GetResponse, error) {
+	c, err := s.buildConfig(orchestratorValues(s.o.Get()))
+	if err != nil {
+		return nil, status.Errorf(codes.Internal, "get: %v", err)
+	}
+	return &configuratorpb.GetResponse{Config: c}, nil
+}
+
+func orchestratorValues(kvs []orchestrator.KV) []models.KV {
+	out := make([]models.KV, 0, len(kvs))
+	for _, kv := range kvs {
+		out = append(out, models.KV{Key: kv.Key, Value: kv.Value})
+	}
+	return out
+}
+
+// buildConfig groups values into a document, leaving out those that have no
+// place in one (undecodable values, values of unknown models).
+func (s *Server) buildConfig(kvs []models.KV) (*configpb.Config, error) {
+	keep := make([]models.KV, 0, len(kvs))
+	for _, kv := range kvs {
+		if kv.Value == nil {
+			continue
+		}
+		if _, bad := kv.Value.(*api.UndecodableValue); bad {
+			continue
+		}
+		m := s.reg.ModelOfMessage(kv.Value)
+		if m == nil || m.ConfigField == "" || s.reg.ModelOfKey(kv.Key) != m {
+			s.log.Debug("configurator: value left out of the configuration document", "key", kv.Key)
+			continue
+		}
+		keep = append(keep, kv)
+	}
+	return s.reg.BuildConfig(keep)
+}
+
+// Dump implements the Configurator service: the values the descriptors
+// retrieve from the southbound now. One dump covers every model (the common
+// prefix of their keys), so each descriptor's Retrieve runs once.
+func (s *Server) Dump(ctx context.Context, _ *configuratorpb.DumpRequest) (*configuratorpb.DumpResponse, error) {
+	kvs, err := s.s.DumpValuesByKeyPrefix(s.modelsPrefix(), api.SBView)
+	if err != nil {
+		return nil, status.Errorf(codes.Unavailable, "dump: %v", err)
+	}
+	values := make([]models.KV, 0, len(kvs))
+	for _, kv := range kvs {
+		values = append(values, models.KV{Key: kv.Key, Value: kv.Value})
+	}
+	c, err := s.buildConfig(values)
+	if err != nil {
+		return nil, status.Errorf(codes.Internal, "dump: %v", err)
+	}
+	return &configuratorpb.DumpResponse{State: c}, nil
+}
+
+// modelsPrefix is the longest common prefix of the models' key prefixes
+// ("config/" for the built-in ones), cut at a "/".
+func (s *Server) modelsPrefix() string {
+	ms := s.reg.Models()
+	if len(ms) == 0 {
+		return ""
+	}
+	p := ms[0].KeyPrefix
+	for _, m := range ms[1:] {
+		for !strings.HasPrefix(m.KeyPrefix, p) {
+			p = p[:len(p)-1]
+		}
+	}
+	return p[:strings.LastIndexByte(p, '/')+1]
+}
+
+// --- Update, Delete, Plan ----------------------------------------------------
+
+// Update implements the Configurator service.
+func (s *Server) Update(ctx context.Context, req *configuratorpb.UpdateRequest) (*configuratorpb.UpdateResponse, error) {
+	kvs, err := s.updateKVs("update", req.GetUpdate())
+	if err != nil {
+		return nil, err
+	}
+	seq, errs, err := s.commit(ctx, "update", req.GetWaitDone(), func(ctx context.Context) (uint64, error) {
+		if req.GetFullResync() {
+			return s.o.Resync(ctx, orchestrator.SourceGRPC, kvs)
+		}
+		return s.o.Change(ctx, orchestrator.SourceGRPC, kvs)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &configuratorpb.UpdateResponse{SeqNum: seq, Errors: errs}, nil
+}
+
+// updateKVs checks a document of values and converts it.
+func (s *Server) updateKVs(field string, c *configpb.Config) ([]orchestrator.KV, error) {
+	if c == nil {
+		return nil, status.Errorf(codes.InvalidArgument, "%s: no configuration given", field)
+	}
+	kvs, err := s.reg.ConfigKVs(c)
+	if err != nil {
+		return nil, status.Errorf(codes.InvalidArgument, "%s: %v", field, err)
+	}
+	out := make([]orchestrator.KV, len(kvs))
+	for i, kv := range kvs {
+		out[i] = orchestrator.KV{Key: kv.Key, Value: kv.Value}
+	}
+	return out, nil
+}
+
+// Delete implements the Configurator service.
+func (s *Server) Delete(ctx context.Context, req *configuratorpb.DeleteRequest) (*configuratorpb.DeleteResponse, error) {
+	if req.GetDelete() == nil {
+		return nil, status.Error(codes.InvalidArgument, "delete: no configuration given")
+	}
+	keys, err := s.deleteKeys(req.GetDelete())
+	if err != nil {
+		return nil, status.Errorf(codes.InvalidArgument, "delete: %v", err)
+	}
+	kvs := make([]orchestrator.KV, len(keys))
+	for i, key := range keys {
+		kvs[i] = orchestrator.KV{Key: key}
+	}
+	seq, errs, err := s.commit(ctx, "delete", req.GetWaitDone(), func(ctx context.Context) (uint64, error) {
+		return s.o.Change(ctx, orchestrator.SourceGRPC, kvs)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &configuratorpb.DeleteResponse{SeqNum: seq, Errors: errs}, nil
+}
+
+// docItem is one item of a configuration document.
+type docItem struct {
+	place string // vpp_config.interfaces[0]
+	model *models.Model
+	value proto.Message
+}
+
+// items lists the items of a document, in the order of its fields.
+func (s *Server) items(c *configpb.Config) ([]docItem, error) {
+	var out []docItem
+	var errs []error
+	cm := c.ProtoReflect()
+	sections := cm.Descriptor().Fields()
+	for i := range sections.Len() {
+		sfd := sections.Get(i)
+		if !cm.Has(sfd) {
+			continue
+		}
+		sm := cm.Get(sfd).Message()
+		fields := sfd.Message().Fields()
+		for j := range fields.Len() {
+			fd := fields.Get(j)
+			if !sm.Has(fd) {
+				continue
+			}
+			m := s.modelOfField(string(sfd.Name()), string(fd.Name()))
+			if m == nil {
+				errs = append(errs, fmt.Errorf("%s.%s: no model registered for it", sfd.Name(), fd.Name()))
+				continue
+			}
+			list := sm.Get(fd).List()
+			for k := range list.Len() {
+				out = append(out, docItem{
+					place: fmt.Sprintf("%s.%s[%d]", sfd.Name(), fd.Name(), k),
+					model: m,
+					value: list.Get(k).Message().Interface(),
+				})
+			}
+		}
+	}
+	return out, errors.Join(errs...)
+}
+
+func (s *Server) modelOfField(section, field string) *models.Model {
+	for _, m := range s.reg.Models() {
+		if m.ConfigSection == section && m.ConfigField == field {
+			return m
+		}
+	}
+	return nil
+}
+
+// deleteKeys returns the keys of the items of a document, each once. An
+// item needs its key fields only: when its key cannot be built because
+// other fields are missing or invalid (an ARP entry without its MAC
+// address), it names the value of the gRPC source whose fields include all
+// the item's set fields, if exactly one does.
+func (s *Server) deleteKeys(c *configpb.Config) ([]string, error) {
+	items, err := s.items(c)
+	if err != nil {
+		return nil, err
+	}
+	var keys []string
+	var errs []error
+	seen := map[string]bool{}
+	var held []orchestrator.KV // the gRPC source's values, read when needed
+	heldRead := false
+	for _, it := range items {
+		key, kerr := it.model.Key(it.value)
+		if kerr != nil {
+			if !heldRead {
+				held, heldRead = s.grpcValues(), true
+			}
+			var matches []string
+			for _, kv := range held {
+				if strings.HasPrefix(kv.Key, it.model.KeyPrefix) && s.reg.ModelOfKey(kv.Key) == it.model && hasFieldsOf(kv.Value, it.value) {
+					matches = append(matches, kv.Key)
+				}
+			}
+			switch len(matches) {
+			case 1:
+				key = matches[0]
+			case 0:
+				errs = append(errs, fmt.Errorf("%s: no value of the gRPC source has these fields, and the key cannot be built: %w", it.place, kerr))
+				continue
+			default:
+				errs = append(errs, fmt.Errorf("%s: the key cannot be built (%v), and the item matches %d values of the gRPC source (%s): give all its key fields", it.place, kerr, len(matches), strings.Join(matches, ", ")))
+				continue
+			}
+		}
+		if !seen[key] {
+			seen[key] = true
+			keys = append(keys, key)
+		}
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	return keys, nil
+}
+
+// grpcValues returns the values the gRPC source holds.
+func (s *Server) grpcValues() []orchestrator.KV {
+	var out []orchestrator.KV
+	for _, kv := range s.o.Get() {
+		if v := s.o.SourceValue(orchestrator.SourceGRPC, kv.Key); v != nil {
+			out = append(out, orchestrator.KV{Key: kv.Key, Value: v})
+		}
+	}
+	return out
+}
+
+// hasFieldsOf tells whether every field set in part has the same value in v.
+func hasFieldsOf(v, part proto.Message) bool {
+	if v == nil || v.ProtoReflect().Descriptor() != part.ProtoReflect().Descriptor() {
+		return false
+	}
+	vm := v.ProtoReflect()
+	same := true
+	part.ProtoReflect().Range(func(fd protoreflect.FieldDescriptor, pv protoreflect.Value) bool {
+		same = vm.Has(fd) && vm.Get(fd).Equal(pv)
+		return same
+	})
+	return same
+}
+
+// commit runs a change of the gRPC source. The change always runs once
+// committed (the client's cancellation does not drop it: the orchestrator
+// already holds the values). Without wait, it is only queued.
+func (s *Server) commit(ctx context.Context, what string, wait bool, change func(context.Context) (uint64, error)) (uint64, []*configuratorpb.KeyError, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, nil, status.FromContextError(err).Err()
+	}
+	txnCtx := api.WithDescription(context.WithoutCancel(ctx), "gRPC "+what)
+	if !wait {
+		txnCtx = api.WithoutBlocking(txnCtx)
+	}
+	seq, err := change(txnCtx)
+	if err == nil {
+		return seq, nil, nil
+	}
+	var te *api.TransactionError
+	if wait && errors.As(err, &te) && te.TxnInitError == nil {
+		errs := make([]*configuratorpb.KeyError, 0, len(te.KVErrors))
+		for _, kv := range te.KVErrors {
+			ke := &configuratorpb.KeyError{Key: kv.Key, Operation: kv.Operation.String(), State: s.stateOf(kv.Key)}
+			if kv.Error != nil {
+				ke.Error = kv.Error.Error()
+			}
+			errs = append(errs, ke)
+		}
+		return seq, errs, nil
+	}
+	return seq, nil, s.schedulerError(what, err)
+}
+
+// stateOf returns the current state of a key, base or derived.
+func (s *Server) stateOf(key string) api.ValueState {
+	bs := s.s.GetValueStatus(key)
+	if bs.GetValue().GetKey() == key {
+		return bs.GetValue().GetState()
+	}
+	for _, d := range bs.GetDerivedValues() {
+		if d.GetKey() == key {
+			return d.GetState()
+		}
+	}
+	return api.ValueStateNonexistent
+}
+
+// schedulerError maps an error of a commit to a gRPC status.
+func (s *Server) schedulerError(what string, err error) error {
+	switch {
+	case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
+		return status.FromContextError(err).Err()
+	case errors.Is(err, api.ErrTxnQueueFull):
+		return status.Errorf(codes.ResourceExhausted, "%s: %v", what, err)
+	case errors.Is(err, api.ErrClosed):
+		return status.Errorf(codes.Unavailable, "%s: %v", what, err)
+	}
+	s.log.Warn("configurator: transaction failed", "request", what, "error", err)
+	return status.Errorf(codes.Internal, "%s: %v", what, err)
+}
+
+// Plan implements the Configurator service: a dry run of the Update.
+func (s *Server) Plan(ctx context.Context, req *configuratorpb.UpdateRequest) (*configuratorpb.PlanResponse, error) {
+	kvs, err := s.updateKVs("update", req.GetUpdate())
+	if err != nil {
+		return nil, err
+	}
+	seq, err := s.o.Plan(api.WithDescription(ctx, "gRPC plan"), orchestrator.SourceGRPC, kvs, req.GetFullResync())
+	var te *api.TransactionError
+	if err != nil && !(errors.As(err, &te) && te.TxnInitError == nil) {
+		return nil, s.schedulerError("plan", err)
+	}
+	rec := s.s.GetRecordedTransaction(seq)
+	if rec == nil {
+		return nil, status.Errorf(codes.Internal, "plan: the record of dry-run transaction %d is not kept", seq)
+	}
+	resp := &configuratorpb.PlanResponse{Operations: make([]*configuratorpb.PlannedOperation, 0, len(rec.Planned))}
+	for _, op := range rec.Planned {
+		po := &configuratorpb.PlannedOperation{
+			Key:           op.Key,
+			Operation:     op.Operation.String(),
+			ValueJson:     jsonOf(op.NewValue),
+			PrevValueJson: jsonOf(op.PrevValue),
+			Flags:         op.Flags(),
+		}
+		if op.NewErr != nil {
+			po.Error = op.NewErr.Error()
+		}
+		resp.Operations = append(resp.Operations, po)
+	}
+	return resp, nil
+}
+
+// jsonOf is a value as compact protojson with the proto field names ("" for
+// none).
+func jsonOf(v proto.Message) string {
+	if v == nil || !v.ProtoReflect().IsValid() {
+		return ""
+	}
+	b, err := models.MarshalJSON(v)
+	if err != nil {
+		return fmt.Sprintf("<%v>", err)
+	}
+	return string(b)
+}
+
+// --- WatchStatus, Notify -----------------------------------------------------
+
+// statusLister is the scheduler's listing of current statuses
+// (kvscheduler.Scheduler has it; it is not part of api.KVScheduler).
+type statusLister interface {
+	ListValueStatuses(prefix string) []*api.BaseValueStatus
+}
+
+// watchBuffer is the channel buffer of a stream's watch; the scheduler's
+// watcher coalesces behind it.
+const watchBuffer = 64
+
+// WatchStatus implements the Configurator service.
+func (s *Server) WatchStatus(req *configuratorpb.WatchStatusRequest, stream grpc.ServerStreamingServer[api.BaseValueStatus]) error {
+	prefixes, err := s.checkPrefixes(req.GetKeyPrefixes())
+	if err != nil {
+		return err
+	}
+	selector := func(key string) bool {
+		if len(prefixes) == 0 {
+			return true
+		}
+		for _, p := range prefixes {
+			if strings.HasPrefix(key, p) {
+				return true
+			}
+		}
+		return false
+	}
+	list := prefixes
+	if len(list) == 0 {
+		list = []string{""}
+	}
+	return s.watch(stream.Context(), list, selector, stream.Send)
+}
+
+// checkPrefixes rejects empty prefixes and those in the models' key space
+// (config/...) that no model's keys can have.
+func (s *Server) checkPrefixes(prefixes []string) ([]string, error) {
+	space := s.modelsPrefix()
+	for _, p := range prefixes {
+		if p == "" {
+			return nil, status.Error(codes.InvalidArgument, "watch status: empty key prefix (give no prefix to watch every key)")
+		}
+		if space == "" || !strings.HasPrefix(p, space) {
+			continue // derived and SB keys (vpp/..., linux/...)
+		}
+		known := false
+		for _, m := range s.reg.Models() {
+			if strings.HasPrefix(m.KeyPrefix, p) || strings.HasPrefix(p, m.KeyPrefix) {
+				known = true
+				break
+			}
+		}
+		if !known {
+			return nil, status.Errorf(codes.InvalidArgument, "watch status: key prefix %q matches no model (known: %s)", p, s.knownPrefixes())
+		}
+	}
+	return prefixes, nil
+}
+
+func (s *Server) knownPrefixes() string {
+	var out []string
+	for _, m := range s.reg.Models() {
+		out = append(out, m.KeyPrefix)
+	}
+	sort.Strings(out)
+	return strings.Join(out, ", ")
+}
+
+// watch sends the current statuses of the base values under prefixes that
+// selector accepts, then every change, until ctx ends or the server closes.
+// The watch is started before the listing, so no change falls between; a
+// change already in the listing is not sent again.
+func (s *Server) watch(ctx context.Context, prefixes []string, selector api.KeySelector, send func(*api.BaseValueStatus) error) error {
+	ch := make(chan *api.BaseValueStatus, watchBuffer)
+	stop := s.s.WatchValueStatus(ch, selector)
+	defer stop()
+
+	current := s.currentStatuses(prefixes, selector)
+	sent := make(map[string]*api.BaseValueStatus, len(current))
+	for _, st := range current {
+		if err := send(st); err != nil {
+			return err
+		}
+		sent[st.GetValue().GetKey()] = st
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return status.FromContextError(ctx.Err()).Err()
+		case <-s.closed:
+			return status.Error(codes.Unavailable, "the configurator service is closing")
+		case st := <-ch:
+			key := st.GetValue().GetKey()
+			if first, ok := sent[key]; ok {
+				delete(sent, key)
+				if proto.Equal(first, st) {
+					continue
+				}
+			}
+			if err := send(st); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// currentStatuses lists the statuses of the base values under the prefixes
+// that selector accepts, each once, sorted by key.
+func (s *Server) currentStatuses(prefixes []string, selector api.KeySelector) []*api.BaseValueStatus {
+	byKey := map[string]*api.BaseValueStatus{}
+	if l, ok := s.s.(statusLister); ok {
+		for _, p := range prefixes {
+			for _, st := range l.ListValueStatuses(p) {
+				byKey[st.GetValue().GetKey()] = st
+			}
+		}
+	} else {
+		// Without a listing: the keys the scheduler holds values of.
+		var keys []string
+		for _, p := range prefixes {
+			kvs, _ := s.s.DumpValuesByKeyPrefix(p, api.CachedView)
+			for _, kv := range kvs {
+				keys = append(keys, kv.Key)
+			}
+			for _, kv := range s.o.Get() {
+				if strings.HasPrefix(kv.Key, p) {
+					keys = append(keys, kv.Key)
+				}
+			}
+		}
+		for _, key := range keys {
+			st := s.s.GetValueStatus(key)
+			if st.GetValue().GetState() != api.ValueStateNonexistent {
+				byKey[st.GetValue().GetKey()] = st
+			}
+		}
+	}
+	out := make([]*api.BaseValueStatus, 0, len(byKey))
+	for key, st := range byKey {
+		if selector(key) {
+			out = append(out, st)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].GetValue().GetKey() < out[j].GetValue().GetKey() })
+	return out
+}
+
+// Key spaces of interface states (shared/spec/models.md): the VPP link
+// state pushed by VPP, and the Linux admin state derived from a Linux
+// interface.
+const (
+	vppInterfacePrefix = "vpp/interface/"
+	vppLinkStateInfix  = "/link-state/"
+	linuxStatePrefix   = "linux/interface/state/"
+)
+
+// isInterfaceKey tells whether a base key is an interface (VPP or Linux) or
+// an interface state value.
+func isInterfaceKey(key string) bool {
+	return strings.HasPrefix(key, models.VPPInterface.KeyPrefix) ||
+		strings.HasPrefix(key, models.LinuxInterface.KeyPrefix) ||
+		isInterfaceStateKey(key)
+}
+
+// isInterfaceStateKey tells whether a key is a link-state or admin-state
+// value.
+func isInterfaceStateKey(key string) bool {
+	return (strings.HasPrefix(key, vppInterfacePrefix) && strings.Contains(key[len(vppInterfacePrefix):], vppLinkStateInfix)) ||
+		strings.HasPrefix(key, linuxStatePrefix)
+}
+
+// Notify implements the Configurator service: the status of every VPP and
+// Linux interface, VPP link-state value and Linux admin-state value, one
+// notification per key, current ones first. A state value that goes away
+// (an interface going from UP to DOWN changes its state key) is notified as
+// REMOVED.
+func (s *Server) Notify(_ *configuratorpb.NotifyRequest, stream grpc.ServerStreamingServer[configuratorpb.Notification]) error {
+	// Last status sent per key, and the state keys sent per base key.
+	last := map[string]*api.ValueStatus{}
+	stateKeys := map[string][]string{}
+	notify := func(st *api.ValueStatus) error {
+		key := st.GetKey()
+		if prev, ok := last[key]; ok && proto.Equal(prev, st) {
+			return nil
+		}
+		if st.GetState() == api.ValueStateRemoved {
+			delete(last, key)
+		} else {
+			last[key] = st
+		}
+		return stream.Send(&configuratorpb.Notification{Key: key, Status: st})
+	}
+	send := func(bs *api.BaseValueStatus) error {
+		base := bs.GetValue()
+		if err := notify(base); err != nil {
+			return err
+		}
+		var now []string
+		present := map[string]bool{}
+		for _, d := range bs.GetDerivedValues() {
+			if !isInterfaceStateKey(d.GetKey()) {
+				continue
+			}
+			if base.GetState() == api.ValueStateRemoved {
+				d = &api.ValueStatus{Key: d.GetKey(), State: api.ValueStateRemoved, Derived: true, DescriptorName: d.GetDescriptorName()}
+			}
+			if err := notify(d); err != nil {
+				return err
+			}
+			present[d.GetKey()] = true
+			if base.GetState() != api.ValueStateRemoved {
+				now = append(now, d.GetKey())
+			}
+		}
+		for _, k := range stateKeys[base.GetKey()] {
+			if !present[k] {
+				if err := notify(&api.ValueStatus{Key: k, State: api.ValueStateRemoved, Derived: true}); err != nil {
+					return err
+				}
+			}
+		}
+		if len(now) == 0 {
+			delete(stateKeys, base.GetKey())
+		} else {
+			stateKeys[base.GetKey()] = now
+		}
+		return nil
+	}
+	prefixes := []string{models.VPPInterface.KeyPrefix, models.LinuxInterface.KeyPrefix, vppInterfacePrefix, linuxStatePrefix}
+	return s.watch(stream.Context(), prefixes, isInterfaceKey, send)
+}
