@@ -1,0 +1,249 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"strings"
+	"time"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/netagent-io/netagent/pkg/models"
+)
+
+// Config is the agent's configuration: defaults, then the YAML file
+// (--config), then the environment, then flags. Unknown YAML fields are an
+// error.
+type Config struct {
+	// Label is the microservice label: etcd keys are under
+	// /vnf-agent/<label>/ (env MICROSERVICE_LABEL).
+	Label    string `json:"label"`
+	LogLevel string `json:"log_level"`
+
+	REST  Listener `json:"rest"`
+	GRPC  Listener `json:"grpc"`
+	Debug Listener `json:"debug"`
+	// Token, when set, is required as "Authorization: Bearer <token>" by
+	// every REST request and gRPC call that changes state (env
+	// NETAGENT_TOKEN; a file with --token-file).
+	Token string `json:"token"`
+
+	Etcd     Etcd   `json:"etcd"`
+	InitFile string `json:"init_file"`
+
+	Linux     Linux     `json:"linux"`
+	Scheduler Scheduler `json:"scheduler"`
+
+	// ShutdownGrace bounds a graceful stop (SIGTERM/SIGINT).
+	ShutdownGrace Duration `json:"shutdown_grace"`
+}
+
+// Listener is a TCP listener; an empty address disables it.
+type Listener struct {
+	Address string `json:"address"`
+	// TLSCert and TLSKey enable TLS.
+	TLSCert string `json:"tls_cert"`
+	TLSKey  string `json:"tls_key"`
+}
+
+// Etcd says where the NB configuration is.
+type Etcd struct {
+	// Endpoints of an external cluster (env ETCD_ENDPOINTS, comma
+	// separated).
+	Endpoints []string `json:"endpoints"`
+	// EmbeddedDir runs an in-process etcd server with its data there.
+	EmbeddedDir       string   `json:"embedded_dir"`
+	EmbeddedClientURL string   `json:"embedded_client_url"`
+	EmbeddedPeerURL   string   `json:"embedded_peer_url"`
+	DialTimeout       Duration `json:"dial_timeout"`
+}
+
+// Linux configures the Linux plugin.
+type Linux struct {
+	Disabled bool `json:"disabled"`
+}
+
+// Scheduler configures the KV Scheduler.
+type Scheduler struct {
+	HistorySize     int      `json:"history_size"`
+	HistoryMaxBytes int      `json:"history_max_bytes"`
+	HistoryMaxAge   Duration `json:"history_max_age"`
+	// TxnLog: "stderr" prints the boxed transaction log, "" or "off" not.
+	TxnLog         string `json:"txn_log"`
+	TxnLogMaxItems int    `json:"txn_log_max_items"`
+}
+
+// Duration reads "30s" in YAML.
+type Duration struct{ time.Duration }
+
+// UnmarshalJSON implements json.Unmarshaler.
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	s := strings.Trim(string(b), `"`)
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return fmt.Errorf("duration %s: want e.g. 30s or 5m", b)
+	}
+	d.Duration = v
+	return nil
+}
+
+// MarshalJSON implements json.Marshaler.
+func (d Duration) MarshalJSON() ([]byte, error) { return []byte(`"` + d.String() + `"`), nil }
+
+func defaultConfig() Config {
+	return Config{
+		Label:         models.DefaultLabel,
+		LogLevel:      "info",
+		REST:          Listener{Address: "127.0.0.1:9191"},
+		GRPC:          Listener{Address: "127.0.0.1:9111"},
+		Etcd:          Etcd{EmbeddedClientURL: "http://127.0.0.1:2379", EmbeddedPeerURL: "http://127.0.0.1:2380", DialTimeout: Duration{5 * time.Second}},
+		ShutdownGrace: Duration{30 * time.Second},
+	}
+}
+
+// loadConfig builds the configuration from args and the environment.
+func loadConfig(args []string, getenv func(string) string) (Config, error) {
+	cfg := defaultConfig()
+	fs := flag.NewFlagSet("agent", flag.ContinueOnError)
+	fs.SetOutput(os.Stderr)
+	configFile := fs.String("config", "", "YAML configuration file")
+	label := fs.String("label", "", "microservice label (etcd keys under /vnf-agent/<label>/)")
+	logLevel := fs.String("log-level", "", "debug, info, warn or error")
+	restAddr := fs.String("rest-address", "", "REST listener (host:port; \"\" keeps the configured one, \"off\" disables)")
+	grpcAddr := fs.String("grpc-address", "", "gRPC listener (host:port or off)")
+	debugAddr := fs.String("debug-address", "", "pprof listener (host:port; off by default)")
+	endpoints := fs.String("etcd-endpoints", "", "external etcd endpoints, comma separated")
+	embedded := fs.String("etcd-embedded", "", "run an embedded etcd server with its data in this directory")
+	embeddedURL := fs.String("etcd-embedded-client-url", "", "client URL of the embedded etcd (default http://127.0.0.1:2379)")
+	embeddedPeer := fs.String("etcd-embedded-peer-url", "", "peer URL of the embedded etcd (default http://127.0.0.1:2380)")
+	initFile := fs.String("init-file", "", "configuration document (YAML) applied at start")
+	tokenFile := fs.String("token-file", "", "file holding the bearer token required for changes")
+	txnLog := fs.String("txn-log", "", "stderr to print the boxed transaction log, off otherwise")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return cfg, errHelp
+		}
+		return cfg, err
+	}
+	if fs.NArg() > 0 {
+		return cfg, fmt.Errorf("unexpected arguments: %v", fs.Args())
+	}
+	if *configFile != "" {
+		data, err := os.ReadFile(*configFile)
+		if err != nil {
+			return cfg, fmt.Errorf("config file: %w", err)
+		}
+		if err := yaml.UnmarshalStrict(data, &cfg); err != nil {
+			return cfg, fmt.Errorf("config file %s: %w", *configFile, err)
+		}
+	}
+	if v := getenv("MICROSERVICE_LABEL"); v != "" {
+		cfg.Label = v
+	}
+	if v := getenv("ETCD_ENDPOINTS"); v != "" {
+		cfg.Etcd.Endpoints = splitList(v)
+	}
+	if v := getenv("NETAGENT_TOKEN"); v != "" {
+		cfg.Token = v
+	}
+	set := func(dst *string, v string) {
+		if v != "" {
+			*dst = v
+		}
+	}
+	set(&cfg.Label, *label)
+	set(&cfg.LogLevel, *logLevel)
+	set(&cfg.REST.Address, *restAddr)
+	set(&cfg.GRPC.Address, *grpcAddr)
+	set(&cfg.Debug.Address, *debugAddr)
+	set(&cfg.Etcd.EmbeddedDir, *embedded)
+	set(&cfg.Etcd.EmbeddedClientURL, *embeddedURL)
+	set(&cfg.Etcd.EmbeddedPeerURL, *embeddedPeer)
+	set(&cfg.InitFile, *initFile)
+	set(&cfg.Scheduler.TxnLog, *txnLog)
+	if *endpoints != "" {
+		cfg.Etcd.Endpoints = splitList(*endpoints)
+	}
+	if *tokenFile != "" {
+		data, err := os.ReadFile(*tokenFile)
+		if err != nil {
+			return cfg, fmt.Errorf("token file: %w", err)
+		}
+		cfg.Token = strings.TrimSpace(string(data))
+	}
+	for _, l := range []*Listener{&cfg.REST, &cfg.GRPC, &cfg.Debug} {
+		if l.Address == "off" {
+			l.Address = ""
+		}
+	}
+	return cfg, cfg.validate()
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// validate is the one place that checks the configuration; each error names
+// the setting.
+func (c Config) validate() error {
+	var errs []error
+	if err := models.ValidLabel(c.Label); err != nil {
+		errs = append(errs, fmt.Errorf("label: %w", err))
+	}
+	if _, err := parseLevel(c.LogLevel); err != nil {
+		errs = append(errs, fmt.Errorf("log_level: %w", err))
+	}
+	for name, l := range map[string]Listener{"rest": c.REST, "grpc": c.GRPC, "debug": c.Debug} {
+		if l.Address != "" {
+			if _, _, err := net.SplitHostPort(l.Address); err != nil {
+				errs = append(errs, fmt.Errorf("%s.address %q: %v", name, l.Address, err))
+			}
+		}
+		if (l.TLSCert == "") != (l.TLSKey == "") {
+			errs = append(errs, fmt.Errorf("%s: set both tls_cert and tls_key", name))
+		}
+	}
+	if len(c.Etcd.Endpoints) > 0 && c.Etcd.EmbeddedDir != "" {
+		errs = append(errs, errors.New("etcd: endpoints and embedded_dir exclude each other"))
+	}
+	switch c.Scheduler.TxnLog {
+	case "", "off", "stderr":
+	default:
+		errs = append(errs, fmt.Errorf("scheduler.txn_log %q: want stderr or off", c.Scheduler.TxnLog))
+	}
+	if c.ShutdownGrace.Duration <= 0 {
+		errs = append(errs, errors.New("shutdown_grace: must be positive"))
+	}
+	return errors.Join(errs...)
+}
+
+func parseLevel(s string) (slog.Level, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(s)); err != nil {
+		return 0, fmt.Errorf("%q: want debug, info, warn or error", s)
+	}
+	return l, nil
+}
+
+// loopbackOnly tells whether an address binds to loopback only.
+func loopbackOnly(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}

@@ -1,0 +1,100 @@
+package main
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+
+func writeFile(t *testing.T, name, content string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestConfigLayers(t *testing.T) {
+	cfg, err := loadConfig(nil, env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Label != "vpp1" || cfg.REST.Address != "127.0.0.1:9191" || cfg.GRPC.Address != "127.0.0.1:9111" || cfg.Debug.Address != "" || cfg.ShutdownGrace.Duration != 30*time.Second {
+		t.Errorf("defaults: %+v", cfg)
+	}
+	file := writeFile(t, "agent.yaml", "label: from-file\nrest: {address: 127.0.0.1:7000}\netcd: {endpoints: [http://a:2379]}\nshutdown_grace: 5s\n")
+	cfg, err = loadConfig([]string{"--config", file}, env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Label != "from-file" || cfg.REST.Address != "127.0.0.1:7000" || cfg.Etcd.Endpoints[0] != "http://a:2379" || cfg.ShutdownGrace.Duration != 5*time.Second {
+		t.Errorf("file: %+v", cfg)
+	}
+	// The environment overrides the file, flags the environment.
+	cfg, err = loadConfig([]string{"--config", file}, env(map[string]string{"MICROSERVICE_LABEL": "from-env", "ETCD_ENDPOINTS": "http://b:2379, http://c:2379", "NETAGENT_TOKEN": "secret"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Label != "from-env" || strings.Join(cfg.Etcd.Endpoints, ",") != "http://b:2379,http://c:2379" || cfg.Token != "secret" {
+		t.Errorf("env: %+v", cfg)
+	}
+	tokenFile := writeFile(t, "token", "from-file-token\n")
+	cfg, err = loadConfig([]string{"--config", file, "--label", "from-flag", "--grpc-address", "off", "--token-file", tokenFile}, env(map[string]string{"MICROSERVICE_LABEL": "from-env"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Label != "from-flag" || cfg.GRPC.Address != "" || cfg.Token != "from-file-token" {
+		t.Errorf("flags: %+v", cfg)
+	}
+}
+
+func TestBadConfigIsAClearError(t *testing.T) {
+	for _, c := range []struct {
+		name, yaml string
+		args       []string
+		want       string
+	}{
+		{"unknown field", "label: x\nrestt: {address: 1.2.3.4:5}\n", nil, `unknown field "restt"`},
+		{"wrong type", "scheduler: {history_size: many}\n", nil, "history_size"},
+		{"bad duration", "shutdown_grace: soon\n", nil, "want e.g. 30s"},
+		{"bad label", "label: a/b\n", nil, "label"},
+		{"bad address", "rest: {address: nowhere}\n", nil, `rest.address "nowhere"`},
+		{"half TLS", "grpc: {address: 127.0.0.1:1, tls_cert: c.pem}\n", nil, "set both tls_cert and tls_key"},
+		{"etcd twice", "etcd: {endpoints: [http://a:1], embedded_dir: /tmp/x}\n", nil, "exclude each other"},
+		{"bad level", "log_level: loud\n", nil, "log_level"},
+		{"bad txn log", "scheduler: {txn_log: syslog}\n", nil, "scheduler.txn_log"},
+		{"unknown flag", "", []string{"--colour"}, "colour"},
+		{"extra argument", "", []string{"run"}, "unexpected arguments"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			args := c.args
+			if c.yaml != "" {
+				args = append([]string{"--config", writeFile(t, "agent.yaml", c.yaml)}, args...)
+			}
+			_, err := loadConfig(args, env(nil))
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("error %v, want one containing %q", err, c.want)
+			}
+		})
+	}
+	if _, err := loadConfig([]string{"--config", "/nonexistent/agent.yaml"}, env(nil)); err == nil || !strings.Contains(err.Error(), "no such file") {
+		t.Errorf("missing file: %v", err)
+	}
+	if _, err := loadConfig([]string{"-h"}, env(nil)); !errors.Is(err, errHelp) {
+		t.Errorf("-h: %v", err)
+	}
+}
+
+func TestLoopbackOnly(t *testing.T) {
+	for addr, want := range map[string]bool{"127.0.0.1:1": true, "localhost:1": true, "[::1]:1": true, "0.0.0.0:1": false, ":1": false, "10.0.0.1:1": false} {
+		if got := loopbackOnly(addr); got != want {
+			t.Errorf("loopbackOnly(%q) = %v", addr, got)
+		}
+	}
+}

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Builds the agent and runs it as root with an embedded etcd (data in a
+# temporary directory) and examples/veth-route.yaml: a namespace "app" with a
+# veth pair to the host, addresses, a route and an ARP entry. Ctrl-C stops
+# it; the network configuration stays (remove it with `ip netns del app`).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/install-tools.sh
+mkdir -p bin
+go build -o bin/agent ./cmd/agent
+data=$(mktemp -d /tmp/netagent-etcd.XXXXXX)
+cat <<MSG
+netagent: starting with examples/veth-route.yaml (etcd data in $data)
+  status:   curl -s http://127.0.0.1:9191/scheduler/status
+  graph:    http://127.0.0.1:9191/scheduler/graph (SVG) or ?format=dot
+  history:  curl -s 'http://127.0.0.1:9191/scheduler/txn-history?format=text'
+  kernel:   ip netns exec app ip addr; ip netns exec app ip route
+  etcd:     http://127.0.0.1:2379 (keys under /vnf-agent/vpp1/)
+MSG
+exec bin/agent --etcd-embedded "$data" --init-file examples/veth-route.yaml --txn-log stderr "$@"
