@@ -5,10 +5,13 @@ PKGS := ./...
 BENCH_PKGS := ./plugins/kvscheduler/
 BENCH_COUNT ?= 5
 
-.PHONY: help build test test-short test-prop fuzz tools proto proto-check lint bench bench-models
+.PHONY: help run build test test-short test-prop fuzz tools proto proto-check lint bench bench-models
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
+
+run: ## build and run the agent (root) with an embedded etcd and examples/veth-route.yaml
+	scripts/run-example.sh
 
 build: ## build every package and command into bin/
 	$(GO) build $(PKGS)
