@@ -1,0 +1,322 @@
+// Package vppconn keeps the agent connected to VPP's binary API through
+// GoVPP's socket client (go.fd.io/govpp v0.13.0, VPP 25.10).
+//
+// The Manager connects in the background and never gives up: the agent
+// starts and serves without VPP. Each time the connection comes up it asks
+// VPP its PID (control_ping): a PID different from the previous connection's
+// means VPP restarted and is empty, and OnRestart is called so the agent
+// re-applies everything (a downstream resync: the scheduler retrieves the
+// empty state and re-creates every value in dependency order). A reconnect
+// to the same VPP calls OnReconnect (a resync to catch up). While VPP is away,
+// calls fail with ErrNotConnected, which the scheduler retries; the status of
+// the values says so.
+//
+// At every connect the message tables of the registered areas are checked
+// against VPP's: an area whose messages VPP does not know (a different VPP
+// version) is disabled, reported by Disabled and in the readiness, and its
+// calls fail with a non-retriable error naming the messages; the others work.
+//
+// GoVPP logs through logrus; the Manager routes it into the agent's slog
+// logger.
+package vppconn
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/sirupsen/logrus"
+	"go.fd.io/govpp/adapter/socketclient"
+	"go.fd.io/govpp/api"
+	"go.fd.io/govpp/binapi/memclnt"
+	"go.fd.io/govpp/binapi/vpe"
+	"go.fd.io/govpp/core"
+)
+
+// DefaultSocket is VPP's binary API socket.
+const DefaultSocket = "/run/vpp/api.sock"
+
+// reconnectAttempts: GoVPP's reconnect attempts before it gives up; the
+// Manager then starts a new connection, so it never gives up itself.
+const reconnectAttempts = 30
+
+// ErrNotConnected: VPP is not connected (yet, or any more).
+var ErrNotConnected = errors.New("VPP is not connected")
+
+// Options of the Manager.
+type Options struct {
+	Socket string
+	// CallTimeout bounds every VPP call (default 5 s).
+	CallTimeout time.Duration
+	// OnConnect is called (on the Manager's goroutine) after every connect,
+	// with restarted true when VPP's PID changed since the last connection
+	// (VPP is empty) and first true for the first connection.
+	OnConnect func(restarted, first bool)
+	Log       *slog.Logger
+}
+
+// Area is a group of messages a plugin area needs (e.g. "interfaces").
+type Area struct {
+	Name     string
+	Messages []api.Message
+}
+
+// Manager owns the connection.
+type Manager struct {
+	opts  Options
+	log   *slog.Logger
+	areas []Area
+
+	mu        sync.RWMutex
+	conn      *core.Connection
+	connected bool
+	pid       uint32
+	version   string
+	disabled  map[string][]string // area -> messages VPP lacks
+	reconnects int
+	lastErr   error
+}
+
+// New returns a Manager; Run connects.
+func New(opts Options) *Manager {
+	if opts.Socket == "" {
+		opts.Socket = DefaultSocket
+	}
+	if opts.CallTimeout <= 0 {
+		opts.CallTimeout = 5 * time.Second
+	}
+	if opts.Log == nil {
+		opts.Log = slog.Default()
+	}
+	routeLogrus(opts.Log)
+	return &Manager{opts: opts, log: opts.Log, disabled: map[string][]string{}}
+}
+
+// AddArea registers the messages of an area, checked at every connect. Call
+// before Run.
+func (m *Manager) AddArea(a Area) { m.areas = append(m.areas, a) }
+
+// Run connects and keeps the connection until ctx ends.
+func (m *Manager) Run(ctx context.Context) {
+	delay := 100 * time.Millisecond
+	for ctx.Err() == nil {
+		conn, events, err := core.AsyncConnect(socketclient.NewVppClient(m.opts.Socket), reconnectAttempts, time.Second)
+		if err != nil {
+			m.setErr(err)
+			if !sleep(ctx, delay) {
+				return
+			}
+			delay = min(2*delay, 5*time.Second)
+			continue
+		}
+		delay = 100 * time.Millisecond
+		m.serve(ctx, conn, events)
+		conn.Disconnect()
+		m.mu.Lock()
+		m.conn, m.connected = nil, false
+		m.mu.Unlock()
+	}
+}
+
+func sleep(ctx context.Context, d time.Duration) bool {
+	select {
+	case <-ctx.Done():
+		return false
+	case <-time.After(d):
+		return true
+	}
+}
+
+// serve follows the connection's events until it fails for good or ctx ends.
+func (m *Manager) serve(ctx context.Context, conn *core.Connection, events chan core.ConnectionEvent) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case ev, ok := <-events:
+			if !ok {
+				return
+			}
+			switch ev.State {
+			case core.Connected:
+				m.onConnected(ctx, conn)
+			case core.Disconnected, core.NotResponding:
+				m.mu.Lock()
+				m.connected = false
+				m.lastErr = ev.Error
+				m.mu.Unlock()
+				m.log.Warn("VPP connection lost; reconnecting", "socket", m.opts.Socket, "state", ev.State.String(), "error", ev.Error)
+			case core.Failed:
+				m.setErr(fmt.Errorf("reconnecting failed: %v", ev.Error))
+				return
+			}
+		}
+	}
+}
+
+func (m *Manager) setErr(err error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.connected, m.lastErr = false, err
+}
+
+func (m *Manager) onConnected(ctx context.Context, conn *core.Connection) {
+	cctx, cancel := context.WithTimeout(ctx, m.opts.CallTimeout)
+	defer cancel()
+	ping := &memclnt.ControlPingReply{}
+	if err := conn.Invoke(cctx, &memclnt.ControlPing{}, ping); err != nil {
+		m.setErr(fmt.Errorf("control_ping after connect: %w", err))
+		m.log.Warn("VPP connected but does not answer", "error", err)
+		return
+	}
+	ver := &vpe.ShowVersionReply{}
+	if err := conn.Invoke(cctx, &vpe.ShowVersion{}, ver); err != nil {
+		ver.Version = "unknown"
+	}
+	disabled := map[string][]string{}
+	if ch, err := conn.NewAPIChannel(); err == nil {
+		for _, a := range m.areas {
+			if err := ch.CheckCompatiblity(a.Messages...); err != nil {
+				var ce *api.CompatibilityError
+				if errors.As(err, &ce) {
+					disabled[a.Name] = append([]string{}, ce.IncompatibleMessages...)
+				} else {
+					disabled[a.Name] = []string{err.Error()}
+				}
+			}
+		}
+		ch.Close()
+	}
+	m.mu.Lock()
+	first := m.pid == 0
+	restarted := !first && m.pid != ping.VpePID
+	if !first {
+		m.reconnects++
+	}
+	m.conn, m.connected, m.pid, m.version, m.disabled, m.lastErr = conn, true, ping.VpePID, strings.TrimSpace(ver.Version), disabled, nil
+	m.mu.Unlock()
+	m.log.Info("VPP connected", "socket", m.opts.Socket, "pid", ping.VpePID, "version", ver.Version, "restarted", restarted)
+	for a, msgs := range disabled {
+		m.log.Error("VPP lacks messages of an area: its values are INVALID until a compatible VPP connects", "area", a, "messages", msgs)
+	}
+	if m.opts.OnConnect != nil {
+		m.opts.OnConnect(restarted, first)
+	}
+}
+
+// Conn returns the connection for a call of an area, or an error: not
+// connected (retriable), or the area is disabled (VPP lacks its messages).
+func (m *Manager) Conn(area string) (*core.Connection, error) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	if !m.connected || m.conn == nil {
+		if m.lastErr != nil {
+			return nil, fmt.Errorf("%w (%s: %v)", ErrNotConnected, m.opts.Socket, m.lastErr)
+		}
+		return nil, fmt.Errorf("%w (%s)", ErrNotConnected, m.opts.Socket)
+	}
+	if msgs, off := m.disabled[area]; off {
+		return nil, &IncompatibleError{Area: area, Messages: msgs}
+	}
+	return m.conn, nil
+}
+
+// CallContext bounds one call.
+func (m *Manager) CallContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, m.opts.CallTimeout)
+}
+
+// IncompatibleError: VPP lacks (or has other versions of) messages of an
+// area.
+type IncompatibleError struct {
+	Area     string
+	Messages []string
+}
+
+func (e *IncompatibleError) Error() string {
+	return fmt.Sprintf("VPP does not support area %s: messages %s are unknown or of another version", e.Area, strings.Join(e.Messages, ", "))
+}
+
+// Status is the connection state for readiness and the status command.
+type Status struct {
+	Connected  bool
+	Socket     string
+	PID        uint32
+	Version    string
+	Reconnects int
+	Error      string
+	// Disabled areas and the messages they lack.
+	Disabled map[string][]string
+}
+
+// Status returns the connection state.
+func (m *Manager) Status() Status {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	st := Status{Connected: m.connected, Socket: m.opts.Socket, PID: m.pid, Version: m.version, Reconnects: m.reconnects, Disabled: map[string][]string{}}
+	if m.lastErr != nil {
+		st.Error = m.lastErr.Error()
+	}
+	for a, msgs := range m.disabled {
+		st.Disabled[a] = append([]string(nil), msgs...)
+	}
+	return st
+}
+
+// NotReady lists what keeps VPP from being ready ("" entries never).
+func (s Status) NotReady() []string {
+	var out []string
+	if !s.Connected {
+		out = append(out, "VPP not connected ("+s.Socket+")")
+	}
+	var areas []string
+	for a := range s.Disabled {
+		areas = append(areas, a)
+	}
+	sort.Strings(areas)
+	for _, a := range areas {
+		out = append(out, "VPP lacks the messages of "+a+": "+strings.Join(s.Disabled[a], ", "))
+	}
+	return out
+}
+
+// routeLogrus sends GoVPP's logrus output into slog.
+func routeLogrus(log *slog.Logger) {
+	l := logrus.New()
+	l.SetOutput(discard{})
+	l.SetLevel(logrus.InfoLevel)
+	l.AddHook(slogHook{log})
+	core.SetLogger(l)
+	socketclient.SetLogger(l)
+}
+
+type discard struct{}
+
+func (discard) Write(p []byte) (int, error) { return len(p), nil }
+
+type slogHook struct{ log *slog.Logger }
+
+func (slogHook) Levels() []logrus.Level { return logrus.AllLevels }
+
+func (h slogHook) Fire(e *logrus.Entry) error {
+	level := slog.LevelInfo
+	switch {
+	case e.Level <= logrus.ErrorLevel:
+		level = slog.LevelError
+	case e.Level == logrus.WarnLevel:
+		level = slog.LevelWarn
+	case e.Level >= logrus.DebugLevel:
+		level = slog.LevelDebug
+	}
+	attrs := []any{"component", "govpp"}
+	for k, v := range e.Data {
+		attrs = append(attrs, k, v)
+	}
+	h.log.Log(context.Background(), level, e.Message, attrs...)
+	return nil
+}

@@ -1,0 +1,142 @@
+// Package vppsim is a stateful stand-in for VPP 25.10 that serves VPP's binary
+// API on a unix socket, for tests only (no production code may import it).
+//
+// It speaks the real socket protocol, so GoVPP v0.13.0's socket client
+// (go.fd.io/govpp/adapter/socketclient), its core (channels, streams, RPC
+// service clients, health checks, reconnects) and its codec are exercised as
+// against a real VPP:
+//
+//   - framing: each message is preceded by a 16-byte header whose bytes 8..11
+//     hold the big-endian length of the message;
+//   - handshake: the client sends sockclnt_create with the id 15 (hard-coded
+//     in GoVPP) and gets sockclnt_create_reply with its client index and the
+//     message table (name_crc -> id). The table holds the messages listed
+//     below with the CRCs of GoVPP v0.13.0's bindings (the same as VPP 25.10),
+//     memclnt at VPP's fixed ids (sockclnt_create 15 ... control_ping 23,
+//     control_ping_reply 24) and the rest from id 100 on;
+//   - replies and details echo the request's context; GoVPP ends a dump with
+//     control_ping, whose reply (carrying vpe_pid) comes after the details;
+//   - events (sw_interface_event) carry no context and go to the connections
+//     that registered with want_interface_events;
+//   - unknown ids are ignored, as VPP does. A message that is not in the table
+//     (Options.Omit, or one the simulator does not have) cannot be sent by
+//     GoVPP at all, and Channel.CheckCompatiblity reports it incompatible.
+//
+// # Using it
+//
+//	s, err := vppsim.Start(vppsim.Options{SocketPath: dir + "/api.sock"})
+//	defer s.Close()
+//	conn, err := govpp.Connect(s.SocketPath())
+//	...
+//	s.Interfaces(); s.BridgeDomains(); s.Routes(); s.Neighbors(); s.Calls()
+//
+// Test controls: FailNext (the next n requests of a message get a Retval),
+// Delay (replies to a message come late; the connection is busy meanwhile),
+// Restart (VPP restarted: all clients dropped, all state lost, new vpe_pid,
+// same socket), SetLinkUp (carrier of a device: host link, memif peer),
+// Options.Omit (message table without some messages), Options.HostIfExists
+// (which host interfaces AF_PACKET can bind to). Snapshots (Interfaces,
+// Interface, BridgeDomains, Routes, Tables, Neighbors, MemifSockets) are
+// copies; Calls lists every message received, from every client, handshake,
+// control pings and GoVPP health checks included.
+//
+// # Messages
+//
+//	memclnt      sockclnt_create, sockclnt_delete, memclnt_keepalive, control_ping
+//	vpe          show_version ("25.10-release"), show_vpe_system_time
+//	interface    sw_interface_dump, sw_interface_set_flags, sw_interface_set_mtu,
+//	             hw_interface_set_mtu, sw_interface_set_mac_address,
+//	             sw_interface_get_mac_address, sw_interface_tag_add_del,
+//	             sw_interface_add_del_address, sw_interface_set_unnumbered,
+//	             sw_interface_set_table, sw_interface_get_table, create_loopback,
+//	             create_loopback_instance, delete_loopback, create_subif,
+//	             create_vlan_subif, delete_subif, want_interface_events
+//	             (+ sw_interface_event)
+//	ip           ip_address_dump, ip_unnumbered_dump, ip_table_add_del,
+//	             ip_table_dump, ip_route_add_del, ip_route_dump
+//	ip_neighbor  ip_neighbor_add_del, ip_neighbor_dump
+//	l2           bridge_domain_add_del, bridge_domain_add_del_v2,
+//	             bridge_domain_dump, sw_interface_set_l2_bridge, bd_ip_mac_add_del,
+//	             bd_ip_mac_dump, bridge_flags, bridge_domain_set_mac_age
+//	af_packet    af_packet_create, af_packet_create_v2, af_packet_create_v3,
+//	             af_packet_delete, af_packet_dump
+//	memif        memif_socket_filename_add_del, memif_socket_filename_add_del_v2,
+//	             memif_socket_filename_dump, memif_create, memif_create_v2,
+//	             memif_delete, memif_dump
+//	tapv2        tap_create_v2, tap_create_v3, tap_delete_v2, sw_interface_tap_v2_dump
+//
+// with their replies and details (X -> X_reply, X_dump -> X_details).
+//
+// # Behaviour
+//
+// Errors come back as the reply's Retval (GoVPP turns it into an
+// api.VPPApiError) with VPP's codes: -1 UNSPECIFIED, -2 INVALID_SW_IF_INDEX,
+// -3 NO_SUCH_FIB, -6 NO_SUCH_ENTRY, -7 INVALID_VALUE, -9 UNIMPLEMENTED,
+// -10 INVALID_SW_IF_INDEX_2, -11 SYSCALL_ERROR_1, -30 FEATURE_DISABLED,
+// -31 INVALID_REGISTRATION, -55 INVALID_VLAN, -60 ADDRESS_NOT_FOUND_FOR_INTERFACE,
+// -68 SUBIF_ALREADY_EXISTS, -71 INVALID_INTERFACE, -73 INVALID_ARGUMENT,
+// -74 UNEXPECTED_INTF_STATE, -79 IF_ALREADY_EXISTS, -98 INVALID_SUB_SW_IF_INDEX,
+// -105 ADDRESS_IN_USE, -114 ADDRESS_FOUND_FOR_INTERFACE, -119 BD_ALREADY_EXISTS,
+// -120 BD_IN_USE, -121 BD_NOT_MODIFIABLE, -122 BD_ID_EXCEED_MAX,
+// -127 DUPLICATE_IF_ADDRESS, -152 BD_ALREADY_HAS_BVI, -158 NO_PATHS_IN_ROUTE.
+// A failed request changes nothing.
+//
+// Zero values are taken as VPP takes them, since GoVPP does not apply the
+// default= values of the API: is_add/enable false means delete/disable;
+// sw_if_index 0 is local0, so sw_interface_dump, sw_interface_tap_v2_dump,
+// ip_unnumbered_dump and ip_neighbor_dump list only local0's when
+// sw_if_index is left 0 (use ~0 for all); bridge_domain_dump returns nothing
+// for bd_id 0 and, with sw_if_index 0, only local0's domain (use ~0 for
+// both); tap_create id 0 is tap0 (~0 allocates); use_random_mac /
+// use_random_hw_addr false means the given (possibly zero) MAC is used.
+//
+// Interfaces: local0 (sw_if_index 0) always exists. Indexes are allocated
+// after it and a freed index is reused first (VPP's pools). Names: loop<n>
+// (lowest free instance; MAC de:ad:00:00:00:<n> when none given), host-<ifname>
+// (AF_PACKET), memif<socket-id>/<id>, tap<id>, <parent>.<sub-id>; dev types
+// "local", "Loopback", "af-packet", "memif", "virtio". Link: a loopback or
+// AF_PACKET has link while admin up, a TAP from creation, a memif only once a
+// peer connects (SetLinkUp), local0 never; a sub-interface reports its
+// parent's link and MAC, and can be set admin up only while its parent is up.
+// MTU: sw_interface_set_mtu sets the four sw MTUs (L3, IP4, IP6, MPLS; VPP
+// shows "9000/0/0/0" by default; AF_PACKET 1500 from its host link);
+// hw_interface_set_mtu the link MTU and the L3 MTU. The MAC is a hardware
+// property (setting it on a sub-interface changes the parent's).
+//
+// Deleting an interface deletes its sub-interfaces and removes its
+// addresses, its bridge-domain membership (and BVI / UU-fwd role), the route
+// paths through it (a route left without paths goes), its neighbours and the
+// unnumbered setting of interfaces that borrowed its addresses.
+// Subscribers get sw_interface_event (with their pid) when an interface's
+// admin or link flags change (one event per interface and request, with the
+// current flags) and when it is deleted (deleted=true); creation sends none.
+//
+// Addresses: listed by ip_address_dump in the order added, with host bits. An
+// unnumbered interface lists none of its donor's addresses in
+// ip_address_dump (VPP shows the subnet on the donor only); the borrowing is
+// reported by ip_unnumbered_dump and the Interface snapshot.
+//
+// Routes: tables other than 0 must be created with ip_table_add_del first.
+// ip_route_add_del without is_multipath replaces (add) or removes (delete)
+// the route; with it, adds or removes the given paths. ip_route_dump shows the
+// whole table as VPP does: the API routes and the entries VPP makes itself
+// (default drops, the attached subnet, local /32, network and broadcast drops
+// of the addresses of admin-up interfaces in the table, neighbour /32s);
+// Routes() lists the API routes only. Deleting a table flushes its API routes.
+//
+// Bridge domains: bd 0 is reserved; sw_interface_set_l2_bridge into an
+// unknown domain creates it (learn, forward, flood, uu-flood); a domain with
+// members cannot be deleted; one BVI per domain.
+//
+// # Limits
+//
+// No data plane (no packets, no learned MACs, no dynamic neighbours, no
+// counters or stats segment). Only the listed messages; other VPP messages are
+// absent from the table. Error codes for less common failures are chosen to
+// match VPP's code as far as known, not verified against a running VPP, and
+// the paths of the routes VPP makes itself are approximations: tests should
+// not depend on them. One request at a time per connection (a delayed request
+// holds the connection's later ones), connections are served concurrently
+// over one state lock. Events are not sent for interface creation and are
+// dropped when a subscriber's queue (8192 messages) is full.
+package vppsim

@@ -1,0 +1,468 @@
+package vppsim_test
+
+import (
+	"net/netip"
+	"slices"
+	"strings"
+	"testing"
+
+	"go.fd.io/govpp/api"
+	"go.fd.io/govpp/binapi/af_packet"
+	"go.fd.io/govpp/binapi/ethernet_types"
+	interfaces "go.fd.io/govpp/binapi/interface"
+	"go.fd.io/govpp/binapi/interface_types"
+	"go.fd.io/govpp/binapi/ip"
+	"go.fd.io/govpp/binapi/ip_types"
+	"go.fd.io/govpp/binapi/memclnt"
+	"go.fd.io/govpp/binapi/memif"
+	"go.fd.io/govpp/binapi/tapv2"
+	"go.fd.io/govpp/binapi/vpe"
+
+	"github.com/netagent-io/netagent/tests/vppsim"
+)
+
+const all = ^interface_types.InterfaceIndex(0)
+
+func dumpIfs(t *testing.T, conn api.Connection, req *interfaces.SwInterfaceDump) []*interfaces.SwInterfaceDetails {
+	t.Helper()
+	s := must(interfaces.NewServiceClient(conn).SwInterfaceDump(ctx, req))(t)
+	return collect(t, s.Recv)
+}
+
+func ifNames(ds []*interfaces.SwInterfaceDetails) []string {
+	var out []string
+	for _, d := range ds {
+		out = append(out, d.InterfaceName)
+	}
+	return out
+}
+
+func addresses(t *testing.T, conn api.Connection, idx interface_types.InterfaceIndex, ipv6 bool) []string {
+	t.Helper()
+	s := must(ip.NewServiceClient(conn).IPAddressDump(ctx, &ip.IPAddressDump{SwIfIndex: idx, IsIPv6: ipv6}))(t)
+	var out []string
+	for _, d := range collect(t, s.Recv) {
+		if d.SwIfIndex != idx {
+			t.Errorf("ip_address_details for %d in a dump of %d", d.SwIfIndex, idx)
+		}
+		out = append(out, d.Prefix.String())
+	}
+	return out
+}
+
+func TestHandshakeVersionAndPing(t *testing.T) {
+	s := startSim(t, vppsim.Options{PID: 4242})
+	conn := connect(t, s)
+
+	v := must(vpe.NewServiceClient(conn).ShowVersion(ctx, &vpe.ShowVersion{}))(t)
+	if v.Version != "25.10-release" || v.Program != "vpe" {
+		t.Errorf("show_version = %+v", v)
+	}
+	ping := must(memclnt.NewServiceClient(conn).ControlPing(ctx, &memclnt.ControlPing{}))(t)
+	if ping.VpePID != 4242 {
+		t.Errorf("vpe_pid = %d, want 4242", ping.VpePID)
+	}
+	st := must(vpe.NewServiceClient(conn).ShowVpeSystemTime(ctx, &vpe.ShowVpeSystemTime{}))(t)
+	if st.VpeSystemTime == 0 {
+		t.Error("show_vpe_system_time returned 0")
+	}
+	// The message table uses the real names with CRCs; sockclnt_create is 15.
+	msgs := s.Messages()
+	if msgs["sockclnt_create_"+(&memclnt.SockclntCreate{}).GetCrcString()] != 15 {
+		t.Errorf("sockclnt_create not at id 15: %v", msgs)
+	}
+	for _, m := range []api.Message{&interfaces.SwInterfaceDump{}, &memif.MemifCreateV2{}, &tapv2.TapCreateV3{}, &af_packet.AfPacketCreateV3{}} {
+		if _, ok := msgs[m.GetMessageName()+"_"+m.GetCrcString()]; !ok {
+			t.Errorf("%s missing from the message table", m.GetMessageName())
+		}
+	}
+	calls := s.Calls()
+	if len(calls) < 4 || calls[0] != "sockclnt_create" || calls[1] != "show_version" || calls[2] != "control_ping" {
+		t.Errorf("calls = %v", calls)
+	}
+	// A channel (the older GoVPP API) works as well: request and multi-request.
+	ch := must(conn.NewAPIChannel())(t)
+	defer ch.Close()
+	reply := &vpe.ShowVersionReply{}
+	if err := ch.SendRequest(&vpe.ShowVersion{}).ReceiveReply(reply); err != nil || reply.Version != vppsim.Version {
+		t.Errorf("channel show_version: %v %+v", err, reply)
+	}
+	req := ch.SendMultiRequest(&interfaces.SwInterfaceDump{SwIfIndex: all})
+	var names []string
+	for {
+		d := &interfaces.SwInterfaceDetails{}
+		last, err := req.ReceiveReply(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if last {
+			break
+		}
+		names = append(names, d.InterfaceName)
+	}
+	if !slices.Equal(names, []string{"local0"}) {
+		t.Errorf("interfaces = %v", names)
+	}
+}
+
+func TestLoopbackTagAndDump(t *testing.T) {
+	s := startSim(t, vppsim.Options{})
+	conn := connect(t, s)
+	ic := interfaces.NewServiceClient(conn)
+
+	r := must(ic.CreateLoopback(ctx, &interfaces.CreateLoopback{}))(t)
+	if r.SwIfIndex != 1 {
+		t.Fatalf("first loopback got sw_if_index %d, want 1 (local0 is 0)", r.SwIfIndex)
+	}
+	must(ic.SwInterfaceTagAddDel(ctx, &interfaces.SwInterfaceTagAddDel{IsAdd: true, SwIfIndex: r.SwIfIndex, Tag: "my-loop"}))(t)
+
+	ds := dumpIfs(t, conn, &interfaces.SwInterfaceDump{SwIfIndex: all})
+	if got := ifNames(ds); !slices.Equal(got, []string{"local0", "loop0"}) {
+		t.Fatalf("interfaces = %v", got)
+	}
+	d := ds[1]
+	if d.Tag != "my-loop" || d.InterfaceDevType != "Loopback" || d.L2Address.String() != "de:ad:00:00:00:00" ||
+		d.Type != interface_types.IF_API_TYPE_HARDWARE || d.SupSwIfIndex != 1 || d.Mtu[0] != 9000 || d.Flags != 0 {
+		t.Errorf("loop0 details = %+v", d)
+	}
+	// Name filter (case-insensitive substring), and VPP's treatment of
+	// sw_if_index: GoVPP leaves it 0, which selects local0 only.
+	if got := ifNames(dumpIfs(t, conn, &interfaces.SwInterfaceDump{SwIfIndex: all, NameFilterValid: true, NameFilter: "LOOP"})); !slices.Equal(got, []string{"loop0"}) {
+		t.Errorf("filtered = %v", got)
+	}
+	if got := ifNames(dumpIfs(t, conn, &interfaces.SwInterfaceDump{NameFilterValid: true, NameFilter: "loop"})); !slices.Equal(got, []string{"local0"}) {
+		t.Errorf("sw_if_index 0 dump = %v", got)
+	}
+	if got := ifNames(dumpIfs(t, conn, &interfaces.SwInterfaceDump{SwIfIndex: 77})); len(got) != 0 {
+		t.Errorf("unknown sw_if_index dump = %v", got)
+	}
+	// Errors: empty tag, unknown interface.
+	_, err := ic.SwInterfaceTagAddDel(ctx, &interfaces.SwInterfaceTagAddDel{IsAdd: true, SwIfIndex: r.SwIfIndex})
+	wantVPPError(t, err, api.INVALID_VALUE)
+	_, err = ic.SwInterfaceTagAddDel(ctx, &interfaces.SwInterfaceTagAddDel{IsAdd: true, SwIfIndex: 9, Tag: "x"})
+	wantVPPError(t, err, api.INVALID_SW_IF_INDEX)
+	// Tag removal.
+	must(ic.SwInterfaceTagAddDel(ctx, &interfaces.SwInterfaceTagAddDel{SwIfIndex: r.SwIfIndex}))(t)
+	if i, _ := s.Interface("loop0"); i.Tag != "" {
+		t.Errorf("tag not removed: %q", i.Tag)
+	}
+
+	// A second loopback is loop1 at 2; deleting loop0 frees index 1 and the
+	// instance 0, which the next loopback reuses (VPP's pools).
+	r2 := must(ic.CreateLoopback(ctx, &interfaces.CreateLoopback{MacAddress: ethernet_types.MacAddress{2, 0, 0, 0, 0, 9}}))(t)
+	if r2.SwIfIndex != 2 {
+		t.Fatalf("second loopback sw_if_index = %d", r2.SwIfIndex)
+	}
+	if i, _ := s.Interface("loop1"); i.MAC.String() != "02:00:00:00:00:09" {
+		t.Errorf("loop1 MAC = %v", i.MAC)
+	}
+	must(ic.DeleteLoopback(ctx, &interfaces.DeleteLoopback{SwIfIndex: r.SwIfIndex}))(t)
+	_, err = ic.DeleteLoopback(ctx, &interfaces.DeleteLoopback{SwIfIndex: r.SwIfIndex})
+	wantVPPError(t, err, api.INVALID_SW_IF_INDEX)
+	_, err = ic.DeleteLoopback(ctx, &interfaces.DeleteLoopback{SwIfIndex: 0})
+	wantVPPError(t, err, api.INVALID_SW_IF_INDEX)
+	r3 := must(ic.CreateLoopback(ctx, &interfaces.CreateLoopback{}))(t)
+	if r3.SwIfIndex != 1 {
+		t.Errorf("re-created loopback sw_if_index = %d, want the freed 1", r3.SwIfIndex)
+	}
+	if got := ifNames(dumpIfs(t, conn, &interfaces.SwInterfaceDump{SwIfIndex: all})); !slices.Equal(got, []string{"local0", "loop0", "loop1"}) {
+		t.Errorf("interfaces = %v", got)
+	}
+	// create_loopback_instance with a taken instance.
+	_, err = ic.CreateLoopbackInstance(ctx, &interfaces.CreateLoopbackInstance{IsSpecified: true, UserInstance: 1})
+	wantVPPError(t, err, api.INVALID_REGISTRATION)
+	ri := must(ic.CreateLoopbackInstance(ctx, &interfaces.CreateLoopbackInstance{IsSpecified: true, UserInstance: 7}))(t)
+	if i, _ := s.Interface("loop7"); i.SwIfIndex != uint32(ri.SwIfIndex) {
+		t.Errorf("loop7 = %+v", i)
+	}
+}
+
+func TestFlagsMtuMacAddresses(t *testing.T) {
+	s := startSim(t, vppsim.Options{})
+	conn := connect(t, s)
+	ic := interfaces.NewServiceClient(conn)
+	idx := must(ic.CreateLoopback(ctx, &interfaces.CreateLoopback{}))(t).SwIfIndex
+
+	must(ic.SwInterfaceSetFlags(ctx, &interfaces.SwInterfaceSetFlags{SwIfIndex: idx, Flags: interface_types.IF_STATUS_API_FLAG_ADMIN_UP}))(t)
+	must(ic.SwInterfaceSetMtu(ctx, &interfaces.SwInterfaceSetMtu{SwIfIndex: idx, Mtu: []uint32{1500, 0, 0, 0}}))(t)
+	mac, _ := ethernet_types.ParseMacAddress("02:11:22:33:44:55")
+	must(ic.SwInterfaceSetMacAddress(ctx, &interfaces.SwInterfaceSetMacAddress{SwIfIndex: idx, MacAddress: mac}))(t)
+	for _, a := range []string{"10.0.0.1/24", "10.0.1.1/24", "2001:db8::1/64"} {
+		p, _ := ip_types.ParseAddressWithPrefix(a)
+		must(ic.SwInterfaceAddDelAddress(ctx, &interfaces.SwInterfaceAddDelAddress{SwIfIndex: idx, IsAdd: true, Prefix: p}))(t)
+	}
+
+	d := dumpIfs(t, conn, &interfaces.SwInterfaceDump{SwIfIndex: idx})[0]
+	if d.Flags != interface_types.IF_STATUS_API_FLAG_ADMIN_UP|interface_types.IF_STATUS_API_FLAG_LINK_UP {
+		t.Errorf("flags = %v (a loopback has link when admin up)", d.Flags)
+	}
+	if d.Mtu[0] != 1500 || d.L2Address != mac {
+		t.Errorf("mtu/mac = %v %v", d.Mtu, d.L2Address)
+	}
+	gm := must(ic.SwInterfaceGetMacAddress(ctx, &interfaces.SwInterfaceGetMacAddress{SwIfIndex: idx}))(t)
+	if gm.MacAddress != mac {
+		t.Errorf("get mac = %v", gm.MacAddress)
+	}
+	if got := addresses(t, conn, idx, false); !slices.Equal(got, []string{"10.0.0.1/24", "10.0.1.1/24"}) {
+		t.Errorf("ipv4 addresses = %v", got)
+	}
+	if got := addresses(t, conn, idx, true); !slices.Equal(got, []string{"2001:db8::1/64"}) {
+		t.Errorf("ipv6 addresses = %v", got)
+	}
+
+	// VPP's errors.
+	p, _ := ip_types.ParseAddressWithPrefix("10.0.0.1/24")
+	_, err := ic.SwInterfaceAddDelAddress(ctx, &interfaces.SwInterfaceAddDelAddress{SwIfIndex: idx, IsAdd: true, Prefix: p})
+	wantVPPError(t, err, api.DUPLICATE_IF_ADDRESS)
+	other := must(ic.CreateLoopback(ctx, &interfaces.CreateLoopback{}))(t).SwIfIndex
+	p2, _ := ip_types.ParseAddressWithPrefix("10.0.0.2/24")
+	_, err = ic.SwInterfaceAddDelAddress(ctx, &interfaces.SwInterfaceAddDelAddress{SwIfIndex: other, IsAdd: true, Prefix: p2})
+	wantVPPError(t, err, api.ADDRESS_IN_USE)
+	_, err = ic.SwInterfaceAddDelAddress(ctx, &interfaces.SwInterfaceAddDelAddress{SwIfIndex: idx, Prefix: p2})
+	wantVPPError(t, err, api.ADDRESS_NOT_FOUND_FOR_INTERFACE)
+	_, err = ic.SwInterfaceSetMtu(ctx, &interfaces.SwInterfaceSetMtu{SwIfIndex: 0, Mtu: []uint32{1500, 0, 0, 0}})
+	wantVPPError(t, err, api.FEATURE_DISABLED)
+	_, err = ic.SwInterfaceSetFlags(ctx, &interfaces.SwInterfaceSetFlags{SwIfIndex: 99})
+	wantVPPError(t, err, api.INVALID_SW_IF_INDEX)
+
+	// Delete one address, then all.
+	must(ic.SwInterfaceAddDelAddress(ctx, &interfaces.SwInterfaceAddDelAddress{SwIfIndex: idx, Prefix: p}))(t)
+	if got := addresses(t, conn, idx, false); !slices.Equal(got, []string{"10.0.1.1/24"}) {
+		t.Errorf("after delete = %v", got)
+	}
+	i, _ := s.Interface("loop0")
+	if !i.AdminUp || !i.LinkUp || i.MTU != [4]uint32{1500, 0, 0, 0} || i.MAC.String() != "02:11:22:33:44:55" ||
+		len(i.Addresses) != 2 || i.Addresses[1] != netip.MustParsePrefix("2001:db8::1/64") {
+		t.Errorf("snapshot = %+v", i)
+	}
+	must(ic.SwInterfaceAddDelAddress(ctx, &interfaces.SwInterfaceAddDelAddress{SwIfIndex: idx, DelAll: true}))(t)
+	if i, _ := s.Interface("loop0"); len(i.Addresses) != 0 {
+		t.Errorf("del_all left %v", i.Addresses)
+	}
+	// Admin down takes the link down.
+	must(ic.SwInterfaceSetFlags(ctx, &interfaces.SwInterfaceSetFlags{SwIfIndex: idx}))(t)
+	if i, _ := s.Interface("loop0"); i.AdminUp || i.LinkUp {
+		t.Errorf("after admin down: %+v", i)
+	}
+	// hw_interface_set_mtu sets the link MTU and the L3 MTU.
+	must(ic.HwInterfaceSetMtu(ctx, &interfaces.HwInterfaceSetMtu{SwIfIndex: idx, Mtu: 8000}))(t)
+	if i, _ := s.Interface("loop0"); i.LinkMTU != 8000 || i.MTU[0] != 8000 {
+		t.Errorf("after hw mtu: %+v", i)
+	}
+}
+
+func TestAfPacket(t *testing.T) {
+	s := startSim(t, vppsim.Options{HostIfExists: func(name string) bool { return strings.HasPrefix(name, "veth") }})
+	conn := connect(t, s)
+	ac := af_packet.NewServiceClient(conn)
+
+	r := must(ac.AfPacketCreateV3(ctx, &af_packet.AfPacketCreateV3{
+		Mode: af_packet.AF_PACKET_API_MODE_ETHERNET, HostIfName: "veth1", UseRandomHwAddr: true, NumRxQueues: 1, NumTxQueues: 1,
+	}))(t)
+	i, ok := s.Interface("host-veth1")
+	if !ok || i.SwIfIndex != uint32(r.SwIfIndex) || i.Kind != vppsim.KindAfPacket || i.DevType != "af-packet" ||
+		i.AfPacket.NumRxQueues != 1 || i.MAC[0] != 0x02 || i.MAC[1] != 0xfe {
+		t.Fatalf("host-veth1 = %+v", i)
+	}
+	ds := collect(t, must(ac.AfPacketDump(ctx, &af_packet.AfPacketDump{}))(t).Recv)
+	if len(ds) != 1 || ds[0].HostIfName != "veth1" || ds[0].SwIfIndex != r.SwIfIndex {
+		t.Errorf("af_packet_dump = %+v", ds)
+	}
+	_, err := ac.AfPacketCreateV3(ctx, &af_packet.AfPacketCreateV3{HostIfName: "veth1", UseRandomHwAddr: true})
+	wantVPPError(t, err, api.IF_ALREADY_EXISTS)
+	_, err = ac.AfPacketCreateV3(ctx, &af_packet.AfPacketCreateV3{HostIfName: "eth9", UseRandomHwAddr: true})
+	wantVPPError(t, err, api.INVALID_INTERFACE)
+	// Without use_random_hw_addr VPP uses hw_addr, even a zero one.
+	must(ac.AfPacketCreateV3(ctx, &af_packet.AfPacketCreateV3{HostIfName: "veth2"}))(t)
+	if i, _ := s.Interface("host-veth2"); i.MAC.String() != "00:00:00:00:00:00" {
+		t.Errorf("host-veth2 MAC = %v", i.MAC)
+	}
+
+	must(ac.AfPacketDelete(ctx, &af_packet.AfPacketDelete{HostIfName: "veth1"}))(t)
+	if _, ok := s.Interface("host-veth1"); ok {
+		t.Error("host-veth1 still there")
+	}
+	_, err = ac.AfPacketDelete(ctx, &af_packet.AfPacketDelete{HostIfName: "veth1"})
+	wantVPPError(t, err, api.SYSCALL_ERROR_1)
+}
+
+func TestMemif(t *testing.T) {
+	s := startSim(t, vppsim.Options{})
+	conn := connect(t, s)
+	mc := memif.NewServiceClient(conn)
+
+	sr := must(mc.MemifSocketFilenameAddDelV2(ctx, &memif.MemifSocketFilenameAddDelV2{IsAdd: true, SocketID: ^uint32(0), SocketFilename: "/tmp/m1.sock"}))(t)
+	if sr.SocketID != 1 {
+		t.Fatalf("allocated socket id = %d", sr.SocketID)
+	}
+	socks := collect(t, must(mc.MemifSocketFilenameDump(ctx, &memif.MemifSocketFilenameDump{}))(t).Recv)
+	if len(socks) != 2 || socks[0].SocketFilename != "/run/vpp/memif.sock" || socks[1].SocketFilename != "/tmp/m1.sock" {
+		t.Errorf("sockets = %+v", socks)
+	}
+	r := must(mc.MemifCreateV2(ctx, &memif.MemifCreateV2{
+		Role: memif.MEMIF_ROLE_API_SLAVE, SocketID: 1, ID: 3, RxQueues: 1, TxQueues: 1, Secret: "s3cr3t",
+	}))(t)
+	i, ok := s.Interface("memif1/3")
+	if !ok || i.SwIfIndex != uint32(r.SwIfIndex) || i.Memif.RingSize != 1024 || i.Memif.BufferSize != 2048 || i.Memif.Secret != "s3cr3t" {
+		t.Fatalf("memif1/3 = %+v %+v", i, i.Memif)
+	}
+	ds := collect(t, must(mc.MemifDump(ctx, &memif.MemifDump{}))(t).Recv)
+	if len(ds) != 1 || ds[0].IfName != "memif1/3" || ds[0].SocketID != 1 || ds[0].ID != 3 || ds[0].Role != memif.MEMIF_ROLE_API_SLAVE {
+		t.Errorf("memif_dump = %+v", ds)
+	}
+	// The link stays down without a peer, even admin up; SetLinkUp connects one.
+	must(interfaces.NewServiceClient(conn).SwInterfaceSetFlags(ctx, &interfaces.SwInterfaceSetFlags{SwIfIndex: r.SwIfIndex, Flags: interface_types.IF_STATUS_API_FLAG_ADMIN_UP}))(t)
+	if i, _ := s.Interface("memif1/3"); !i.AdminUp || i.LinkUp {
+		t.Errorf("memif without peer: %+v", i)
+	}
+	if err := s.SetLinkUp(uint32(r.SwIfIndex), true); err != nil {
+		t.Fatal(err)
+	}
+	if i, _ := s.Interface("memif1/3"); !i.LinkUp {
+		t.Error("memif link not up after SetLinkUp")
+	}
+
+	_, err := mc.MemifCreateV2(ctx, &memif.MemifCreateV2{Role: memif.MEMIF_ROLE_API_SLAVE, SocketID: 1, ID: 3})
+	wantVPPError(t, err, api.SUBIF_ALREADY_EXISTS)
+	_, err = mc.MemifCreateV2(ctx, &memif.MemifCreateV2{SocketID: 5, ID: 0})
+	wantVPPError(t, err, api.INVALID_ARGUMENT)
+	_, err = mc.MemifCreateV2(ctx, &memif.MemifCreateV2{Role: memif.MEMIF_ROLE_API_SLAVE, SocketID: 1, ID: 4, RingSize: 1000})
+	wantVPPError(t, err, api.INVALID_ARGUMENT)
+	_, err = mc.MemifSocketFilenameAddDelV2(ctx, &memif.MemifSocketFilenameAddDelV2{SocketID: 1})
+	wantVPPError(t, err, api.UNEXPECTED_INTF_STATE)
+	_, err = mc.MemifSocketFilenameAddDelV2(ctx, &memif.MemifSocketFilenameAddDelV2{IsAdd: true, SocketID: 0, SocketFilename: "x"})
+	wantVPPError(t, err, api.INVALID_ARGUMENT)
+
+	must(mc.MemifDelete(ctx, &memif.MemifDelete{SwIfIndex: r.SwIfIndex}))(t)
+	must(mc.MemifSocketFilenameAddDelV2(ctx, &memif.MemifSocketFilenameAddDelV2{SocketID: 1}))(t)
+	if got := s.MemifSockets(); len(got) != 1 {
+		t.Errorf("sockets after delete = %v", got)
+	}
+	_, err = mc.MemifDelete(ctx, &memif.MemifDelete{SwIfIndex: 0})
+	wantVPPError(t, err, api.INVALID_SW_IF_INDEX)
+}
+
+func TestTap(t *testing.T) {
+	s := startSim(t, vppsim.Options{})
+	conn := connect(t, s)
+	tc := tapv2.NewServiceClient(conn)
+
+	hostPfx, _ := ip_types.ParseIP4Prefix("192.168.7.1/24")
+	r := must(tc.TapCreateV3(ctx, &tapv2.TapCreateV3{
+		ID: ^uint32(0), UseRandomMac: true, NumRxQueues: 1, NumTxQueues: 1, TxRingSz: 256, RxRingSz: 256,
+		HostIfNameSet: true, HostIfName: "vpp-tap", HostIP4PrefixSet: true, HostIP4Prefix: ip_types.IP4AddressWithPrefix(hostPfx),
+		HostMtuSet: true, HostMtuSize: 1400, Tag: "tap-a",
+	}))(t)
+	i, ok := s.Interface("tap0")
+	if !ok || i.SwIfIndex != uint32(r.SwIfIndex) || i.Tag != "tap-a" || i.DevType != "virtio" || !i.LinkUp ||
+		i.Tap.HostIfName != "vpp-tap" || i.Tap.HostMTU != 1400 || i.Tap.HostIP4Prefix.String() != "192.168.7.1/24" {
+		t.Fatalf("tap0 = %+v %+v", i, i.Tap)
+	}
+	ds := collect(t, must(tc.SwInterfaceTapV2Dump(ctx, &tapv2.SwInterfaceTapV2Dump{SwIfIndex: all}))(t).Recv)
+	if len(ds) != 1 || ds[0].DevName != "tap0" || ds[0].HostIfName != "vpp-tap" || ds[0].RxRingSz != 256 || ds[0].HostMtuSize != 1400 {
+		t.Errorf("tap dump = %+v", ds)
+	}
+	// GoVPP's zero sw_if_index asks about local0, which is no TAP.
+	if ds := collect(t, must(tc.SwInterfaceTapV2Dump(ctx, &tapv2.SwInterfaceTapV2Dump{}))(t).Recv); len(ds) != 0 {
+		t.Errorf("tap dump of local0 = %+v", ds)
+	}
+	_, err := tc.TapCreateV3(ctx, &tapv2.TapCreateV3{ID: 0})
+	wantVPPError(t, err, api.INVALID_INTERFACE)
+	r1 := must(tc.TapCreateV3(ctx, &tapv2.TapCreateV3{ID: 5}))(t)
+	if i, _ := s.Interface("tap5"); i.SwIfIndex != uint32(r1.SwIfIndex) || i.Tap.HostIfName != "tap5" {
+		t.Errorf("tap5 = %+v", i)
+	}
+	must(tc.TapDeleteV2(ctx, &tapv2.TapDeleteV2{SwIfIndex: r.SwIfIndex}))(t)
+	_, err = tc.TapDeleteV2(ctx, &tapv2.TapDeleteV2{SwIfIndex: r.SwIfIndex})
+	wantVPPError(t, err, api.INVALID_SW_IF_INDEX)
+}
+
+func TestSubInterface(t *testing.T) {
+	s := startSim(t, vppsim.Options{})
+	conn := connect(t, s)
+	ic := interfaces.NewServiceClient(conn)
+	parent := must(ic.CreateLoopback(ctx, &interfaces.CreateLoopback{}))(t).SwIfIndex
+
+	sub := must(ic.CreateSubif(ctx, &interfaces.CreateSubif{
+		SwIfIndex: parent, SubID: 10, OuterVlanID: 10,
+		SubIfFlags: interface_types.SUB_IF_API_FLAG_ONE_TAG | interface_types.SUB_IF_API_FLAG_EXACT_MATCH,
+	}))(t).SwIfIndex
+	d := dumpIfs(t, conn, &interfaces.SwInterfaceDump{SwIfIndex: sub})[0]
+	if d.InterfaceName != "loop0.10" || d.Type != interface_types.IF_API_TYPE_SUB || d.SupSwIfIndex != uint32(parent) ||
+		d.SubID != 10 || d.SubOuterVlanID != 10 || d.SubNumberOfTags != 1 {
+		t.Errorf("sub details = %+v", d)
+	}
+	_, err := ic.CreateSubif(ctx, &interfaces.CreateSubif{SwIfIndex: parent, SubID: 10})
+	wantVPPError(t, err, api.SUBIF_ALREADY_EXISTS)
+	vlan := must(ic.CreateVlanSubif(ctx, &interfaces.CreateVlanSubif{SwIfIndex: parent, VlanID: 20}))(t).SwIfIndex
+
+	// A sub-interface comes up only after its parent.
+	_, err = ic.SwInterfaceSetFlags(ctx, &interfaces.SwInterfaceSetFlags{SwIfIndex: sub, Flags: interface_types.IF_STATUS_API_FLAG_ADMIN_UP})
+	wantVPPError(t, err, api.UNSPECIFIED)
+	must(ic.SwInterfaceSetFlags(ctx, &interfaces.SwInterfaceSetFlags{SwIfIndex: parent, Flags: interface_types.IF_STATUS_API_FLAG_ADMIN_UP}))(t)
+	must(ic.SwInterfaceSetFlags(ctx, &interfaces.SwInterfaceSetFlags{SwIfIndex: sub, Flags: interface_types.IF_STATUS_API_FLAG_ADMIN_UP}))(t)
+	si, _ := s.Interface("loop0.10")
+	if !si.AdminUp || !si.LinkUp || si.Sub.Parent != uint32(parent) || si.Sub.OuterVlanID != 10 {
+		t.Errorf("sub snapshot = %+v %+v", si, si.Sub)
+	}
+	_, err = ic.DeleteSubif(ctx, &interfaces.DeleteSubif{SwIfIndex: parent})
+	wantVPPError(t, err, api.INVALID_SUB_SW_IF_INDEX)
+	must(ic.DeleteSubif(ctx, &interfaces.DeleteSubif{SwIfIndex: vlan}))(t)
+	// Deleting the parent deletes its sub-interfaces.
+	must(ic.DeleteLoopback(ctx, &interfaces.DeleteLoopback{SwIfIndex: parent}))(t)
+	if got := ifNames(dumpIfs(t, conn, &interfaces.SwInterfaceDump{SwIfIndex: all})); !slices.Equal(got, []string{"local0"}) {
+		t.Errorf("interfaces = %v", got)
+	}
+}
+
+func TestUnnumberedAndVrf(t *testing.T) {
+	s := startSim(t, vppsim.Options{})
+	conn := connect(t, s)
+	ic := interfaces.NewServiceClient(conn)
+	ipc := ip.NewServiceClient(conn)
+	donor := must(ic.CreateLoopback(ctx, &interfaces.CreateLoopback{}))(t).SwIfIndex
+	un := must(ic.CreateLoopback(ctx, &interfaces.CreateLoopback{}))(t).SwIfIndex
+	p, _ := ip_types.ParseAddressWithPrefix("10.9.0.1/32")
+	must(ic.SwInterfaceAddDelAddress(ctx, &interfaces.SwInterfaceAddDelAddress{SwIfIndex: donor, IsAdd: true, Prefix: p}))(t)
+	must(ic.SwInterfaceSetUnnumbered(ctx, &interfaces.SwInterfaceSetUnnumbered{SwIfIndex: donor, UnnumberedSwIfIndex: un, IsAdd: true}))(t)
+
+	// VPP reports the address on the donor only...
+	if got := addresses(t, conn, un, false); len(got) != 0 {
+		t.Errorf("unnumbered interface lists %v", got)
+	}
+	if got := addresses(t, conn, donor, false); !slices.Equal(got, []string{"10.9.0.1/32"}) {
+		t.Errorf("donor lists %v", got)
+	}
+	// ...and the borrowing through ip_unnumbered_dump (sw_if_index ~0 = all).
+	ud := collect(t, must(ipc.IPUnnumberedDump(ctx, &ip.IPUnnumberedDump{SwIfIndex: all}))(t).Recv)
+	if len(ud) != 1 || ud[0].SwIfIndex != un || ud[0].IPSwIfIndex != donor {
+		t.Errorf("ip_unnumbered_dump = %+v", ud)
+	}
+	if i, _ := s.Interface("loop1"); !i.Unnumbered || i.UnnumberedFrom != uint32(donor) {
+		t.Errorf("snapshot = %+v", i)
+	}
+	_, err := ic.SwInterfaceSetUnnumbered(ctx, &interfaces.SwInterfaceSetUnnumbered{SwIfIndex: donor, UnnumberedSwIfIndex: 50, IsAdd: true})
+	wantVPPError(t, err, api.INVALID_SW_IF_INDEX_2)
+	// Deleting the donor ends the borrowing.
+	must(ic.DeleteLoopback(ctx, &interfaces.DeleteLoopback{SwIfIndex: donor}))(t)
+	if ud := collect(t, must(ipc.IPUnnumberedDump(ctx, &ip.IPUnnumberedDump{SwIfIndex: all}))(t).Recv); len(ud) != 0 {
+		t.Errorf("after donor delete: %+v", ud)
+	}
+
+	// VRF binding: the table must exist, the interface must have no address of that family.
+	_, err = ic.SwInterfaceSetTable(ctx, &interfaces.SwInterfaceSetTable{SwIfIndex: un, VrfID: 7})
+	wantVPPError(t, err, api.NO_SUCH_FIB)
+	must(ipc.IPTableAddDel(ctx, &ip.IPTableAddDel{IsAdd: true, Table: ip.IPTable{TableID: 7}}))(t)
+	must(ic.SwInterfaceAddDelAddress(ctx, &interfaces.SwInterfaceAddDelAddress{SwIfIndex: un, IsAdd: true, Prefix: p}))(t)
+	_, err = ic.SwInterfaceSetTable(ctx, &interfaces.SwInterfaceSetTable{SwIfIndex: un, VrfID: 7})
+	wantVPPError(t, err, api.ADDRESS_FOUND_FOR_INTERFACE)
+	must(ic.SwInterfaceAddDelAddress(ctx, &interfaces.SwInterfaceAddDelAddress{SwIfIndex: un, DelAll: true}))(t)
+	must(ic.SwInterfaceSetTable(ctx, &interfaces.SwInterfaceSetTable{SwIfIndex: un, VrfID: 7}))(t)
+	gt := must(ic.SwInterfaceGetTable(ctx, &interfaces.SwInterfaceGetTable{SwIfIndex: un}))(t)
+	if gt.VrfID != 7 {
+		t.Errorf("get table = %d", gt.VrfID)
+	}
+	if i, _ := s.Interface("loop1"); i.IP4Table != 7 || i.IP6Table != 0 {
+		t.Errorf("tables = %d/%d", i.IP4Table, i.IP6Table)
+	}
+}

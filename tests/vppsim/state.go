@@ -1,0 +1,269 @@
+package vppsim
+
+import (
+	"cmp"
+	"crypto/rand"
+	"net"
+	"net/netip"
+	"slices"
+
+	"go.fd.io/govpp/binapi/interface_types"
+	"go.fd.io/govpp/binapi/l2"
+)
+
+// iface is the stored form of an interface. Computed fields of the embedded
+// Interface (LinkUp, and MAC for sub-interfaces) are filled in by view().
+type iface struct {
+	Interface
+	carrier bool // "cable plugged"/"peer connected"; see linkUp
+}
+
+type tableKey struct {
+	id   uint32
+	ipv6 bool
+}
+
+type tableState struct {
+	name     string
+	apiOwned bool // created by ip_table_add_del (table 0 always exists)
+}
+
+type routeKey struct {
+	table  uint32
+	prefix netip.Prefix // masked; the family tells IPv4/IPv6
+}
+
+type neighKey struct {
+	swIfIndex uint32
+	ip        netip.Addr
+}
+
+// state is everything a VPP restart loses. It is guarded by Sim.mu.
+type state struct {
+	ifs       map[uint32]*iface
+	freeIdx   []uint32 // freed sw_if_indexes, reused last-freed first (VPP pools)
+	nextIdx   uint32
+	bds       map[uint32]*BridgeDomain
+	tables    map[tableKey]*tableState
+	routes    map[routeKey]*Route
+	neighbors map[neighKey]*Neighbor
+	memifSock map[uint32]string  // memif socket id -> filename
+	ifEvents  map[*client]uint32 // want_interface_events registrations -> pid
+	nextStats uint32             // stats_index of the next route / neighbour
+}
+
+const defaultMemifSocket = "/run/vpp/memif.sock"
+
+func newState() *state {
+	st := &state{
+		ifs:       map[uint32]*iface{},
+		bds:       map[uint32]*BridgeDomain{},
+		tables:    map[tableKey]*tableState{},
+		routes:    map[routeKey]*Route{},
+		neighbors: map[neighKey]*Neighbor{},
+		memifSock: map[uint32]string{0: defaultMemifSocket},
+		ifEvents:  map[*client]uint32{},
+	}
+	st.tables[tableKey{0, false}] = &tableState{name: "ipv4-VRF:0"}
+	st.tables[tableKey{0, true}] = &tableState{name: "ipv6-VRF:0"}
+	st.ifs[0] = &iface{Interface: Interface{
+		SwIfIndex: 0, SupSwIfIndex: 0, Name: "local0", Kind: KindLocal, DevType: "local",
+		MAC: make(net.HardwareAddr, 6),
+	}}
+	st.nextIdx = 1
+	return st
+}
+
+func (st *state) allocIndex() uint32 {
+	if n := len(st.freeIdx); n > 0 {
+		idx := st.freeIdx[n-1]
+		st.freeIdx = st.freeIdx[:n-1]
+		return idx
+	}
+	idx := st.nextIdx
+	st.nextIdx++
+	return idx
+}
+
+// addHW adds a hardware interface with VPP's defaults.
+func (st *state) addHW(i *iface) uint32 {
+	idx := st.allocIndex()
+	i.SwIfIndex = idx
+	i.SupSwIfIndex = idx
+	if i.MTU == ([4]uint32{}) {
+		i.MTU = [4]uint32{i.LinkMTU, 0, 0, 0}
+	}
+	st.ifs[idx] = i
+	return idx
+}
+
+func (st *state) get(idx uint32) *iface {
+	return st.ifs[idx]
+}
+
+// hw returns the hardware interface of idx (itself, or a sub-interface's parent).
+func (st *state) hw(i *iface) *iface {
+	if i.Kind == KindSub {
+		if p := st.ifs[i.SupSwIfIndex]; p != nil {
+			return p
+		}
+	}
+	return i
+}
+
+// linkUp follows the device: loopbacks and AF_PACKET have link when admin up;
+// a TAP has link as soon as it exists; memif only when connected to a peer
+// (never, unless SetLinkUp); local0 never; a sub-interface has its parent's.
+func (st *state) linkUp(i *iface) bool {
+	h := st.hw(i)
+	switch h.Kind {
+	case KindLoopback, KindAfPacket:
+		return h.AdminUp && h.carrier
+	case KindTap, KindMemif:
+		return h.carrier
+	default:
+		return false
+	}
+}
+
+func (st *state) flags(i *iface) interface_types.IfStatusFlags {
+	var f interface_types.IfStatusFlags
+	if i.AdminUp {
+		f |= interface_types.IF_STATUS_API_FLAG_ADMIN_UP
+	}
+	if st.linkUp(i) {
+		f |= interface_types.IF_STATUS_API_FLAG_LINK_UP
+	}
+	return f
+}
+
+func (st *state) allFlags() map[uint32]interface_types.IfStatusFlags {
+	m := make(map[uint32]interface_types.IfStatusFlags, len(st.ifs))
+	for idx, i := range st.ifs {
+		m[idx] = st.flags(i)
+	}
+	return m
+}
+
+// view returns a copy of the interface with the computed fields filled in.
+func (st *state) view(i *iface) Interface {
+	c := i.clone()
+	c.LinkUp = st.linkUp(i)
+	if i.Kind == KindSub {
+		c.MAC = slices.Clone(st.hw(i).MAC)
+		c.LinkMTU = st.hw(i).LinkMTU
+	}
+	return c
+}
+
+// sortedIfs returns the interfaces ordered by sw_if_index (VPP's pool order).
+func (st *state) sortedIfs() []*iface {
+	out := make([]*iface, 0, len(st.ifs))
+	for _, i := range st.ifs {
+		out = append(out, i)
+	}
+	slices.SortFunc(out, func(a, b *iface) int { return cmp.Compare(a.SwIfIndex, b.SwIfIndex) })
+	return out
+}
+
+// deleteIf removes an interface and everything that refers to it: its
+// sub-interfaces (when it is a hardware interface), its addresses, its bridge
+// domain membership (BVI / UU-fwd included), the route paths through it
+// (a route left without paths goes), its neighbours and the unnumbered
+// configuration of interfaces that borrowed its addresses. It returns the
+// deleted sw_if_indexes (sub-interfaces first).
+func (st *state) deleteIf(idx uint32) []uint32 {
+	i := st.ifs[idx]
+	if i == nil {
+		return nil
+	}
+	var deleted []uint32
+	if i.Kind != KindSub {
+		for _, s := range st.sortedIfs() {
+			if s.Kind == KindSub && s.SupSwIfIndex == idx {
+				deleted = append(deleted, st.deleteIf(s.SwIfIndex)...)
+			}
+		}
+	}
+	st.removeFromBridge(i)
+	for k, r := range st.routes {
+		r.Paths = slices.DeleteFunc(r.Paths, func(p RoutePath) bool { return p.SwIfIndex == idx })
+		if len(r.Paths) == 0 {
+			delete(st.routes, k)
+		}
+	}
+	for k := range st.neighbors {
+		if k.swIfIndex == idx {
+			delete(st.neighbors, k)
+		}
+	}
+	for _, o := range st.ifs {
+		if o.Unnumbered && o.UnnumberedFrom == idx {
+			o.Unnumbered, o.UnnumberedFrom = false, 0
+		}
+	}
+	delete(st.ifs, idx)
+	st.freeIdx = append(st.freeIdx, idx)
+	// A table that only stayed because this interface was bound to it goes.
+	st.gcTables()
+	return append(deleted, idx)
+}
+
+func (st *state) removeFromBridge(i *iface) {
+	if i.Bridge == nil {
+		return
+	}
+	if bd := st.bds[i.Bridge.BdID]; bd != nil {
+		bd.Members = slices.DeleteFunc(bd.Members, func(m BridgeMember) bool { return m.SwIfIndex == i.SwIfIndex })
+		if bd.BVI == i.SwIfIndex {
+			bd.BVI = NoIndex
+		}
+		if bd.UUFwd == i.SwIfIndex {
+			bd.UUFwd = NoIndex
+		}
+	}
+	i.Bridge = nil
+}
+
+func (st *state) addToBridge(i *iface, bdID uint32, pt l2.L2PortType, shg uint8) {
+	st.removeFromBridge(i)
+	i.Bridge = &BridgeMembership{BdID: bdID, PortType: pt, SHG: shg}
+	bd := st.bds[bdID]
+	if bd == nil { // bridge domain 0: exists implicitly, never dumped
+		return
+	}
+	bd.Members = append(bd.Members, BridgeMember{SwIfIndex: i.SwIfIndex, PortType: pt, SHG: shg})
+	switch pt {
+	case l2.L2_API_PORT_TYPE_BVI:
+		bd.BVI = i.SwIfIndex
+	case l2.L2_API_PORT_TYPE_UU_FWD:
+		bd.UUFwd = i.SwIfIndex
+	}
+}
+
+// gcTables drops tables that the API deleted but that interfaces kept alive.
+func (st *state) gcTables() {
+	for k, t := range st.tables {
+		if k.id == 0 || t.apiOwned {
+			continue
+		}
+		used := false
+		for _, i := range st.ifs {
+			if (!k.ipv6 && i.IP4Table == k.id) || (k.ipv6 && i.IP6Table == k.id) {
+				used = true
+				break
+			}
+		}
+		if !used {
+			delete(st.tables, k)
+		}
+	}
+}
+
+// randomMAC returns a locally administered MAC as VPP makes them (02:fe:...).
+func randomMAC() net.HardwareAddr {
+	m := make(net.HardwareAddr, 6)
+	_, _ = rand.Read(m[2:])
+	m[0], m[1] = 0x02, 0xfe
+	return m
+}
