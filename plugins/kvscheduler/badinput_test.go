@@ -707,18 +707,17 @@ func TestUndecodableValueIsInvalid(t *testing.T) {
 func TestNonBlockingCommitRunsAfterItsContextEnds(t *testing.T) {
 	e := newEnv(t)
 	e.register(mocksb.Options{Name: "iface", Prefix: "iface/", NB: true})
-	block := make(chan struct{})
+	block, entered := make(chan struct{}), make(chan struct{})
 	e.sb.Hook = func(kind, key string) {
 		if key == "iface/first" {
+			close(entered)
 			<-block
 		}
 	}
 	// The first transaction holds the worker in its Create.
 	firstDone := make(chan error, 1)
 	go func() { _, err := e.commit(context.Background(), set("iface/first", "1")); firstDone <- err }()
-	for e.s.GetValueStatus("iface/first").GetValue().GetState() == api.ValueStateNonexistent {
-		runtime.Gosched()
-	}
+	<-entered
 	ctx, cancel := context.WithCancel(context.Background())
 	if _, err := e.commit(api.WithoutBlocking(ctx), set("iface/second", "2")); err != nil {
 		t.Fatal(err)
@@ -730,4 +729,45 @@ func TestNonBlockingCommitRunsAfterItsContextEnds(t *testing.T) {
 	}
 	e.s.TransactionBarrier()
 	e.expectState("iface/second", api.ValueStateConfigured)
+}
+
+// TestStatusWaitsForTheRunningTransaction: while a transaction runs its
+// descriptor calls, the graph already shows the states the plan leads to; a
+// status reader (other than a callback of that transaction) waits until the
+// transaction is over, so it never reports CONFIGURED for a value whose
+// Create has not run or failed.
+func TestStatusWaitsForTheRunningTransaction(t *testing.T) {
+	e := newEnv(t)
+	e.register(mocksb.Options{Name: "iface", Prefix: "iface/", NB: true})
+	block, entered := make(chan struct{}), make(chan struct{})
+	e.sb.Fail("create", "iface/b", nil, 1)
+	e.sb.Hook = func(kind, key string) {
+		if key == "iface/a" {
+			close(entered)
+			<-block
+		}
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := e.commit(context.Background(), set("iface/a", "a"), set("iface/b", "b"))
+		done <- err
+	}()
+	<-entered
+	got := make(chan api.ValueState, 1)
+	go func() { got <- e.s.GetValueStatus("iface/b").GetValue().GetState() }()
+	for range 100 {
+		runtime.Gosched()
+	}
+	select {
+	case st := <-got:
+		t.Fatalf("status read during the transaction returned %v", st)
+	default:
+	}
+	close(block)
+	if err := <-done; err == nil {
+		t.Error("commit: no error for the failing create")
+	}
+	if st := <-got; st != api.ValueStateFailed {
+		t.Errorf("status of iface/b after the transaction: %v, want FAILED", st)
+	}
 }

@@ -69,6 +69,7 @@ func (s *Scheduler) GetKeyTimeline(key string) []api.KeyRevision {
 	}
 	// The current status, when it changed without an operation (a value
 	// waiting for its retry is RETRYING) or the history has none.
+	release := s.readSettled()
 	s.mu.RLock()
 	var cur *api.KeyRevision
 	if n := s.g.get(key); n != nil {
@@ -76,6 +77,7 @@ func (s *Scheduler) GetKeyTimeline(key string) []api.KeyRevision {
 			State: n.state, Error: errText(n.err), Descriptor: n.descName()}
 	}
 	s.mu.RUnlock()
+	release()
 	if cur != nil {
 		// (An operation that left a value PENDING records no value; the
 		// value is still the intended one.)
@@ -185,6 +187,7 @@ func (s *Scheduler) GetGraphAsOf(seq uint64) (*api.GraphSnapshot, error) {
 // currentNodes copies the graph's nodes, and the AnyOf selectors of their
 // dependencies (which descriptors cannot give back for past values).
 func (s *Scheduler) currentNodes() (map[string]*api.GraphNode, map[depSel]api.KeySelector) {
+	defer s.readSettled()()
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	nodes := make(map[string]*api.GraphNode, len(s.g.nodes))
@@ -296,6 +299,7 @@ func (s *Scheduler) GetStats() api.SchedulerStats {
 		ValuesByDescriptor: map[string]map[string]int{},
 		Transactions:       map[string]uint64{},
 	}
+	release := s.readSettled()
 	s.mu.RLock()
 	for _, n := range s.g.nodes {
 		state := n.state.String()
@@ -307,6 +311,7 @@ func (s *Scheduler) GetStats() api.SchedulerStats {
 		st.ValuesByDescriptor[d][state]++
 	}
 	s.mu.RUnlock()
+	release()
 	s.qMu.Lock()
 	st.QueueLength = len(s.queue)
 	s.qMu.Unlock()

@@ -82,6 +82,11 @@ type Scheduler struct {
 	// transaction, except during descriptor CRUD callbacks.
 	mu sync.RWMutex
 	g  *graph
+	// settled is held by the worker for a whole transaction, so that status
+	// and dump readers see the state between transactions: during the
+	// callbacks the graph shows what the plan leads to, which is not yet
+	// true in the SB. Callbacks on the worker read the graph as it is.
+	settled sync.RWMutex
 
 	// queue of transactions.
 	qMu       sync.Mutex
@@ -452,6 +457,16 @@ func goroutineID() uint64 {
 	return id
 }
 
+// readSettled waits until no transaction runs (except for a descriptor
+// callback of the running transaction) and returns the release.
+func (s *Scheduler) readSettled() func() {
+	if s.inWorkerCallback() {
+		return func() {}
+	}
+	s.settled.RLock()
+	return s.settled.RUnlock
+}
+
 // callback runs a descriptor callback without the graph lock.
 func (s *Scheduler) callback(f func()) {
 	s.mu.Unlock()
@@ -561,6 +576,7 @@ func (s *Scheduler) PushSBNotification(notifications ...api.KVWithMetadata) erro
 
 // GetValueStatus implements api.KVScheduler.
 func (s *Scheduler) GetValueStatus(key string) *api.BaseValueStatus {
+	defer s.readSettled()()
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	n := s.g.get(key)
@@ -599,6 +615,7 @@ func valueStatus(n *node) *api.ValueStatus {
 // ListValueStatuses returns the status of every base value whose key starts
 // with prefix, sorted by key.
 func (s *Scheduler) ListValueStatuses(prefix string) []*api.BaseValueStatus {
+	defer s.readSettled()()
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	var out []*api.BaseValueStatus
@@ -653,6 +670,7 @@ func (s *Scheduler) DumpValuesByKeyPrefix(keyPrefix string, view api.View) ([]ap
 func (s *Scheduler) dump(view api.View, prefix string, only *descriptorInfo) ([]api.KVWithMetadata, error) {
 	var out []api.KVWithMetadata
 	correlate := map[*descriptorInfo][]api.KVWithMetadata{}
+	release := s.readSettled()
 	s.mu.RLock()
 	s.g.scanPrefix(prefix, func(n *node) bool {
 		if only != nil && n.desc != only {
@@ -675,6 +693,7 @@ func (s *Scheduler) dump(view api.View, prefix string, only *descriptorInfo) ([]
 		return true
 	})
 	s.mu.RUnlock()
+	release()
 	if view != api.SBView {
 		return out, nil
 	}

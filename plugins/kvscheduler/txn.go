@@ -51,6 +51,8 @@ func (s *Scheduler) processTxn(qt *queuedTxn) error {
 		rec.Values[i] = api.RecordedKVPair{Key: kv.key, Value: kv.value, Origin: origin}
 	}
 
+	s.settled.Lock()
+	defer s.settled.Unlock()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	descs := s.descs.Load()
