@@ -72,14 +72,14 @@ type Manager struct {
 	log   *slog.Logger
 	areas []Area
 
-	mu        sync.RWMutex
-	conn      *core.Connection
-	connected bool
-	pid       uint32
-	version   string
-	disabled  map[string][]string // area -> messages VPP lacks
+	mu         sync.RWMutex
+	conn       *core.Connection
+	connected  bool
+	pid        uint32
+	version    string
+	disabled   map[string][]string // area -> messages VPP lacks
 	reconnects int
-	lastErr   error
+	lastErr    error
 }
 
 // New returns a Manager; Run connects.

@@ -1,0 +1,244 @@
+package ifplugin
+
+import (
+	"fmt"
+	"net/netip"
+
+	"github.com/netagent-io/netagent/plugins/kvscheduler/api"
+	vppif "github.com/netagent-io/netagent/proto/vpp/interfaces"
+)
+
+// The derived values of an interface carry a *vppif.Interface with the
+// interface's name and what the value is about (Enabled, one address, the
+// VRF, the donor of unnumbered). Their descriptors find the interface's
+// sw_if_index in the interface descriptor's metadata map, which the
+// scheduler fills as soon as the interface is created (derived values are
+// created after their base and deleted before it). When the interface has
+// no metadata any more, a Delete is a success: the interface is gone, and
+// its settings with it. A Delete also checks that the interface at that
+// index still carries the name as its tag (VPP reuses indexes: after a VPP
+// restart not yet resynced, the index may be someone else's).
+
+// ---- admin state
+
+// adminStateDescriptor handles AdminStateKey(iface, up). Create sets the
+// admin flag to the value's state; Delete of UP sets the interface down
+// (DOWN needs nothing). The UP value of a sub-interface depends on the UP
+// value of its parent: VPP refuses to bring a sub-interface up while its
+// parent is down.
+func (p *Plugin) adminStateDescriptor() *api.KVDescriptor {
+	d := &api.TypedDescriptor[*vppif.Interface, any]{
+		Name:               AdminStateDescriptorName,
+		KeySelector:        func(key string) bool { return classify(key) == kindAdminState },
+		IsRetriableFailure: isRetriable,
+		Create: func(key string, v *vppif.Interface) (any, error) {
+			idx, err := p.swIfIndex(v.GetName())
+			if err != nil {
+				return nil, err
+			}
+			if err := p.h.SetAdminUp(opCtx(), idx, v.GetEnabled()); err != nil {
+				return nil, fmt.Errorf("interface %s: %w", v.GetName(), err)
+			}
+			return nil, nil
+		},
+		Delete: func(key string, v *vppif.Interface, _ any) error {
+			if !v.GetEnabled() {
+				return nil
+			}
+			idx, ok, err := p.ownIndex(v.GetName())
+			if err != nil || !ok {
+				return err
+			}
+			if err := p.h.SetAdminUp(opCtx(), idx, false); err != nil && !isMissingInterface(err) {
+				return fmt.Errorf("interface %s: %w", v.GetName(), err)
+			}
+			return nil
+		},
+		Dependencies: func(key string, v *vppif.Interface) []api.Dependency {
+			if parent := v.GetSub().GetParentName(); v.GetEnabled() && parent != "" {
+				return []api.Dependency{{Label: "parent-up", Key: AdminStateKey(parent, true)}}
+			}
+			return nil
+		},
+	}
+	return d.KVDescriptor()
+}
+
+// ---- VRF
+
+// vrfDescriptor handles VRFKey(iface, vrf, "both") of a non-zero VRF.
+// Create creates the IPv4 and IPv6 tables when VPP lacks them and binds the
+// interface to both; Delete binds it back to table 0 (the tables stay: routes
+// may use them). The addresses of the interface depend on this value, so
+// they are added after the interface moved, and removed before it moves
+// again, as VPP requires.
+func (p *Plugin) vrfDescriptor() *api.KVDescriptor {
+	d := &api.TypedDescriptor[*vppif.Interface, any]{
+		Name:               VRFDescriptorName,
+		KeySelector:        func(key string) bool { return classify(key) == kindVRF },
+		IsRetriableFailure: isRetriable,
+		Create: func(key string, v *vppif.Interface) (any, error) {
+			idx, err := p.swIfIndex(v.GetName())
+			if err != nil {
+				return nil, err
+			}
+			if err := p.h.SetTable(opCtx(), idx, v.GetVrf()); err != nil {
+				return nil, fmt.Errorf("interface %s: VRF %d: %w", v.GetName(), v.GetVrf(), err)
+			}
+			return nil, nil
+		},
+		Delete: func(key string, v *vppif.Interface, _ any) error {
+			idx, ok, err := p.ownIndex(v.GetName())
+			if err != nil || !ok {
+				return err
+			}
+			if err := p.h.SetTable(opCtx(), idx, 0); err != nil && !isMissingInterface(err) {
+				return fmt.Errorf("interface %s: back to VRF 0: %w", v.GetName(), err)
+			}
+			return nil
+		},
+	}
+	return d.KVDescriptor()
+}
+
+// ---- addresses
+
+// addressDescriptor handles AddressKey(iface, cidr): Create adds the address
+// (one already there is success), Delete removes it (a missing address or
+// interface is success). An address of an interface in a non-zero VRF
+// depends on the VRF value.
+func (p *Plugin) addressDescriptor() *api.KVDescriptor {
+	d := &api.TypedDescriptor[*vppif.Interface, any]{
+		Name:               AddressDescriptorName,
+		KeySelector:        func(key string) bool { return classify(key) == kindAddress },
+		IsRetriableFailure: isRetriable,
+		Create: func(key string, v *vppif.Interface) (any, error) {
+			addr, err := addressOf(v)
+			if err != nil {
+				return nil, err
+			}
+			idx, err := p.swIfIndex(v.GetName())
+			if err != nil {
+				return nil, err
+			}
+			if err := p.h.AddAddress(opCtx(), idx, addr); err != nil {
+				return nil, fmt.Errorf("interface %s: address %s: %w", v.GetName(), addr, err)
+			}
+			return nil, nil
+		},
+		Delete: func(key string, v *vppif.Interface, _ any) error {
+			addr, err := addressOf(v)
+			if err != nil {
+				return err
+			}
+			idx, ok, err := p.ownIndex(v.GetName())
+			if err != nil || !ok {
+				return err
+			}
+			if err := p.h.DelAddress(opCtx(), idx, addr); err != nil {
+				return fmt.Errorf("interface %s: address %s: %w", v.GetName(), addr, err)
+			}
+			return nil
+		},
+		Dependencies: func(key string, v *vppif.Interface) []api.Dependency {
+			if vrf := v.GetVrf(); vrf != 0 {
+				return []api.Dependency{{Label: "vrf", Key: VRFKey(v.GetName(), vrf, "both")}}
+			}
+			return nil
+		},
+	}
+	return d.KVDescriptor()
+}
+
+func addressOf(v *vppif.Interface) (netip.Prefix, error) {
+	if len(v.GetIpAddresses()) != 1 {
+		return netip.Prefix{}, api.NonRetriable(fmt.Errorf("address value of %s carries %d addresses", v.GetName(), len(v.GetIpAddresses())))
+	}
+	p, err := netip.ParsePrefix(v.GetIpAddresses()[0])
+	if err != nil {
+		return netip.Prefix{}, api.NonRetriable(fmt.Errorf("address of %s: %w", v.GetName(), err))
+	}
+	return p, nil
+}
+
+// ---- unnumbered
+
+// unnumberedDescriptor handles UnnumberedKey(iface): the interface borrows
+// the addresses of interface_with_ip. It depends (AnyOf) on any address of
+// that interface: until one exists the interface works in L2 only; when the
+// last one goes, the value is deleted first (the interface gives the
+// addresses back and returns to L2, it is not deleted) and waits, PENDING,
+// for an address to borrow again. Retrieve reports what VPP has
+// (ip_unnumbered_dump), so a resync finds whether the borrowing is in place.
+func (p *Plugin) unnumberedDescriptor() *api.KVDescriptor {
+	d := &api.TypedDescriptor[*vppif.Interface, any]{
+		Name:                 UnnumberedDescriptorName,
+		KeySelector:          func(key string) bool { return classify(key) == kindUnnumbered },
+		IsRetriableFailure:   isRetriable,
+		RetrieveDependencies: []string{InterfaceDescriptorName},
+		Create: func(key string, v *vppif.Interface) (any, error) {
+			donor := v.GetUnnumbered().GetInterfaceWithIp()
+			idx, err := p.swIfIndex(v.GetName())
+			if err != nil {
+				return nil, err
+			}
+			didx, err := p.swIfIndex(donor)
+			if err != nil {
+				return nil, err
+			}
+			if err := p.h.SetUnnumbered(opCtx(), idx, didx); err != nil {
+				return nil, fmt.Errorf("interface %s: unnumbered from %s: %w", v.GetName(), donor, err)
+			}
+			return nil, nil
+		},
+		Delete: func(key string, v *vppif.Interface, _ any) error {
+			idx, ok, err := p.ownIndex(v.GetName())
+			if err != nil || !ok {
+				return err
+			}
+			if err := p.h.UnsetUnnumbered(opCtx(), idx); err != nil {
+				return fmt.Errorf("interface %s: unnumbered off: %w", v.GetName(), err)
+			}
+			return nil
+		},
+		Dependencies: func(key string, v *vppif.Interface) []api.Dependency {
+			donor := v.GetUnnumbered().GetInterfaceWithIp()
+			if donor == "" {
+				return nil
+			}
+			return []api.Dependency{{
+				Label: "address-to-borrow",
+				AnyOf: api.AnyOfDependency{
+					KeyPrefixes: []string{AddressKeyPrefix(donor)},
+					KeySelector: func(key string) bool {
+						iface, _, ok := ParseAddressKey(key)
+						return ok && iface == donor
+					},
+				},
+			}}
+		},
+		Retrieve: func(_ []api.TypedKV[*vppif.Interface, any]) ([]api.TypedKV[*vppif.Interface, any], error) {
+			un, err := p.h.DumpUnnumbered(opCtx())
+			if err != nil {
+				return nil, err
+			}
+			m := p.index.Load()
+			if m == nil {
+				return nil, nil
+			}
+			var out []api.TypedKV[*vppif.Interface, any]
+			for idx, didx := range un {
+				name, ok1 := m.lookupIndex(idx)
+				donor, ok2 := m.lookupIndex(didx)
+				if !ok1 || !ok2 {
+					continue // not between interfaces of the agent
+				}
+				out = append(out, api.TypedKV[*vppif.Interface, any]{
+					Key: UnnumberedKey(name), Value: unnumberedValue(name, donor), Origin: api.FromNB,
+				})
+			}
+			return out, nil
+		},
+	}
+	return d.KVDescriptor()
+}

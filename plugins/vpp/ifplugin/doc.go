@@ -1,0 +1,147 @@
+// Package ifplugin configures VPP interfaces: the NB values
+// config/vpp/v2/interfaces/<name> (vpp.interfaces.Interface) and their
+// derived values (admin state, addresses, unnumbered, VRF), through the VPP
+// binary API (package vppcalls, GoVPP v0.13.0, VPP 25.10).
+//
+// # Using it
+//
+//	m := vppconn.New(vppconn.Options{...})
+//	p := ifplugin.New(m, log)
+//	m.AddArea(p.Area())          // before m.Run: the compatibility check
+//	s.RegisterKVDescriptor(p.Descriptors()...)
+//	go m.Run(ctx)
+//
+// Other plugins find an interface by logical name in the scheduler's
+// metadata map of InterfaceDescriptorName (*Metadata: sw_if_index, VPP's
+// name, VRF), and by sw_if_index with LookupBySwIfIndex. They depend on
+// InterfaceKey(name) ("the interface exists"), AdminStateKey(name, true)
+// ("it is up"), AddressKey / HasIPAddressKey ("it has addresses"). Register
+// a Plugin's descriptors with one scheduler only: the derived descriptors
+// read the metadata map that scheduler built.
+//
+// # Ownership
+//
+// The VPP tag of every interface the agent creates is its logical name. An
+// interface with a tag is the agent's: Retrieve returns it (even when no
+// longer configured, so that a resync deletes it) and Delete removes it.
+// Interfaces without a tag (local0, DPDK ports, anything made by someone
+// else) are never returned, changed or deleted. Because VPP reuses
+// sw_if_index values, every Delete (of the interface and of its derived
+// values) first checks that the interface at the index still carries the
+// tag; when it does not, the interface is gone and the Delete succeeds.
+//
+// # Interface types
+//
+//   - SOFTWARE_LOOPBACK: create_loopback (MAC given at creation).
+//   - AF_PACKET: af_packet_create_v3 on a host interface (TPACKET_V3, one
+//     queue each way, qdisc bypass, checksum offload/GSO; a random MAC unless
+//     phys_address). With host_if_name it depends on the Linux interface
+//     watcher's OBTAINED key linux/interface/host-name/<host_if_name>: it is
+//     PENDING until the host interface is reported, and deleted (PENDING
+//     again) when it goes. With linux_interface it depends on the Linux
+//     interface's NB key config/linux/interfaces/v2/interface/<name> and
+//     binds to the host interface named like that logical name: the Linux
+//     interface must be in the agent's namespace with host_if_name empty or
+//     equal to its logical name (a descriptor cannot read another value;
+//     use host_if_name otherwise).
+//   - MEMIF: the socket filename is registered with VPP first
+//     (memif_socket_filename_add_del_v2, an id VPP picks; a registered
+//     filename is reused; relative names are under /run/vpp), then
+//     memif_create_v2 (master/slave, id, mode, secret, ring and buffer sizes,
+//     queues). socket_filename is required (INVALID without). The filename is
+//     unregistered when its last memif is deleted.
+//   - TAP: version 2 only (0 means 2), tap_create_v3 with host_if_name,
+//     rx/tx ring sizes (default 256), GSO; the tag is set at creation.
+//   - SUB_INTERFACE: create_subif on the parent, one dot1q tag, exact match,
+//     outer VLAN = sub_id (1..4095). Depends on the parent's NB key; VPP
+//     deletes it with its parent, the scheduler deletes it first.
+//   - Any other type (DPDK, VXLAN_TUNNEL, ...) and UNDEFINED_TYPE are
+//     INVALID with the reason, as are set_dhcp_client, TAP to_microservice
+//     and enable_tunnel.
+//
+// # Interface descriptor (InterfaceDescriptorName)
+//
+//   - Validate: models.VPPInterface.CheckKey (field syntax, MTU 0..9216,
+//     unnumbered together with ip_addresses, the link matching the type;
+//     *models.ValidationError becomes api.InvalidValueError with the field
+//     names), then the supported types and their limits (memif ring a power
+//     of two, TAP ring sizes, VLAN range, no phys_address on a
+//     sub-interface, which has its parent's MAC).
+//   - Dependencies: AF_PACKET and SUB_INTERFACE as above; none otherwise.
+//   - Create: creates the interface by type, sets the tag, the MTU
+//     (sw_interface_set_mtu [mtu,0,0,0], only when mtu != 0) and returns the
+//     metadata. When anything after the creation fails, the interface is
+//     deleted again before the error is returned, so that no untagged
+//     interface is left behind and a retry starts afresh.
+//   - Update: MAC (sw_interface_set_mac_address) and MTU in place; an MTU
+//     of 0 or an empty phys_address leaves VPP's as it is. Admin state, VRF,
+//     addresses and unnumbered change through the derived values.
+//   - UpdateWithRecreate: a change of type or of the link (memif, TAP,
+//     AF_PACKET, sub-interface settings) re-creates the interface; the values
+//     depending on it are deleted first and created again after it.
+//   - ValueComparator: the order of addresses, the case of the MAC, TAP
+//     version 0/2 and a relative/absolute memif socket name make no change.
+//   - Delete: by type (delete_loopback, af_packet_delete by host name,
+//     memif_delete, tap_delete_v2, delete_subif); a missing interface is a
+//     success.
+//   - Retrieve: dumps every interface with its addresses, VRF, unnumbered
+//     state and type details; returns the tagged ones of the supported types
+//     (origin FromNB). Fields VPP reports are taken from VPP (admin state,
+//     addresses, VRF, type, link settings, and MAC / MTU when the
+//     configuration sets them); what VPP does not report (memif secret and
+//     queue counts, TAP version) and VPP's defaults for unset fields (memif
+//     ring 1024 and buffer 2048, TAP rings 256, TAP host name) keep the
+//     configuration's spelling, so that an in-sync VPP retrieves exactly the
+//     configured values. The unnumbered field is the configuration's: the
+//     unnumbered derived value has its own Retrieve.
+//   - Errors are retriable (VPP not connected, a VPP error), except when VPP
+//     lacks the plugin's messages (*vppconn.IncompatibleError) or the value
+//     cannot be applied at all (api.NonRetriable).
+//
+// # Derived values
+//
+// Each carries a *vppif.Interface with the interface's name and what the
+// value is about. Their descriptors find the interface's sw_if_index in the
+// metadata map (published by the scheduler as soon as the interface is
+// created; derived values are created after their base and deleted before
+// it); a Delete whose interface is gone succeeds.
+//
+//   - AdminStateKey(name, up), AdminStateDescriptorName: one of the two
+//     keys always exists. Create sets the admin flag to the state
+//     (sw_interface_set_flags); Delete of UP sets the interface down, of DOWN
+//     does nothing. A sub-interface's UP depends on its parent's UP (VPP
+//     refuses otherwise): it waits PENDING while the parent is down, and goes
+//     down (PENDING) when the parent does.
+//   - VRFKey(name, vrf, "both"), VRFDescriptorName, for vrf != 0: Create
+//     makes the IPv4 and IPv6 tables when VPP lacks them (ip_table_add_del)
+//     and binds the interface to both (sw_interface_set_table); Delete binds
+//     it back to table 0 and leaves the tables (routes may use them).
+//   - AddressKey(name, cidr), AddressDescriptorName: Create adds the
+//     address (already there: success); Delete removes it (missing address or
+//     interface: success). In a non-zero VRF an address depends on the VRF
+//     value, so addresses are added after the interface moved and removed
+//     before it moves again, as VPP requires. The property
+//     HasIPAddressKey(name) (no descriptor) exists while the interface has at
+//     least one address.
+//   - UnnumberedKey(name), UnnumberedDescriptorName: the interface borrows
+//     the addresses of interface_with_ip. It depends (AnyOf) on any
+//     AddressKey of that interface: until one exists the interface works in
+//     L2 only; when the last address goes the value is deleted first (the
+//     interface is not deleted: it returns to L2) and waits, PENDING, to
+//     borrow again. Create: sw_interface_set_unnumbered is_add; Delete: the
+//     same with is_add false. Retrieve reads ip_unnumbered_dump and reports
+//     the borrowing between interfaces of the agent (RetrieveDependencies:
+//     the interface descriptor, whose metadata names the indexes).
+//
+// # Limits
+//
+// One area ("interfaces") for the compatibility check: VPP lacking memif,
+// TAP or AF_PACKET messages disables all interface values. The link state
+// (LinkStateKey) is not reported as SB values yet, and foreign interfaces
+// are not reported as OBTAINED values. The IPv4 and IPv6 tables of an
+// interface are set together (the model has one vrf). A memif socket
+// filename is unregistered when no memif uses it any more, whoever
+// registered it. Key parsing takes
+// the fixed parts from the end of a key: a logical name that itself contains
+// "/address/static/", "/admin-state/" or "/vrf/" segments confuses it.
+package ifplugin

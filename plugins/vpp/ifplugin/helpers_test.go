@@ -1,0 +1,218 @@
+package ifplugin_test
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/netagent-io/netagent/plugins/kvscheduler"
+	"github.com/netagent-io/netagent/plugins/kvscheduler/api"
+	"github.com/netagent-io/netagent/plugins/vpp/ifplugin"
+	"github.com/netagent-io/netagent/plugins/vpp/vppconn"
+	vppif "github.com/netagent-io/netagent/proto/vpp/interfaces"
+	"github.com/netagent-io/netagent/tests/vppsim"
+)
+
+var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+// env is a vppsim, a vppconn.Manager connected to it, and a scheduler with
+// the interface plugin's descriptors.
+type env struct {
+	t        *testing.T
+	sim      *vppsim.Sim
+	m        *vppconn.Manager
+	s        *kvscheduler.Scheduler
+	p        *ifplugin.Plugin
+	connects chan bool // one per connect: VPP restarted
+}
+
+func newEnv(t *testing.T, opts vppsim.Options) *env {
+	t.Helper()
+	opts.SocketPath = filepath.Join(t.TempDir(), "api.sock")
+	sim, err := vppsim.Start(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sim.Close() })
+	e := &env{t: t, sim: sim, connects: make(chan bool, 16)}
+	e.m = vppconn.New(vppconn.Options{
+		Socket:      opts.SocketPath,
+		CallTimeout: 5 * time.Second,
+		Log:         quiet,
+		OnConnect: func(restarted, _ bool) {
+			select {
+			case e.connects <- restarted:
+			default:
+			}
+		},
+	})
+	e.p = ifplugin.New(e.m, quiet)
+	e.m.AddArea(e.p.Area())
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); e.m.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	e.waitConnect(false)
+	if st := e.m.Status(); len(st.Disabled) > 0 {
+		t.Fatalf("areas disabled at connect: %v", st.Disabled)
+	}
+	e.s = e.newScheduler(e.p)
+	return e
+}
+
+// newScheduler returns a scheduler with p's descriptors, closed at the end.
+func (e *env) newScheduler(p *ifplugin.Plugin) *kvscheduler.Scheduler {
+	s := kvscheduler.New(kvscheduler.Options{Logger: quiet})
+	if err := s.RegisterKVDescriptor(p.Descriptors()...); err != nil {
+		e.t.Fatal(err)
+	}
+	e.t.Cleanup(s.Close)
+	return s
+}
+
+func (e *env) waitConnect(wantRestarted bool) {
+	e.t.Helper()
+	deadline := time.After(15 * time.Second)
+	for {
+		select {
+		case restarted := <-e.connects:
+			if restarted == wantRestarted {
+				return
+			}
+		case <-deadline:
+			e.t.Fatalf("VPP not connected (restarted=%v) within 15 s: %+v", wantRestarted, e.m.Status())
+		}
+	}
+}
+
+func (e *env) commitCtx(ctx context.Context, vs ...*vppif.Interface) (uint64, error) {
+	txn := e.s.StartNBTransaction()
+	for _, v := range vs {
+		txn.SetValue(ifplugin.InterfaceKey(v.GetName()), v)
+	}
+	return txn.Commit(ctx)
+}
+
+func (e *env) commit(vs ...*vppif.Interface) uint64 {
+	e.t.Helper()
+	seq, err := e.commitCtx(context.Background(), vs...)
+	if err != nil {
+		e.t.Fatalf("commit: %v", err)
+	}
+	return seq
+}
+
+func (e *env) del(names ...string) uint64 {
+	e.t.Helper()
+	txn := e.s.StartNBTransaction()
+	for _, n := range names {
+		txn.SetValue(ifplugin.InterfaceKey(n), nil)
+	}
+	seq, err := txn.Commit(context.Background())
+	if err != nil {
+		e.t.Fatalf("delete: %v", err)
+	}
+	return seq
+}
+
+// state of a base or derived key.
+func stateOf(s api.KVScheduler, key string) (api.ValueState, *api.ValueStatus) {
+	st := s.GetValueStatus(key)
+	if st.GetValue().GetKey() == key {
+		return st.GetValue().GetState(), st.GetValue()
+	}
+	for _, d := range st.GetDerivedValues() {
+		if d.GetKey() == key {
+			return d.GetState(), d
+		}
+	}
+	return api.ValueStateNonexistent, nil
+}
+
+func (e *env) wantState(key string, want api.ValueState) {
+	e.t.Helper()
+	if got, st := stateOf(e.s, key); got != want {
+		e.t.Fatalf("%s is %v, want %v (%v)", key, got, want, st)
+	}
+}
+
+// waitState polls until key is in the state (10 s at most).
+func (e *env) waitState(key string, want api.ValueState) {
+	e.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		got, st := stateOf(e.s, key)
+		if got == want {
+			return
+		}
+		if time.Now().After(deadline) {
+			e.t.Fatalf("%s is %v, want %v within 10 s (%v)", key, got, want, st)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// vpp returns the simulator's interface tagged with the logical name.
+func (e *env) vpp(name string) (vppsim.Interface, bool) {
+	for _, i := range e.sim.Interfaces() {
+		if i.Tag == name {
+			return i, true
+		}
+	}
+	return vppsim.Interface{}, false
+}
+
+func (e *env) mustVPP(name string) vppsim.Interface {
+	e.t.Helper()
+	i, ok := e.vpp(name)
+	if !ok {
+		e.t.Fatalf("VPP has no interface tagged %s: %+v", name, e.sim.Interfaces())
+	}
+	return i
+}
+
+// untagged lists the interfaces without a tag other than local0.
+func (e *env) untagged() []string {
+	var out []string
+	for _, i := range e.sim.Interfaces() {
+		if i.Tag == "" && i.Name != "local0" {
+			out = append(out, i.Name)
+		}
+	}
+	return out
+}
+
+func addrs(i vppsim.Interface) string {
+	var s []string
+	for _, a := range i.Addresses {
+		s = append(s, a.String())
+	}
+	return strings.Join(s, ",")
+}
+
+// executed lists the operations of a transaction that called a descriptor.
+func executed(s api.KVScheduler, seq uint64) []string {
+	rec := s.GetRecordedTransaction(seq)
+	if rec == nil {
+		return []string{"no record"}
+	}
+	var out []string
+	for _, op := range rec.Executed {
+		if !op.NOOP && !op.Property {
+			out = append(out, op.Operation.String()+" "+op.Key)
+		}
+	}
+	return out
+}
+
+func clone(v *vppif.Interface) *vppif.Interface { return proto.Clone(v).(*vppif.Interface) }
+
+func loop(name string, ips ...string) *vppif.Interface {
+	return &vppif.Interface{Name: name, Type: vppif.Interface_SOFTWARE_LOOPBACK, Enabled: true, IpAddresses: ips}
+}

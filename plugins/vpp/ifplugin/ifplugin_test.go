@@ -1,0 +1,621 @@
+package ifplugin_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"go.fd.io/govpp/binapi/memif"
+	"go.fd.io/govpp/binapi/tapv2"
+
+	"github.com/netagent-io/netagent/plugins/kvscheduler"
+	"github.com/netagent-io/netagent/plugins/kvscheduler/api"
+	linuxifplugin "github.com/netagent-io/netagent/plugins/linux/ifplugin"
+	"github.com/netagent-io/netagent/plugins/vpp/ifplugin"
+	"github.com/netagent-io/netagent/plugins/vpp/ifplugin/vppcalls"
+	"github.com/netagent-io/netagent/plugins/vpp/vppconn"
+	linuxif "github.com/netagent-io/netagent/proto/linux/interfaces"
+	vppif "github.com/netagent-io/netagent/proto/vpp/interfaces"
+	"github.com/netagent-io/netagent/tests/vppsim"
+)
+
+func TestLoopbackCreateUpdateDelete(t *testing.T) {
+	e := newEnv(t, vppsim.Options{})
+	l := loop("loop1", "10.0.0.1/24", "2001:db8::1/64")
+	l.PhysAddress = "02:00:00:00:00:01"
+	l.Mtu = 1500
+	e.commit(l)
+
+	i := e.mustVPP("loop1")
+	if i.Kind != vppsim.KindLoopback || !i.AdminUp || i.MAC.String() != "02:00:00:00:00:01" || i.MTU[0] != 1500 {
+		t.Errorf("loop1 in VPP: %+v", i)
+	}
+	if got := addrs(i); got != "10.0.0.1/24,2001:db8::1/64" {
+		t.Errorf("addresses %s", got)
+	}
+	e.wantState(ifplugin.InterfaceKey("loop1"), api.ValueStateConfigured)
+	for _, k := range []string{
+		ifplugin.AdminStateKey("loop1", true), ifplugin.AddressKey("loop1", "10.0.0.1/24"),
+		ifplugin.AddressKey("loop1", "2001:db8::1/64"), ifplugin.HasIPAddressKey("loop1"),
+	} {
+		e.wantState(k, api.ValueStateConfigured)
+	}
+
+	// The metadata map: by name, and by sw_if_index.
+	mm := e.s.GetMetadataMap(ifplugin.InterfaceDescriptorName)
+	v, ok := mm.GetValue("loop1")
+	md, _ := v.(*ifplugin.Metadata)
+	if !ok || md == nil || md.SwIfIndex != i.SwIfIndex || md.InternalName != i.Name {
+		t.Fatalf("metadata of loop1: %v %+v, VPP %d %s", ok, v, i.SwIfIndex, i.Name)
+	}
+	if name, ok := ifplugin.LookupBySwIfIndex(mm, i.SwIfIndex); !ok || name != "loop1" {
+		t.Errorf("LookupBySwIfIndex(%d) = %q, %v", i.SwIfIndex, name, ok)
+	}
+
+	// In place: MTU, MAC, addresses, admin state.
+	u := clone(l)
+	u.Mtu = 9000
+	u.PhysAddress = "02:00:00:00:00:02"
+	u.IpAddresses = []string{"10.0.0.1/24", "10.0.1.1/24"}
+	u.Enabled = false
+	seq := e.commit(u)
+	i2 := e.mustVPP("loop1")
+	if i2.SwIfIndex != i.SwIfIndex || i2.MTU[0] != 9000 || i2.MAC.String() != "02:00:00:00:00:02" || i2.AdminUp {
+		t.Errorf("after update: %+v (was index %d)", i2, i.SwIfIndex)
+	}
+	if got := addrs(i2); got != "10.0.0.1/24,10.0.1.1/24" {
+		t.Errorf("addresses after update %s", got)
+	}
+	for _, op := range e.s.GetRecordedTransaction(seq).Executed {
+		if op.Key == ifplugin.InterfaceKey("loop1") && op.Operation != api.OpUpdate {
+			t.Errorf("interface not updated in place: %v", op)
+		}
+		if op.Key == ifplugin.AddressKey("loop1", "10.0.0.1/24") {
+			t.Errorf("unchanged address touched: %v", op)
+		}
+	}
+	e.wantState(ifplugin.AdminStateKey("loop1", false), api.ValueStateConfigured)
+
+	e.del("loop1")
+	if _, ok := e.vpp("loop1"); ok || len(e.sim.Interfaces()) != 1 {
+		t.Errorf("after delete: %+v", e.sim.Interfaces())
+	}
+	if _, ok := mm.GetValue("loop1"); ok {
+		t.Error("metadata left after delete")
+	}
+	if _, ok := ifplugin.LookupBySwIfIndex(mm, i.SwIfIndex); ok {
+		t.Error("index entry left after delete")
+	}
+}
+
+// TestDeleteMissingInterfaceSucceeds: an interface gone behind the agent's
+// back (here: VPP restarted, no resync yet) is deleted with success, and the
+// foreign interface that reuses its sw_if_index is left alone, its settings
+// included.
+func TestDeleteMissingInterfaceSucceeds(t *testing.T) {
+	e := newEnv(t, vppsim.Options{})
+	e.commit(loop("loop1", "10.0.0.1/24"))
+	i := e.mustVPP("loop1")
+	if err := e.sim.Restart(0); err != nil {
+		t.Fatal(err)
+	}
+	e.waitConnect(true)
+	h := vppcalls.NewHandler(e.m)
+	idx, err := h.CreateLoopback(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.SetAdminUp(context.Background(), idx, true); err != nil {
+		t.Fatal(err)
+	}
+	if idx != i.SwIfIndex {
+		t.Fatalf("setup: foreign loopback has index %d, loop1 had %d", idx, i.SwIfIndex)
+	}
+	e.del("loop1")
+	got := e.sim.Interfaces()
+	if len(got) != 2 || got[1].SwIfIndex != idx || !got[1].AdminUp {
+		t.Errorf("the foreign interface reusing the index was touched: %+v", got)
+	}
+}
+
+func TestForeignInterfacesAreLeftAlone(t *testing.T) {
+	e := newEnv(t, vppsim.Options{})
+	h := vppcalls.NewHandler(e.m)
+	if _, err := h.CreateLoopback(context.Background(), nil); err != nil {
+		t.Fatal(err)
+	}
+	e.commit(loop("mine"))
+	seq, err := e.s.StartNBTransaction().SetValue(ifplugin.InterfaceKey("mine"), loop("mine")).
+		Commit(api.WithResync(context.Background(), api.FullResync, false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ops := executed(e.s, seq); len(ops) != 0 {
+		t.Errorf("resync executed %v", ops)
+	}
+	if got := e.untagged(); len(got) != 1 {
+		t.Errorf("foreign interfaces: %v", got)
+	}
+	kvs, err := e.s.DumpValuesByDescriptor(ifplugin.InterfaceDescriptorName, api.SBView)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(kvs) != 1 || kvs[0].Key != ifplugin.InterfaceKey("mine") {
+		t.Errorf("SB view: %v", kvs)
+	}
+}
+
+func TestValidation(t *testing.T) {
+	e := newEnv(t, vppsim.Options{})
+	cases := []struct {
+		v     *vppif.Interface
+		field string
+		text  string
+	}{
+		{&vppif.Interface{Name: "dpdk0", Type: vppif.Interface_DPDK}, "type", "not supported"},
+		{&vppif.Interface{Name: "vx", Type: vppif.Interface_VXLAN_TUNNEL}, "type", "not supported"},
+		{&vppif.Interface{Name: "none"}, "type", "required"},
+		{&vppif.Interface{Name: "m0", Type: vppif.Interface_MEMIF}, "memif.socket_filename", "required"},
+		{&vppif.Interface{Name: "m1", Type: vppif.Interface_MEMIF, Link: &vppif.Interface_Memif{Memif: &vppif.MemifLink{SocketFilename: "/run/m.sock", RingSize: 1000}}}, "memif.ring_size", "power of two"},
+		{&vppif.Interface{Name: "t1", Type: vppif.Interface_TAP, Link: &vppif.Interface_Tap{Tap: &vppif.TapLink{Version: 1}}}, "tap.version", "version 1"},
+		{&vppif.Interface{Name: "s1", Type: vppif.Interface_SUB_INTERFACE, Link: &vppif.Interface_Sub{Sub: &vppif.SubInterface{ParentName: "x", SubId: 5000}}}, "sub.sub_id", "VLAN"},
+		{&vppif.Interface{Name: "u1", Type: vppif.Interface_SOFTWARE_LOOPBACK, IpAddresses: []string{"10.0.0.1/24"},
+			Unnumbered: &vppif.Interface_Unnumbered{InterfaceWithIp: "x"}}, "ip_addresses", "unnumbered"},
+		{&vppif.Interface{Name: "l1", Type: vppif.Interface_SOFTWARE_LOOPBACK, Mtu: 10000}, "mtu", "9216"},
+		{&vppif.Interface{Name: "l2", Type: vppif.Interface_SOFTWARE_LOOPBACK, PhysAddress: "zz"}, "phys_address", "MAC"},
+	}
+	for _, c := range cases {
+		_, err := e.commitCtx(context.Background(), c.v)
+		var ive *api.InvalidValueError
+		if !errors.As(err, &ive) || !slices.Contains(ive.InvalidFields, c.field) || !strings.Contains(err.Error(), c.text) {
+			t.Errorf("%s: error %v, want invalid field %s saying %q", c.v.GetName(), err, c.field, c.text)
+		}
+		e.wantState(ifplugin.InterfaceKey(c.v.GetName()), api.ValueStateInvalid)
+	}
+	if got := e.sim.Interfaces(); len(got) != 1 {
+		t.Errorf("invalid values reached VPP: %+v", got)
+	}
+}
+
+func TestAfPacketWaitsForHostInterface(t *testing.T) {
+	hosts := map[string]bool{"veth1": true, "veth2": true}
+	e := newEnv(t, vppsim.Options{HostIfExists: func(name string) bool { return hosts[name] }})
+	afp := &vppif.Interface{Name: "afp1", Type: vppif.Interface_AF_PACKET, Enabled: true, IpAddresses: []string{"10.1.0.1/24"},
+		Link: &vppif.Interface_Afpacket{Afpacket: &vppif.AfpacketLink{HostIfName: "veth1"}}}
+	e.commit(afp)
+	e.wantState(ifplugin.InterfaceKey("afp1"), api.ValueStatePending)
+	if _, ok := e.vpp("afp1"); ok {
+		t.Fatal("created before its host interface")
+	}
+
+	// The Linux watcher reports the host interface.
+	if err := e.s.PushSBNotification(api.KVWithMetadata{Key: linuxifplugin.HostNameKey("veth1"), Value: &linuxif.Interface{Name: "veth1"}}); err != nil {
+		t.Fatal(err)
+	}
+	e.s.TransactionBarrier()
+	e.wantState(ifplugin.InterfaceKey("afp1"), api.ValueStateConfigured)
+	i := e.mustVPP("afp1")
+	if i.Name != "host-veth1" || i.AfPacket == nil || i.AfPacket.HostIfName != "veth1" || i.AfPacket.Version != 3 || !i.AdminUp || addrs(i) != "10.1.0.1/24" {
+		t.Errorf("afp1 in VPP: %+v %+v", i, i.AfPacket)
+	}
+
+	// The host interface goes: the AF_PACKET interface is deleted and waits.
+	if err := e.s.PushSBNotification(api.KVWithMetadata{Key: linuxifplugin.HostNameKey("veth1")}); err != nil {
+		t.Fatal(err)
+	}
+	e.s.TransactionBarrier()
+	e.wantState(ifplugin.InterfaceKey("afp1"), api.ValueStatePending)
+	if _, ok := e.vpp("afp1"); ok {
+		t.Error("AF_PACKET interface left after its host interface went")
+	}
+
+	// By linux_interface: waits for the Linux interface's key, binds to its
+	// logical name.
+	afp2 := &vppif.Interface{Name: "afp2", Type: vppif.Interface_AF_PACKET,
+		Link: &vppif.Interface_Afpacket{Afpacket: &vppif.AfpacketLink{LinuxInterface: "veth2"}}}
+	e.commit(afp2)
+	e.wantState(ifplugin.InterfaceKey("afp2"), api.ValueStatePending)
+	if err := e.s.PushSBNotification(api.KVWithMetadata{Key: linuxifplugin.InterfaceKey("veth2"), Value: &linuxif.Interface{Name: "veth2"}}); err != nil {
+		t.Fatal(err)
+	}
+	e.s.TransactionBarrier()
+	e.wantState(ifplugin.InterfaceKey("afp2"), api.ValueStateConfigured)
+	if i := e.mustVPP("afp2"); i.Name != "host-veth2" {
+		t.Errorf("afp2 in VPP: %+v", i)
+	}
+	e.del("afp2")
+	if _, ok := e.vpp("afp2"); ok {
+		t.Error("afp2 not deleted")
+	}
+}
+
+func TestMemif(t *testing.T) {
+	e := newEnv(t, vppsim.Options{})
+	m := &vppif.Interface{Name: "memif1", Type: vppif.Interface_MEMIF, Enabled: true, PhysAddress: "02:00:00:00:aa:01",
+		Link: &vppif.Interface_Memif{Memif: &vppif.MemifLink{Master: true, Id: 3, SocketFilename: "/run/vpp/m1.sock",
+			Secret: "s3cr3t", RingSize: 2048, RxQueues: 2, TxQueues: 2, Mode: vppif.MemifLink_IP}}}
+	m2 := &vppif.Interface{Name: "memif2", Type: vppif.Interface_MEMIF,
+		Link: &vppif.Interface_Memif{Memif: &vppif.MemifLink{Id: 1, SocketFilename: "m2.sock"}}}
+	e.commit(m, m2)
+	i := e.mustVPP("memif1")
+	p := i.Memif
+	if p == nil || p.ID != 3 || p.Role != memif.MEMIF_ROLE_API_MASTER || p.Mode != memif.MEMIF_MODE_API_IP || p.RingSize != 2048 ||
+		p.Secret != "s3cr3t" || p.RxQueues != 2 || p.TxQueues != 2 || i.MAC.String() != "02:00:00:00:aa:01" || !i.AdminUp {
+		t.Errorf("memif1 in VPP: %+v %+v", i, p)
+	}
+	socks := e.sim.MemifSockets()
+	if socks[p.SocketID] != "/run/vpp/m1.sock" {
+		t.Errorf("sockets %v, memif1 on %d", socks, p.SocketID)
+	}
+	i2 := e.mustVPP("memif2")
+	if i2.Memif.Role != memif.MEMIF_ROLE_API_SLAVE || socks[i2.Memif.SocketID] != "/run/vpp/m2.sock" || i2.Memif.RxQueues != 1 {
+		t.Errorf("memif2 in VPP: %+v, sockets %v", i2.Memif, socks)
+	}
+
+	// A change of the link re-creates it.
+	m2b := clone(m2)
+	m2b.GetMemif().Id = 7
+	seq := e.commit(m2b)
+	if i := e.mustVPP("memif2"); i.Memif.ID != 7 {
+		t.Errorf("memif2 after update: %+v", i.Memif)
+	}
+	recreated := false
+	for _, op := range e.s.GetRecordedTransaction(seq).Executed {
+		recreated = recreated || (op.Key == ifplugin.InterfaceKey("memif2") && op.IsRecreate)
+	}
+	if !recreated {
+		t.Error("memif id change not applied by re-creation")
+	}
+
+	e.del("memif1", "memif2")
+	if got := e.sim.MemifSockets(); len(got) != 1 {
+		t.Errorf("sockets left after delete: %v", got)
+	}
+}
+
+func TestTap(t *testing.T) {
+	e := newEnv(t, vppsim.Options{})
+	tap := &vppif.Interface{Name: "tap1", Type: vppif.Interface_TAP, Enabled: true, IpAddresses: []string{"10.2.0.1/30"},
+		Link: &vppif.Interface_Tap{Tap: &vppif.TapLink{Version: 2, HostIfName: "vpp-tap1", RxRingSize: 512, TxRingSize: 1024, EnableGso: true}}}
+	plain := &vppif.Interface{Name: "tap2", Type: vppif.Interface_TAP}
+	e.commit(tap, plain)
+	i := e.mustVPP("tap1")
+	if i.Tap == nil || i.Tap.HostIfName != "vpp-tap1" || i.Tap.RxRingSize != 512 || i.Tap.TxRingSize != 1024 ||
+		i.Tap.Flags&tapv2.TAP_API_FLAG_GSO == 0 || !i.AdminUp || addrs(i) != "10.2.0.1/30" || i.Tap.NumRxQueues != 1 {
+		t.Errorf("tap1 in VPP: %+v %+v", i, i.Tap)
+	}
+	if i := e.mustVPP("tap2"); i.Tap.RxRingSize != 256 || i.Tap.TxRingSize != 256 || !i.Tap.UseRandomMAC {
+		t.Errorf("tap2 in VPP: %+v", i.Tap)
+	}
+	e.del("tap1", "tap2")
+	if len(e.sim.Interfaces()) != 1 {
+		t.Errorf("after delete: %+v", e.sim.Interfaces())
+	}
+}
+
+func TestSubInterfaceWaitsForParent(t *testing.T) {
+	e := newEnv(t, vppsim.Options{})
+	sub := &vppif.Interface{Name: "sub10", Type: vppif.Interface_SUB_INTERFACE, Enabled: true, IpAddresses: []string{"10.10.0.1/24"},
+		Link: &vppif.Interface_Sub{Sub: &vppif.SubInterface{ParentName: "trunk", SubId: 10}}}
+	e.commit(sub)
+	e.wantState(ifplugin.InterfaceKey("sub10"), api.ValueStatePending)
+
+	// The parent comes, down: the sub-interface exists, its admin-up waits.
+	parent := loop("trunk")
+	parent.Enabled = false
+	e.commit(parent)
+	e.wantState(ifplugin.InterfaceKey("sub10"), api.ValueStateConfigured)
+	e.wantState(ifplugin.AdminStateKey("sub10", true), api.ValueStatePending)
+	i := e.mustVPP("sub10")
+	p := e.mustVPP("trunk")
+	if i.Sub == nil || i.Sub.Parent != p.SwIfIndex || i.Sub.SubID != 10 || i.Sub.OuterVlanID != 10 || i.AdminUp || addrs(i) != "10.10.0.1/24" {
+		t.Errorf("sub10 in VPP: %+v %+v", i, i.Sub)
+	}
+
+	// The parent goes up, then the sub-interface.
+	e.commit(loop("trunk"))
+	e.wantState(ifplugin.AdminStateKey("sub10", true), api.ValueStateConfigured)
+	if !e.mustVPP("sub10").AdminUp {
+		t.Error("sub10 not up")
+	}
+
+	// Deleting the parent deletes the sub-interface first; it waits again.
+	e.del("trunk")
+	e.wantState(ifplugin.InterfaceKey("sub10"), api.ValueStatePending)
+	if len(e.sim.Interfaces()) != 1 {
+		t.Errorf("after the parent's delete: %+v", e.sim.Interfaces())
+	}
+}
+
+// TestUnnumbered follows the unnumbered control flow: the interface exists
+// (L2) while there is nothing to borrow, borrows the address when the donor
+// gets one, gives it back (and stays) when it goes, and borrows again.
+func TestUnnumbered(t *testing.T) {
+	e := newEnv(t, vppsim.Options{})
+	un := loop("un1")
+	un.Unnumbered = &vppif.Interface_Unnumbered{InterfaceWithIp: "donor"}
+	e.commit(un)
+	e.wantState(ifplugin.InterfaceKey("un1"), api.ValueStateConfigured)
+	e.wantState(ifplugin.UnnumberedKey("un1"), api.ValueStatePending)
+	if i := e.mustVPP("un1"); i.Unnumbered {
+		t.Fatal("unnumbered without a donor")
+	}
+
+	e.commit(loop("donor")) // no address yet
+	e.wantState(ifplugin.UnnumberedKey("un1"), api.ValueStatePending)
+
+	e.commit(loop("donor", "192.168.1.1/24"))
+	e.wantState(ifplugin.UnnumberedKey("un1"), api.ValueStateConfigured)
+	d := e.mustVPP("donor")
+	if i := e.mustVPP("un1"); !i.Unnumbered || i.UnnumberedFrom != d.SwIfIndex {
+		t.Errorf("un1 not borrowing from donor (%d): %+v", d.SwIfIndex, i)
+	}
+
+	// The address goes: un1 returns to L2 and stays.
+	idx := e.mustVPP("un1").SwIfIndex
+	e.commit(loop("donor"))
+	e.wantState(ifplugin.UnnumberedKey("un1"), api.ValueStatePending)
+	e.wantState(ifplugin.InterfaceKey("un1"), api.ValueStateConfigured)
+	if i := e.mustVPP("un1"); i.Unnumbered || i.SwIfIndex != idx {
+		t.Errorf("un1 after the donor lost its address: %+v", i)
+	}
+
+	// And borrows again.
+	e.commit(loop("donor", "192.168.2.1/24"))
+	e.wantState(ifplugin.UnnumberedKey("un1"), api.ValueStateConfigured)
+	if i := e.mustVPP("un1"); !i.Unnumbered || i.UnnumberedFrom != d.SwIfIndex || i.SwIfIndex != idx {
+		t.Errorf("un1 not borrowing again: %+v", i)
+	}
+
+	// The donor goes: un1 back to L2 first.
+	e.del("donor")
+	e.wantState(ifplugin.UnnumberedKey("un1"), api.ValueStatePending)
+	if i := e.mustVPP("un1"); i.Unnumbered {
+		t.Errorf("un1 after the donor's delete: %+v", i)
+	}
+}
+
+func TestVRF(t *testing.T) {
+	e := newEnv(t, vppsim.Options{})
+	l := loop("v1", "10.5.0.1/24", "2001:db8:5::1/64")
+	l.Vrf = 10
+	e.commit(l)
+	i := e.mustVPP("v1")
+	if i.IP4Table != 10 || i.IP6Table != 10 || addrs(i) != "10.5.0.1/24,2001:db8:5::1/64" {
+		t.Errorf("v1 in VPP: %+v", i)
+	}
+	e.wantState(ifplugin.VRFKey("v1", 10, "both"), api.ValueStateConfigured)
+
+	// Another VRF: the addresses go first, come back after the move.
+	l = clone(l)
+	l.Vrf = 20
+	e.commit(l)
+	i = e.mustVPP("v1")
+	if i.IP4Table != 20 || i.IP6Table != 20 || addrs(i) != "10.5.0.1/24,2001:db8:5::1/64" {
+		t.Errorf("v1 in VRF 20: %+v", i)
+	}
+	l = clone(l)
+	l.Vrf = 0
+	e.commit(l)
+	if i = e.mustVPP("v1"); i.IP4Table != 0 || i.IP6Table != 0 || addrs(i) != "10.5.0.1/24,2001:db8:5::1/64" {
+		t.Errorf("v1 in VRF 0: %+v", i)
+	}
+}
+
+func TestFailedCreateIsRetried(t *testing.T) {
+	e := newEnv(t, vppsim.Options{})
+	e.sim.FailNext("create_loopback", -1, 1)
+	ctx := api.WithRetry(context.Background(), 50*time.Millisecond, 3, false)
+	_, err := e.commitCtx(ctx, loop("loop1", "10.0.0.1/24"))
+	if err == nil || !strings.Contains(err.Error(), "create_loopback") {
+		t.Fatalf("commit error %v, want the create_loopback failure", err)
+	}
+	e.waitState(ifplugin.InterfaceKey("loop1"), api.ValueStateConfigured)
+	e.waitState(ifplugin.AddressKey("loop1", "10.0.0.1/24"), api.ValueStateConfigured)
+	if i := e.mustVPP("loop1"); addrs(i) != "10.0.0.1/24" || !i.AdminUp {
+		t.Errorf("loop1 after the retry: %+v", i)
+	}
+
+	// A failure after the interface was made (tagging) deletes it again, so
+	// nothing untagged is left; the retry makes it afresh.
+	e.sim.FailNext("sw_interface_tag_add_del", -1, 1)
+	_, err = e.commitCtx(ctx, loop("loop2"))
+	if err == nil || !strings.Contains(err.Error(), "sw_interface_tag_add_del") {
+		t.Fatalf("commit error %v", err)
+	}
+	e.waitState(ifplugin.InterfaceKey("loop2"), api.ValueStateConfigured)
+	if got := e.untagged(); len(got) != 0 {
+		t.Errorf("untagged interfaces left: %v", got)
+	}
+	e.mustVPP("loop2")
+}
+
+func TestVPPNotConnected(t *testing.T) {
+	m := vppconn.New(vppconn.Options{Socket: t.TempDir() + "/none.sock", Log: quiet}) // never run
+	p := ifplugin.New(m, quiet)
+	s := kvscheduler.New(kvscheduler.Options{Logger: quiet})
+	defer s.Close()
+	if err := s.RegisterKVDescriptor(p.Descriptors()...); err != nil {
+		t.Fatal(err)
+	}
+	_, err := s.StartNBTransaction().SetValue(ifplugin.InterfaceKey("loop1"), loop("loop1")).Commit(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "VPP is not connected") || !errors.Is(err, vppconn.ErrNotConnected) {
+		t.Fatalf("commit error %v, want VPP is not connected", err)
+	}
+	st, vs := stateOf(s, ifplugin.InterfaceKey("loop1"))
+	if st != api.ValueStateFailed || !strings.Contains(vs.GetError(), "VPP is not connected") {
+		t.Errorf("status %v", vs)
+	}
+}
+
+// config is a bit of everything, for the resync tests.
+func config() []*vppif.Interface {
+	donor := loop("donor", "192.168.1.1/24")
+	donor.Mtu = 1500
+	donor.PhysAddress = "02:00:00:00:00:0A"
+	un := loop("un1")
+	un.Unnumbered = &vppif.Interface_Unnumbered{InterfaceWithIp: "donor"}
+	vrf := loop("vrf1", "10.9.0.1/24")
+	vrf.Vrf = 3
+	down := loop("down1", "10.8.0.1/24")
+	down.Enabled = false
+	return []*vppif.Interface{
+		donor, un, vrf, down,
+		{Name: "sub1", Type: vppif.Interface_SUB_INTERFACE, Enabled: true, IpAddresses: []string{"10.7.0.1/24"},
+			Link: &vppif.Interface_Sub{Sub: &vppif.SubInterface{ParentName: "donor", SubId: 7}}},
+		{Name: "memif1", Type: vppif.Interface_MEMIF, Enabled: true,
+			Link: &vppif.Interface_Memif{Memif: &vppif.MemifLink{Id: 1, SocketFilename: "m1.sock", Secret: "x", RxQueues: 2}}},
+		{Name: "tap1", Type: vppif.Interface_TAP, Enabled: true, IpAddresses: []string{"10.6.0.1/30"},
+			Link: &vppif.Interface_Tap{Tap: &vppif.TapLink{HostIfName: "vtap1"}}},
+		{Name: "tap2", Type: vppif.Interface_TAP},
+		{Name: "afp1", Type: vppif.Interface_AF_PACKET, Enabled: true, IpAddresses: []string{"2001:db8:1::1/64"},
+			Link: &vppif.Interface_Afpacket{Afpacket: &vppif.AfpacketLink{HostIfName: "veth1"}}},
+		{Name: "pending-sub", Type: vppif.Interface_SUB_INTERFACE,
+			Link: &vppif.Interface_Sub{Sub: &vppif.SubInterface{ParentName: "missing", SubId: 9}}},
+	}
+}
+
+func pushHost(t *testing.T, s api.KVScheduler) {
+	t.Helper()
+	if err := s.PushSBNotification(api.KVWithMetadata{Key: linuxifplugin.HostNameKey("veth1"), Value: &linuxif.Interface{Name: "veth1"}}); err != nil {
+		t.Fatal(err)
+	}
+	s.TransactionBarrier()
+}
+
+func fullResync(t *testing.T, s api.KVScheduler, vs []*vppif.Interface) uint64 {
+	t.Helper()
+	txn := s.StartNBTransaction()
+	for _, v := range vs {
+		txn.SetValue(ifplugin.InterfaceKey(v.GetName()), v)
+	}
+	seq, err := txn.Commit(api.WithResync(context.Background(), api.FullResync, false))
+	var te *api.TransactionError
+	if err != nil && !errors.As(err, &te) {
+		t.Fatalf("resync: %v", err)
+	}
+	return seq
+}
+
+func checkConfig(t *testing.T, e *env) {
+	t.Helper()
+	donor := e.mustVPP("donor")
+	if addrs(donor) != "192.168.1.1/24" || donor.MTU[0] != 1500 || donor.MAC.String() != "02:00:00:00:00:0a" || !donor.AdminUp {
+		t.Errorf("donor: %+v", donor)
+	}
+	if i := e.mustVPP("un1"); !i.Unnumbered || i.UnnumberedFrom != donor.SwIfIndex || !i.AdminUp {
+		t.Errorf("un1: %+v", i)
+	}
+	if i := e.mustVPP("vrf1"); i.IP4Table != 3 || addrs(i) != "10.9.0.1/24" {
+		t.Errorf("vrf1: %+v", i)
+	}
+	if i := e.mustVPP("down1"); i.AdminUp || addrs(i) != "10.8.0.1/24" {
+		t.Errorf("down1: %+v", i)
+	}
+	if i := e.mustVPP("sub1"); i.Sub == nil || i.Sub.Parent != donor.SwIfIndex || !i.AdminUp || addrs(i) != "10.7.0.1/24" {
+		t.Errorf("sub1: %+v", i)
+	}
+	if i := e.mustVPP("memif1"); i.Memif == nil || i.Memif.Secret != "x" || !i.AdminUp {
+		t.Errorf("memif1: %+v", i)
+	}
+	if i := e.mustVPP("tap1"); i.Tap == nil || i.Tap.HostIfName != "vtap1" || addrs(i) != "10.6.0.1/30" {
+		t.Errorf("tap1: %+v", i)
+	}
+	e.mustVPP("tap2")
+	if i := e.mustVPP("afp1"); i.Name != "host-veth1" || addrs(i) != "2001:db8:1::1/64" {
+		t.Errorf("afp1: %+v", i)
+	}
+	if _, ok := e.vpp("pending-sub"); ok {
+		t.Error("pending-sub created")
+	}
+	if got := e.untagged(); len(got) != 0 {
+		t.Errorf("untagged interfaces: %v", got)
+	}
+}
+
+// TestRestartOnInSyncVPP: a new agent (scheduler and plugin) whose first
+// full resync finds VPP as configured executes nothing.
+func TestRestartOnInSyncVPP(t *testing.T) {
+	e := newEnv(t, vppsim.Options{})
+	pushHost(t, e.s)
+	fullResync(t, e.s, config())
+	checkConfig(t, e)
+	before := e.sim.Interfaces()
+	e.s.Close()
+
+	p2 := ifplugin.New(e.m, quiet)
+	s2 := e.newScheduler(p2)
+	pushHost(t, s2)
+	seq := fullResync(t, s2, config())
+	if ops := executed(s2, seq); len(ops) != 0 {
+		t.Errorf("resync of an in-sync VPP executed %d operations: %v", len(ops), ops)
+	}
+	if after := e.sim.Interfaces(); len(after) != len(before) {
+		t.Errorf("interfaces changed: %d -> %d", len(before), len(after))
+	}
+	for _, v := range config() {
+		want := api.ValueStateConfigured
+		if v.GetName() == "pending-sub" {
+			want = api.ValueStatePending
+		}
+		if got, st := stateOf(s2, ifplugin.InterfaceKey(v.GetName())); got != want {
+			t.Errorf("%s: %v, want %v (%v)", v.GetName(), got, want, st)
+		}
+	}
+	if got, st := stateOf(s2, ifplugin.UnnumberedKey("un1")); got != api.ValueStateConfigured {
+		t.Errorf("un1 unnumbered: %v (%v)", got, st)
+	}
+	// And the new agent works on what it found: an update in place.
+	e.s = s2
+	u := loop("donor", "192.168.1.1/24", "192.168.3.1/24")
+	u.Mtu, u.PhysAddress = 1500, "02:00:00:00:00:0A"
+	idx := e.mustVPP("donor").SwIfIndex
+	e.commit(u)
+	if i := e.mustVPP("donor"); i.SwIfIndex != idx || addrs(i) != "192.168.1.1/24,192.168.3.1/24" {
+		t.Errorf("donor after update: %+v", i)
+	}
+}
+
+// TestVPPRestartedEmpty: VPP restarts and loses everything; a downstream
+// resync re-creates it all, in dependency order.
+func TestVPPRestartedEmpty(t *testing.T) {
+	e := newEnv(t, vppsim.Options{})
+	pushHost(t, e.s)
+	fullResync(t, e.s, config())
+	checkConfig(t, e)
+
+	if err := e.sim.Restart(0); err != nil {
+		t.Fatal(err)
+	}
+	e.waitConnect(true)
+	if got := e.sim.Interfaces(); len(got) != 1 {
+		t.Fatalf("VPP not empty after restart: %+v", got)
+	}
+	seq, err := e.s.StartNBTransaction().Commit(api.WithResync(context.Background(), api.DownstreamResync, false))
+	if err != nil {
+		t.Fatalf("downstream resync: %v", err)
+	}
+	checkConfig(t, e)
+	// Parents before sub-interfaces, donors' addresses before unnumbered.
+	ops := executed(e.s, seq)
+	pos := func(op string) int {
+		k := slices.Index(ops, op)
+		if k < 0 {
+			t.Fatalf("%q not executed: %v", op, ops)
+		}
+		return k
+	}
+	if pos("CREATE "+ifplugin.InterfaceKey("donor")) > pos("CREATE "+ifplugin.InterfaceKey("sub1")) ||
+		pos("CREATE "+ifplugin.AddressKey("donor", "192.168.1.1/24")) > pos("CREATE "+ifplugin.UnnumberedKey("un1")) ||
+		pos("CREATE "+ifplugin.VRFKey("vrf1", 3, "both")) > pos("CREATE "+ifplugin.AddressKey("vrf1", "10.9.0.1/24")) {
+		t.Errorf("order: %v", ops)
+	}
+	// Everything is in sync again: another resync does nothing.
+	seq = fullResync(t, e.s, config())
+	if ops := executed(e.s, seq); len(ops) != 0 {
+		t.Errorf("second resync executed %v", ops)
+	}
+}

@@ -1,0 +1,633 @@
+package ifplugin
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"slices"
+	"strings"
+
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/emptypb"
+
+	"github.com/netagent-io/netagent/pkg/models"
+	"github.com/netagent-io/netagent/plugins/kvscheduler/api"
+	linuxifplugin "github.com/netagent-io/netagent/plugins/linux/ifplugin"
+	"github.com/netagent-io/netagent/plugins/vpp/ifplugin/vppcalls"
+	vppif "github.com/netagent-io/netagent/proto/vpp/interfaces"
+)
+
+// Limits checked by Validate (VPP's).
+const (
+	maxVLAN            = 4095
+	maxMemifRing       = 1 << 15
+	maxMemifBuffer     = 65535
+	maxMemifQueues     = 255
+	maxMemifSecret     = 24
+	maxMemifSocketPath = 108
+	maxTapRing         = 32768
+)
+
+var supportedTypes = "SOFTWARE_LOOPBACK, AF_PACKET, MEMIF, TAP or SUB_INTERFACE"
+
+func (p *Plugin) interfaceDescriptor() *api.KVDescriptor {
+	d := &api.TypedDescriptor[*vppif.Interface, *Metadata]{
+		Name:        InterfaceDescriptorName,
+		NBKeyPrefix: models.VPPInterface.KeyPrefix,
+		KeySelector: func(key string) bool {
+			return strings.HasPrefix(key, models.VPPInterface.KeyPrefix)
+		},
+		KeyLabel: func(key string) string {
+			return strings.TrimPrefix(key, models.VPPInterface.KeyPrefix)
+		},
+		ValueComparator: func(key string, a, b *vppif.Interface) bool {
+			return proto.Equal(normalized(a), normalized(b))
+		},
+		WithMetadata:       true,
+		MetadataMapFactory: p.metadataMap,
+		Validate:           p.validate,
+		Create:             p.create,
+		Delete:             p.delete,
+		Update:             p.update,
+		UpdateWithRecreate: needsRecreate,
+		Retrieve:           p.retrieve,
+		IsRetriableFailure: isRetriable,
+		DerivedValues:      derivedValues,
+		Dependencies:       dependencies,
+	}
+	return d.KVDescriptor()
+}
+
+// normalized drops what does not change VPP's state: the order of the
+// addresses, the case of the MAC, TAP version 0 (= 2), a relative memif
+// socket filename (under /run/vpp), an empty unnumbered.
+func normalized(i *vppif.Interface) *vppif.Interface {
+	c := proto.Clone(i).(*vppif.Interface)
+	c.PhysAddress = strings.ToLower(c.PhysAddress)
+	c.IpAddresses = slices.Clone(c.IpAddresses)
+	slices.Sort(c.IpAddresses)
+	if c.GetUnnumbered().GetInterfaceWithIp() == "" {
+		c.Unnumbered = nil
+	}
+	switch c.GetType() {
+	case vppif.Interface_TAP:
+		t := c.GetTap()
+		if t == nil {
+			t = &vppif.TapLink{}
+			c.Link = &vppif.Interface_Tap{Tap: t}
+		}
+		if t.Version == 0 {
+			t.Version = 2
+		}
+	case vppif.Interface_MEMIF:
+		if m := c.GetMemif(); m != nil {
+			m.SocketFilename = vppcalls.MemifSocketPath(m.SocketFilename)
+		}
+	}
+	return c
+}
+
+func invalid(field, format string, args ...any) error {
+	return &api.InvalidValueError{Err: fmt.Errorf(format, args...), InvalidFields: []string{field}}
+}
+
+// validate checks the fields (models.VPPInterface: names, addresses, MTU,
+// unnumbered without addresses, the link matching the type), then what this
+// plugin supports.
+func (p *Plugin) validate(key string, v *vppif.Interface) error {
+	if err := models.VPPInterface.CheckKey(key, v); err != nil {
+		var ve *models.ValidationError
+		if errors.As(err, &ve) {
+			return &api.InvalidValueError{Err: err, InvalidFields: ve.FieldNames()}
+		}
+		return &api.InvalidValueError{Err: err, InvalidFields: []string{"name"}}
+	}
+	switch v.GetType() {
+	case vppif.Interface_SOFTWARE_LOOPBACK, vppif.Interface_AF_PACKET, vppif.Interface_MEMIF,
+		vppif.Interface_TAP, vppif.Interface_SUB_INTERFACE:
+	case vppif.Interface_UNDEFINED_TYPE:
+		return invalid("type", "type is required: %s", supportedTypes)
+	default:
+		return invalid("type", "type %s is not supported by this agent (supported: %s)", v.GetType(), supportedTypes)
+	}
+	if v.GetSetDhcpClient() {
+		return invalid("set_dhcp_client", "the DHCP client is not supported")
+	}
+	switch v.GetType() {
+	case vppif.Interface_AF_PACKET:
+		if l := v.GetAfpacket().GetLinuxInterface(); l != "" && !isKernelName(l) {
+			return invalid("afpacket.linux_interface", "%q cannot be a kernel interface name: the Linux interface's logical name is used as its host name (set host_if_name instead)", l)
+		}
+	case vppif.Interface_MEMIF:
+		m := v.GetMemif()
+		switch {
+		case m.GetSocketFilename() == "":
+			return invalid("memif.socket_filename", "required for a MEMIF interface")
+		case len(vppcalls.MemifSocketPath(m.GetSocketFilename())) > maxMemifSocketPath:
+			return invalid("memif.socket_filename", "%q is longer than %d bytes", m.GetSocketFilename(), maxMemifSocketPath)
+		case m.GetRingSize() != 0 && (m.GetRingSize()&(m.GetRingSize()-1) != 0 || m.GetRingSize() > maxMemifRing):
+			return invalid("memif.ring_size", "%d is not a power of two up to %d (or 0 for VPP's default)", m.GetRingSize(), maxMemifRing)
+		case m.GetBufferSize() > maxMemifBuffer:
+			return invalid("memif.buffer_size", "%d is above %d", m.GetBufferSize(), maxMemifBuffer)
+		case m.GetRxQueues() > maxMemifQueues:
+			return invalid("memif.rx_queues", "%d is above %d", m.GetRxQueues(), maxMemifQueues)
+		case m.GetTxQueues() > maxMemifQueues:
+			return invalid("memif.tx_queues", "%d is above %d", m.GetTxQueues(), maxMemifQueues)
+		case len(m.GetSecret()) > maxMemifSecret:
+			return invalid("memif.secret", "longer than %d bytes", maxMemifSecret)
+		}
+	case vppif.Interface_TAP:
+		t := v.GetTap()
+		switch {
+		case t.GetVersion() == 1:
+			return invalid("tap.version", "TAP version 1 is not supported by VPP 25.10: use 2 (or 0)")
+		case t.GetToMicroservice() != "":
+			return invalid("tap.to_microservice", "not supported: create the TAP in the agent's namespace and move its host side with a Linux TAP_TO_VPP interface")
+		case t.GetEnableTunnel():
+			return invalid("tap.enable_tunnel", "TUN mode is not supported")
+		case t.GetRxRingSize() != 0 && (t.GetRxRingSize()&(t.GetRxRingSize()-1) != 0 || t.GetRxRingSize() > maxTapRing):
+			return invalid("tap.rx_ring_size", "%d is not a power of two up to %d (or 0 for 256)", t.GetRxRingSize(), maxTapRing)
+		case t.GetTxRingSize() != 0 && (t.GetTxRingSize()&(t.GetTxRingSize()-1) != 0 || t.GetTxRingSize() > maxTapRing):
+			return invalid("tap.tx_ring_size", "%d is not a power of two up to %d (or 0 for 256)", t.GetTxRingSize(), maxTapRing)
+		}
+	case vppif.Interface_SUB_INTERFACE:
+		if id := v.GetSub().GetSubId(); id == 0 || id > maxVLAN {
+			return invalid("sub.sub_id", "%d is not a VLAN ID (1 to %d): the sub-interface matches one VLAN tag equal to sub_id", id, maxVLAN)
+		}
+		if v.GetPhysAddress() != "" {
+			return invalid("phys_address", "a sub-interface has the MAC of its parent")
+		}
+	}
+	return nil
+}
+
+// isKernelName tells whether s can name a link in the kernel.
+func isKernelName(s string) bool {
+	if s == "" || len(s) > 15 || s == "." || s == ".." || strings.ContainsAny(s, "/:") {
+		return false
+	}
+	for _, r := range s {
+		if r <= ' ' || r == 0x7f {
+			return false
+		}
+	}
+	return true
+}
+
+// hostIfName is the kernel interface an AF_PACKET interface binds to:
+// host_if_name, or the logical name of the Linux interface.
+func hostIfName(v *vppif.Interface) string {
+	if h := v.GetAfpacket().GetHostIfName(); h != "" {
+		return h
+	}
+	return v.GetAfpacket().GetLinuxInterface()
+}
+
+func dependencies(key string, v *vppif.Interface) []api.Dependency {
+	switch v.GetType() {
+	case vppif.Interface_AF_PACKET:
+		if h := v.GetAfpacket().GetHostIfName(); h != "" {
+			return []api.Dependency{{Label: "host-interface", Key: linuxifplugin.HostNameKey(h)}}
+		}
+		if l := v.GetAfpacket().GetLinuxInterface(); l != "" {
+			return []api.Dependency{{Label: "linux-interface", Key: linuxifplugin.InterfaceKey(l)}}
+		}
+	case vppif.Interface_SUB_INTERFACE:
+		if parent := v.GetSub().GetParentName(); parent != "" {
+			return []api.Dependency{{Label: "parent-interface", Key: InterfaceKey(parent)}}
+		}
+	}
+	return nil
+}
+
+// derivedValues: the admin state (always), the VRF (non-zero), one value
+// per address and the has-IP-address property, the unnumbered setting.
+func derivedValues(key string, v *vppif.Interface) []api.KeyValuePair {
+	name := v.GetName()
+	kvs := make([]api.KeyValuePair, 0, 3+len(v.GetIpAddresses()))
+	kvs = append(kvs, api.KeyValuePair{Key: AdminStateKey(name, v.GetEnabled()), Value: adminValue(v)})
+	if v.GetVrf() != 0 {
+		kvs = append(kvs, api.KeyValuePair{Key: VRFKey(name, v.GetVrf(), "both"), Value: &vppif.Interface{Name: name, Vrf: v.GetVrf()}})
+	}
+	for _, cidr := range v.GetIpAddresses() {
+		kvs = append(kvs, api.KeyValuePair{Key: AddressKey(name, cidr), Value: &vppif.Interface{Name: name, IpAddresses: []string{cidr}, Vrf: v.GetVrf()}})
+	}
+	if len(v.GetIpAddresses()) > 0 {
+		kvs = append(kvs, api.KeyValuePair{Key: HasIPAddressKey(name), Value: &emptypb.Empty{}})
+	}
+	if donor := v.GetUnnumbered().GetInterfaceWithIp(); donor != "" {
+		kvs = append(kvs, api.KeyValuePair{Key: UnnumberedKey(name), Value: unnumberedValue(name, donor)})
+	}
+	return kvs
+}
+
+// adminValue is the value of AdminStateKey: the name, the state and, for a
+// sub-interface, its parent (it can be up only while its parent is).
+func adminValue(v *vppif.Interface) *vppif.Interface {
+	a := &vppif.Interface{Name: v.GetName(), Enabled: v.GetEnabled()}
+	if v.GetType() == vppif.Interface_SUB_INTERFACE {
+		a.Type = v.GetType()
+		a.Link = &vppif.Interface_Sub{Sub: &vppif.SubInterface{ParentName: v.GetSub().GetParentName()}}
+	}
+	return a
+}
+
+func unnumberedValue(name, donor string) *vppif.Interface {
+	return &vppif.Interface{Name: name, Unnumbered: &vppif.Interface_Unnumbered{InterfaceWithIp: donor}}
+}
+
+// needsRecreate: a change of type or of the type's link settings re-creates
+// the interface (and whatever depends on it).
+func needsRecreate(key string, old, new *vppif.Interface, _ *Metadata) bool {
+	o, n := normalized(old), normalized(new)
+	return o.GetType() != n.GetType() ||
+		!proto.Equal(&vppif.Interface{Link: o.Link}, &vppif.Interface{Link: n.Link})
+}
+
+func parseMAC(s string) (net.HardwareAddr, error) {
+	if s == "" {
+		return nil, nil
+	}
+	hw, err := net.ParseMAC(s)
+	if err != nil {
+		return nil, api.NonRetriable(fmt.Errorf("phys_address %q: %w", s, err))
+	}
+	return hw, nil
+}
+
+func (p *Plugin) create(key string, v *vppif.Interface) (*Metadata, error) {
+	c := opCtx()
+	hw, err := parseMAC(v.GetPhysAddress())
+	if err != nil {
+		return nil, err
+	}
+	var idx uint32
+	switch v.GetType() {
+	case vppif.Interface_SOFTWARE_LOOPBACK:
+		idx, err = p.h.CreateLoopback(c, hw)
+	case vppif.Interface_AF_PACKET:
+		idx, err = p.h.CreateAfPacket(c, hostIfName(v), hw)
+	case vppif.Interface_MEMIF:
+		m := v.GetMemif()
+		var sock uint32
+		if sock, err = p.h.RegisterMemifSocket(c, m.GetSocketFilename()); err != nil {
+			break
+		}
+		idx, err = p.h.CreateMemif(c, vppcalls.MemifParams{
+			SocketID: sock, ID: m.GetId(), Master: m.GetMaster(), Mode: uint32(m.GetMode()), Secret: m.GetSecret(),
+			RingSize: m.GetRingSize(), BufferSize: m.GetBufferSize(), RxQueues: m.GetRxQueues(), TxQueues: m.GetTxQueues(), MAC: hw,
+		})
+		if err != nil {
+			_ = p.h.UnregisterMemifSocket(c, m.GetSocketFilename())
+		}
+	case vppif.Interface_TAP:
+		t := v.GetTap()
+		idx, err = p.h.CreateTap(c, vppcalls.TapParams{
+			HostIfName: t.GetHostIfName(), RxRingSize: t.GetRxRingSize(), TxRingSize: t.GetTxRingSize(),
+			GSO: t.GetEnableGso(), MAC: hw, Tag: v.GetName(),
+		})
+	case vppif.Interface_SUB_INTERFACE:
+		parent := v.GetSub().GetParentName()
+		pmd, ok := p.lookup(parent)
+		if !ok {
+			return nil, fmt.Errorf("interface %s: parent interface %s has no VPP interface yet", v.GetName(), parent)
+		}
+		idx, err = p.h.CreateSubif(c, pmd.SwIfIndex, v.GetSub().GetSubId(), uint16(v.GetSub().GetSubId()))
+	default:
+		return nil, api.NonRetriable(fmt.Errorf("interface %s: type %s is not supported", v.GetName(), v.GetType()))
+	}
+	if err != nil {
+		return nil, fmt.Errorf("interface %s: %w", v.GetName(), err)
+	}
+	// The interface exists: tag it (it is ours from now on) and configure
+	// it; on failure, delete it again so that no untagged (foreign-looking)
+	// interface is left behind and a retry starts afresh.
+	md, err := p.configureNew(v, idx)
+	if err != nil {
+		if derr := p.deleteByType(v, idx); derr != nil {
+			p.log.Warn("VPP interface: could not delete a half-configured interface", "interface", v.GetName(), "sw_if_index", idx, "error", derr)
+		}
+		return nil, fmt.Errorf("interface %s: %w", v.GetName(), err)
+	}
+	return md, nil
+}
+
+func (p *Plugin) configureNew(v *vppif.Interface, idx uint32) (*Metadata, error) {
+	c := opCtx()
+	if v.GetType() != vppif.Interface_TAP { // tap_create_v3 sets the tag
+		if err := p.h.SetTag(c, idx, v.GetName()); err != nil {
+			return nil, err
+		}
+	}
+	if mtu := v.GetMtu(); mtu != 0 {
+		if err := p.h.SetMTU(c, idx, mtu); err != nil {
+			return nil, err
+		}
+	}
+	cur, err := p.h.GetInterface(c, idx)
+	if err != nil {
+		return nil, err
+	}
+	if cur == nil {
+		return nil, fmt.Errorf("sw_if_index %d vanished right after its creation", idx)
+	}
+	return &Metadata{SwIfIndex: idx, InternalName: cur.Name, Vrf: v.GetVrf()}, nil
+}
+
+// deleteByType deletes the interface idx with the call of its type.
+func (p *Plugin) deleteByType(v *vppif.Interface, idx uint32) error {
+	c := opCtx()
+	switch v.GetType() {
+	case vppif.Interface_SOFTWARE_LOOPBACK:
+		return p.h.DeleteLoopback(c, idx)
+	case vppif.Interface_AF_PACKET:
+		return p.h.DeleteAfPacket(c, hostIfName(v))
+	case vppif.Interface_MEMIF:
+		if err := p.h.DeleteMemif(c, idx); err != nil {
+			return err
+		}
+		return p.h.UnregisterMemifSocket(c, v.GetMemif().GetSocketFilename())
+	case vppif.Interface_TAP:
+		return p.h.DeleteTap(c, idx)
+	case vppif.Interface_SUB_INTERFACE:
+		return p.h.DeleteSubif(c, idx)
+	}
+	return api.NonRetriable(fmt.Errorf("type %s is not supported", v.GetType()))
+}
+
+// own finds the interface of a logical name in VPP: at the index of its
+// metadata when it still carries the name as tag (indexes are reused), or by
+// tag when there is no metadata. ok is false when VPP has no such interface.
+func (p *Plugin) own(name string, md *Metadata) (idx uint32, ok bool, err error) {
+	c := opCtx()
+	if md != nil {
+		cur, err := p.h.GetInterface(c, md.SwIfIndex)
+		if err != nil {
+			return 0, false, err
+		}
+		if cur == nil || cur.Tag != name {
+			return 0, false, nil
+		}
+		return md.SwIfIndex, true, nil
+	}
+	all, err := p.h.DumpInterfaces(c)
+	if err != nil {
+		return 0, false, err
+	}
+	for _, i := range all {
+		if i.Tag == name {
+			return i.SwIfIndex, true, nil
+		}
+	}
+	return 0, false, nil
+}
+
+func (p *Plugin) delete(key string, v *vppif.Interface, md *Metadata) error {
+	idx, ok, err := p.own(v.GetName(), md)
+	if err != nil {
+		return fmt.Errorf("interface %s: %w", v.GetName(), err)
+	}
+	if !ok {
+		return nil // already gone
+	}
+	if err := p.deleteByType(v, idx); err != nil {
+		return fmt.Errorf("interface %s: %w", v.GetName(), err)
+	}
+	return nil
+}
+
+// update changes the MAC and the MTU in place; admin state, VRF, addresses
+// and unnumbered follow as derived values. An MTU or MAC going back to unset
+// (0, "") leaves VPP's as it is.
+func (p *Plugin) update(key string, old, v *vppif.Interface, md *Metadata) (*Metadata, error) {
+	c := opCtx()
+	n := &Metadata{Vrf: v.GetVrf()}
+	if md != nil {
+		n.SwIfIndex, n.InternalName = md.SwIfIndex, md.InternalName
+	}
+	setMAC := v.GetPhysAddress() != "" && !strings.EqualFold(v.GetPhysAddress(), old.GetPhysAddress())
+	setMTU := v.GetMtu() != 0 && v.GetMtu() != old.GetMtu()
+	if !setMAC && !setMTU && md != nil {
+		return n, nil // the rest follows as derived values
+	}
+	idx, ok, err := p.own(v.GetName(), md)
+	if err != nil {
+		return md, fmt.Errorf("interface %s: %w", v.GetName(), err)
+	}
+	if !ok {
+		return md, fmt.Errorf("interface %s: not found in VPP", v.GetName())
+	}
+	n.SwIfIndex = idx
+	if setMAC {
+		hw, err := parseMAC(v.GetPhysAddress())
+		if err != nil {
+			return md, err
+		}
+		if err := p.h.SetMAC(c, idx, hw); err != nil {
+			return md, fmt.Errorf("interface %s: %w", v.GetName(), err)
+		}
+	}
+	if setMTU {
+		if err := p.h.SetMTU(c, idx, v.GetMtu()); err != nil {
+			return md, fmt.Errorf("interface %s: %w", v.GetName(), err)
+		}
+	}
+	return n, nil
+}
+
+// retrieve dumps VPP's interfaces; those with a tag of a type this plugin
+// manages are the agent's (logical name = tag) and are returned as values
+// built from VPP, with the configuration's spelling for what VPP does not
+// report. Interfaces without a tag (local0, DPDK ports, anything created by
+// someone else) are not returned: they are left alone.
+func (p *Plugin) retrieve(correlate []api.TypedKV[*vppif.Interface, *Metadata]) ([]api.TypedKV[*vppif.Interface, *Metadata], error) {
+	all, err := p.h.DumpInterfaces(opCtx())
+	if err != nil {
+		return nil, err
+	}
+	want := make(map[string]*vppif.Interface, len(correlate))
+	for _, kv := range correlate {
+		want[kv.Value.GetName()] = kv.Value
+	}
+	byIdx := make(map[uint32]*vppcalls.Interface, len(all))
+	for _, i := range all {
+		byIdx[i.SwIfIndex] = i
+	}
+	// nameOf: the logical name of an interface (its tag), else VPP's name.
+	nameOf := func(idx uint32) string {
+		if i := byIdx[idx]; i != nil {
+			if i.Tag != "" {
+				return i.Tag
+			}
+			return i.Name
+		}
+		return ""
+	}
+	var out []api.TypedKV[*vppif.Interface, *Metadata]
+	seen := map[string]bool{}
+	for _, i := range all {
+		if i.Tag == "" || i.Kind == vppcalls.KindOther {
+			continue
+		}
+		if seen[i.Tag] {
+			p.log.Warn("VPP interfaces with the same tag: only the first is taken as the agent's", "tag", i.Tag, "sw_if_index", i.SwIfIndex)
+			continue
+		}
+		seen[i.Tag] = true
+		v := observed(i, want[i.Tag], nameOf, func(idx uint32) *vppcalls.Interface { return byIdx[idx] })
+		out = append(out, api.TypedKV[*vppif.Interface, *Metadata]{
+			Key: InterfaceKey(i.Tag), Value: v, Origin: api.FromNB,
+			Metadata: &Metadata{SwIfIndex: i.SwIfIndex, InternalName: i.Name, Vrf: v.GetVrf()},
+		})
+	}
+	return out, nil
+}
+
+// Defaults VPP applies to fields the configuration leaves 0.
+const (
+	defaultMemifRing   = 1024
+	defaultMemifBuffer = 2048
+	defaultTapRing     = 256
+)
+
+// observed builds the value of an interface as VPP has it. want is the
+// expected value (nil when the configuration has none); its spelling is
+// kept where VPP's state is the same, and fields VPP does not report
+// (memif secret and queues, TAP version, unnumbered — which has its own
+// descriptor with Retrieve) come from it.
+func observed(i *vppcalls.Interface, want *vppif.Interface, nameOf func(uint32) string, donorOf func(uint32) *vppcalls.Interface) *vppif.Interface {
+	if want == nil {
+		want = &vppif.Interface{}
+	}
+	v := &vppif.Interface{Name: i.Tag, Enabled: i.AdminUp}
+	if want.GetPhysAddress() != "" && i.Kind != vppcalls.KindSub {
+		v.PhysAddress = i.MAC.String()
+		if strings.EqualFold(v.PhysAddress, want.GetPhysAddress()) {
+			v.PhysAddress = want.GetPhysAddress()
+		}
+	}
+	if want.GetMtu() != 0 {
+		v.Mtu = i.MTU
+	}
+	v.IpAddresses = observedAddresses(ownAddresses(i, donorOf, want.GetIpAddresses()), want.GetIpAddresses())
+	v.Vrf = i.IP4Table
+	if i.IP6Table != i.IP4Table && i.IP4Table == want.GetVrf() {
+		v.Vrf = i.IP6Table // drift in IPv6 only: show it
+	}
+	switch {
+	case want.GetUnnumbered() != nil:
+		v.Unnumbered = proto.Clone(want.GetUnnumbered()).(*vppif.Interface_Unnumbered)
+	case i.Unnumbered:
+		v.Unnumbered = &vppif.Interface_Unnumbered{InterfaceWithIp: nameOf(i.UnnumberedFrom)}
+	}
+	switch i.Kind {
+	case vppcalls.KindLoopback:
+		v.Type = vppif.Interface_SOFTWARE_LOOPBACK
+	case vppcalls.KindSub:
+		v.Type = vppif.Interface_SUB_INTERFACE
+		parent := nameOf(i.Sub.Parent)
+		if parent == "" {
+			parent = want.GetSub().GetParentName()
+		}
+		v.Link = &vppif.Interface_Sub{Sub: &vppif.SubInterface{ParentName: parent, SubId: i.Sub.SubID}}
+	case vppcalls.KindAfPacket:
+		v.Type = vppif.Interface_AF_PACKET
+		a := &vppif.AfpacketLink{HostIfName: i.AfPacket.HostIfName}
+		if l := want.GetAfpacket().GetLinuxInterface(); l != "" && l == a.HostIfName {
+			a = &vppif.AfpacketLink{LinuxInterface: l}
+		}
+		v.Link = &vppif.Interface_Afpacket{Afpacket: a}
+	case vppcalls.KindMemif:
+		v.Type = vppif.Interface_MEMIF
+		w := want.GetMemif()
+		m := &vppif.MemifLink{
+			Mode: vppif.MemifLink_MemifMode(i.Memif.Mode), Master: i.Memif.Master, Id: i.Memif.ID,
+			SocketFilename: i.Memif.SocketFilename, RingSize: i.Memif.RingSize, BufferSize: i.Memif.BufferSize,
+			Secret: w.GetSecret(), RxQueues: w.GetRxQueues(), TxQueues: w.GetTxQueues(),
+		}
+		if w.GetSocketFilename() != "" && vppcalls.MemifSocketPath(w.GetSocketFilename()) == vppcalls.MemifSocketPath(m.SocketFilename) {
+			m.SocketFilename = w.GetSocketFilename()
+		}
+		if w.GetRingSize() == 0 && m.RingSize == defaultMemifRing {
+			m.RingSize = 0
+		}
+		if w.GetBufferSize() == 0 && m.BufferSize == defaultMemifBuffer {
+			m.BufferSize = 0
+		}
+		v.Link = &vppif.Interface_Memif{Memif: m}
+	case vppcalls.KindTap:
+		v.Type = vppif.Interface_TAP
+		w := want.GetTap()
+		t := &vppif.TapLink{
+			Version: w.GetVersion(), HostIfName: i.Tap.HostIfName, RxRingSize: i.Tap.RxRingSize, TxRingSize: i.Tap.TxRingSize,
+			EnableGso: i.Tap.GSO, EnableTunnel: i.Tap.Tun, ToMicroservice: w.GetToMicroservice(),
+		}
+		if w.GetHostIfName() == "" {
+			t.HostIfName = "" // VPP's default name
+		}
+		if w.GetRxRingSize() == 0 && t.RxRingSize == defaultTapRing {
+			t.RxRingSize = 0
+		}
+		if w.GetTxRingSize() == 0 && t.TxRingSize == defaultTapRing {
+			t.TxRingSize = 0
+		}
+		if w != nil || !proto.Equal(t, &vppif.TapLink{}) {
+			v.Link = &vppif.Interface_Tap{Tap: t}
+		}
+	}
+	return v
+}
+
+// ownAddresses are the addresses of an interface without the IPv6
+// link-local ones the configuration does not have (VPP makes them) and, for
+// an unnumbered interface, without those of its donor (VPP does not list
+// them, but should a version do so they are not the interface's own).
+func ownAddresses(i *vppcalls.Interface, donorOf func(uint32) *vppcalls.Interface, want []string) []netip.Prefix {
+	var donor []netip.Prefix
+	if i.Unnumbered {
+		if d := donorOf(i.UnnumberedFrom); d != nil {
+			donor = d.Addresses
+		}
+	}
+	out := make([]netip.Prefix, 0, len(i.Addresses))
+	for _, a := range i.Addresses {
+		if slices.Contains(donor, a) {
+			continue
+		}
+		if a.Addr().IsLinkLocalUnicast() && !slices.ContainsFunc(want, func(w string) bool {
+			wp, err := netip.ParsePrefix(w)
+			return err == nil && wp == a
+		}) {
+			continue
+		}
+		out = append(out, a)
+	}
+	return out
+}
+
+// observedAddresses lists VPP's addresses in the configuration's spelling
+// and order, then the others.
+func observedAddresses(have []netip.Prefix, want []string) []string {
+	var out []string
+	used := make([]bool, len(have))
+	for _, w := range want {
+		wp, err := netip.ParsePrefix(w)
+		if err != nil {
+			continue
+		}
+		for k, h := range have {
+			if !used[k] && h == wp {
+				used[k] = true
+				out = append(out, w)
+				break
+			}
+		}
+	}
+	for k, h := range have {
+		if !used[k] {
+			out = append(out, h.String())
+		}
+	}
+	return out
+}

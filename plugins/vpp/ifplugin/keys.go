@@ -1,0 +1,82 @@
+package ifplugin
+
+import (
+	"github.com/netagent-io/netagent/pkg/models"
+)
+
+// Descriptor names.
+const (
+	InterfaceDescriptorName  = "vpp-interface"
+	AddressDescriptorName    = "vpp-interface-address"
+	UnnumberedDescriptorName = "vpp-unnumbered-interface"
+	AdminStateDescriptorName = "vpp-interface-admin-state"
+	VRFDescriptorName        = "vpp-interface-vrf"
+)
+
+// Keys of the derived and SB values (shared/spec/models.md).
+
+// InterfaceKey is the NB key of a VPP interface.
+func InterfaceKey(name string) string { return models.VPPInterface.KeyPrefix + name }
+
+// AddressKey: vpp/interface/<iface>/address/static/<ip/len>.
+func AddressKey(iface, cidr string) string {
+	return "vpp/interface/" + iface + "/address/static/" + cidr
+}
+
+// AddressKeyPrefix is the prefix of the address keys of an interface.
+func AddressKeyPrefix(iface string) string { return "vpp/interface/" + iface + "/address/" }
+
+// HasIPAddressKey: the property vpp/interface/<iface>/has-IP-address, derived
+// while the interface has at least one address.
+func HasIPAddressKey(iface string) string { return "vpp/interface/" + iface + "/has-IP-address" }
+
+// UnnumberedKey: vpp/interface/unnumbered/<iface>.
+func UnnumberedKey(iface string) string { return "vpp/interface/unnumbered/" + iface }
+
+// AdminStateKey: the admin state of an interface as its own derived value,
+// vpp/interface/<iface>/admin-state/<UP|DOWN>; dependents wait for
+// AdminStateKey(iface, true).
+func AdminStateKey(iface string, up bool) string {
+	if up {
+		return "vpp/interface/" + iface + "/admin-state/UP"
+	}
+	return "vpp/interface/" + iface + "/admin-state/DOWN"
+}
+
+// LinkStateKey: the link state reported by VPP (SB, OBTAINED),
+// vpp/interface/<iface>/link-state/<UP|DOWN>.
+func LinkStateKey(iface string, up bool) string {
+	if up {
+		return "vpp/interface/" + iface + "/link-state/UP"
+	}
+	return "vpp/interface/" + iface + "/link-state/DOWN"
+}
+
+// VRFKey: vpp/interface/<iface>/vrf/<vrf>/ip-version/<v4|v6|both>.
+func VRFKey(iface string, vrf uint32, version string) string {
+	return "vpp/interface/" + iface + "/vrf/" + itoa(vrf) + "/ip-version/" + version
+}
+
+func itoa(v uint32) string {
+	if v == 0 {
+		return "0"
+	}
+	var b [10]byte
+	i := len(b)
+	for v > 0 {
+		i--
+		b[i] = byte('0' + v%10)
+		v /= 10
+	}
+	return string(b[i:])
+}
+
+// Metadata is what the interface descriptor keeps per interface, in the
+// scheduler's metadata map of InterfaceDescriptorName keyed by logical name;
+// the map also finds an interface by sw_if_index (IndexMap).
+type Metadata struct {
+	SwIfIndex uint32
+	// InternalName is VPP's name (loop0, host-veth1, memif1/0, tap0, ...).
+	InternalName string
+	Vrf          uint32
+}

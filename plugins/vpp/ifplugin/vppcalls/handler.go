@@ -1,0 +1,716 @@
+package vppcalls
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/netip"
+	"path"
+	"slices"
+
+	govppapi "go.fd.io/govpp/api"
+	"go.fd.io/govpp/binapi/af_packet"
+	"go.fd.io/govpp/binapi/ethernet_types"
+	interfaces "go.fd.io/govpp/binapi/interface"
+	"go.fd.io/govpp/binapi/interface_types"
+	"go.fd.io/govpp/binapi/ip"
+	"go.fd.io/govpp/binapi/ip_types"
+	"go.fd.io/govpp/binapi/memif"
+	"go.fd.io/govpp/binapi/tapv2"
+
+	"github.com/netagent-io/netagent/plugins/vpp/vppconn"
+)
+
+// AreaName is the vppconn area of the interface plugin's messages.
+const AreaName = "interfaces"
+
+// Messages lists every message the handler sends or receives, for the
+// compatibility check at connect (vppconn.Area).
+func Messages() []govppapi.Message {
+	return []govppapi.Message{
+		&interfaces.CreateLoopback{}, &interfaces.CreateLoopbackReply{},
+		&interfaces.DeleteLoopback{}, &interfaces.DeleteLoopbackReply{},
+		&interfaces.CreateSubif{}, &interfaces.CreateSubifReply{},
+		&interfaces.DeleteSubif{}, &interfaces.DeleteSubifReply{},
+		&interfaces.SwInterfaceSetFlags{}, &interfaces.SwInterfaceSetFlagsReply{},
+		&interfaces.SwInterfaceSetMtu{}, &interfaces.SwInterfaceSetMtuReply{},
+		&interfaces.SwInterfaceSetMacAddress{}, &interfaces.SwInterfaceSetMacAddressReply{},
+		&interfaces.SwInterfaceTagAddDel{}, &interfaces.SwInterfaceTagAddDelReply{},
+		&interfaces.SwInterfaceAddDelAddress{}, &interfaces.SwInterfaceAddDelAddressReply{},
+		&interfaces.SwInterfaceSetUnnumbered{}, &interfaces.SwInterfaceSetUnnumberedReply{},
+		&interfaces.SwInterfaceSetTable{}, &interfaces.SwInterfaceSetTableReply{},
+		&interfaces.SwInterfaceGetTable{}, &interfaces.SwInterfaceGetTableReply{},
+		&interfaces.SwInterfaceDump{}, &interfaces.SwInterfaceDetails{},
+		&ip.IPAddressDump{}, &ip.IPAddressDetails{},
+		&ip.IPUnnumberedDump{}, &ip.IPUnnumberedDetails{},
+		&ip.IPTableAddDel{}, &ip.IPTableAddDelReply{},
+		&af_packet.AfPacketCreateV3{}, &af_packet.AfPacketCreateV3Reply{},
+		&af_packet.AfPacketDelete{}, &af_packet.AfPacketDeleteReply{},
+		&af_packet.AfPacketDump{}, &af_packet.AfPacketDetails{},
+		&memif.MemifSocketFilenameAddDelV2{}, &memif.MemifSocketFilenameAddDelV2Reply{},
+		&memif.MemifSocketFilenameDump{}, &memif.MemifSocketFilenameDetails{},
+		&memif.MemifCreateV2{}, &memif.MemifCreateV2Reply{},
+		&memif.MemifDelete{}, &memif.MemifDeleteReply{},
+		&memif.MemifDump{}, &memif.MemifDetails{},
+		&tapv2.TapCreateV3{}, &tapv2.TapCreateV3Reply{},
+		&tapv2.TapDeleteV2{}, &tapv2.TapDeleteV2Reply{},
+		&tapv2.SwInterfaceTapV2Dump{}, &tapv2.SwInterfaceTapV2Details{},
+	}
+}
+
+// Area is the vppconn area of the handler's messages.
+func Area() vppconn.Area { return vppconn.Area{Name: AreaName, Messages: Messages()} }
+
+// memifSocketDir is where VPP puts a relative memif socket filename.
+const memifSocketDir = "/run/vpp"
+
+// MemifSocketPath is the path VPP uses for a memif socket filename: a
+// relative name is taken under /run/vpp.
+func MemifSocketPath(filename string) string {
+	if filename == "" || path.IsAbs(filename) {
+		return filename
+	}
+	return path.Join(memifSocketDir, filename)
+}
+
+type handler struct {
+	m    *vppconn.Manager
+	area string
+}
+
+// NewHandler returns the Handler calling VPP over m's connection, for the
+// area AreaName.
+func NewHandler(m *vppconn.Manager) Handler {
+	return &handler{m: m, area: AreaName}
+}
+
+// call runs one request under the call deadline with the current
+// connection; errors are prefixed with the message name.
+func (h *handler) call(ctx context.Context, msg string, f func(ctx context.Context, conn govppapi.Connection) error) error {
+	conn, err := h.m.Conn(h.area)
+	if err != nil {
+		return fmt.Errorf("%s: %w", msg, err)
+	}
+	cctx, cancel := h.m.CallContext(ctx)
+	defer cancel()
+	if err := f(cctx, conn); err != nil {
+		return fmt.Errorf("%s: %w", msg, err)
+	}
+	return nil
+}
+
+// recvAll reads a dump stream to its end.
+func recvAll[T any](s interface {
+	Recv() (T, error)
+	Close() error
+}) ([]T, error) {
+	var out []T
+	for {
+		d, err := s.Recv()
+		if errors.Is(err, io.EOF) {
+			return out, nil
+		}
+		if err != nil {
+			_ = s.Close()
+			return nil, err
+		}
+		out = append(out, d)
+	}
+}
+
+func isVPPError(err error, codes ...govppapi.VPPApiError) bool {
+	var e govppapi.VPPApiError
+	return errors.As(err, &e) && slices.Contains(codes, e)
+}
+
+func mac(hw net.HardwareAddr) ethernet_types.MacAddress {
+	if len(hw) == 0 {
+		return ethernet_types.MacAddress{}
+	}
+	return ethernet_types.NewMacAddress(hw)
+}
+
+func toAddressWithPrefix(p netip.Prefix) ip_types.AddressWithPrefix {
+	var a ip_types.Address
+	if p.Addr().Is4() {
+		a.Af = ip_types.ADDRESS_IP4
+		a.Un.SetIP4(p.Addr().As4())
+	} else {
+		a.Af = ip_types.ADDRESS_IP6
+		a.Un.SetIP6(p.Addr().As16())
+	}
+	return ip_types.AddressWithPrefix{Address: a, Len: uint8(p.Bits())}
+}
+
+func fromAddressWithPrefix(a ip_types.AddressWithPrefix) (netip.Prefix, bool) {
+	var addr netip.Addr
+	switch a.Address.Af {
+	case ip_types.ADDRESS_IP4:
+		addr = netip.AddrFrom4(a.Address.Un.GetIP4())
+	case ip_types.ADDRESS_IP6:
+		addr = netip.AddrFrom16(a.Address.Un.GetIP6())
+	default:
+		return netip.Prefix{}, false
+	}
+	p := netip.PrefixFrom(addr, int(a.Len))
+	return p, p.IsValid()
+}
+
+func ifIndex(idx uint32) interface_types.InterfaceIndex { return interface_types.InterfaceIndex(idx) }
+
+// ---- creation and deletion
+
+func (h *handler) CreateLoopback(ctx context.Context, hw net.HardwareAddr) (uint32, error) {
+	var idx uint32
+	err := h.call(ctx, "create_loopback", func(ctx context.Context, c govppapi.Connection) error {
+		r, err := interfaces.NewServiceClient(c).CreateLoopback(ctx, &interfaces.CreateLoopback{MacAddress: mac(hw)})
+		if err == nil {
+			idx = uint32(r.SwIfIndex)
+		}
+		return err
+	})
+	return idx, err
+}
+
+func (h *handler) DeleteLoopback(ctx context.Context, idx uint32) error {
+	return h.call(ctx, "delete_loopback", func(ctx context.Context, c govppapi.Connection) error {
+		_, err := interfaces.NewServiceClient(c).DeleteLoopback(ctx, &interfaces.DeleteLoopback{SwIfIndex: ifIndex(idx)})
+		if isVPPError(err, govppapi.INVALID_SW_IF_INDEX) {
+			return nil
+		}
+		return err
+	})
+}
+
+func (h *handler) CreateAfPacket(ctx context.Context, hostIfName string, hw net.HardwareAddr) (uint32, error) {
+	var idx uint32
+	err := h.call(ctx, "af_packet_create_v3", func(ctx context.Context, c govppapi.Connection) error {
+		r, err := af_packet.NewServiceClient(c).AfPacketCreateV3(ctx, &af_packet.AfPacketCreateV3{
+			Mode:            af_packet.AF_PACKET_API_MODE_ETHERNET,
+			HwAddr:          mac(hw),
+			UseRandomHwAddr: len(hw) == 0,
+			HostIfName:      hostIfName,
+			// VPP's own defaults (CLI create host-interface): TPACKET_V3,
+			// qdisc bypass, checksum offload and GSO.
+			Flags:       af_packet.AF_PACKET_API_FLAG_QDISC_BYPASS | af_packet.AF_PACKET_API_FLAG_CKSUM_GSO,
+			NumRxQueues: 1,
+			NumTxQueues: 1,
+		})
+		if err == nil {
+			idx = uint32(r.SwIfIndex)
+		}
+		return err
+	})
+	return idx, err
+}
+
+func (h *handler) DeleteAfPacket(ctx context.Context, hostIfName string) error {
+	return h.call(ctx, "af_packet_delete", func(ctx context.Context, c govppapi.Connection) error {
+		_, err := af_packet.NewServiceClient(c).AfPacketDelete(ctx, &af_packet.AfPacketDelete{HostIfName: hostIfName})
+		if isVPPError(err, govppapi.SYSCALL_ERROR_1, govppapi.INVALID_SW_IF_INDEX, govppapi.NO_SUCH_ENTRY) {
+			return nil // no AF_PACKET interface on that host interface
+		}
+		return err
+	})
+}
+
+func (h *handler) dumpMemifSockets(ctx context.Context) (map[uint32]string, error) {
+	out := map[uint32]string{}
+	err := h.call(ctx, "memif_socket_filename_dump", func(ctx context.Context, c govppapi.Connection) error {
+		s, err := memif.NewServiceClient(c).MemifSocketFilenameDump(ctx, &memif.MemifSocketFilenameDump{})
+		if err != nil {
+			return err
+		}
+		ds, err := recvAll(s)
+		for _, d := range ds {
+			out[d.SocketID] = d.SocketFilename
+		}
+		return err
+	})
+	return out, err
+}
+
+func (h *handler) RegisterMemifSocket(ctx context.Context, filename string) (uint32, error) {
+	socks, err := h.dumpMemifSockets(ctx)
+	if err != nil {
+		return 0, err
+	}
+	want := MemifSocketPath(filename)
+	ids := make([]uint32, 0, len(socks))
+	for id := range socks {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	for _, id := range ids {
+		if MemifSocketPath(socks[id]) == want {
+			return id, nil
+		}
+	}
+	var id uint32
+	err = h.call(ctx, "memif_socket_filename_add_del_v2", func(ctx context.Context, c govppapi.Connection) error {
+		r, err := memif.NewServiceClient(c).MemifSocketFilenameAddDelV2(ctx, &memif.MemifSocketFilenameAddDelV2{
+			IsAdd: true, SocketID: NoIndex, SocketFilename: want,
+		})
+		if err == nil {
+			id = r.SocketID
+		}
+		return err
+	})
+	return id, err
+}
+
+func (h *handler) dumpMemifs(ctx context.Context) ([]*memif.MemifDetails, error) {
+	var out []*memif.MemifDetails
+	err := h.call(ctx, "memif_dump", func(ctx context.Context, c govppapi.Connection) error {
+		s, err := memif.NewServiceClient(c).MemifDump(ctx, &memif.MemifDump{})
+		if err != nil {
+			return err
+		}
+		out, err = recvAll(s)
+		return err
+	})
+	return out, err
+}
+
+func (h *handler) UnregisterMemifSocket(ctx context.Context, filename string) error {
+	socks, err := h.dumpMemifSockets(ctx)
+	if err != nil {
+		return err
+	}
+	want := MemifSocketPath(filename)
+	id, found := uint32(0), false
+	for sid, f := range socks {
+		if sid != 0 && MemifSocketPath(f) == want {
+			id, found = sid, true
+		}
+	}
+	if !found {
+		return nil // not registered, or VPP's default socket
+	}
+	memifs, err := h.dumpMemifs(ctx)
+	if err != nil {
+		return err
+	}
+	for _, m := range memifs {
+		if m.SocketID == id {
+			return nil // still in use
+		}
+	}
+	return h.call(ctx, "memif_socket_filename_add_del_v2", func(ctx context.Context, c govppapi.Connection) error {
+		_, err := memif.NewServiceClient(c).MemifSocketFilenameAddDelV2(ctx, &memif.MemifSocketFilenameAddDelV2{IsAdd: false, SocketID: id})
+		if isVPPError(err, govppapi.NO_SUCH_ENTRY, govppapi.UNEXPECTED_INTF_STATE) {
+			return nil // gone, or taken by someone else meanwhile
+		}
+		return err
+	})
+}
+
+func (h *handler) CreateMemif(ctx context.Context, p MemifParams) (uint32, error) {
+	role := memif.MEMIF_ROLE_API_SLAVE
+	if p.Master {
+		role = memif.MEMIF_ROLE_API_MASTER
+	}
+	rxq, txq := max(p.RxQueues, 1), max(p.TxQueues, 1)
+	var idx uint32
+	err := h.call(ctx, "memif_create_v2", func(ctx context.Context, c govppapi.Connection) error {
+		r, err := memif.NewServiceClient(c).MemifCreateV2(ctx, &memif.MemifCreateV2{
+			Role: role, Mode: memif.MemifMode(p.Mode), RxQueues: uint8(rxq), TxQueues: uint8(txq),
+			ID: p.ID, SocketID: p.SocketID, RingSize: p.RingSize, BufferSize: uint16(p.BufferSize),
+			HwAddr: mac(p.MAC), Secret: p.Secret,
+		})
+		if err == nil {
+			idx = uint32(r.SwIfIndex)
+		}
+		return err
+	})
+	return idx, err
+}
+
+func (h *handler) DeleteMemif(ctx context.Context, idx uint32) error {
+	return h.call(ctx, "memif_delete", func(ctx context.Context, c govppapi.Connection) error {
+		_, err := memif.NewServiceClient(c).MemifDelete(ctx, &memif.MemifDelete{SwIfIndex: ifIndex(idx)})
+		if isVPPError(err, govppapi.INVALID_SW_IF_INDEX) {
+			return nil
+		}
+		return err
+	})
+}
+
+// Default TAP ring size (the API's default=256, which GoVPP does not apply).
+const defaultTapRing = 256
+
+func (h *handler) CreateTap(ctx context.Context, p TapParams) (uint32, error) {
+	req := &tapv2.TapCreateV3{
+		ID:           NoIndex,
+		UseRandomMac: len(p.MAC) == 0,
+		MacAddress:   mac(p.MAC),
+		NumRxQueues:  1,
+		NumTxQueues:  1,
+		RxRingSz:     uint16(p.RxRingSize),
+		TxRingSz:     uint16(p.TxRingSize),
+		Tag:          p.Tag,
+	}
+	if req.RxRingSz == 0 {
+		req.RxRingSz = defaultTapRing
+	}
+	if req.TxRingSz == 0 {
+		req.TxRingSz = defaultTapRing
+	}
+	if p.HostIfName != "" {
+		req.HostIfNameSet, req.HostIfName = true, p.HostIfName
+	}
+	if p.GSO {
+		req.TapFlags |= tapv2.TAP_API_FLAG_GSO
+	}
+	var idx uint32
+	err := h.call(ctx, "tap_create_v3", func(ctx context.Context, c govppapi.Connection) error {
+		r, err := tapv2.NewServiceClient(c).TapCreateV3(ctx, req)
+		if err == nil {
+			idx = uint32(r.SwIfIndex)
+		}
+		return err
+	})
+	return idx, err
+}
+
+func (h *handler) DeleteTap(ctx context.Context, idx uint32) error {
+	return h.call(ctx, "tap_delete_v2", func(ctx context.Context, c govppapi.Connection) error {
+		_, err := tapv2.NewServiceClient(c).TapDeleteV2(ctx, &tapv2.TapDeleteV2{SwIfIndex: ifIndex(idx)})
+		if isVPPError(err, govppapi.INVALID_SW_IF_INDEX) {
+			return nil
+		}
+		return err
+	})
+}
+
+func (h *handler) CreateSubif(ctx context.Context, parent, subID uint32, vlan uint16) (uint32, error) {
+	var idx uint32
+	err := h.call(ctx, "create_subif", func(ctx context.Context, c govppapi.Connection) error {
+		r, err := interfaces.NewServiceClient(c).CreateSubif(ctx, &interfaces.CreateSubif{
+			SwIfIndex:   ifIndex(parent),
+			SubID:       subID,
+			SubIfFlags:  interface_types.SUB_IF_API_FLAG_ONE_TAG | interface_types.SUB_IF_API_FLAG_EXACT_MATCH,
+			OuterVlanID: vlan,
+		})
+		if err == nil {
+			idx = uint32(r.SwIfIndex)
+		}
+		return err
+	})
+	return idx, err
+}
+
+func (h *handler) DeleteSubif(ctx context.Context, idx uint32) error {
+	return h.call(ctx, "delete_subif", func(ctx context.Context, c govppapi.Connection) error {
+		_, err := interfaces.NewServiceClient(c).DeleteSubif(ctx, &interfaces.DeleteSubif{SwIfIndex: ifIndex(idx)})
+		if isVPPError(err, govppapi.INVALID_SW_IF_INDEX) {
+			return nil
+		}
+		return err
+	})
+}
+
+// ---- settings
+
+func (h *handler) SetAdminUp(ctx context.Context, idx uint32, up bool) error {
+	var flags interface_types.IfStatusFlags
+	if up {
+		flags = interface_types.IF_STATUS_API_FLAG_ADMIN_UP
+	}
+	return h.call(ctx, "sw_interface_set_flags", func(ctx context.Context, c govppapi.Connection) error {
+		_, err := interfaces.NewServiceClient(c).SwInterfaceSetFlags(ctx, &interfaces.SwInterfaceSetFlags{SwIfIndex: ifIndex(idx), Flags: flags})
+		return err
+	})
+}
+
+func (h *handler) SetMTU(ctx context.Context, idx uint32, mtu uint32) error {
+	return h.call(ctx, "sw_interface_set_mtu", func(ctx context.Context, c govppapi.Connection) error {
+		_, err := interfaces.NewServiceClient(c).SwInterfaceSetMtu(ctx, &interfaces.SwInterfaceSetMtu{SwIfIndex: ifIndex(idx), Mtu: []uint32{mtu, 0, 0, 0}})
+		return err
+	})
+}
+
+func (h *handler) SetMAC(ctx context.Context, idx uint32, hw net.HardwareAddr) error {
+	return h.call(ctx, "sw_interface_set_mac_address", func(ctx context.Context, c govppapi.Connection) error {
+		_, err := interfaces.NewServiceClient(c).SwInterfaceSetMacAddress(ctx, &interfaces.SwInterfaceSetMacAddress{SwIfIndex: ifIndex(idx), MacAddress: mac(hw)})
+		return err
+	})
+}
+
+func (h *handler) SetTag(ctx context.Context, idx uint32, tag string) error {
+	return h.call(ctx, "sw_interface_tag_add_del", func(ctx context.Context, c govppapi.Connection) error {
+		_, err := interfaces.NewServiceClient(c).SwInterfaceTagAddDel(ctx, &interfaces.SwInterfaceTagAddDel{IsAdd: tag != "", SwIfIndex: ifIndex(idx), Tag: tag})
+		return err
+	})
+}
+
+func (h *handler) AddAddress(ctx context.Context, idx uint32, addr netip.Prefix) error {
+	return h.call(ctx, "sw_interface_add_del_address", func(ctx context.Context, c govppapi.Connection) error {
+		_, err := interfaces.NewServiceClient(c).SwInterfaceAddDelAddress(ctx, &interfaces.SwInterfaceAddDelAddress{
+			SwIfIndex: ifIndex(idx), IsAdd: true, Prefix: toAddressWithPrefix(addr),
+		})
+		if isVPPError(err, govppapi.DUPLICATE_IF_ADDRESS) {
+			return nil // already there
+		}
+		return err
+	})
+}
+
+func (h *handler) DelAddress(ctx context.Context, idx uint32, addr netip.Prefix) error {
+	return h.call(ctx, "sw_interface_add_del_address", func(ctx context.Context, c govppapi.Connection) error {
+		_, err := interfaces.NewServiceClient(c).SwInterfaceAddDelAddress(ctx, &interfaces.SwInterfaceAddDelAddress{
+			SwIfIndex: ifIndex(idx), IsAdd: false, Prefix: toAddressWithPrefix(addr),
+		})
+		if isVPPError(err, govppapi.ADDRESS_NOT_FOUND_FOR_INTERFACE, govppapi.INVALID_SW_IF_INDEX, govppapi.NO_SUCH_ENTRY) {
+			return nil
+		}
+		return err
+	})
+}
+
+func (h *handler) SetUnnumbered(ctx context.Context, idx, donor uint32) error {
+	return h.call(ctx, "sw_interface_set_unnumbered", func(ctx context.Context, c govppapi.Connection) error {
+		// sw_if_index has the addresses, unnumbered_sw_if_index borrows them.
+		_, err := interfaces.NewServiceClient(c).SwInterfaceSetUnnumbered(ctx, &interfaces.SwInterfaceSetUnnumbered{
+			SwIfIndex: ifIndex(donor), UnnumberedSwIfIndex: ifIndex(idx), IsAdd: true,
+		})
+		return err
+	})
+}
+
+func (h *handler) UnsetUnnumbered(ctx context.Context, idx uint32) error {
+	return h.call(ctx, "sw_interface_set_unnumbered", func(ctx context.Context, c govppapi.Connection) error {
+		_, err := interfaces.NewServiceClient(c).SwInterfaceSetUnnumbered(ctx, &interfaces.SwInterfaceSetUnnumbered{
+			SwIfIndex: ifIndex(idx), UnnumberedSwIfIndex: ifIndex(idx), IsAdd: false,
+		})
+		if isVPPError(err, govppapi.INVALID_SW_IF_INDEX, govppapi.INVALID_SW_IF_INDEX_2) {
+			return nil
+		}
+		return err
+	})
+}
+
+func (h *handler) SetTable(ctx context.Context, idx uint32, vrf uint32) error {
+	for _, ipv6 := range []bool{false, true} {
+		if vrf != 0 {
+			err := h.call(ctx, "ip_table_add_del", func(ctx context.Context, c govppapi.Connection) error {
+				_, err := ip.NewServiceClient(c).IPTableAddDel(ctx, &ip.IPTableAddDel{IsAdd: true, Table: ip.IPTable{TableID: vrf, IsIP6: ipv6}})
+				return err
+			})
+			if err != nil {
+				return err
+			}
+		}
+		err := h.call(ctx, "sw_interface_set_table", func(ctx context.Context, c govppapi.Connection) error {
+			_, err := interfaces.NewServiceClient(c).SwInterfaceSetTable(ctx, &interfaces.SwInterfaceSetTable{SwIfIndex: ifIndex(idx), IsIPv6: ipv6, VrfID: vrf})
+			return err
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ---- dumps
+
+func basic(d *interfaces.SwInterfaceDetails) *Interface {
+	i := &Interface{
+		SwIfIndex:    uint32(d.SwIfIndex),
+		SupSwIfIndex: d.SupSwIfIndex,
+		Name:         d.InterfaceName,
+		Tag:          d.Tag,
+		DevType:      d.InterfaceDevType,
+		MAC:          d.L2Address.ToMAC(),
+		LinkMTU:      uint32(d.LinkMtu),
+		AdminUp:      d.Flags&interface_types.IF_STATUS_API_FLAG_ADMIN_UP != 0,
+		LinkUp:       d.Flags&interface_types.IF_STATUS_API_FLAG_LINK_UP != 0,
+	}
+	if len(d.Mtu) > 0 {
+		i.MTU = d.Mtu[0]
+	}
+	if d.Type == interface_types.IF_API_TYPE_SUB {
+		i.Kind = KindSub
+		i.Sub = &SubDetails{
+			Parent: d.SupSwIfIndex, SubID: d.SubID, OuterVlanID: d.SubOuterVlanID, InnerVlanID: d.SubInnerVlanID,
+			NumTags: d.SubNumberOfTags, ExactMatch: d.SubIfFlags&interface_types.SUB_IF_API_FLAG_EXACT_MATCH != 0,
+		}
+	} else if d.InterfaceDevType == "Loopback" {
+		i.Kind = KindLoopback
+	}
+	return i
+}
+
+func (h *handler) swInterfaceDump(ctx context.Context, idx uint32) ([]*interfaces.SwInterfaceDetails, error) {
+	var out []*interfaces.SwInterfaceDetails
+	err := h.call(ctx, "sw_interface_dump", func(ctx context.Context, c govppapi.Connection) error {
+		s, err := interfaces.NewServiceClient(c).SwInterfaceDump(ctx, &interfaces.SwInterfaceDump{SwIfIndex: ifIndex(idx)})
+		if err != nil {
+			return err
+		}
+		out, err = recvAll(s)
+		return err
+	})
+	return out, err
+}
+
+func (h *handler) GetInterface(ctx context.Context, idx uint32) (*Interface, error) {
+	if idx == NoIndex {
+		return nil, nil
+	}
+	ds, err := h.swInterfaceDump(ctx, idx)
+	if err != nil {
+		return nil, err
+	}
+	for _, d := range ds {
+		if uint32(d.SwIfIndex) == idx {
+			return basic(d), nil
+		}
+	}
+	return nil, nil
+}
+
+func (h *handler) DumpUnnumbered(ctx context.Context) (map[uint32]uint32, error) {
+	out := map[uint32]uint32{}
+	err := h.call(ctx, "ip_unnumbered_dump", func(ctx context.Context, c govppapi.Connection) error {
+		s, err := ip.NewServiceClient(c).IPUnnumberedDump(ctx, &ip.IPUnnumberedDump{SwIfIndex: ifIndex(NoIndex)})
+		if err != nil {
+			return err
+		}
+		ds, err := recvAll(s)
+		for _, d := range ds {
+			out[uint32(d.SwIfIndex)] = uint32(d.IPSwIfIndex)
+		}
+		return err
+	})
+	return out, err
+}
+
+func (h *handler) DumpInterfaces(ctx context.Context) ([]*Interface, error) {
+	ds, err := h.swInterfaceDump(ctx, NoIndex)
+	if err != nil {
+		return nil, err
+	}
+	byIdx := make(map[uint32]*Interface, len(ds))
+	out := make([]*Interface, 0, len(ds))
+	for _, d := range ds {
+		i := basic(d)
+		if byIdx[i.SwIfIndex] != nil {
+			continue
+		}
+		byIdx[i.SwIfIndex] = i
+		out = append(out, i)
+	}
+	slices.SortFunc(out, func(a, b *Interface) int { return int(int64(a.SwIfIndex) - int64(b.SwIfIndex)) })
+
+	// Addresses and tables, per interface.
+	for _, i := range out {
+		for _, ipv6 := range []bool{false, true} {
+			err := h.call(ctx, "ip_address_dump", func(ctx context.Context, c govppapi.Connection) error {
+				s, err := ip.NewServiceClient(c).IPAddressDump(ctx, &ip.IPAddressDump{SwIfIndex: ifIndex(i.SwIfIndex), IsIPv6: ipv6})
+				if err != nil {
+					return err
+				}
+				as, err := recvAll(s)
+				for _, a := range as {
+					if p, ok := fromAddressWithPrefix(a.Prefix); ok {
+						i.Addresses = append(i.Addresses, p)
+					}
+				}
+				return err
+			})
+			if err != nil {
+				return nil, err
+			}
+			var vrf uint32
+			err = h.call(ctx, "sw_interface_get_table", func(ctx context.Context, c govppapi.Connection) error {
+				r, err := interfaces.NewServiceClient(c).SwInterfaceGetTable(ctx, &interfaces.SwInterfaceGetTable{SwIfIndex: ifIndex(i.SwIfIndex), IsIPv6: ipv6})
+				if err == nil {
+					vrf = r.VrfID
+				}
+				return err
+			})
+			if err != nil {
+				return nil, err
+			}
+			if ipv6 {
+				i.IP6Table = vrf
+			} else {
+				i.IP4Table = vrf
+			}
+		}
+	}
+
+	unnumbered, err := h.DumpUnnumbered(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for idx, donor := range unnumbered {
+		if i := byIdx[idx]; i != nil {
+			i.Unnumbered, i.UnnumberedFrom = true, donor
+		}
+	}
+
+	// Type-specific details.
+	err = h.call(ctx, "af_packet_dump", func(ctx context.Context, c govppapi.Connection) error {
+		s, err := af_packet.NewServiceClient(c).AfPacketDump(ctx, &af_packet.AfPacketDump{})
+		if err != nil {
+			return err
+		}
+		ds, err := recvAll(s)
+		for _, d := range ds {
+			if i := byIdx[uint32(d.SwIfIndex)]; i != nil {
+				i.Kind, i.AfPacket = KindAfPacket, &AfPacketDetails{HostIfName: d.HostIfName}
+			}
+		}
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+
+	memifs, err := h.dumpMemifs(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if len(memifs) > 0 {
+		socks, err := h.dumpMemifSockets(ctx)
+		if err != nil {
+			return nil, err
+		}
+		for _, d := range memifs {
+			if i := byIdx[uint32(d.SwIfIndex)]; i != nil {
+				i.Kind = KindMemif
+				i.Memif = &MemifDetails{
+					SocketID: d.SocketID, SocketFilename: socks[d.SocketID], ID: d.ID,
+					Master: d.Role == memif.MEMIF_ROLE_API_MASTER, Mode: uint32(d.Mode),
+					RingSize: d.RingSize, BufferSize: uint32(d.BufferSize),
+				}
+			}
+		}
+	}
+
+	err = h.call(ctx, "sw_interface_tap_v2_dump", func(ctx context.Context, c govppapi.Connection) error {
+		s, err := tapv2.NewServiceClient(c).SwInterfaceTapV2Dump(ctx, &tapv2.SwInterfaceTapV2Dump{SwIfIndex: ifIndex(NoIndex)})
+		if err != nil {
+			return err
+		}
+		ds, err := recvAll(s)
+		for _, d := range ds {
+			if i := byIdx[d.SwIfIndex]; i != nil {
+				i.Kind = KindTap
+				i.Tap = &TapDetails{
+					ID: d.ID, HostIfName: d.HostIfName, RxRingSize: uint32(d.RxRingSz), TxRingSize: uint32(d.TxRingSz),
+					GSO: d.TapFlags&tapv2.TAP_API_FLAG_GSO != 0, Tun: d.TapFlags&tapv2.TAP_API_FLAG_TUN != 0,
+				}
+			}
+		}
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}

@@ -1,0 +1,513 @@
+package l2plugin
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"net"
+	"net/netip"
+	"sort"
+	"strings"
+
+	govppapi "go.fd.io/govpp/api"
+	"go.fd.io/govpp/binapi/ethernet_types"
+	"go.fd.io/govpp/binapi/interface_types"
+	"go.fd.io/govpp/binapi/ip_types"
+	"go.fd.io/govpp/binapi/l2"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/netagent-io/netagent/pkg/models"
+	"github.com/netagent-io/netagent/plugins/kvscheduler/api"
+	"github.com/netagent-io/netagent/plugins/vpp/ifplugin"
+	vppl2 "github.com/netagent-io/netagent/proto/vpp/l2"
+)
+
+// maxBdID is VPP's highest bridge domain id (L2_BD_ID_MAX).
+const maxBdID = 1<<24 - 1
+
+// BridgeDomainMetadata is what the bridge domain descriptor keeps per bridge
+// domain: the VPP bd_id the plugin allocated (the lowest free one from 1) or
+// found (by tag), so that it survives updates.
+type BridgeDomainMetadata struct {
+	Index uint32
+}
+
+// member is a bridge domain interface in comparable form.
+type member struct {
+	bvi bool
+	shg uint32
+}
+
+// bdSpec is a bridge domain value in comparable form: members and ARP
+// termination entries are sets.
+type bdSpec struct {
+	flood, uuFlood, forward, learn, arpTerm bool
+	macAge                                  uint32
+	members                                 map[string]member
+	arp                                     map[netip.Addr]string // IP -> canonical MAC
+}
+
+func parseBD(bd *vppl2.BridgeDomain) (bdSpec, error) {
+	s := bdSpec{
+		flood: bd.GetFlood(), uuFlood: bd.GetUnknownUnicastFlood(), forward: bd.GetForward(),
+		learn: bd.GetLearn(), arpTerm: bd.GetArpTermination(), macAge: bd.GetMacAge(),
+		members: map[string]member{}, arp: map[netip.Addr]string{},
+	}
+	for _, i := range bd.GetInterfaces() {
+		s.members[i.GetName()] = member{bvi: i.GetBridgedVirtualInterface(), shg: i.GetSplitHorizonGroup()}
+	}
+	for _, e := range bd.GetArpTerminationTable() {
+		a, err := netip.ParseAddr(e.GetIpAddress())
+		if err != nil {
+			return s, fmt.Errorf("arp_termination_table: %q: %w", e.GetIpAddress(), err)
+		}
+		mac, err := net.ParseMAC(e.GetPhysAddress())
+		if err != nil || len(mac) != 6 {
+			return s, fmt.Errorf("arp_termination_table: %q is not a MAC address", e.GetPhysAddress())
+		}
+		s.arp[a] = mac.String()
+	}
+	return s, nil
+}
+
+func (s bdSpec) sameAttrs(o bdSpec) bool {
+	return s.flood == o.flood && s.uuFlood == o.uuFlood && s.forward == o.forward &&
+		s.learn == o.learn && s.arpTerm == o.arpTerm && s.macAge == o.macAge
+}
+
+func (s bdSpec) flags() l2.BdFlags {
+	var f l2.BdFlags
+	for _, b := range []struct {
+		on   bool
+		flag l2.BdFlags
+	}{
+		{s.learn, l2.BRIDGE_API_FLAG_LEARN}, {s.forward, l2.BRIDGE_API_FLAG_FWD},
+		{s.flood, l2.BRIDGE_API_FLAG_FLOOD}, {s.uuFlood, l2.BRIDGE_API_FLAG_UU_FLOOD},
+		{s.arpTerm, l2.BRIDGE_API_FLAG_ARP_TERM},
+	} {
+		if b.on {
+			f |= b.flag
+		}
+	}
+	return f
+}
+
+// bdsEquivalent is the ValueComparator: the order of interfaces and ARP
+// termination entries, and address spellings, do not matter.
+func bdsEquivalent(a, b *vppl2.BridgeDomain) bool {
+	sa, errA := parseBD(a)
+	sb, errB := parseBD(b)
+	if errA != nil || errB != nil {
+		return proto.Equal(a, b)
+	}
+	return sa.sameAttrs(sb) && maps.Equal(sa.members, sb.members) && maps.Equal(sa.arp, sb.arp)
+}
+
+func bdName(key string) string { return strings.TrimPrefix(key, models.VPPBridgeDomain.KeyPrefix) }
+
+func (p *Plugin) bridgeDomainDescriptor() *api.TypedDescriptor[*vppl2.BridgeDomain, *BridgeDomainMetadata] {
+	prefix := models.VPPBridgeDomain.KeyPrefix
+	return &api.TypedDescriptor[*vppl2.BridgeDomain, *BridgeDomainMetadata]{
+		Name:                 BridgeDomainDescriptorName,
+		NBKeyPrefix:          prefix,
+		KeySelector:          func(key string) bool { return strings.HasPrefix(key, prefix) },
+		KeyLabel:             bdName,
+		ValueComparator:      func(_ string, a, b *vppl2.BridgeDomain) bool { return bdsEquivalent(a, b) },
+		WithMetadata:         true,
+		MetadataMapFactory:   p.newMetadataMap,
+		Validate:             validateBD,
+		Create:               p.createBD,
+		Update:               p.updateBD,
+		Delete:               p.deleteBD,
+		Retrieve:             p.retrieveBDs,
+		IsRetriableFailure:   isRetriable,
+		DerivedValues:        bdDerivedValues,
+		RetrieveDependencies: []string{ifplugin.InterfaceDescriptorName},
+	}
+}
+
+func validateBD(key string, bd *vppl2.BridgeDomain) error {
+	var pr problems
+	if err := models.VPPBridgeDomain.Validate(bd); err != nil {
+		pr.model(err)
+	} else if err := models.VPPBridgeDomain.CheckKey(key, bd); err != nil {
+		pr.model(err)
+	}
+	if bd.GetMacAge() > 255 {
+		pr.add("mac_age", "%d is above 255 minutes (VPP keeps 8 bits)", bd.GetMacAge())
+	}
+	for k, i := range bd.GetInterfaces() {
+		if i.GetSplitHorizonGroup() > 255 {
+			pr.add(fmt.Sprintf("interfaces[%d].split_horizon_group", k), "%d is above 255 (VPP keeps 8 bits)", i.GetSplitHorizonGroup())
+		}
+	}
+	return pr.err()
+}
+
+// bdDerivedValues: one binding per interface, handled by the binding
+// descriptor (BDInterfaceKey).
+func bdDerivedValues(key string, bd *vppl2.BridgeDomain) []api.KeyValuePair {
+	name := bdName(key)
+	out := make([]api.KeyValuePair, 0, len(bd.GetInterfaces()))
+	for _, i := range bd.GetInterfaces() {
+		out = append(out, api.KeyValuePair{Key: BDInterfaceKey(name, i.GetName()), Value: proto.Clone(i)})
+	}
+	return out
+}
+
+// dumpBDs lists bridge domains: all for id ~0.
+func (p *Plugin) dumpBDs(id uint32) ([]*l2.BridgeDomainDetails, error) {
+	var out []*l2.BridgeDomainDetails
+	err := p.call(func(ctx context.Context, _ l2.RPCService, conn govppapi.Connection) (err error) {
+		out, err = dump[*l2.BridgeDomainDetails](ctx, conn, &l2.BridgeDomainDump{BdID: id, SwIfIndex: interface_types.InterfaceIndex(noIndex)})
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("bridge_domain_dump: %w", err)
+	}
+	return out, nil
+}
+
+// dumpArpTerm lists the ARP termination entries: of all domains for id ~0.
+func (p *Plugin) dumpArpTerm(id uint32) ([]*l2.BdIPMacDetails, error) {
+	var out []*l2.BdIPMacDetails
+	err := p.call(func(ctx context.Context, _ l2.RPCService, conn govppapi.Connection) (err error) {
+		out, err = dump[*l2.BdIPMacDetails](ctx, conn, &l2.BdIPMacDump{BdID: id})
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("bd_ip_mac_dump: %w", err)
+	}
+	return out, nil
+}
+
+// findByTag returns the bridge domain of VPP tagged name, if any.
+func findByTag(all []*l2.BridgeDomainDetails, name string) *l2.BridgeDomainDetails {
+	for _, d := range all {
+		if d.BdID != 0 && d.BdTag == name {
+			return d
+		}
+	}
+	return nil
+}
+
+// bdFromVPP builds the value of a dumped bridge domain. Members are mapped
+// back to logical names with names (sw_if_index -> name); others are left
+// out.
+func bdFromVPP(d *l2.BridgeDomainDetails, arp []*l2.BdIPMacDetails, names map[uint32]string) *vppl2.BridgeDomain {
+	v := &vppl2.BridgeDomain{
+		Name: d.BdTag, Flood: d.Flood, UnknownUnicastFlood: d.UuFlood, Forward: d.Forward, Learn: d.Learn,
+		ArpTermination: d.ArpTerm, MacAge: uint32(d.MacAge),
+	}
+	for _, m := range d.SwIfDetails {
+		name, ok := names[uint32(m.SwIfIndex)]
+		if !ok {
+			continue
+		}
+		v.Interfaces = append(v.Interfaces, &vppl2.BridgeDomain_Interface{
+			Name: name, BridgedVirtualInterface: m.SwIfIndex == d.BviSwIfIndex, SplitHorizonGroup: uint32(m.Shg),
+		})
+	}
+	for _, e := range arp {
+		if e.Entry.BdID != d.BdID {
+			continue
+		}
+		a, ok := fromVPPAddress(e.Entry.IP)
+		if !ok {
+			continue
+		}
+		v.ArpTerminationTable = append(v.ArpTerminationTable, &vppl2.BridgeDomain_ArpTerminationEntry{
+			IpAddress: a.String(), PhysAddress: e.Entry.Mac.ToMAC().String(),
+		})
+	}
+	return v
+}
+
+// createBD creates the bridge domain (tag = logical name) with the lowest
+// free bd_id from 1, then its ARP termination entries. A domain tagged with
+// the name already in VPP (left by an interrupted create, or a lost reply)
+// is taken over and brought to the value.
+func (p *Plugin) createBD(key string, bd *vppl2.BridgeDomain) (*BridgeDomainMetadata, error) {
+	name := bdName(key)
+	want, err := parseBD(bd)
+	if err != nil {
+		return nil, api.NonRetriable(err)
+	}
+	all, err := p.dumpBDs(noIndex)
+	if err != nil {
+		return nil, fmt.Errorf("bridge domain %s: %w", name, err)
+	}
+	if d := findByTag(all, name); d != nil {
+		arp, err := p.dumpArpTerm(d.BdID)
+		if err != nil {
+			return nil, fmt.Errorf("bridge domain %s: %w", name, err)
+		}
+		have, _ := parseBD(bdFromVPP(d, arp, nil))
+		p.log.Info("bridge domain found in VPP by its tag; taking it over", "bridge-domain", name, "bd_id", d.BdID)
+		md := &BridgeDomainMetadata{Index: d.BdID}
+		return md, p.sync(name, d.BdID, have, want)
+	}
+	used := p.usedIndexes()
+	for _, d := range all {
+		used[d.BdID] = true
+	}
+	id := uint32(1)
+	for used[id] {
+		id++
+	}
+	if id > maxBdID {
+		return nil, fmt.Errorf("bridge domain %s: no free bd_id", name)
+	}
+	err = p.call(func(ctx context.Context, c l2.RPCService, _ govppapi.Connection) error {
+		r, err := c.BridgeDomainAddDelV2(ctx, &l2.BridgeDomainAddDelV2{
+			BdID: id, Flood: want.flood, UuFlood: want.uuFlood, Forward: want.forward, Learn: want.learn,
+			ArpTerm: want.arpTerm, MacAge: uint8(want.macAge), BdTag: name, IsAdd: true,
+		})
+		if err == nil && r.BdID != 0 {
+			id = r.BdID
+		}
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("bridge_domain_add_del_v2 (add %s, bd_id %d): %w", name, id, err)
+	}
+	have := want
+	have.arp = map[netip.Addr]string{}
+	md := &BridgeDomainMetadata{Index: id}
+	return md, p.sync(name, id, have, want)
+}
+
+// updateBD changes flags, MAC age and the ARP termination table in place;
+// the bindings are derived values of their own.
+func (p *Plugin) updateBD(key string, oldValue, newValue *vppl2.BridgeDomain, oldMd *BridgeDomainMetadata) (*BridgeDomainMetadata, error) {
+	name := bdName(key)
+	have, err1 := parseBD(oldValue)
+	want, err2 := parseBD(newValue)
+	if err2 != nil {
+		return oldMd, api.NonRetriable(err2)
+	}
+	md := oldMd
+	if md == nil {
+		all, err := p.dumpBDs(noIndex)
+		if err != nil {
+			return oldMd, fmt.Errorf("bridge domain %s: %w", name, err)
+		}
+		d := findByTag(all, name)
+		if d == nil {
+			return oldMd, fmt.Errorf("bridge domain %s: not found in VPP", name)
+		}
+		md = &BridgeDomainMetadata{Index: d.BdID}
+	}
+	if err1 != nil {
+		have = bdSpec{arp: map[netip.Addr]string{}}
+	}
+	return md, p.sync(name, md.Index, have, want)
+}
+
+// sync brings the attributes and ARP termination entries of bridge domain id
+// from have to want: flags set and cleared (bridge_flags), MAC age, and
+// exactly the entries to remove and to add or re-point (bd_ip_mac_add_del).
+func (p *Plugin) sync(name string, id uint32, have, want bdSpec) error {
+	hf, wf := have.flags(), want.flags()
+	for _, op := range []struct {
+		set   bool
+		flags l2.BdFlags
+	}{{true, wf &^ hf}, {false, hf &^ wf}} {
+		if op.flags == 0 {
+			continue
+		}
+		err := p.call(func(ctx context.Context, c l2.RPCService, _ govppapi.Connection) error {
+			_, err := c.BridgeFlags(ctx, &l2.BridgeFlags{BdID: id, IsSet: op.set, Flags: op.flags})
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("bridge_flags (%s, bd_id %d, set %v, flags %#x): %w", name, id, op.set, uint32(op.flags), err)
+		}
+	}
+	if have.macAge != want.macAge {
+		err := p.call(func(ctx context.Context, c l2.RPCService, _ govppapi.Connection) error {
+			_, err := c.BridgeDomainSetMacAge(ctx, &l2.BridgeDomainSetMacAge{BdID: id, MacAge: uint8(want.macAge)})
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("bridge_domain_set_mac_age (%s, bd_id %d, %d): %w", name, id, want.macAge, err)
+		}
+	}
+	var del, add []netip.Addr
+	for a := range have.arp {
+		if _, ok := want.arp[a]; !ok {
+			del = append(del, a)
+		}
+	}
+	for a, mac := range want.arp {
+		if have.arp[a] != mac {
+			add = append(add, a)
+		}
+	}
+	sortAddrs(del)
+	sortAddrs(add)
+	for _, a := range del {
+		if err := p.arpTerm(false, id, a, have.arp[a]); err != nil && !isVPPError(err, govppapi.NO_SUCH_ENTRY) {
+			return fmt.Errorf("bd_ip_mac_add_del (%s, bd_id %d, delete %s): %w", name, id, a, err)
+		}
+	}
+	for _, a := range add {
+		if err := p.arpTerm(true, id, a, want.arp[a]); err != nil {
+			return fmt.Errorf("bd_ip_mac_add_del (%s, bd_id %d, add %s %s): %w", name, id, a, want.arp[a], err)
+		}
+	}
+	return nil
+}
+
+func sortAddrs(list []netip.Addr) {
+	sort.Slice(list, func(i, j int) bool { return list[i].Less(list[j]) })
+}
+
+func (p *Plugin) arpTerm(isAdd bool, id uint32, a netip.Addr, mac string) error {
+	hw, _ := net.ParseMAC(mac)
+	var m ethernet_types.MacAddress
+	copy(m[:], hw)
+	return p.call(func(ctx context.Context, c l2.RPCService, _ govppapi.Connection) error {
+		_, err := c.BdIPMacAddDel(ctx, &l2.BdIPMacAddDel{IsAdd: isAdd, Entry: l2.BdIPMac{BdID: id, IP: toVPPAddress(a), Mac: m}})
+		return err
+	})
+}
+
+// deleteBD deletes the bridge domain (its members are gone by then: the
+// bindings are deleted before it; its ARP termination entries go with it).
+// A domain already gone, or whose bd_id now carries another tag, is success.
+func (p *Plugin) deleteBD(key string, _ *vppl2.BridgeDomain, md *BridgeDomainMetadata) error {
+	name := bdName(key)
+	var d *l2.BridgeDomainDetails
+	if md != nil {
+		list, err := p.dumpBDs(md.Index)
+		if err != nil {
+			return fmt.Errorf("bridge domain %s: %w", name, err)
+		}
+		d = findByTag(list, name)
+	} else {
+		all, err := p.dumpBDs(noIndex)
+		if err != nil {
+			return fmt.Errorf("bridge domain %s: %w", name, err)
+		}
+		d = findByTag(all, name)
+	}
+	if d == nil {
+		p.log.Debug("bridge domain to delete is not in VPP (any more)", "bridge-domain", name)
+		return nil
+	}
+	err := p.call(func(ctx context.Context, c l2.RPCService, _ govppapi.Connection) error {
+		_, err := c.BridgeDomainAddDelV2(ctx, &l2.BridgeDomainAddDelV2{BdID: d.BdID, IsAdd: false})
+		return err
+	})
+	if err != nil && !isVPPError(err, govppapi.NO_SUCH_ENTRY) {
+		if isVPPError(err, govppapi.BD_IN_USE) {
+			return fmt.Errorf("bridge_domain_add_del_v2 (delete %s, bd_id %d): interfaces the agent did not put there are still members: %w", name, d.BdID, err)
+		}
+		return fmt.Errorf("bridge_domain_add_del_v2 (delete %s, bd_id %d): %w", name, d.BdID, err)
+	}
+	return nil
+}
+
+// retrieveBDs reports the bridge domains of VPP tagged with a valid name
+// (the tag marks them as the agent's: origin FromNB); untagged ones are not
+// the agent's and are not reported. Members are mapped back to logical names
+// through the interfaces the expected domains name (all configured
+// interfaces with SetInterfaceLister); members that map to none are left
+// out. A value equivalent to the expected one is returned as the expected
+// one.
+func (p *Plugin) retrieveBDs(correlate []api.TypedKV[*vppl2.BridgeDomain, *BridgeDomainMetadata]) ([]api.TypedKV[*vppl2.BridgeDomain, *BridgeDomainMetadata], error) {
+	names := map[string]struct{}{}
+	expected := make(map[string]*vppl2.BridgeDomain, len(correlate))
+	for _, c := range correlate {
+		if c.Value == nil {
+			continue
+		}
+		expected[c.Key] = c.Value
+		for _, i := range c.Value.GetInterfaces() {
+			names[i.GetName()] = struct{}{}
+		}
+	}
+	rev := p.reverseIndex(names)
+	all, err := p.dumpBDs(noIndex)
+	if err != nil {
+		return nil, err
+	}
+	var arp []*l2.BdIPMacDetails
+	if len(all) > 0 {
+		if arp, err = p.dumpArpTerm(noIndex); err != nil {
+			return nil, err
+		}
+	}
+	var out []api.TypedKV[*vppl2.BridgeDomain, *BridgeDomainMetadata]
+	seen := map[string]uint32{}
+	for _, d := range all {
+		if d.BdID == 0 || d.BdTag == "" {
+			continue
+		}
+		key := models.VPPBridgeDomain.KeyPrefix + d.BdTag
+		if _, err := models.VPPBridgeDomain.ParseKey(key); err != nil {
+			p.log.Debug("retrieve: bridge domain tag is not a name of ours, skipped", "bd_id", d.BdID, "tag", d.BdTag)
+			continue
+		}
+		if other, dup := seen[key]; dup {
+			p.log.Warn("retrieve: two bridge domains carry one tag; reporting the first", "tag", d.BdTag, "bd_ids", []uint32{other, d.BdID})
+			continue
+		}
+		seen[key] = d.BdID
+		v := bdFromVPP(d, arp, rev)
+		if exp, ok := expected[key]; ok && bdsEquivalent(exp, v) {
+			v = proto.Clone(exp).(*vppl2.BridgeDomain)
+		}
+		out = append(out, api.TypedKV[*vppl2.BridgeDomain, *BridgeDomainMetadata]{
+			Key: key, Value: v, Metadata: &BridgeDomainMetadata{Index: d.BdID}, Origin: api.FromNB,
+		})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
+	return out, nil
+}
+
+// reverseIndex maps the sw_if_index of the named interfaces (and the
+// lister's) to their logical names; names without metadata are left out.
+func (p *Plugin) reverseIndex(names map[string]struct{}) map[uint32]string {
+	if p.names != nil {
+		for _, n := range p.names() {
+			names[n] = struct{}{}
+		}
+	}
+	sorted := make([]string, 0, len(names))
+	for n := range names {
+		sorted = append(sorted, n)
+	}
+	sort.Strings(sorted)
+	out := make(map[uint32]string, len(sorted))
+	for _, n := range sorted {
+		md, ok := p.ifaces(n)
+		if !ok {
+			continue
+		}
+		if other, dup := out[md.SwIfIndex]; dup {
+			p.log.Warn("retrieve: two interfaces claim one sw_if_index", "interfaces", []string{other, n}, "sw_if_index", md.SwIfIndex)
+			continue
+		}
+		out[md.SwIfIndex] = n
+	}
+	return out
+}
+
+func toVPPAddress(a netip.Addr) ip_types.Address {
+	if a.Is4() {
+		return ip_types.Address{Af: ip_types.ADDRESS_IP4, Un: ip_types.AddressUnionIP4(a.As4())}
+	}
+	return ip_types.Address{Af: ip_types.ADDRESS_IP6, Un: ip_types.AddressUnionIP6(a.As16())}
+}
+
+func fromVPPAddress(a ip_types.Address) (netip.Addr, bool) {
+	switch a.Af {
+	case ip_types.ADDRESS_IP4:
+		return netip.AddrFrom4(a.Un.GetIP4()), true
+	case ip_types.ADDRESS_IP6:
+		return netip.AddrFrom16(a.Un.GetIP6()), true
+	}
+	return netip.Addr{}, false
+}

@@ -1,0 +1,96 @@
+// Package l2plugin configures VPP bridge domains (descriptor
+// "vpp-bridge-domain", NB key config/vpp/l2/v2/bridge-domain/<name>) and the
+// membership of interfaces in them, one derived value per member
+// ("vpp-bd-interface", key vpp/bd/<bd>/interface/<iface>, BDInterfaceKey),
+// through GoVPP (go.fd.io/govpp v0.13.0, VPP 25.10).
+//
+//	p := l2plugin.New(vppManager, l2plugin.SchedulerInterfaces(sched), logger)
+//	p.SetInterfaceLister(l2plugin.SchedulerInterfaceNames(sched)) // optional, see Retrieve
+//	vppManager.AddArea(p.Area()) // before vppManager.Run
+//	sched.RegisterKVDescriptor(p.Descriptors()...) // after the VPP interface descriptor
+//
+// The interface side is ifplugin's: a logical interface name is turned into
+// its sw_if_index by the InterfaceLookup, which reads the metadata the
+// interface descriptor publishes (ifplugin.Metadata or *ifplugin.Metadata, in
+// the metadata map of ifplugin.InterfaceDescriptorName, keyed by name).
+//
+// # Ownership
+//
+// VPP keeps a tag per bridge domain (bd_tag, 63 bytes): the agent tags each
+// domain it creates with its logical name, so that a restarted agent finds
+// its domains. Untagged domains (someone else's) are never reported,
+// changed or deleted, and their bd_ids are never used.
+//
+// # Bridge domains
+//
+//   - Validate: models.VPPBridgeDomain.Validate and CheckKey (the key must be
+//     the value's), plus the VPP ranges: mac_age and split_horizon_group are
+//     8-bit in VPP (0..255). Errors are api.InvalidValueError naming the
+//     fields (e.g. "interfaces[1].bridged_virtual_interface"); an invalid
+//     value is not retried until it changes.
+//   - Create: bridge_domain_add_del_v2 with the lowest bd_id from 1 that is
+//     neither in VPP (bridge_domain_dump) nor in the metadata map, flood,
+//     unknown-unicast flood, forward, learn, ARP termination, MAC age and the
+//     tag, then one bd_ip_mac_add_del per ARP termination entry. A domain
+//     already tagged with the name (an interrupted create, a lost reply) is
+//     taken over and brought to the value. The metadata
+//     (*BridgeDomainMetadata{Index}) keeps the bd_id across updates; the
+//     binding descriptor and BridgeDomainIndex read it from the metadata map.
+//   - Update (in place, never a re-creation): bridge_flags once for the
+//     flags to set and once for those to clear, bridge_domain_set_mac_age
+//     when the age changes, and for the ARP termination table exactly the
+//     entries removed (delete) and added or re-pointed to another MAC (add,
+//     which VPP takes as a replace). A change of members only calls nothing:
+//     the bindings are derived values.
+//   - Delete: after its bindings; bridge_domain_add_del_v2 delete of the
+//     bd_id, after checking that it still carries the tag (a domain already
+//     gone is success). A domain that still has members the agent did not
+//     put there fails with VPP's BD_IN_USE, saying so.
+//   - Retrieve: bridge_domain_dump (all) and bd_ip_mac_dump (all); every
+//     domain whose tag is a valid name is reported with origin FromNB, its
+//     bd_id as metadata. Members are mapped back from sw_if_index to logical
+//     names through the interfaces the expected domains name (every
+//     configured interface with SetInterfaceLister); members that map to no
+//     name are left out. Values equivalent to the expected one are returned
+//     as the expected one. RetrieveDependencies: the interface descriptor.
+//   - ValueComparator: the order of interfaces and ARP termination entries,
+//     and the spelling of addresses and MACs, do not matter.
+//   - DerivedValues: one binding per interface, its value the
+//     BridgeDomain.Interface message (name, bridged_virtual_interface,
+//     split_horizon_group).
+//
+// # Bindings
+//
+//   - Dependencies: "interface" (ifplugin.InterfaceKey(iface)): a binding
+//     waits (PENDING) for its interface while the domain and its other
+//     bindings work.
+//   - Create: sw_interface_set_l2_bridge with Enable, the bd_id from the
+//     domain's metadata, port type BVI when bridged_virtual_interface (else
+//     NORMAL) and Shg = split_horizon_group.
+//   - Delete: sw_interface_set_l2_bridge with Enable false, only when the
+//     interface is still in that domain (bridge_domain_dump by sw_if_index):
+//     when an interface moves from one domain to another in one transaction,
+//     it may have joined the new one before its old binding is deleted. An
+//     interface already gone is success.
+//   - No Update: a change of BVI or split-horizon group re-creates the
+//     binding. No Retrieve: the SB state of bindings is what the retrieved
+//     domain derives.
+//
+// # Errors
+//
+// Every callback is idempotent. Errors name the VPP message and the domain;
+// they are retriable (VPP not connected, an interface not yet there) except
+// when VPP lacks the area's messages (*vppconn.IncompatibleError, the area
+// is disabled until a compatible VPP connects) and values that do not parse
+// (api.NonRetriable).
+//
+// # Limits
+//
+//   - One Plugin per scheduler: the bridge domain descriptor's metadata map
+//     is built by the plugin (MetadataMapFactory) and read by the binding
+//     descriptor.
+//   - arp_ufwd, uu-fwd ports, learn limits and static L2 FIB entries are not
+//     modelled; the flags the plugin does not model are left as VPP has them.
+//   - A foreign domain that happens to carry one of our names as its tag is
+//     taken for ours.
+package l2plugin

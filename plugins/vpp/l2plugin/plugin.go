@@ -1,0 +1,347 @@
+package l2plugin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+
+	govppapi "go.fd.io/govpp/api"
+	"go.fd.io/govpp/binapi/l2"
+	"go.fd.io/govpp/binapi/memclnt"
+
+	"github.com/netagent-io/netagent/pkg/models"
+	"github.com/netagent-io/netagent/plugins/kvscheduler/api"
+	"github.com/netagent-io/netagent/plugins/vpp/ifplugin"
+	"github.com/netagent-io/netagent/plugins/vpp/vppconn"
+)
+
+// Descriptor names.
+const (
+	BridgeDomainDescriptorName = "vpp-bridge-domain"
+	BDInterfaceDescriptorName  = "vpp-bd-interface"
+)
+
+// AreaName is the vppconn area of the plugin's messages (Area).
+const AreaName = "l2"
+
+// noIndex is VPP's ~0: no interface, all domains.
+const noIndex = ^uint32(0)
+
+// bdInterfaceKeyPrefix starts the keys of the bridge domain bindings.
+const bdInterfaceKeyPrefix = "vpp/bd/"
+
+// BDInterfaceKey is the key of the binding of an interface to a bridge
+// domain, derived from the bridge domain: vpp/bd/<bd>/interface/<iface>.
+func BDInterfaceKey(bd, iface string) string {
+	return bdInterfaceKeyPrefix + bd + "/interface/" + iface
+}
+
+// parseBDInterfaceKey returns the bridge domain of a binding key, given the
+// interface (names may contain "/", so the key is cut at both ends).
+func parseBDInterfaceKey(key, iface string) (string, bool) {
+	rest, ok := strings.CutPrefix(key, bdInterfaceKeyPrefix)
+	if !ok {
+		return "", false
+	}
+	bd, ok := strings.CutSuffix(rest, "/interface/"+iface)
+	return bd, ok && bd != ""
+}
+
+// InterfaceLookup finds the VPP interface of a logical interface name (the
+// daemon passes SchedulerInterfaces, reading the metadata the VPP interface
+// descriptor publishes).
+type InterfaceLookup func(name string) (ifplugin.Metadata, bool)
+
+// MetadataSource is the part of the scheduler that SchedulerInterfaces and
+// SchedulerInterfaceNames need.
+type MetadataSource interface {
+	GetMetadataMap(descriptor string) api.MetadataMap
+}
+
+// SchedulerInterfaces returns an InterfaceLookup reading the metadata map of
+// ifplugin.InterfaceDescriptorName in s (ifplugin.Metadata or
+// *ifplugin.Metadata). The map is looked up at each call, so the lookup may
+// be built before the interface descriptor is registered.
+func SchedulerInterfaces(s MetadataSource) InterfaceLookup {
+	return func(name string) (ifplugin.Metadata, bool) {
+		m := s.GetMetadataMap(ifplugin.InterfaceDescriptorName)
+		if m == nil {
+			return ifplugin.Metadata{}, false
+		}
+		v, ok := m.GetValue(name)
+		if !ok {
+			return ifplugin.Metadata{}, false
+		}
+		switch md := v.(type) {
+		case ifplugin.Metadata:
+			return md, true
+		case *ifplugin.Metadata:
+			if md != nil {
+				return *md, true
+			}
+		}
+		return ifplugin.Metadata{}, false
+	}
+}
+
+// SchedulerInterfaceNames returns a lister of the logical names in the
+// metadata map of ifplugin.InterfaceDescriptorName in s, for
+// SetInterfaceLister.
+func SchedulerInterfaceNames(s MetadataSource) func() []string {
+	return func() []string {
+		if m := s.GetMetadataMap(ifplugin.InterfaceDescriptorName); m != nil {
+			return m.ListLabels()
+		}
+		return nil
+	}
+}
+
+// Plugin holds the bridge domain and binding descriptors. It keeps no state
+// of its own beyond the metadata map the scheduler writes (the index of each
+// bridge domain).
+type Plugin struct {
+	m      *vppconn.Manager
+	ifaces InterfaceLookup
+	names  func() []string
+	log    *slog.Logger
+
+	mu     sync.Mutex
+	bdMeta *metadataMap // the bridge domain descriptor's, once registered
+}
+
+// New returns the plugin: m carries the calls to VPP, ifaces maps logical
+// interface names to sw_if_index.
+func New(m *vppconn.Manager, ifaces InterfaceLookup, log *slog.Logger) *Plugin {
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Plugin{m: m, ifaces: ifaces, log: log.With("plugin", "vpp-l2")}
+}
+
+// SetInterfaceLister lets Retrieve map every configured interface
+// (SchedulerInterfaceNames) back from its sw_if_index, not only those the
+// expected bridge domains name, so that a binding of ours the NB dropped
+// while the agent was away is found (and removed by a full resync). Call it
+// before registering the descriptors.
+func (p *Plugin) SetInterfaceLister(names func() []string) { p.names = names }
+
+// Area returns the messages the plugin sends, to register with
+// vppconn.Manager.AddArea before Run: a VPP that lacks one disables the
+// area, and the plugin's calls fail (not retriable) naming the messages.
+func (p *Plugin) Area() vppconn.Area {
+	return vppconn.Area{Name: AreaName, Messages: []govppapi.Message{
+		&l2.BridgeDomainAddDelV2{}, &l2.BridgeDomainAddDelV2Reply{},
+		&l2.BridgeDomainDump{}, &l2.BridgeDomainDetails{},
+		&l2.BridgeFlags{}, &l2.BridgeFlagsReply{},
+		&l2.BridgeDomainSetMacAge{}, &l2.BridgeDomainSetMacAgeReply{},
+		&l2.BdIPMacAddDel{}, &l2.BdIPMacAddDelReply{},
+		&l2.BdIPMacDump{}, &l2.BdIPMacDetails{},
+		&l2.SwInterfaceSetL2Bridge{}, &l2.SwInterfaceSetL2BridgeReply{},
+	}}
+}
+
+// Descriptors returns the bridge domain descriptor and the binding
+// descriptor, to register after the VPP interface descriptor.
+func (p *Plugin) Descriptors() []*api.KVDescriptor {
+	return []*api.KVDescriptor{p.bridgeDomainDescriptor().KVDescriptor(), p.bdInterfaceDescriptor().KVDescriptor()}
+}
+
+// BridgeDomainIndex returns the VPP bd_id of a bridge domain the scheduler
+// holds as created (from the descriptor's metadata map).
+func (p *Plugin) BridgeDomainIndex(name string) (uint32, bool) {
+	p.mu.Lock()
+	mm := p.bdMeta
+	p.mu.Unlock()
+	if mm == nil {
+		return 0, false
+	}
+	v, ok := mm.GetValue(name)
+	if !ok {
+		return 0, false
+	}
+	md, ok := v.(*BridgeDomainMetadata)
+	if !ok || md == nil {
+		return 0, false
+	}
+	return md.Index, true
+}
+
+// usedIndexes returns the bd_ids in the metadata map.
+func (p *Plugin) usedIndexes() map[uint32]bool {
+	p.mu.Lock()
+	mm := p.bdMeta
+	p.mu.Unlock()
+	out := map[uint32]bool{}
+	if mm == nil {
+		return out
+	}
+	for _, v := range mm.values() {
+		if md, ok := v.(*BridgeDomainMetadata); ok && md != nil {
+			out[md.Index] = true
+		}
+	}
+	return out
+}
+
+// metadataMap is the bridge domain descriptor's metadata map (the
+// scheduler writes it; the binding descriptor reads the bd_id from it).
+type metadataMap struct {
+	mu sync.RWMutex
+	m  map[string]any
+}
+
+func (m *metadataMap) GetValue(label string) (any, bool) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	v, ok := m.m[label]
+	return v, ok
+}
+
+func (m *metadataMap) ListLabels() []string {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	out := make([]string, 0, len(m.m))
+	for l := range m.m {
+		out = append(out, l)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func (m *metadataMap) Put(label string, md any) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.m[label] = md
+}
+
+func (m *metadataMap) Delete(label string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.m, label)
+}
+
+func (m *metadataMap) values() []any {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	out := make([]any, 0, len(m.m))
+	for _, v := range m.m {
+		out = append(out, v)
+	}
+	return out
+}
+
+func (p *Plugin) newMetadataMap() api.MetadataMapRW {
+	mm := &metadataMap{m: map[string]any{}}
+	p.mu.Lock()
+	p.bdMeta = mm
+	p.mu.Unlock()
+	return mm
+}
+
+// --- VPP calls ------------------------------------------------------------------
+
+// call runs f with the connection of the area and a bounded context.
+func (p *Plugin) call(f func(ctx context.Context, c l2.RPCService, conn govppapi.Connection) error) error {
+	conn, err := p.m.Conn(AreaName)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := p.m.CallContext(context.Background())
+	defer cancel()
+	return f(ctx, l2.NewServiceClient(conn), conn)
+}
+
+// dump sends a dump request and collects its details (of type T) until the
+// control ping reply; the stream is closed whatever happens.
+func dump[T govppapi.Message](ctx context.Context, conn govppapi.Connection, req govppapi.Message) ([]T, error) {
+	stream, err := conn.NewStream(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = stream.Close() }()
+	if err := stream.SendMsg(req); err != nil {
+		return nil, err
+	}
+	if err := stream.SendMsg(&memclnt.ControlPing{}); err != nil {
+		return nil, err
+	}
+	var out []T
+	for {
+		msg, err := stream.RecvMsg()
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", req.GetMessageName(), err)
+		}
+		if d, ok := msg.(T); ok {
+			out = append(out, d)
+			continue
+		}
+		if _, ok := msg.(*memclnt.ControlPingReply); ok {
+			return out, nil
+		}
+		return nil, fmt.Errorf("%s: unexpected message %s", req.GetMessageName(), msg.GetMessageName())
+	}
+}
+
+// isVPPError tells whether err is one of VPP's error codes.
+func isVPPError(err error, codes ...govppapi.VPPApiError) bool {
+	var e govppapi.VPPApiError
+	return errors.As(err, &e) && slices.Contains(codes, e)
+}
+
+// isRetriable is the IsRetriableFailure of both descriptors: a VPP that
+// lacks the area's messages stays so until another VPP connects (the resync
+// after the connect applies the values again); everything else may pass.
+func isRetriable(err error) bool {
+	var ie *vppconn.IncompatibleError
+	return !errors.As(err, &ie)
+}
+
+// --- validation helpers ---------------------------------------------------------
+
+// problems collects the invalid fields of a value.
+type problems struct {
+	fields []string
+	errs   joined
+}
+
+func (p *problems) add(field, format string, args ...any) {
+	p.fields = append(p.fields, field)
+	p.errs = append(p.errs, fmt.Errorf("%s: %s", field, fmt.Sprintf(format, args...)))
+}
+
+// model takes a models validation or key error (errors.As still finds it).
+func (p *problems) model(err error) {
+	var ve *models.ValidationError
+	if errors.As(err, &ve) {
+		p.fields = append(p.fields, ve.FieldNames()...)
+	}
+	p.errs = append(p.errs, err)
+}
+
+func (p *problems) err() error {
+	switch len(p.errs) {
+	case 0:
+		return nil
+	case 1:
+		return api.NewInvalidValueError(p.errs[0], p.fields...)
+	}
+	return api.NewInvalidValueError(p.errs, p.fields...)
+}
+
+// joined is several errors on one line.
+type joined []error
+
+func (j joined) Error() string {
+	msgs := make([]string, len(j))
+	for i, e := range j {
+		msgs[i] = e.Error()
+	}
+	return strings.Join(msgs, "; ")
+}
+
+func (j joined) Unwrap() []error { return j }

@@ -1,0 +1,233 @@
+package l3plugin
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"net/netip"
+	"sort"
+	"strings"
+
+	govppapi "go.fd.io/govpp/api"
+	"go.fd.io/govpp/binapi/ethernet_types"
+	"go.fd.io/govpp/binapi/interface_types"
+	"go.fd.io/govpp/binapi/ip_neighbor"
+	"go.fd.io/govpp/binapi/ip_types"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/netagent-io/netagent/pkg/models"
+	"github.com/netagent-io/netagent/plugins/kvscheduler/api"
+	"github.com/netagent-io/netagent/plugins/vpp/ifplugin"
+	vppl3 "github.com/netagent-io/netagent/proto/vpp/l3"
+)
+
+// arpSpec is an ARP entry in VPP terms.
+type arpSpec struct {
+	iface  string
+	ip     netip.Addr
+	mac    net.HardwareAddr
+	static bool
+}
+
+func parseARP(a *vppl3.ARPEntry) (arpSpec, error) {
+	addr, err := netip.ParseAddr(a.GetIpAddress())
+	if err != nil {
+		return arpSpec{}, fmt.Errorf("ip_address %q: %w", a.GetIpAddress(), err)
+	}
+	mac, err := net.ParseMAC(a.GetPhysAddress())
+	if err != nil || len(mac) != 6 {
+		return arpSpec{}, fmt.Errorf("phys_address %q is not a MAC address", a.GetPhysAddress())
+	}
+	return arpSpec{iface: a.GetInterface(), ip: addr, mac: mac, static: a.GetStatic()}, nil
+}
+
+func (s arpSpec) String() string {
+	return fmt.Sprintf("%s lladdr %s dev %s static %v", s.ip, s.mac, s.iface, s.static)
+}
+
+func (s arpSpec) same(o arpSpec) bool {
+	return s.iface == o.iface && s.ip == o.ip && bytes.Equal(s.mac, o.mac) && s.static == o.static
+}
+
+// arpsEquivalent is the ValueComparator: MAC and address spellings aside.
+func arpsEquivalent(a, b *vppl3.ARPEntry) bool {
+	sa, errA := parseARP(a)
+	sb, errB := parseARP(b)
+	if errA != nil || errB != nil {
+		return proto.Equal(a, b)
+	}
+	return sa.same(sb)
+}
+
+func (p *Plugin) arpDescriptor() *api.TypedDescriptor[*vppl3.ARPEntry, any] {
+	prefix := models.VPPARP.KeyPrefix
+	return &api.TypedDescriptor[*vppl3.ARPEntry, any]{
+		Name:               ARPDescriptorName,
+		NBKeyPrefix:        prefix,
+		KeySelector:        func(key string) bool { return strings.HasPrefix(key, prefix) },
+		ValueComparator:    func(_ string, a, b *vppl3.ARPEntry) bool { return arpsEquivalent(a, b) },
+		Validate:           validateARP,
+		Create:             p.createARP,
+		Update:             p.updateARP,
+		UpdateWithRecreate: arpNeedsRecreate,
+		Delete:             p.deleteARP,
+		Retrieve:           p.retrieveARPs,
+		IsRetriableFailure: isRetriable,
+		Dependencies: func(_ string, a *vppl3.ARPEntry) []api.Dependency {
+			return []api.Dependency{{Label: "interface", Key: ifplugin.InterfaceKey(a.GetInterface())}}
+		},
+		RetrieveDependencies: []string{ifplugin.InterfaceDescriptorName},
+	}
+}
+
+func validateARP(key string, a *vppl3.ARPEntry) error {
+	if err := models.VPPARP.Validate(a); err != nil {
+		return invalid(err)
+	}
+	if err := models.VPPARP.CheckKey(key, a); err != nil {
+		return invalid(err)
+	}
+	return nil
+}
+
+// arpNeedsRecreate: VPP does not turn a static entry into a dynamic one (an
+// add without the STATIC flag over a static entry is refused), so that change
+// deletes the entry and adds it again.
+func arpNeedsRecreate(_ string, oldValue, newValue *vppl3.ARPEntry, _ any) bool {
+	return oldValue.GetStatic() && !newValue.GetStatic()
+}
+
+func (p *Plugin) neighborAddDel(isAdd bool, s arpSpec, swIfIndex uint32) error {
+	flags := ip_neighbor.IP_API_NEIGHBOR_FLAG_NONE
+	if s.static {
+		flags = ip_neighbor.IP_API_NEIGHBOR_FLAG_STATIC
+	}
+	var mac ethernet_types.MacAddress
+	copy(mac[:], s.mac)
+	return p.call(func(ctx context.Context, conn govppapi.Connection) error {
+		_, err := ip_neighbor.NewServiceClient(conn).IPNeighborAddDel(ctx, &ip_neighbor.IPNeighborAddDel{
+			IsAdd: isAdd,
+			Neighbor: ip_neighbor.IPNeighbor{
+				SwIfIndex: interface_types.InterfaceIndex(swIfIndex), Flags: flags,
+				MacAddress: mac, IPAddress: toVPPAddress(s.ip),
+			},
+		})
+		return err
+	})
+}
+
+// setARP adds the entry, or changes it in place (ip_neighbor_add_del of an
+// existing entry replaces its MAC and flags).
+func (p *Plugin) setARP(a *vppl3.ARPEntry) error {
+	s, err := parseARP(a)
+	if err != nil {
+		return api.NonRetriable(invalid(err))
+	}
+	md, ok := p.ifaces(s.iface)
+	if !ok {
+		return fmt.Errorf("ARP entry %s: interface %s has no sw_if_index (no metadata of %s)", s, s.iface, ifplugin.InterfaceDescriptorName)
+	}
+	if err := p.neighborAddDel(true, s, md.SwIfIndex); err != nil {
+		return fmt.Errorf("ip_neighbor_add_del (add %s): %w", s, err)
+	}
+	return nil
+}
+
+func (p *Plugin) createARP(_ string, a *vppl3.ARPEntry) (any, error) {
+	return nil, p.setARP(a)
+}
+
+func (p *Plugin) updateARP(_ string, _, newValue *vppl3.ARPEntry, _ any) (any, error) {
+	return nil, p.setARP(newValue)
+}
+
+// deleteARP removes the entry; one already gone (or whose interface is gone)
+// is success.
+func (p *Plugin) deleteARP(_ string, a *vppl3.ARPEntry, _ any) error {
+	s, err := parseARP(a)
+	if err != nil {
+		return nil // never added
+	}
+	md, ok := p.ifaces(s.iface)
+	if !ok {
+		p.log.Warn("ARP entry to delete: its interface is not known any more; the entry went with it", "entry", s.String())
+		return nil
+	}
+	err = p.neighborAddDel(false, s, md.SwIfIndex)
+	if err != nil && !isVPPError(err, govppapi.NO_SUCH_ENTRY, govppapi.INVALID_SW_IF_INDEX) {
+		return fmt.Errorf("ip_neighbor_add_del (delete %s): %w", s, err)
+	}
+	return nil
+}
+
+// retrieveARPs dumps the neighbours of the interfaces of the expected entries
+// (of every configured interface with SetInterfaceLister). An expected entry
+// found is the NB's; a static entry that no expected value names has an
+// unknown origin (OBTAINED unless the NB asks for it); dynamic entries that
+// are not expected are the data plane's and are not reported.
+func (p *Plugin) retrieveARPs(correlate []api.TypedKV[*vppl3.ARPEntry, any]) ([]api.TypedKV[*vppl3.ARPEntry, any], error) {
+	names := map[string]struct{}{}
+	expected := make(map[string]*vppl3.ARPEntry, len(correlate))
+	for _, c := range correlate {
+		if c.Value != nil {
+			names[c.Value.GetInterface()] = struct{}{}
+			expected[c.Key] = c.Value
+		}
+	}
+	index := p.interfaceIndex(names, true)
+	sorted := make([]string, 0, len(index))
+	for n := range index {
+		sorted = append(sorted, n)
+	}
+	sort.Strings(sorted)
+	var out []api.TypedKV[*vppl3.ARPEntry, any]
+	seen := map[string]bool{}
+	for _, name := range sorted {
+		sw := index[name]
+		for _, af := range []ip_types.AddressFamily{ip_types.ADDRESS_IP4, ip_types.ADDRESS_IP6} {
+			var details []*ip_neighbor.IPNeighborDetails
+			err := p.call(func(ctx context.Context, conn govppapi.Connection) (err error) {
+				details, err = dump[*ip_neighbor.IPNeighborDetails](ctx, conn, &ip_neighbor.IPNeighborDump{
+					SwIfIndex: interface_types.InterfaceIndex(sw), Af: af,
+				})
+				return err
+			})
+			if err != nil {
+				return nil, fmt.Errorf("dumping the neighbours of %s: %w", name, err)
+			}
+			for _, d := range details {
+				n := d.Neighbor
+				if uint32(n.SwIfIndex) != sw {
+					continue
+				}
+				addr, ok := fromVPPAddress(n.IPAddress)
+				if !ok {
+					continue
+				}
+				v := &vppl3.ARPEntry{
+					Interface: name, IpAddress: addr.String(), PhysAddress: n.MacAddress.ToMAC().String(),
+					Static: n.Flags&ip_neighbor.IP_API_NEIGHBOR_FLAG_STATIC != 0,
+				}
+				key, err := models.VPPARP.Key(v)
+				if err != nil || seen[key] {
+					continue
+				}
+				kv := api.TypedKV[*vppl3.ARPEntry, any]{Key: key, Value: v, Origin: api.FromNB}
+				if exp, ok := expected[key]; ok {
+					if arpsEquivalent(exp, v) {
+						kv.Value = proto.Clone(exp).(*vppl3.ARPEntry)
+					}
+				} else if v.Static {
+					kv.Origin = api.UnknownOrigin
+				} else {
+					continue
+				}
+				seen[key] = true
+				out = append(out, kv)
+			}
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
+	return out, nil
+}

@@ -1,0 +1,442 @@
+package l3plugin_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+
+	"go.fd.io/govpp/binapi/ethernet_types"
+	"go.fd.io/govpp/binapi/interface_types"
+	"go.fd.io/govpp/binapi/ip_neighbor"
+	"go.fd.io/govpp/binapi/ip_types"
+
+	"github.com/netagent-io/netagent/pkg/models"
+	"github.com/netagent-io/netagent/plugins/kvscheduler/api"
+	"github.com/netagent-io/netagent/plugins/vpp/l3plugin"
+	vppl3 "github.com/netagent-io/netagent/proto/vpp/l3"
+	"github.com/netagent-io/netagent/tests/vppsim"
+)
+
+func routeKV(t *testing.T, r *vppl3.Route) kv {
+	t.Helper()
+	k, err := models.VPPRoute.Key(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return kv{k, r}
+}
+
+func arpKV(t *testing.T, a *vppl3.ARPEntry) kv {
+	t.Helper()
+	k, err := models.VPPARP.Key(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return kv{k, a}
+}
+
+// routes renders the API routes of vppsim, one line per path, interfaces by
+// tag: "<table> <prefix> <type> nh=<nh> if=<tag> table=<lookup> w=<w> p=<p>".
+func (e *env) routes() []string {
+	names := map[uint32]string{vppsim.NoIndex: "-"}
+	for _, i := range e.sim.Interfaces() {
+		names[i.SwIfIndex] = i.Tag
+	}
+	var out []string
+	for _, r := range e.sim.Routes() {
+		for _, p := range r.Paths {
+			nh := "-"
+			if p.NextHop.IsValid() {
+				nh = p.NextHop.String()
+			}
+			typ := strings.TrimPrefix(p.Type.String(), "FIB_API_PATH_TYPE_")
+			out = append(out, fmt.Sprintf("%d %s %s nh=%s if=%s table=%d w=%d p=%d", r.TableID, r.Prefix, typ, nh, names[p.SwIfIndex], p.TableID, p.Weight, p.Preference))
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// neighbors renders vppsim's neighbours, interfaces by tag.
+func (e *env) neighbors() []string {
+	names := map[uint32]string{}
+	for _, i := range e.sim.Interfaces() {
+		names[i.SwIfIndex] = i.Tag
+	}
+	var out []string
+	for _, n := range e.sim.Neighbors() {
+		out = append(out, fmt.Sprintf("%s %s %s static=%v", names[n.SwIfIndex], n.IP, n.MAC, n.Flags&ip_neighbor.IP_API_NEIGHBOR_FLAG_STATIC != 0))
+	}
+	sort.Strings(out)
+	return out
+}
+
+func hasTable(tables []vppsim.Table, id uint32, ipv6 bool) bool {
+	return slices.ContainsFunc(tables, func(t vppsim.Table) bool { return t.ID == id && t.IPv6 == ipv6 })
+}
+
+func TestRoutes(t *testing.T) {
+	e := newEnv(t)
+	nhOnly := routeKV(t, &vppl3.Route{DstNetwork: "10.1.0.0/16", NextHopAddr: "192.168.1.1"})
+	ifOnly := routeKV(t, &vppl3.Route{DstNetwork: "10.2.0.0/16", OutgoingInterface: "if1"})
+	drop := routeKV(t, &vppl3.Route{Type: vppl3.Route_DROP, DstNetwork: "10.3.0.0/16"})
+	vrf := routeKV(t, &vppl3.Route{VrfId: 5, DstNetwork: "10.4.0.0/24", NextHopAddr: "10.9.9.9", OutgoingInterface: "if1", Weight: 3, Preference: 2})
+	inter := routeKV(t, &vppl3.Route{Type: vppl3.Route_INTER_VRF, DstNetwork: "10.5.0.0/16", ViaVrfId: 7})
+	v6 := routeKV(t, &vppl3.Route{VrfId: 6, DstNetwork: "2001:db8:1::/48", NextHopAddr: "2001:db8::1", OutgoingInterface: "if1"})
+	waiting := routeKV(t, &vppl3.Route{DstNetwork: "10.7.0.0/16", OutgoingInterface: "if2"})
+	e.mustCommit(iface("if1"), nhOnly, ifOnly, drop, vrf, inter, v6, waiting)
+
+	for _, x := range []kv{nhOnly, ifOnly, drop, vrf, inter, v6} {
+		if st := e.state(x.key); st != api.ValueStateConfigured {
+			t.Errorf("%s: %v, want CONFIGURED", x.key, st)
+		}
+	}
+	if st := e.status(waiting.key); st.GetState() != api.ValueStatePending || !slices.Contains(st.GetDetails(), "interface") {
+		t.Errorf("route through the missing if2: %v, want PENDING on its interface", st)
+	}
+	want := []string{
+		"0 10.1.0.0/16 NORMAL nh=192.168.1.1 if=- table=0 w=1 p=0",
+		"0 10.2.0.0/16 NORMAL nh=- if=if1 table=0 w=1 p=0",
+		"0 10.3.0.0/16 DROP nh=- if=- table=0 w=1 p=0",
+		"0 10.5.0.0/16 NORMAL nh=- if=- table=7 w=1 p=0",
+		"5 10.4.0.0/24 NORMAL nh=10.9.9.9 if=if1 table=0 w=3 p=2",
+		"6 2001:db8:1::/48 NORMAL nh=2001:db8::1 if=if1 table=0 w=1 p=0",
+	}
+	if got := e.routes(); !slices.Equal(got, want) {
+		t.Errorf("routes in VPP:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	tables := e.sim.Tables()
+	for _, tk := range []struct {
+		id   uint32
+		ipv6 bool
+	}{{5, false}, {7, false}, {6, true}} {
+		if !hasTable(tables, tk.id, tk.ipv6) {
+			t.Errorf("table %d (ipv6 %v) not created: %+v", tk.id, tk.ipv6, tables)
+		}
+	}
+
+	// The interface comes: the route waiting for it is added.
+	e.mustCommit(iface("if2"))
+	if st := e.state(waiting.key); st != api.ValueStateConfigured {
+		t.Errorf("route through if2: %v after if2 came, want CONFIGURED", st)
+	}
+	if got := e.routes(); !slices.Contains(got, "0 10.7.0.0/16 NORMAL nh=- if=if2 table=0 w=1 p=0") {
+		t.Errorf("routes in VPP %v lack the one through if2", got)
+	}
+
+	// Retrieve reports our routes only, not the entries VPP makes itself.
+	sb, err := e.s.DumpValuesByDescriptor(l3plugin.RouteDescriptorName, api.SBView)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	for _, v := range sb {
+		keys = append(keys, v.Key)
+	}
+	wantKeys := []string{nhOnly.key, ifOnly.key, drop.key, vrf.key, inter.key, v6.key, waiting.key}
+	sort.Strings(wantKeys)
+	if !slices.Equal(keys, wantKeys) {
+		t.Errorf("retrieved %v, want %v", keys, wantKeys)
+	}
+
+	// A change re-creates the route; an equivalent value changes nothing.
+	e.sim.ResetCalls()
+	seq := e.mustCommit(kv{nhOnly.key, &vppl3.Route{DstNetwork: "10.1.0.0/16", NextHopAddr: "192.168.1.1", Weight: 5}})
+	if ops := e.executed(seq); !slices.Equal(ops, []string{"DELETE " + nhOnly.key + " [RECREATE]", "CREATE " + nhOnly.key + " [RECREATE]"}) {
+		t.Errorf("executed %v, want DELETE and CREATE", ops)
+	}
+	if w := e.writes(); !slices.Equal(w, []string{"ip_route_add_del", "ip_route_add_del"}) {
+		t.Errorf("VPP writes %v", w)
+	}
+	if got := e.routes(); !slices.Contains(got, "0 10.1.0.0/16 NORMAL nh=192.168.1.1 if=- table=0 w=5 p=0") {
+		t.Errorf("routes in VPP %v lack the new weight", got)
+	}
+	e.sim.ResetCalls()
+	seq = e.mustCommit(
+		kv{ifOnly.key, &vppl3.Route{DstNetwork: "10.2.3.4/16", OutgoingInterface: "if1", Weight: 1}},
+		kv{drop.key, &vppl3.Route{Type: vppl3.Route_DROP, DstNetwork: "10.3.0.0/16", Weight: 1}},
+	)
+	if ops := e.executed(seq); len(ops) != 0 {
+		t.Errorf("equivalent values executed %v", ops)
+	}
+	if w := e.writes(); len(w) != 0 {
+		t.Errorf("equivalent values wrote %v", w)
+	}
+
+	// Two keys to one destination are two paths of one VPP route.
+	ecmp1 := routeKV(t, &vppl3.Route{DstNetwork: "10.8.0.0/16", NextHopAddr: "192.168.1.1"})
+	ecmp2 := routeKV(t, &vppl3.Route{DstNetwork: "10.8.0.0/16", NextHopAddr: "192.168.1.2"})
+	e.mustCommit(ecmp1, ecmp2)
+	n := 0
+	for _, r := range e.sim.Routes() {
+		if r.Prefix == netip.MustParsePrefix("10.8.0.0/16") {
+			n = len(r.Paths)
+		}
+	}
+	if n != 2 {
+		t.Errorf("10.8.0.0/16 has %d paths, want 2", n)
+	}
+	e.mustCommit(del(ecmp1.key))
+	if got := e.routes(); slices.Contains(got, "0 10.8.0.0/16 NORMAL nh=192.168.1.1 if=- table=0 w=1 p=0") ||
+		!slices.Contains(got, "0 10.8.0.0/16 NORMAL nh=192.168.1.2 if=- table=0 w=1 p=0") {
+		t.Errorf("after deleting one of two paths: %v", got)
+	}
+
+	// Deleting the interface deletes the routes through it first.
+	e.mustCommit(del(iface("if2").key))
+	if st := e.state(waiting.key); st != api.ValueStatePending {
+		t.Errorf("route through if2: %v after if2 went, want PENDING", st)
+	}
+	for _, r := range e.routes() {
+		if strings.Contains(r, "10.7.0.0/16") {
+			t.Errorf("route through the deleted if2 still in VPP: %s", r)
+		}
+	}
+	e.mustCommit(del(nhOnly.key), del(ifOnly.key), del(drop.key), del(vrf.key), del(inter.key), del(v6.key), del(ecmp2.key), del(waiting.key))
+	if got := e.routes(); len(got) != 0 {
+		t.Errorf("routes left in VPP: %v", got)
+	}
+}
+
+func TestInvalidRoutes(t *testing.T) {
+	e := newEnv(t)
+	for _, c := range []struct {
+		r      *vppl3.Route
+		fields []string
+	}{
+		{&vppl3.Route{DstNetwork: "10.0.0.0/8", NextHopAddr: "1.1.1.1", Weight: 256, Preference: 300}, []string{"weight", "preference"}},
+		{&vppl3.Route{Type: vppl3.Route_DROP, DstNetwork: "10.0.0.0/8", NextHopAddr: "1.1.1.1"}, []string{"next_hop_addr"}},
+		{&vppl3.Route{Type: vppl3.Route_INTER_VRF, DstNetwork: "10.0.0.0/8", OutgoingInterface: "x"}, []string{"outgoing_interface", "via_vrf_id"}},
+		{&vppl3.Route{DstNetwork: "10.0.0.0/8"}, []string{"next_hop_addr"}},
+		{&vppl3.Route{DstNetwork: "10.0.0.0/8", NextHopAddr: "1.1.1.1", ViaVrfId: 3}, []string{"via_vrf_id"}},
+	} {
+		x := routeKV(t, c.r)
+		_, err := e.commit(x)
+		var inv *api.InvalidValueError
+		if !errors.As(err, &inv) {
+			t.Errorf("%v: commit error %v, want InvalidValueError", c.r, err)
+			continue
+		}
+		for _, f := range c.fields {
+			if !slices.Contains(inv.InvalidFields, f) {
+				t.Errorf("%v: invalid fields %v lack %s", c.r, inv.InvalidFields, f)
+			}
+		}
+		if st := e.state(x.key); st != api.ValueStateInvalid {
+			t.Errorf("%v: %v, want INVALID", c.r, st)
+		}
+		e.mustCommit(del(x.key))
+	}
+	// A model error names the field too.
+	_, err := e.commit(kv{models.VPPRoute.KeyPrefix + "vrf/0/dst/10.0.0.0/8", &vppl3.Route{DstNetwork: "10.0.0.0/8", NextHopAddr: "fe80::1"}})
+	var inv *api.InvalidValueError
+	if !errors.As(err, &inv) || !slices.Contains(inv.InvalidFields, "next_hop_addr") {
+		t.Errorf("next hop of another family: %v", err)
+	}
+	if len(e.sim.Routes()) != 0 {
+		t.Errorf("invalid routes reached VPP: %v", e.routes())
+	}
+}
+
+// A transaction that creates an interface, an ARP entry and a route on it,
+// all or nothing: the route fails, the others are undone.
+func TestRevertWhenRouteFails(t *testing.T) {
+	e := newEnv(t)
+	route := routeKV(t, &vppl3.Route{DstNetwork: "10.1.0.0/16", NextHopAddr: "192.168.1.1", OutgoingInterface: "rv"})
+	arp := arpKV(t, &vppl3.ARPEntry{Interface: "rv", IpAddress: "192.168.1.1", PhysAddress: "02:00:00:00:00:01", Static: true})
+	e.sim.FailNext("ip_route_add_del", -1, 1)
+	seq, err := e.commitCtx(api.WithRevert(context.Background()), iface("rv"), arp, route)
+	var te *api.TransactionError
+	if !errors.As(err, &te) || te.ErrorOf(route.key) == nil {
+		t.Fatalf("commit: %v, want the route's error", err)
+	}
+	for _, i := range e.sim.Interfaces() {
+		if i.Tag == "rv" {
+			t.Errorf("interface rv still in VPP after the revert")
+		}
+	}
+	if n := e.neighbors(); len(n) != 0 {
+		t.Errorf("neighbours left after the revert: %v", n)
+	}
+	if r := e.routes(); len(r) != 0 {
+		t.Errorf("routes left after the revert: %v", r)
+	}
+	rec := e.s.GetRecordedTransaction(seq)
+	reverted := map[string]bool{}
+	for _, op := range rec.Executed {
+		if op.IsRevert {
+			reverted[op.Key] = true
+		}
+	}
+	if !reverted[iface("rv").key] || !reverted[arp.key] {
+		t.Errorf("reverted %v, want the interface and the ARP entry", reverted)
+	}
+	for _, k := range []string{iface("rv").key, arp.key, route.key} {
+		if st := e.state(k); st == api.ValueStateConfigured {
+			t.Errorf("%s CONFIGURED after the revert", k)
+		}
+	}
+	// The same transaction without the failure goes through.
+	seq = e.mustCommit(iface("rv"), arp, route)
+	if len(e.routes()) != 1 || len(e.neighbors()) != 1 {
+		t.Errorf("after a clean commit: routes %v, neighbours %v (executed %v)", e.routes(), e.neighbors(), e.executed(seq))
+	}
+}
+
+func TestARPEntries(t *testing.T) {
+	e := newEnv(t)
+	a4 := &vppl3.ARPEntry{Interface: "if1", IpAddress: "192.168.1.10", PhysAddress: "02:00:00:00:00:0a", Static: true}
+	a6 := &vppl3.ARPEntry{Interface: "if1", IpAddress: "2001:db8::10", PhysAddress: "02:00:00:00:00:0b", Static: true}
+	k4, k6 := arpKV(t, a4), arpKV(t, a6)
+	e.mustCommit(iface("if1"), k4, k6)
+	want := []string{"if1 192.168.1.10 02:00:00:00:00:0a static=true", "if1 2001:db8::10 02:00:00:00:00:0b static=true"}
+	if got := e.neighbors(); !slices.Equal(got, want) {
+		t.Errorf("neighbours %v, want %v", got, want)
+	}
+
+	// A new MAC: updated in place.
+	e.sim.ResetCalls()
+	seq := e.mustCommit(kv{k4.key, &vppl3.ARPEntry{Interface: "if1", IpAddress: "192.168.1.10", PhysAddress: "02:00:00:00:00:aa", Static: true}})
+	if ops := e.executed(seq); !slices.Equal(ops, []string{"UPDATE " + k4.key + " []"}) {
+		t.Errorf("executed %v, want one UPDATE", ops)
+	}
+	if w := e.writes(); !slices.Equal(w, []string{"ip_neighbor_add_del"}) {
+		t.Errorf("VPP writes %v, want one ip_neighbor_add_del", w)
+	}
+	if got := e.neighbors(); !slices.Contains(got, "if1 192.168.1.10 02:00:00:00:00:aa static=true") {
+		t.Errorf("neighbours %v lack the new MAC", got)
+	}
+
+	// The same entry spelled differently: nothing.
+	seq = e.mustCommit(kv{k4.key, &vppl3.ARPEntry{Interface: "if1", IpAddress: "192.168.1.10", PhysAddress: "02:00:00:00:00:AA", Static: true}})
+	if ops := e.executed(seq); len(ops) != 0 {
+		t.Errorf("equivalent entry executed %v", ops)
+	}
+
+	// Static to dynamic: VPP keeps a static entry static, so re-created.
+	seq = e.mustCommit(kv{k4.key, &vppl3.ARPEntry{Interface: "if1", IpAddress: "192.168.1.10", PhysAddress: "02:00:00:00:00:aa"}})
+	if ops := e.executed(seq); !slices.Equal(ops, []string{"DELETE " + k4.key + " [RECREATE]", "CREATE " + k4.key + " [RECREATE]"}) {
+		t.Errorf("executed %v, want a re-creation", ops)
+	}
+	if got := e.neighbors(); !slices.Contains(got, "if1 192.168.1.10 02:00:00:00:00:aa static=false") {
+		t.Errorf("neighbours %v, want the entry dynamic", got)
+	}
+	// And back: in place.
+	seq = e.mustCommit(kv{k4.key, &vppl3.ARPEntry{Interface: "if1", IpAddress: "192.168.1.10", PhysAddress: "02:00:00:00:00:aa", Static: true}})
+	if ops := e.executed(seq); !slices.Equal(ops, []string{"UPDATE " + k4.key + " []"}) {
+		t.Errorf("executed %v, want one UPDATE", ops)
+	}
+
+	// Delete.
+	e.mustCommit(del(k4.key), del(k6.key))
+	if got := e.neighbors(); len(got) != 0 {
+		t.Errorf("neighbours left: %v", got)
+	}
+	// An entry waits for its interface.
+	k := arpKV(t, &vppl3.ARPEntry{Interface: "if2", IpAddress: "10.0.0.2", PhysAddress: "02:00:00:00:00:02", Static: true})
+	e.mustCommit(k)
+	if st := e.state(k.key); st != api.ValueStatePending {
+		t.Errorf("entry on the missing if2: %v, want PENDING", st)
+	}
+	e.mustCommit(iface("if2"))
+	if st := e.state(k.key); st != api.ValueStateConfigured {
+		t.Errorf("entry on if2: %v after if2 came, want CONFIGURED", st)
+	}
+}
+
+func TestResyncAndVPPRestart(t *testing.T) {
+	e := newEnv(t)
+	cfg := []kv{
+		iface("if1"), iface("if2"),
+		routeKV(t, &vppl3.Route{DstNetwork: "10.1.0.0/16", NextHopAddr: "192.168.1.1"}),
+		routeKV(t, &vppl3.Route{DstNetwork: "10.2.0.0/16", OutgoingInterface: "if1", Weight: 2, Preference: 1}),
+		routeKV(t, &vppl3.Route{Type: vppl3.Route_DROP, DstNetwork: "10.3.0.0/16"}),
+		routeKV(t, &vppl3.Route{VrfId: 5, DstNetwork: "10.4.0.0/24", NextHopAddr: "10.9.9.9", OutgoingInterface: "if2"}),
+		routeKV(t, &vppl3.Route{Type: vppl3.Route_INTER_VRF, DstNetwork: "10.5.0.0/16", ViaVrfId: 5}),
+		routeKV(t, &vppl3.Route{DstNetwork: "2001:db8:1::/48", NextHopAddr: "2001:db8::1", OutgoingInterface: "if1"}),
+		arpKV(t, &vppl3.ARPEntry{Interface: "if1", IpAddress: "192.168.1.1", PhysAddress: "02:00:00:00:00:01", Static: true}),
+		arpKV(t, &vppl3.ARPEntry{Interface: "if2", IpAddress: "2001:db8::1", PhysAddress: "02:00:00:00:00:02"}),
+	}
+	e.mustCommit(cfg...)
+	routes, neighbors := e.routes(), e.neighbors()
+	if len(routes) != 6 || len(neighbors) != 2 {
+		t.Fatalf("created routes %v, neighbours %v", routes, neighbors)
+	}
+	check := func(when string) {
+		t.Helper()
+		if got := e.routes(); !slices.Equal(got, routes) {
+			t.Errorf("%s: routes\n%s\nwant\n%s", when, strings.Join(got, "\n"), strings.Join(routes, "\n"))
+		}
+		if got := e.neighbors(); !slices.Equal(got, neighbors) {
+			t.Errorf("%s: neighbours %v, want %v", when, got, neighbors)
+		}
+		if !hasTable(e.sim.Tables(), 5, false) {
+			t.Errorf("%s: table 5 missing", when)
+		}
+		for _, x := range cfg {
+			if st := e.state(x.key); st != api.ValueStateConfigured {
+				t.Errorf("%s: %s is %v", when, x.key, st)
+			}
+		}
+	}
+
+	// The agent restarts; VPP kept everything: a full resync does nothing.
+	e.startScheduler()
+	e.sim.ResetCalls()
+	seq, err := e.resync(api.FullResync, cfg...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ops := e.executed(seq); len(ops) != 0 {
+		t.Errorf("full resync of an in-sync VPP executed %v", ops)
+	}
+	if w := e.writes(); len(w) != 0 {
+		t.Errorf("full resync of an in-sync VPP wrote %v", w)
+	}
+	check("after the full resync")
+
+	// A static neighbour someone else added on if1 is left alone (OBTAINED).
+	conn, err := e.m.Conn(l3plugin.AreaName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mac ethernet_types.MacAddress
+	copy(mac[:], net.HardwareAddr{2, 0, 0, 0, 0, 0x99})
+	if _, err := ip_neighbor.NewServiceClient(conn).IPNeighborAddDel(context.Background(), &ip_neighbor.IPNeighborAddDel{IsAdd: true, Neighbor: ip_neighbor.IPNeighbor{
+		SwIfIndex: interface_types.InterfaceIndex(e.swIfIndex("if1")), Flags: ip_neighbor.IP_API_NEIGHBOR_FLAG_STATIC, MacAddress: mac,
+		IPAddress: ip_types.Address{Af: ip_types.ADDRESS_IP4, Un: ip_types.AddressUnionIP4([4]byte{192, 168, 1, 99})},
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	foreign := arpKV(t, &vppl3.ARPEntry{Interface: "if1", IpAddress: "192.168.1.99", PhysAddress: "02:00:00:00:00:99", Static: true})
+	if _, err := e.resync(api.FullResync, cfg...); err != nil {
+		t.Fatal(err)
+	}
+	if st := e.state(foreign.key); st != api.ValueStateObtained {
+		t.Errorf("foreign neighbour: %v, want OBTAINED", st)
+	}
+	if got := e.neighbors(); !slices.Contains(got, "if1 192.168.1.99 02:00:00:00:00:99 static=true") {
+		t.Errorf("the foreign neighbour was removed: %v", got)
+	}
+	neighbors = e.neighbors()
+
+	// VPP restarts, empty: a downstream resync creates everything again.
+	if err := e.sim.Restart(0); err != nil {
+		t.Fatal(err)
+	}
+	e.waitConnected()
+	if len(e.sim.Routes()) != 0 || hasTable(e.sim.Tables(), 5, false) {
+		t.Fatalf("vppsim kept routes or tables over a restart")
+	}
+	neighbors = slices.DeleteFunc(neighbors, func(s string) bool { return strings.Contains(s, "192.168.1.99") })
+	if _, err := e.resync(api.DownstreamResync); err != nil {
+		t.Fatal(err)
+	}
+	check("after the VPP restart")
+}

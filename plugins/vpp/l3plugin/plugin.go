@@ -1,0 +1,310 @@
+package l3plugin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/netip"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+
+	govppapi "go.fd.io/govpp/api"
+	"go.fd.io/govpp/binapi/ip"
+	"go.fd.io/govpp/binapi/ip_neighbor"
+	"go.fd.io/govpp/binapi/ip_types"
+	"go.fd.io/govpp/binapi/memclnt"
+
+	"github.com/netagent-io/netagent/pkg/models"
+	"github.com/netagent-io/netagent/plugins/kvscheduler/api"
+	"github.com/netagent-io/netagent/plugins/vpp/ifplugin"
+	"github.com/netagent-io/netagent/plugins/vpp/vppconn"
+)
+
+// Descriptor names.
+const (
+	RouteDescriptorName = "vpp-route"
+	ARPDescriptorName   = "vpp-arp"
+)
+
+// AreaName is the vppconn area of the plugin's messages (Area).
+const AreaName = "l3"
+
+// noIndex is VPP's ~0: no interface, all interfaces.
+const noIndex = ^uint32(0)
+
+// InterfaceLookup finds the VPP interface of a logical interface name (the
+// daemon passes SchedulerInterfaces, reading the metadata the VPP interface
+// descriptor publishes).
+type InterfaceLookup func(name string) (ifplugin.Metadata, bool)
+
+// MetadataSource is the part of the scheduler that SchedulerInterfaces and
+// SchedulerInterfaceNames need.
+type MetadataSource interface {
+	GetMetadataMap(descriptor string) api.MetadataMap
+}
+
+// SchedulerInterfaces returns an InterfaceLookup reading the metadata map of
+// ifplugin.InterfaceDescriptorName in s (ifplugin.Metadata or
+// *ifplugin.Metadata). The map is looked up at each call, so the lookup may
+// be built before the interface descriptor is registered.
+func SchedulerInterfaces(s MetadataSource) InterfaceLookup {
+	return func(name string) (ifplugin.Metadata, bool) {
+		m := s.GetMetadataMap(ifplugin.InterfaceDescriptorName)
+		if m == nil {
+			return ifplugin.Metadata{}, false
+		}
+		v, ok := m.GetValue(name)
+		if !ok {
+			return ifplugin.Metadata{}, false
+		}
+		switch md := v.(type) {
+		case ifplugin.Metadata:
+			return md, true
+		case *ifplugin.Metadata:
+			if md != nil {
+				return *md, true
+			}
+		}
+		return ifplugin.Metadata{}, false
+	}
+}
+
+// SchedulerInterfaceNames returns a lister of the logical names in the
+// metadata map of ifplugin.InterfaceDescriptorName in s, for
+// SetInterfaceLister.
+func SchedulerInterfaceNames(s MetadataSource) func() []string {
+	return func() []string {
+		if m := s.GetMetadataMap(ifplugin.InterfaceDescriptorName); m != nil {
+			return m.ListLabels()
+		}
+		return nil
+	}
+}
+
+// Plugin holds the VPP route and ARP descriptors. Its only state is a cache
+// of the VRF tables it made sure exist, per VPP process.
+type Plugin struct {
+	m      *vppconn.Manager
+	ifaces InterfaceLookup
+	names  func() []string
+	log    *slog.Logger
+
+	mu        sync.Mutex
+	tablesPID uint32            // the VPP process tables were created in
+	tables    map[tableKey]bool // tables known to exist in that process
+}
+
+type tableKey struct {
+	id   uint32
+	ipv6 bool
+}
+
+// New returns the plugin: m carries the calls to VPP, ifaces maps logical
+// interface names to sw_if_index.
+func New(m *vppconn.Manager, ifaces InterfaceLookup, log *slog.Logger) *Plugin {
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Plugin{m: m, ifaces: ifaces, log: log.With("plugin", "vpp-l3"), tables: map[tableKey]bool{}}
+}
+
+// SetInterfaceLister lets the ARP Retrieve look at every configured
+// interface (SchedulerInterfaceNames), not only those the expected entries
+// name. Call it before registering the descriptors.
+func (p *Plugin) SetInterfaceLister(names func() []string) { p.names = names }
+
+// Area returns the messages the plugin sends, to register with
+// vppconn.Manager.AddArea before Run: a VPP that lacks one disables the
+// area, and the plugin's calls fail (not retriable) naming the messages.
+func (p *Plugin) Area() vppconn.Area {
+	return vppconn.Area{Name: AreaName, Messages: []govppapi.Message{
+		&ip.IPTableAddDel{}, &ip.IPTableAddDelReply{},
+		&ip.IPRouteAddDel{}, &ip.IPRouteAddDelReply{},
+		&ip.IPRouteDump{}, &ip.IPRouteDetails{},
+		&ip_neighbor.IPNeighborAddDel{}, &ip_neighbor.IPNeighborAddDelReply{},
+		&ip_neighbor.IPNeighborDump{}, &ip_neighbor.IPNeighborDetails{},
+	}}
+}
+
+// Descriptors returns the route and ARP descriptors, to register after the
+// VPP interface descriptor.
+func (p *Plugin) Descriptors() []*api.KVDescriptor {
+	return []*api.KVDescriptor{p.routeDescriptor().KVDescriptor(), p.arpDescriptor().KVDescriptor()}
+}
+
+// --- VPP calls ----------------------------------------------------------------
+
+// call runs f with the connection of the area and a bounded context.
+func (p *Plugin) call(f func(ctx context.Context, conn govppapi.Connection) error) error {
+	conn, err := p.m.Conn(AreaName)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := p.m.CallContext(context.Background())
+	defer cancel()
+	return f(ctx, conn)
+}
+
+// dump sends a dump request and collects its details (of type T) until the
+// control ping reply; the stream is closed whatever happens.
+func dump[T govppapi.Message](ctx context.Context, conn govppapi.Connection, req govppapi.Message) ([]T, error) {
+	stream, err := conn.NewStream(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = stream.Close() }()
+	if err := stream.SendMsg(req); err != nil {
+		return nil, err
+	}
+	if err := stream.SendMsg(&memclnt.ControlPing{}); err != nil {
+		return nil, err
+	}
+	var out []T
+	for {
+		msg, err := stream.RecvMsg()
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", req.GetMessageName(), err)
+		}
+		if d, ok := msg.(T); ok {
+			out = append(out, d)
+			continue
+		}
+		if _, ok := msg.(*memclnt.ControlPingReply); ok {
+			return out, nil
+		}
+		return nil, fmt.Errorf("%s: unexpected message %s", req.GetMessageName(), msg.GetMessageName())
+	}
+}
+
+// isVPPError tells whether err is one of VPP's error codes.
+func isVPPError(err error, codes ...govppapi.VPPApiError) bool {
+	var e govppapi.VPPApiError
+	return errors.As(err, &e) && slices.Contains(codes, e)
+}
+
+// isRetriable is the IsRetriableFailure of both descriptors: a VPP that
+// lacks the area's messages stays so until another VPP connects (the resync
+// after the connect applies the values again); everything else (VPP not
+// connected, an interface or table not there yet, a timeout) may pass.
+func isRetriable(err error) bool {
+	var ie *vppconn.IncompatibleError
+	return !errors.As(err, &ie)
+}
+
+// --- validation helpers ---------------------------------------------------------
+
+// problems collects the invalid fields of a value.
+type problems struct {
+	fields []string
+	errs   joined
+}
+
+func (p *problems) add(field, format string, args ...any) {
+	p.fields = append(p.fields, field)
+	p.errs = append(p.errs, fmt.Errorf("%s: %s", field, fmt.Sprintf(format, args...)))
+}
+
+// model takes a models validation or key error (errors.As still finds it).
+func (p *problems) model(err error) {
+	var ve *models.ValidationError
+	if errors.As(err, &ve) {
+		p.fields = append(p.fields, ve.FieldNames()...)
+	}
+	p.errs = append(p.errs, err)
+}
+
+func (p *problems) err() error {
+	switch len(p.errs) {
+	case 0:
+		return nil
+	case 1:
+		return api.NewInvalidValueError(p.errs[0], p.fields...)
+	}
+	return api.NewInvalidValueError(p.errs, p.fields...)
+}
+
+// joined is several errors on one line.
+type joined []error
+
+func (j joined) Error() string {
+	msgs := make([]string, len(j))
+	for i, e := range j {
+		msgs[i] = e.Error()
+	}
+	return strings.Join(msgs, "; ")
+}
+
+func (j joined) Unwrap() []error { return j }
+
+// invalid turns an error about a value into an InvalidValueError naming the
+// fields when it is a models.ValidationError.
+func invalid(err error) error {
+	var pr problems
+	pr.model(err)
+	return pr.err()
+}
+
+// --- addresses ------------------------------------------------------------------
+
+func toVPPAddress(a netip.Addr) ip_types.Address {
+	if a.Is4() {
+		return ip_types.Address{Af: ip_types.ADDRESS_IP4, Un: ip_types.AddressUnionIP4(a.As4())}
+	}
+	return ip_types.Address{Af: ip_types.ADDRESS_IP6, Un: ip_types.AddressUnionIP6(a.As16())}
+}
+
+func fromVPPAddress(a ip_types.Address) (netip.Addr, bool) {
+	switch a.Af {
+	case ip_types.ADDRESS_IP4:
+		return netip.AddrFrom4(a.Un.GetIP4()), true
+	case ip_types.ADDRESS_IP6:
+		return netip.AddrFrom16(a.Un.GetIP6()), true
+	}
+	return netip.Addr{}, false
+}
+
+func toVPPPrefix(p netip.Prefix) ip_types.Prefix {
+	return ip_types.Prefix{Address: toVPPAddress(p.Addr()), Len: uint8(p.Bits())}
+}
+
+func fromVPPPrefix(p ip_types.Prefix) (netip.Prefix, bool) {
+	a, ok := fromVPPAddress(p.Address)
+	if !ok || int(p.Len) > a.BitLen() {
+		return netip.Prefix{}, false
+	}
+	return netip.PrefixFrom(a, int(p.Len)).Masked(), true
+}
+
+// interfaceIndex maps the given logical names (and the lister's) to their
+// sw_if_index; names without metadata are left out.
+func (p *Plugin) interfaceIndex(names map[string]struct{}, withLister bool) map[string]uint32 {
+	if withLister && p.names != nil {
+		for _, n := range p.names() {
+			names[n] = struct{}{}
+		}
+	}
+	sorted := make([]string, 0, len(names))
+	for n := range names {
+		sorted = append(sorted, n)
+	}
+	sort.Strings(sorted)
+	out := make(map[string]uint32, len(sorted))
+	seen := map[uint32]string{}
+	for _, n := range sorted {
+		md, ok := p.ifaces(n)
+		if !ok {
+			p.log.Debug("retrieve: interface has no sw_if_index (yet); its items are not looked for", "interface", n)
+			continue
+		}
+		if other, dup := seen[md.SwIfIndex]; dup {
+			p.log.Warn("retrieve: two interfaces claim one sw_if_index", "interfaces", []string{other, n}, "sw_if_index", md.SwIfIndex)
+			continue
+		}
+		seen[md.SwIfIndex] = n
+		out[n] = md.SwIfIndex
+	}
+	return out
+}

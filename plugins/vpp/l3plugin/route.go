@@ -1,0 +1,447 @@
+package l3plugin
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"sort"
+	"strings"
+
+	govppapi "go.fd.io/govpp/api"
+	"go.fd.io/govpp/binapi/fib_types"
+	"go.fd.io/govpp/binapi/ip"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/netagent-io/netagent/pkg/models"
+	"github.com/netagent-io/netagent/plugins/kvscheduler/api"
+	"github.com/netagent-io/netagent/plugins/vpp/ifplugin"
+	vppl3 "github.com/netagent-io/netagent/proto/vpp/l3"
+)
+
+// RouteMetadata is what the route descriptor keeps per route: the
+// sw_if_index of its outgoing interface when it was added (~0 for none), so
+// that the path is removed as it was added.
+type RouteMetadata struct {
+	SwIfIndex uint32
+}
+
+// routeSpec is a route value in VPP terms.
+type routeSpec struct {
+	typ    vppl3.Route_RouteType
+	vrf    uint32
+	dst    netip.Prefix // masked
+	nh     netip.Addr   // invalid: none
+	iface  string
+	via    uint32
+	weight uint32 // 0 is taken as 1, as VPP does
+	pref   uint32
+}
+
+func parseRoute(r *vppl3.Route) (routeSpec, error) {
+	dst, err := netip.ParsePrefix(r.GetDstNetwork())
+	if err != nil {
+		return routeSpec{}, fmt.Errorf("dst_network %q: %w", r.GetDstNetwork(), err)
+	}
+	s := routeSpec{
+		typ: r.GetType(), vrf: r.GetVrfId(), dst: dst.Masked(), iface: r.GetOutgoingInterface(),
+		via: r.GetViaVrfId(), weight: r.GetWeight(), pref: r.GetPreference(),
+	}
+	if s.weight == 0 {
+		s.weight = 1
+	}
+	if nh := r.GetNextHopAddr(); nh != "" {
+		if s.nh, err = netip.ParseAddr(nh); err != nil {
+			return routeSpec{}, fmt.Errorf("next_hop_addr %q: %w", nh, err)
+		}
+		if s.nh.Is4() != s.dst.Addr().Is4() {
+			return routeSpec{}, fmt.Errorf("next_hop_addr %s is not of the IP version of dst_network %s", s.nh, s.dst)
+		}
+	}
+	return s, nil
+}
+
+func (s routeSpec) ipv6() bool { return !s.dst.Addr().Is4() }
+
+func (s routeSpec) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "vrf %d %s", s.vrf, s.dst)
+	switch s.typ {
+	case vppl3.Route_DROP:
+		b.WriteString(" drop")
+	case vppl3.Route_INTER_VRF:
+		fmt.Fprintf(&b, " lookup in vrf %d", s.via)
+	}
+	if s.nh.IsValid() {
+		b.WriteString(" via " + s.nh.String())
+	}
+	if s.iface != "" {
+		b.WriteString(" dev " + s.iface)
+	}
+	return b.String()
+}
+
+// lookupTable is the table a path without interface resolves in.
+func (s routeSpec) lookupTable() uint32 {
+	if s.typ == vppl3.Route_INTER_VRF {
+		return s.via
+	}
+	return s.vrf
+}
+
+// tables are the tables the route needs: its own and the one it looks up in.
+func (s routeSpec) tables() []tableKey {
+	out := []tableKey{{s.vrf, s.ipv6()}}
+	if s.typ == vppl3.Route_INTER_VRF && s.via != s.vrf {
+		out = append(out, tableKey{s.via, s.ipv6()})
+	}
+	return out
+}
+
+func (s routeSpec) proto() fib_types.FibPathNhProto {
+	if s.ipv6() {
+		return fib_types.FIB_API_PATH_NH_PROTO_IP6
+	}
+	return fib_types.FIB_API_PATH_NH_PROTO_IP4
+}
+
+// path is the one path of the route; swIfIndex is the outgoing interface's
+// (~0 for none).
+func (s routeSpec) path(swIfIndex uint32) fib_types.FibPath {
+	fp := fib_types.FibPath{
+		SwIfIndex: noIndex, Weight: uint8(s.weight), Preference: uint8(s.pref), Proto: s.proto(),
+		Type: fib_types.FIB_API_PATH_TYPE_NORMAL,
+	}
+	if s.typ == vppl3.Route_DROP {
+		fp.Type = fib_types.FIB_API_PATH_TYPE_DROP
+		return fp
+	}
+	if s.iface != "" {
+		fp.SwIfIndex = swIfIndex
+	} else {
+		fp.TableID = s.lookupTable()
+	}
+	if s.nh.IsValid() {
+		fp.Nh.Address = toVPPAddress(s.nh).Un
+	}
+	return fp
+}
+
+// pathNextHop decodes the next hop of a dumped path (invalid: none).
+func pathNextHop(p fib_types.FibPath) netip.Addr {
+	var a netip.Addr
+	switch p.Proto {
+	case fib_types.FIB_API_PATH_NH_PROTO_IP4:
+		a = netip.AddrFrom4(p.Nh.Address.GetIP4())
+	case fib_types.FIB_API_PATH_NH_PROTO_IP6:
+		a = netip.AddrFrom16(p.Nh.Address.GetIP6())
+	default:
+		return netip.Addr{}
+	}
+	if a.IsUnspecified() {
+		return netip.Addr{}
+	}
+	return a
+}
+
+// matches tells whether a dumped path is the path this route adds (weight and
+// preference aside): same type, next hop, and interface, or lookup table
+// when it has no interface.
+func (s routeSpec) matches(p fib_types.FibPath, swIfIndex uint32) bool {
+	if s.typ == vppl3.Route_DROP {
+		return p.Type == fib_types.FIB_API_PATH_TYPE_DROP
+	}
+	if p.Type != fib_types.FIB_API_PATH_TYPE_NORMAL || pathNextHop(p) != s.nh {
+		return false
+	}
+	if s.iface != "" {
+		return p.SwIfIndex == swIfIndex
+	}
+	return p.SwIfIndex == noIndex && p.TableID == s.lookupTable()
+}
+
+// routesEquivalent is the ValueComparator: values that make the same VPP
+// route are equal (destination host bits, weight 0 and 1, address
+// spellings).
+func routesEquivalent(a, b *vppl3.Route) bool {
+	sa, errA := parseRoute(a)
+	sb, errB := parseRoute(b)
+	if errA != nil || errB != nil {
+		return proto.Equal(a, b)
+	}
+	return sa == sb
+}
+
+func (p *Plugin) routeDescriptor() *api.TypedDescriptor[*vppl3.Route, *RouteMetadata] {
+	prefix := models.VPPRoute.KeyPrefix
+	return &api.TypedDescriptor[*vppl3.Route, *RouteMetadata]{
+		Name:                 RouteDescriptorName,
+		NBKeyPrefix:          prefix,
+		KeySelector:          func(key string) bool { return strings.HasPrefix(key, prefix) },
+		ValueComparator:      func(_ string, a, b *vppl3.Route) bool { return routesEquivalent(a, b) },
+		WithMetadata:         true,
+		Validate:             validateRoute,
+		Create:               p.createRoute,
+		Delete:               p.deleteRoute,
+		Retrieve:             p.retrieveRoutes,
+		IsRetriableFailure:   isRetriable,
+		Dependencies:         routeDependencies,
+		RetrieveDependencies: []string{ifplugin.InterfaceDescriptorName},
+	}
+}
+
+func validateRoute(key string, r *vppl3.Route) error {
+	if err := models.VPPRoute.Validate(r); err != nil {
+		return invalid(err)
+	}
+	if err := models.VPPRoute.CheckKey(key, r); err != nil {
+		return invalid(err)
+	}
+	var pr problems
+	if r.GetWeight() > 255 {
+		pr.add("weight", "%d is above 255 (VPP keeps 8 bits)", r.GetWeight())
+	}
+	if r.GetPreference() > 255 {
+		pr.add("preference", "%d is above 255 (VPP keeps 8 bits)", r.GetPreference())
+	}
+	switch r.GetType() {
+	case vppl3.Route_DROP:
+		if r.GetNextHopAddr() != "" {
+			pr.add("next_hop_addr", "a DROP route has no next hop")
+		}
+		if r.GetOutgoingInterface() != "" {
+			pr.add("outgoing_interface", "a DROP route has no outgoing interface")
+		}
+	case vppl3.Route_INTER_VRF:
+		if r.GetOutgoingInterface() != "" {
+			pr.add("outgoing_interface", "an INTER_VRF route is looked up in via_vrf_id; it has no outgoing interface")
+		}
+		if r.GetViaVrfId() == r.GetVrfId() {
+			pr.add("via_vrf_id", "%d is vrf_id itself: the lookup would loop", r.GetViaVrfId())
+		}
+	default:
+		if r.GetNextHopAddr() == "" && r.GetOutgoingInterface() == "" {
+			pr.add("next_hop_addr", "an INTRA_VRF route needs a next hop or an outgoing interface")
+		}
+	}
+	if r.GetType() != vppl3.Route_INTER_VRF && r.GetViaVrfId() != 0 {
+		pr.add("via_vrf_id", "only an INTER_VRF route is looked up in another VRF")
+	}
+	return pr.err()
+}
+
+func routeDependencies(_ string, r *vppl3.Route) []api.Dependency {
+	if iface := r.GetOutgoingInterface(); iface != "" {
+		return []api.Dependency{{Label: "interface", Key: ifplugin.InterfaceKey(iface)}}
+	}
+	return nil
+}
+
+// ensureTables makes sure the tables exist in VPP (ip_table_add_del of an
+// existing table changes nothing). Tables made are remembered per VPP
+// process, and never deleted: an interface may be bound to one, and deleting
+// a table flushes every route in it.
+func (p *Plugin) ensureTables(keys []tableKey) error {
+	pid := p.m.Status().PID
+	for _, k := range keys {
+		if k.id == 0 {
+			continue
+		}
+		p.mu.Lock()
+		if p.tablesPID != pid {
+			p.tablesPID, p.tables = pid, map[tableKey]bool{}
+		}
+		known := p.tables[k]
+		p.mu.Unlock()
+		if known {
+			continue
+		}
+		err := p.call(func(ctx context.Context, conn govppapi.Connection) error {
+			_, err := ip.NewServiceClient(conn).IPTableAddDel(ctx, &ip.IPTableAddDel{
+				IsAdd: true, Table: ip.IPTable{TableID: k.id, IsIP6: k.ipv6},
+			})
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("ip_table_add_del (table %d, ipv6 %v): %w", k.id, k.ipv6, err)
+		}
+		p.mu.Lock()
+		if p.tablesPID == pid {
+			p.tables[k] = true
+		}
+		p.mu.Unlock()
+	}
+	return nil
+}
+
+func (p *Plugin) forgetTables() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.tables = map[tableKey]bool{}
+}
+
+func (p *Plugin) routeAddDel(isAdd bool, s routeSpec, swIfIndex uint32) error {
+	return p.call(func(ctx context.Context, conn govppapi.Connection) error {
+		_, err := ip.NewServiceClient(conn).IPRouteAddDel(ctx, &ip.IPRouteAddDel{
+			IsAdd: isAdd,
+			// Multipath: routes of other keys to the same destination
+			// (other next hops) are other paths of one VPP route; each key
+			// adds and removes its own path only.
+			IsMultipath: true,
+			Route: ip.IPRoute{
+				TableID: s.vrf, Prefix: toVPPPrefix(s.dst), NPaths: 1,
+				Paths: []fib_types.FibPath{s.path(swIfIndex)},
+			},
+		})
+		return err
+	})
+}
+
+// createRoute adds the route's path, creating its tables first.
+func (p *Plugin) createRoute(_ string, r *vppl3.Route) (*RouteMetadata, error) {
+	s, err := parseRoute(r)
+	if err != nil {
+		return nil, api.NonRetriable(invalid(err))
+	}
+	sw := noIndex
+	if s.iface != "" {
+		md, ok := p.ifaces(s.iface)
+		if !ok {
+			// The dependency should have prevented this.
+			return nil, fmt.Errorf("route %s: interface %s has no sw_if_index (no metadata of %s)", s, s.iface, ifplugin.InterfaceDescriptorName)
+		}
+		sw = md.SwIfIndex
+	}
+	if err := p.ensureTables(s.tables()); err != nil {
+		return nil, fmt.Errorf("route %s: %w", s, err)
+	}
+	err = p.routeAddDel(true, s, sw)
+	if isVPPError(err, govppapi.NO_SUCH_FIB) {
+		// A table this plugin made went away (deleted by someone else).
+		p.forgetTables()
+		if err = p.ensureTables(s.tables()); err == nil {
+			err = p.routeAddDel(true, s, sw)
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("ip_route_add_del (add %s): %w", s, err)
+	}
+	return &RouteMetadata{SwIfIndex: sw}, nil
+}
+
+// deleteRoute removes the route's path; a path, table or interface already
+// gone is success.
+func (p *Plugin) deleteRoute(_ string, r *vppl3.Route, md *RouteMetadata) error {
+	s, err := parseRoute(r)
+	if err != nil {
+		return nil // never added
+	}
+	sw := noIndex
+	if s.iface != "" {
+		if md != nil && md.SwIfIndex != noIndex {
+			sw = md.SwIfIndex
+		} else if imd, ok := p.ifaces(s.iface); ok {
+			sw = imd.SwIfIndex
+		} else {
+			p.log.Warn("route to delete: its interface is not known any more; the route went with it", "route", s.String())
+			return nil
+		}
+	}
+	err = p.routeAddDel(false, s, sw)
+	if err != nil && !isVPPError(err, govppapi.NO_SUCH_FIB, govppapi.INVALID_SW_IF_INDEX, govppapi.NO_SUCH_ENTRY) {
+		return fmt.Errorf("ip_route_add_del (delete %s): %w", s, err)
+	}
+	return nil
+}
+
+// retrieveRoutes dumps the tables of the expected routes and reports the
+// expected routes whose path is there. VPP's own entries (default drops,
+// attached and local prefixes, neighbour /32s) and paths of no expected
+// route are not reported: ip_route_dump does not say who added a path.
+func (p *Plugin) retrieveRoutes(correlate []api.TypedKV[*vppl3.Route, *RouteMetadata]) ([]api.TypedKV[*vppl3.Route, *RouteMetadata], error) {
+	type expected struct {
+		key   string
+		value *vppl3.Route
+		spec  routeSpec
+		sw    uint32
+		found bool
+	}
+	type entryKey struct {
+		table uint32
+		dst   netip.Prefix
+	}
+	names := map[string]struct{}{}
+	for _, c := range correlate {
+		if c.Value != nil && c.Value.GetOutgoingInterface() != "" {
+			names[c.Value.GetOutgoingInterface()] = struct{}{}
+		}
+	}
+	index := p.interfaceIndex(names, false)
+	byEntry := map[entryKey][]*expected{}
+	tables := map[tableKey]bool{}
+	for _, c := range correlate {
+		if c.Value == nil {
+			continue
+		}
+		s, err := parseRoute(c.Value)
+		if err != nil {
+			continue
+		}
+		sw := noIndex
+		if s.iface != "" {
+			var ok bool
+			if sw, ok = index[s.iface]; !ok {
+				continue // no interface, no route through it
+			}
+		}
+		k := entryKey{s.vrf, s.dst}
+		byEntry[k] = append(byEntry[k], &expected{key: c.Key, value: c.Value, spec: s, sw: sw})
+		tables[tableKey{s.vrf, s.ipv6()}] = true
+	}
+	sortedTables := make([]tableKey, 0, len(tables))
+	for t := range tables {
+		sortedTables = append(sortedTables, t)
+	}
+	sort.Slice(sortedTables, func(i, j int) bool {
+		if sortedTables[i].ipv6 != sortedTables[j].ipv6 {
+			return !sortedTables[i].ipv6
+		}
+		return sortedTables[i].id < sortedTables[j].id
+	})
+	var out []api.TypedKV[*vppl3.Route, *RouteMetadata]
+	for _, t := range sortedTables {
+		var details []*ip.IPRouteDetails
+		err := p.call(func(ctx context.Context, conn govppapi.Connection) (err error) {
+			details, err = dump[*ip.IPRouteDetails](ctx, conn, &ip.IPRouteDump{Table: ip.IPTable{TableID: t.id, IsIP6: t.ipv6}})
+			return err
+		})
+		if err != nil {
+			return nil, fmt.Errorf("dumping table %d (ipv6 %v): %w", t.id, t.ipv6, err)
+		}
+		for _, d := range details {
+			dst, ok := fromVPPPrefix(d.Route.Prefix)
+			if !ok {
+				continue
+			}
+			exps := byEntry[entryKey{t.id, dst}]
+			for _, fp := range d.Route.Paths {
+				for _, e := range exps {
+					if e.found || !e.spec.matches(fp, e.sw) {
+						continue
+					}
+					e.found = true
+					v := proto.Clone(e.value).(*vppl3.Route)
+					v.Weight, v.Preference = uint32(fp.Weight), uint32(fp.Preference)
+					if routesEquivalent(e.value, v) {
+						v = proto.Clone(e.value).(*vppl3.Route)
+					}
+					out = append(out, api.TypedKV[*vppl3.Route, *RouteMetadata]{
+						Key: e.key, Value: v, Metadata: &RouteMetadata{SwIfIndex: e.sw}, Origin: api.FromNB,
+					})
+					break
+				}
+			}
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
+	return out, nil
+}

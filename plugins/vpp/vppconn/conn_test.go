@@ -1,0 +1,120 @@
+package vppconn_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"go.fd.io/govpp/api"
+	"go.fd.io/govpp/binapi/memif"
+	"go.fd.io/govpp/core"
+	"go.uber.org/goleak"
+
+	"github.com/netagent-io/netagent/plugins/vpp/vppconn"
+	"github.com/netagent-io/netagent/tests/vppsim"
+)
+
+func TestMain(m *testing.M) {
+	core.HealthCheckProbeInterval = 50 * time.Millisecond
+	goleak.VerifyTestMain(m)
+}
+
+type event struct{ restarted, first bool }
+
+func start(t *testing.T, opts vppsim.Options) (*vppsim.Sim, string) {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "vppconn")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	opts.SocketPath = filepath.Join(dir, "api.sock")
+	sim, err := vppsim.Start(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sim.Close() })
+	return sim, opts.SocketPath
+}
+
+func manager(t *testing.T, socket string) (*vppconn.Manager, chan event) {
+	t.Helper()
+	events := make(chan event, 8)
+	m := vppconn.New(vppconn.Options{Socket: socket, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		OnConnect: func(restarted, first bool) { events <- event{restarted, first} }})
+	m.AddArea(vppconn.Area{Name: "memif", Messages: []api.Message{&memif.MemifCreateV2{}, &memif.MemifCreateV2Reply{}}})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); m.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return m, events
+}
+
+func wait(t *testing.T, events chan event) event {
+	t.Helper()
+	select {
+	case e := <-events:
+		return e
+	case <-time.After(20 * time.Second):
+		t.Fatal("no VPP connect within 20 s")
+		return event{}
+	}
+}
+
+func TestConnectAndRestart(t *testing.T) {
+	sim, socket := start(t, vppsim.Options{PID: 1000})
+	m, events := manager(t, socket)
+	if e := wait(t, events); !e.first || e.restarted {
+		t.Errorf("first connect: %+v", e)
+	}
+	st := m.Status()
+	if !st.Connected || st.PID != 1000 || st.Version == "" || len(st.NotReady()) != 0 {
+		t.Errorf("status after connect: %+v", st)
+	}
+	if _, err := m.Conn("memif"); err != nil {
+		t.Errorf("Conn: %v", err)
+	}
+	if err := sim.Restart(2000); err != nil {
+		t.Fatal(err)
+	}
+	if e := wait(t, events); e.first || !e.restarted {
+		t.Errorf("connect after a VPP restart: %+v", e)
+	}
+	if st := m.Status(); st.PID != 2000 || st.Reconnects != 1 {
+		t.Errorf("status after the restart: %+v", st)
+	}
+}
+
+func TestIncompatibleAreaIsDisabled(t *testing.T) {
+	_, socket := start(t, vppsim.Options{Omit: []string{"memif_create_v2"}})
+	m, events := manager(t, socket)
+	wait(t, events)
+	_, err := m.Conn("memif")
+	var ie *vppconn.IncompatibleError
+	if !errors.As(err, &ie) || !strings.Contains(err.Error(), "memif_create_v2") {
+		t.Errorf("Conn of the memif area: %v", err)
+	}
+	if _, err := m.Conn("interfaces"); err != nil {
+		t.Errorf("another area: %v", err)
+	}
+	if nr := m.Status().NotReady(); len(nr) != 1 || !strings.Contains(nr[0], "memif") {
+		t.Errorf("not ready: %v", nr)
+	}
+}
+
+func TestNotConnected(t *testing.T) {
+	m, _ := manager(t, filepath.Join(t.TempDir(), "none.sock"))
+	_, err := m.Conn("interfaces")
+	if !errors.Is(err, vppconn.ErrNotConnected) || !strings.Contains(err.Error(), "none.sock") {
+		t.Errorf("Conn without VPP: %v", err)
+	}
+	if nr := m.Status().NotReady(); len(nr) != 1 || !strings.Contains(nr[0], "VPP not connected") {
+		t.Errorf("not ready: %v", nr)
+	}
+}
