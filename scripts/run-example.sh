@@ -17,4 +17,4 @@ netagent: starting with examples/veth-route.yaml (etcd data in $data)
   kernel:   ip netns exec app ip addr; ip netns exec app ip route
   etcd:     http://127.0.0.1:2379 (keys under /vnf-agent/vpp1/)
 MSG
-exec bin/agent --etcd-embedded "$data" --init-file examples/veth-route.yaml --txn-log stderr "$@"
+exec bin/agent --etcd-embedded "$data" --init-file examples/veth-route.yaml --txn-log stderr --vpp-socket "${VPP_SOCKET:-off}" "$@"

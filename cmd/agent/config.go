@@ -36,6 +36,7 @@ type Config struct {
 	InitFile string `json:"init_file"`
 
 	Linux     Linux     `json:"linux"`
+	VPP       VPP       `json:"vpp"`
 	Scheduler Scheduler `json:"scheduler"`
 
 	// ShutdownGrace bounds a graceful stop (SIGTERM/SIGINT).
@@ -65,6 +66,16 @@ type Etcd struct {
 // Linux configures the Linux plugin.
 type Linux struct {
 	Disabled bool `json:"disabled"`
+}
+
+// VPP configures the VPP plugins.
+type VPP struct {
+	// Socket is VPP's binary API socket; "off" (or disabled) runs without
+	// the VPP plugins.
+	Socket   string `json:"socket"`
+	Disabled bool   `json:"disabled"`
+	// CallTimeout bounds every VPP call.
+	CallTimeout Duration `json:"call_timeout"`
 }
 
 // Scheduler configures the KV Scheduler.
@@ -100,6 +111,7 @@ func defaultConfig() Config {
 		LogLevel:      "info",
 		REST:          Listener{Address: "127.0.0.1:9191"},
 		GRPC:          Listener{Address: "127.0.0.1:9111"},
+		VPP:           VPP{Socket: "/run/vpp/api.sock", CallTimeout: Duration{5 * time.Second}},
 		Etcd:          Etcd{EmbeddedClientURL: "http://127.0.0.1:2379", EmbeddedPeerURL: "http://127.0.0.1:2380", DialTimeout: Duration{5 * time.Second}},
 		ShutdownGrace: Duration{30 * time.Second},
 	}
@@ -123,6 +135,7 @@ func loadConfig(args []string, getenv func(string) string) (Config, error) {
 	initFile := fs.String("init-file", "", "configuration document (YAML) applied at start")
 	tokenFile := fs.String("token-file", "", "file holding the bearer token required for changes")
 	txnLog := fs.String("txn-log", "", "stderr to print the boxed transaction log, off otherwise")
+	vppSocket := fs.String("vpp-socket", "", "VPP binary API socket (default /run/vpp/api.sock; off: no VPP plugins)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return cfg, errHelp
@@ -165,6 +178,10 @@ func loadConfig(args []string, getenv func(string) string) (Config, error) {
 	set(&cfg.Etcd.EmbeddedPeerURL, *embeddedPeer)
 	set(&cfg.InitFile, *initFile)
 	set(&cfg.Scheduler.TxnLog, *txnLog)
+	set(&cfg.VPP.Socket, *vppSocket)
+	if cfg.VPP.Socket == "off" {
+		cfg.VPP.Socket, cfg.VPP.Disabled = "", true
+	}
 	if *endpoints != "" {
 		cfg.Etcd.Endpoints = splitList(*endpoints)
 	}
@@ -220,6 +237,9 @@ func (c Config) validate() error {
 	case "", "off", "stderr":
 	default:
 		errs = append(errs, fmt.Errorf("scheduler.txn_log %q: want stderr or off", c.Scheduler.TxnLog))
+	}
+	if !c.VPP.Disabled && c.VPP.Socket == "" {
+		errs = append(errs, errors.New("vpp.socket: empty (set disabled: true to run without VPP)"))
 	}
 	if c.ShutdownGrace.Duration <= 0 {
 		errs = append(errs, errors.New("shutdown_grace: must be positive"))

@@ -52,6 +52,10 @@ import (
 	"github.com/netagent-io/netagent/plugins/orchestrator"
 	"github.com/netagent-io/netagent/plugins/orchestrator/etcdsource"
 	"github.com/netagent-io/netagent/plugins/orchestrator/grpcsource"
+	vppif "github.com/netagent-io/netagent/plugins/vpp/ifplugin"
+	vppl2 "github.com/netagent-io/netagent/plugins/vpp/l2plugin"
+	vppl3 "github.com/netagent-io/netagent/plugins/vpp/l3plugin"
+	"github.com/netagent-io/netagent/plugins/vpp/vppconn"
 )
 
 func main() {
@@ -165,18 +169,26 @@ func run(ctx context.Context, cfg Config, logOut io.Writer, listening chan<- Lis
 	m.SetSource(s)
 
 	var wg sync.WaitGroup
-	defer wg.Wait()
 	bgCtx, cancelBg := context.WithCancel(context.Background())
-	defer cancelBg()
 
-	// Southbound plugins.
+	// Southbound plugins. Background goroutines end before what they use is
+	// closed (deferred calls run last-in first-out).
+	var closers []func()
+	defer func() {
+		cancelBg()
+		wg.Wait()
+		for i := len(closers) - 1; i >= 0; i-- {
+			closers[i]()
+		}
+	}()
 	if !cfg.Linux.Disabled {
 		nsm, err := nsplugin.NewManager()
 		if err != nil {
 			return err
 		}
-		defer nsm.Close()
+		closers = append(closers, nsm.Close)
 		ifp := ifplugin.New(nsm, log)
+		ifp.SetLabel(cfg.Label)
 		l3 := l3plugin.New(nsm, l3plugin.SchedulerInterfaces(s), log)
 		l3.SetInterfaceLister(l3plugin.SchedulerInterfaceNames(s))
 		if err := s.RegisterKVDescriptor(append(ifp.Descriptors(), ifplugin.WatcherDescriptor())...); err != nil {
@@ -190,8 +202,46 @@ func run(ctx context.Context, cfg Config, logOut io.Writer, listening chan<- Lis
 		go func() { defer wg.Done(); w.Run(bgCtx) }()
 	}
 
+	// VPP: connected in the background; values wait while it is away. Each
+	// (re)connect after the first sync runs a downstream resync: after a VPP
+	// restart (empty) it re-creates everything in dependency order.
+	var vppm *vppconn.Manager
+	var o *orchestrator.Orchestrator
+	if !cfg.VPP.Disabled {
+		vppm = vppconn.New(vppconn.Options{Socket: cfg.VPP.Socket, CallTimeout: cfg.VPP.CallTimeout.Duration, Log: log,
+			OnConnect: func(restarted, first bool) {
+				select {
+				case <-o.Started():
+				default:
+					return // the first full resync comes after
+				}
+				go func() {
+					ctx := api.WithResync(context.Background(), api.DownstreamResync, false)
+					ctx = api.WithDescription(ctx, fmt.Sprintf("VPP connected (restarted: %v)", restarted))
+					if _, err := s.StartNBTransaction().Commit(api.WithRetryDefault(ctx)); err != nil && !isValueErr(err) {
+						log.Warn("resync after the VPP connect", "error", err)
+					}
+				}()
+			}})
+		vif := vppif.New(vppm, log)
+		l2 := vppl2.New(vppm, vppl2.SchedulerInterfaces(s), log)
+		l2.SetInterfaceLister(vppl2.SchedulerInterfaceNames(s))
+		l3 := vppl3.New(vppm, vppl3.SchedulerInterfaces(s), log)
+		l3.SetInterfaceLister(vppl3.SchedulerInterfaceNames(s))
+		for _, a := range []vppconn.Area{vif.Area(), l2.Area(), l3.Area()} {
+			vppm.AddArea(a)
+		}
+		for _, ds := range [][]*api.KVDescriptor{vif.Descriptors(), l2.Descriptors(), l3.Descriptors()} {
+			if err := s.RegisterKVDescriptor(ds...); err != nil {
+				return err
+			}
+		}
+		wg.Add(1)
+		go func() { defer wg.Done(); vppm.Run(bgCtx) }()
+	}
+
 	// Northbound.
-	o := orchestrator.New(s, log)
+	o = orchestrator.New(s, log)
 	var etcdClient *clientv3.Client
 	endpoints := cfg.Etcd.Endpoints
 	if cfg.Etcd.EmbeddedDir != "" {
@@ -200,7 +250,7 @@ func run(ctx context.Context, cfg Config, logOut io.Writer, listening chan<- Lis
 		if err != nil {
 			return fmt.Errorf("embedded etcd: %w", err)
 		}
-		defer e.Close()
+		closers = append(closers, e.Close)
 		endpoints = []string{e.ClientURL()}
 		log.Info("embedded etcd serving", "client_url", e.ClientURL(), "dir", cfg.Etcd.EmbeddedDir)
 	}
@@ -210,7 +260,7 @@ func run(ctx context.Context, cfg Config, logOut io.Writer, listening chan<- Lis
 		if err != nil {
 			return fmt.Errorf("etcd client: %w", err)
 		}
-		defer etcdClient.Close()
+		closers = append(closers, func() { _ = etcdClient.Close() })
 	}
 	if cfg.InitFile != "" {
 		o.Register(orchestrator.SourceInitFile)
@@ -243,11 +293,17 @@ func run(ctx context.Context, cfg Config, logOut io.Writer, listening chan<- Lis
 
 	ready := func() (bool, []string) {
 		ok, why := o.Ready()
+		if vppm != nil {
+			if nr := vppm.Status().NotReady(); len(nr) > 0 {
+				ok, why = false, append(why, nr...)
+			}
+		}
 		return ok, why
 	}
 
 	// gRPC.
 	var gs *grpc.Server
+	var gsrc *grpcsource.Server
 	hs := health.NewServer()
 	if ln := lns["grpc"]; ln != nil {
 		opts := []grpc.ServerOption{
@@ -262,7 +318,8 @@ func run(ctx context.Context, cfg Config, logOut io.Writer, listening chan<- Lis
 			opts = append(opts, grpc.Creds(creds))
 		}
 		gs = grpc.NewServer(opts...)
-		grpcsource.New(o, s, models.Default, log).Register(gs)
+		gsrc = grpcsource.New(o, s, models.Default, log)
+		gsrc.Register(gs)
 		healthpb.RegisterHealthServer(gs, hs)
 		reflection.Register(gs)
 		hs.SetServingStatus("", healthpb.HealthCheckResponse_NOT_SERVING)
@@ -336,6 +393,7 @@ func run(ctx context.Context, cfg Config, logOut io.Writer, listening chan<- Lis
 		_ = srv.Shutdown(shutdownCtx)
 	}
 	if gs != nil {
+		gsrc.Close() // ends the open WatchStatus and Notify streams
 		stopped := make(chan struct{})
 		go func() { gs.GracefulStop(); close(stopped) }()
 		select {

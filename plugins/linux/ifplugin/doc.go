@@ -28,8 +28,9 @@
 //
 // MTU, MAC, admin state and the kernel name (host_if_name) are changed in
 // place; a change of type, namespace or link settings re-creates the
-// interface. Links the agent creates carry the alias "netagent/<logical
-// name>": Retrieve recognises them after a restart, returns them even when
+// interface. Links the agent creates carry the alias "netagent/<label>/<logical
+// name>" (Plugin.SetLabel; "netagent/<logical name>" without a label), so
+// agents of different labels never take each other's links: Retrieve recognises them after a restart, returns them even when
 // no longer configured (so a resync deletes them), and Delete refuses to
 // delete a link without that mark. A named namespace that does not exist is
 // created at the first Create in it, and removed when the last interface the

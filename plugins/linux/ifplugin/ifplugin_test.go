@@ -49,7 +49,9 @@ type agent struct {
 	done   chan struct{}
 }
 
-func newAgent(t testing.TB) *agent {
+func newAgent(t testing.TB) *agent { return newLabelledAgent(t, "") }
+
+func newLabelledAgent(t testing.TB, label string) *agent {
 	t.Helper()
 	ns, err := nsplugin.NewManager()
 	if err != nil {
@@ -58,6 +60,7 @@ func newAgent(t testing.TB) *agent {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	s := kvscheduler.New(kvscheduler.Options{Logger: log})
 	p := ifplugin.New(ns, log)
+	p.SetLabel(label)
 	if err := s.RegisterKVDescriptor(append(p.Descriptors(), ifplugin.WatcherDescriptor())...); err != nil {
 		t.Fatal(err)
 	}
@@ -472,5 +475,35 @@ func TestTapToVPP(t *testing.T) {
 	a.delete("tap-host")
 	if l := link(t, "", "tapvpp0"); l == nil || l.Attrs().Alias != "" {
 		t.Errorf("after delete, the tap is back in the agent's namespace unmarked: %v", l)
+	}
+}
+
+// TestAgentsOfOtherLabelsAreLeftAlone: the links of an agent with another
+// microservice label are not this agent's: its full resync keeps them.
+func TestAgentsOfOtherLabelsAreLeftAlone(t *testing.T) {
+	needRoot(t)
+	t.Cleanup(func() { _ = exec.Command("ip", "link", "del", "lbl0").Run() })
+	a := newLabelledAgent(t, "agent-a")
+	a.mustCommit(
+		&linuxif.Interface{Name: "lbl0", Type: linuxif.Interface_VETH, Enabled: true, Link: &linuxif.Interface_Veth{Veth: &linuxif.VethLink{PeerIfName: "lbl1"}}},
+		&linuxif.Interface{Name: "lbl1", Type: linuxif.Interface_VETH, Link: &linuxif.Interface_Veth{Veth: &linuxif.VethLink{PeerIfName: "lbl0"}}},
+	)
+	if l := link(t, "", "lbl0"); l == nil || l.Attrs().Alias != "netagent/agent-a/lbl0" {
+		t.Fatalf("lbl0: %v", l)
+	}
+	b := newLabelledAgent(t, "agent-b")
+	if _, err := b.commit(api.WithResync(context.Background(), api.FullResync, false)); err != nil {
+		t.Fatal(err)
+	}
+	if link(t, "", "lbl0") == nil {
+		t.Error("an agent of another label deleted lbl0 in its resync")
+	}
+	// The same label would (it is its own link, no longer configured).
+	c := newLabelledAgent(t, "agent-a")
+	if _, err := c.commit(api.WithResync(context.Background(), api.FullResync, false)); err != nil {
+		t.Fatal(err)
+	}
+	if link(t, "", "lbl0") != nil {
+		t.Error("the agent of the same label kept its unconfigured link")
 	}
 }

@@ -34,6 +34,9 @@ type Plugin struct {
 	// veth pair is created with both ends in place.
 	hintsMu sync.Mutex
 	hints   map[string]nsplugin.Ref
+	// aliasPrefix marks the links of this agent (AliasPrefix, plus the
+	// microservice label when set).
+	aliasPrefix string
 	// users: the interfaces configured in each namespace, so that a named
 	// namespace the agent created is removed with its last interface.
 	usersMu sync.Mutex
@@ -47,8 +50,19 @@ func New(ns *nsplugin.Manager, log *slog.Logger) *Plugin {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Plugin{ns: ns, log: log, kinds: probeKinds(ns), hints: map[string]nsplugin.Ref{}, users: map[nsplugin.Ref]map[string]bool{}}
+	return &Plugin{ns: ns, log: log, kinds: probeKinds(ns), hints: map[string]nsplugin.Ref{}, users: map[nsplugin.Ref]map[string]bool{}, aliasPrefix: AliasPrefix}
 }
+
+// SetLabel puts the agent's microservice label into the ownership mark
+// ("netagent/<label>/<name>"), so that agents of different labels sharing
+// a namespace never take each other's links. Call before registering.
+func (p *Plugin) SetLabel(label string) {
+	if label != "" {
+		p.aliasPrefix = AliasPrefix + label + "/"
+	}
+}
+
+func (p *Plugin) alias(name string) string { return p.aliasPrefix + name }
 
 // Descriptors returns the interface and address descriptors.
 func (p *Plugin) Descriptors() []*api.KVDescriptor {
@@ -273,7 +287,7 @@ func (p *Plugin) vethEnd(v *linuxif.Interface, ref nsplugin.Ref) (netlink.Link, 
 	if err != nil {
 		return nil, err
 	}
-	host, alias := HostName(v), AliasPrefix+v.GetName()
+	host, alias := HostName(v), p.alias(v.GetName())
 	if link, err := h.LinkByName(host); err == nil {
 		if link.Type() != "veth" || link.Attrs().Alias != alias {
 			return nil, api.NonRetriable(fmt.Errorf("a link named %s already exists in the %s and is not this veth end (type %s, alias %q)", host, ref, link.Type(), link.Attrs().Alias))
@@ -324,7 +338,7 @@ func (p *Plugin) vethEnd(v *linuxif.Interface, ref nsplugin.Ref) (netlink.Link, 
 	// unmarked link behind.
 	if ph, err := p.ns.Handle(peerRef, false); err == nil {
 		if peer, err := ph.LinkByName(veth.PeerName); err == nil {
-			_ = ph.LinkSetAlias(peer, AliasPrefix+peerName)
+			_ = ph.LinkSetAlias(peer, p.alias(peerName))
 		}
 	}
 	return link, nil
@@ -415,8 +429,8 @@ func (p *Plugin) adoptTap(v *linuxif.Interface, ref nsplugin.Ref) (netlink.Link,
 func (p *Plugin) configure(h *netlink.Handle, link netlink.Link, old, v *linuxif.Interface) error {
 	attrs := link.Attrs()
 	owned := v.GetType() == linuxif.Interface_VETH || v.GetType() == linuxif.Interface_DUMMY || v.GetType() == linuxif.Interface_TAP_TO_VPP
-	if owned && attrs.Alias != AliasPrefix+v.GetName() {
-		if err := h.LinkSetAlias(link, AliasPrefix+v.GetName()); err != nil {
+	if owned && attrs.Alias != p.alias(v.GetName()) {
+		if err := h.LinkSetAlias(link, p.alias(v.GetName())); err != nil {
 			return fmt.Errorf("setting the alias of %s: %w", attrs.Name, err)
 		}
 	}
@@ -514,7 +528,7 @@ func (p *Plugin) deleteLink(ref nsplugin.Ref, v *linuxif.Interface) error {
 		if err != nil {
 			return err
 		}
-		if link.Attrs().Alias != AliasPrefix+v.GetName() {
+		if link.Attrs().Alias != p.alias(v.GetName()) {
 			return api.NonRetriable(fmt.Errorf("interface %s: link %s is not ours (alias %q): left alone", v.GetName(), link.Attrs().Name, link.Attrs().Alias))
 		}
 		if err := h.LinkDel(link); err != nil && !isNotFound(err) {
@@ -581,14 +595,14 @@ func (p *Plugin) retrieve(correlate []api.TypedKV[*linuxif.Interface, *Metadata]
 		for _, link := range links {
 			attrs := link.Attrs()
 			var want *linuxif.Interface
-			if name, ok := strings.CutPrefix(attrs.Alias, AliasPrefix); ok {
+			if name, ok := strings.CutPrefix(attrs.Alias, p.aliasPrefix); ok {
 				want = byName[name]
 				if want == nil {
 					// Ours, but no longer configured: returned so that a
 					// resync deletes it.
 					want = &linuxif.Interface{Name: name, Type: linuxType(link)}
 					if want.Type == linuxif.Interface_VETH {
-						want.Link = &linuxif.Interface_Veth{Veth: &linuxif.VethLink{PeerIfName: peerFromAlias(h, link)}}
+						want.Link = &linuxif.Interface_Veth{Veth: &linuxif.VethLink{PeerIfName: peerFromAlias(h, link, p.aliasPrefix)}}
 					}
 				}
 			} else {
@@ -674,7 +688,7 @@ func linuxType(link netlink.Link) linuxif.Interface_Type {
 
 // peerFromAlias reads the logical name of a veth's peer from its alias, when
 // the peer is in the same namespace.
-func peerFromAlias(h *netlink.Handle, link netlink.Link) string {
+func peerFromAlias(h *netlink.Handle, link netlink.Link, aliasPrefix string) string {
 	idx, err := netlink.VethPeerIndex(&netlink.Veth{LinkAttrs: *link.Attrs()})
 	if err != nil {
 		return ""
@@ -683,7 +697,7 @@ func peerFromAlias(h *netlink.Handle, link netlink.Link) string {
 	if err != nil {
 		return ""
 	}
-	return strings.TrimPrefix(peer.Attrs().Alias, AliasPrefix)
+	return strings.TrimPrefix(peer.Attrs().Alias, aliasPrefix)
 }
 
 // dump retries a netlink dump that the kernel interrupted (the data changed
