@@ -422,8 +422,8 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 // JSON, grouped by model as in examples/veth-route.yaml) or a list of
 // key/value pairs, keys being model keys or etcd keys of this agent:
 //
-//	- key: config/linux/interfaces/v2/interface/veth1
-//	  value: {name: veth1, type: VETH, veth: {peer_if_name: veth2}}
+//   - key: config/linux/interfaces/v2/interface/veth1
+//     value: {name: veth1, type: VETH, veth: {peer_if_name: veth2}}
 func readInitFile(path, label string) ([]orchestrator.KV, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
