@@ -669,7 +669,7 @@ vpp: {disabled: true}
 	if !netnsExists(n.ns) {
 		t.Fatalf("namespace %s gone after SIGTERM", n.ns)
 	}
-	if out, err := nsLink(n.ns, "eth0"); err != nil || !strings.Contains(out, "UP") || !strings.Contains(out, "alias netagent/"+n.peer) {
+	if out, err := nsLink(n.ns, "eth0"); err != nil || !strings.Contains(out, "UP") || !strings.Contains(out, "alias netagent/vpp1/"+n.peer) {
 		t.Errorf("after SIGTERM: eth0 (%s) in %s: %q %v", n.peer, n.ns, out, err)
 	}
 	if out, err := nsLink("", n.host); err != nil {
