@@ -237,6 +237,9 @@ func run(ctx context.Context, cfg Config, logOut io.Writer, listening chan<- Lis
 				return err
 			}
 		}
+		if err := vppm.Register(reg); err != nil {
+			return err
+		}
 		wg.Add(1)
 		go func() { defer wg.Done(); vppm.Run(bgCtx) }()
 	}

@@ -78,6 +78,7 @@ type Manager struct {
 	pid        uint32
 	version    string
 	disabled   map[string][]string // area -> messages VPP lacks
+	metrics    *metrics
 	reconnects int
 	lastErr    error
 }
@@ -94,7 +95,7 @@ func New(opts Options) *Manager {
 		opts.Log = slog.Default()
 	}
 	routeLogrus(opts.Log)
-	return &Manager{opts: opts, log: opts.Log, disabled: map[string][]string{}}
+	return &Manager{opts: opts, log: opts.Log, disabled: map[string][]string{}, metrics: newMetrics()}
 }
 
 // AddArea registers the messages of an area, checked at every connect. Call
@@ -211,7 +212,7 @@ func (m *Manager) onConnected(ctx context.Context, conn *core.Connection) {
 
 // Conn returns the connection for a call of an area, or an error: not
 // connected (retriable), or the area is disabled (VPP lacks its messages).
-func (m *Manager) Conn(area string) (*core.Connection, error) {
+func (m *Manager) Conn(area string) (api.Connection, error) {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	if !m.connected || m.conn == nil {
@@ -223,7 +224,7 @@ func (m *Manager) Conn(area string) (*core.Connection, error) {
 	if msgs, off := m.disabled[area]; off {
 		return nil, &IncompatibleError{Area: area, Messages: msgs}
 	}
-	return m.conn, nil
+	return instrumented{conn: m.conn, mt: m.metrics}, nil
 }
 
 // CallContext bounds one call.

@@ -11,7 +11,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"go.fd.io/govpp/api"
+	interfaces "go.fd.io/govpp/binapi/interface"
+	"go.fd.io/govpp/binapi/interface_types"
 	"go.fd.io/govpp/binapi/memif"
 	"go.fd.io/govpp/core"
 	"go.uber.org/goleak"
@@ -117,4 +120,90 @@ func TestNotConnected(t *testing.T) {
 	if nr := m.Status().NotReady(); len(nr) != 1 || !strings.Contains(nr[0], "VPP not connected") {
 		t.Errorf("not ready: %v", nr)
 	}
+}
+
+func TestMetrics(t *testing.T) {
+	_, socket := start(t, vppsim.Options{PID: 7})
+	m, events := manager(t, socket)
+	reg := prometheus.NewRegistry()
+	if err := m.Register(reg); err != nil {
+		t.Fatal(err)
+	}
+	wait(t, events)
+	conn, err := m.Conn("interfaces")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := m.CallContext(context.Background())
+	defer cancel()
+	c := interfaces.NewServiceClient(conn)
+	if _, err := c.CreateLoopback(ctx, &interfaces.CreateLoopback{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.SwInterfaceSetFlags(ctx, &interfaces.SwInterfaceSetFlags{SwIfIndex: 999}); err == nil {
+		t.Fatal("set flags of a missing interface: no error")
+	}
+	stream, err := c.SwInterfaceDump(ctx, &interfaces.SwInterfaceDump{SwIfIndex: ^interface_types.InterfaceIndex(0)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for {
+		if _, err := stream.Recv(); err != nil {
+			break
+		}
+		n++
+	}
+	if n != 2 {
+		t.Errorf("dump: %d interfaces, want local0 and loop0", n)
+	}
+	for _, c := range []struct {
+		labels string
+		want   uint64
+	}{
+		{`message="create_loopback",result="ok"`, 1},
+		{`message="sw_interface_set_flags",result="error"`, 1},
+		{`message="sw_interface_dump",result="ok"`, 1},
+	} {
+		if got := histogramCount(t, reg, c.labels); got != c.want {
+			t.Errorf("calls %s: %d, want %d", c.labels, got, c.want)
+		}
+	}
+	if got := gauge(t, reg, "netagent_vpp_connected"); got != 1 {
+		t.Errorf("connected gauge %v", got)
+	}
+}
+
+func histogramCount(t *testing.T, reg *prometheus.Registry, labels string) uint64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != "netagent_vpp_api_call_duration_seconds" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			var parts []string
+			for _, l := range m.GetLabel() {
+				parts = append(parts, l.GetName()+`="`+l.GetValue()+`"`)
+			}
+			if strings.Join(parts, ",") == labels {
+				return m.GetHistogram().GetSampleCount()
+			}
+		}
+	}
+	return 0
+}
+
+func gauge(t *testing.T, reg *prometheus.Registry, name string) float64 {
+	t.Helper()
+	mfs, _ := reg.Gather()
+	for _, mf := range mfs {
+		if mf.GetName() == name && len(mf.GetMetric()) == 1 {
+			return mf.GetMetric()[0].GetGauge().GetValue()
+		}
+	}
+	return -1
 }
