@@ -208,9 +208,11 @@ func run(ctx context.Context, cfg Config, logOut io.Writer, listening chan<- Lis
 	// restart (empty) it re-creates everything in dependency order.
 	var vppm *vppconn.Manager
 	var o *orchestrator.Orchestrator
+	var linkWatcher *vppif.LinkStateWatcher
 	if !cfg.VPP.Disabled {
 		vppm = vppconn.New(vppconn.Options{Socket: cfg.VPP.Socket, CallTimeout: cfg.VPP.CallTimeout.Duration, Log: log,
 			OnConnect: func(restarted, first bool) {
+				linkWatcher.Resync()
 				select {
 				case <-o.Started():
 				default:
@@ -237,6 +239,10 @@ func run(ctx context.Context, cfg Config, logOut io.Writer, listening chan<- Lis
 				return err
 			}
 		}
+		linkWatcher = vppif.NewLinkStateWatcher(vppm, s, log)
+		vppm.AddArea(linkWatcher.Area())
+		wg.Add(1)
+		go func() { defer wg.Done(); linkWatcher.Run(bgCtx) }()
 		if err := vppm.Register(reg); err != nil {
 			return err
 		}

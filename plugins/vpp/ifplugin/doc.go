@@ -137,8 +137,9 @@
 //
 // One area ("interfaces") for the compatibility check: VPP lacking memif,
 // TAP or AF_PACKET messages disables all interface values. The link state
-// (LinkStateKey) is not reported as SB values yet, and foreign interfaces
-// are not reported as OBTAINED values. The IPv4 and IPv6 tables of an
+// of our interfaces is reported by LinkStateWatcher as OBTAINED values
+// LinkStateKey (interface events, re-listed after each burst and every 30 s);
+// foreign interfaces are not reported as OBTAINED values. The IPv4 and IPv6 tables of an
 // interface are set together (the model has one vrf). A memif socket
 // filename is unregistered when no memif uses it any more, whoever
 // registered it. Key parsing takes

@@ -28,6 +28,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/sirupsen/logrus"
@@ -286,21 +287,31 @@ func (s Status) NotReady() []string {
 	return out
 }
 
-// routeLogrus sends GoVPP's logrus output into slog.
+// routeLogrus sends GoVPP's logrus output into slog. GoVPP's logger is a
+// process-wide global read by its goroutines, so it is set once; the slog
+// logger it writes to can change (the last Manager's).
 func routeLogrus(log *slog.Logger) {
-	l := logrus.New()
-	l.SetOutput(discard{})
-	l.SetLevel(logrus.InfoLevel)
-	l.AddHook(slogHook{log})
-	core.SetLogger(l)
-	socketclient.SetLogger(l)
+	govppLog.Store(log)
+	govppLogOnce.Do(func() {
+		l := logrus.New()
+		l.SetOutput(discard{})
+		l.SetLevel(logrus.InfoLevel)
+		l.AddHook(slogHook{})
+		core.SetLogger(l)
+		socketclient.SetLogger(l)
+	})
 }
+
+var (
+	govppLogOnce sync.Once
+	govppLog     atomic.Pointer[slog.Logger]
+)
 
 type discard struct{}
 
 func (discard) Write(p []byte) (int, error) { return len(p), nil }
 
-type slogHook struct{ log *slog.Logger }
+type slogHook struct{}
 
 func (slogHook) Levels() []logrus.Level { return logrus.AllLevels }
 
@@ -318,6 +329,6 @@ func (h slogHook) Fire(e *logrus.Entry) error {
 	for k, v := range e.Data {
 		attrs = append(attrs, k, v)
 	}
-	h.log.Log(context.Background(), level, e.Message, attrs...)
+	govppLog.Load().Log(context.Background(), level, e.Message, attrs...)
 	return nil
 }

@@ -1,0 +1,296 @@
+package ifplugin
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sort"
+	"time"
+
+	govppapi "go.fd.io/govpp/api"
+	"google.golang.org/protobuf/types/known/wrapperspb"
+
+	"github.com/netagent-io/netagent/plugins/kvscheduler/api"
+	"github.com/netagent-io/netagent/plugins/vpp/ifplugin/vppcalls"
+	"github.com/netagent-io/netagent/plugins/vpp/vppconn"
+)
+
+// Pusher is what the link-state watcher reports to (the scheduler).
+type Pusher interface {
+	PushSBNotification(notifications ...api.KVWithMetadata) error
+}
+
+// Link-state values: the value of LinkStateKey(iface, up).
+const (
+	LinkStateUp   = "UP"
+	LinkStateDown = "DOWN"
+)
+
+const (
+	// linkRetryMin and linkRetryMax bound the delay between two attempts
+	// to subscribe and list while VPP is away or failing.
+	linkRetryMin = 100 * time.Millisecond
+	linkRetryMax = 5 * time.Second
+	// linkRelistInterval: a re-list without an event, for the changes VPP
+	// sends no event for (an interface created or tagged with its final
+	// link state), and to notice a reconnect nobody told the watcher of.
+	linkRelistInterval = 30 * time.Second
+	// linkUnsubscribeTimeout bounds the unsubscription when Run ends.
+	linkUnsubscribeTimeout = time.Second
+)
+
+// LinkStateWatcher reports the link state of the agent's VPP interfaces as
+// OBTAINED values: LinkStateKey(name, up) with the value
+// wrapperspb.String("UP") or ("DOWN"), for every interface whose VPP tag
+// (the logical name) is set. Exactly one of the two keys exists per tagged
+// interface; both are removed when the interface goes.
+//
+// It subscribes to VPP's interface events (GoVPP's watcher of
+// sw_interface_event, then want_interface_events with enable_disable 1 and
+// the agent's PID), then lists the interfaces (sw_interface_dump, ~0). On
+// each burst of events, at start, after each Resync, and every 30 s, it
+// lists them again and pushes the difference with what it
+// reported before (new and changed keys, the opposite key and the keys of
+// interfaces that are gone removed), so that a missed, dropped or reordered
+// event cannot leave a wrong state; an unchanged state pushes nothing.
+//
+// VPP forgets the registration when the client reconnects: call Resync on
+// every VPP (re)connect (the daemon does it from vppconn.Options.OnConnect);
+// it subscribes again and re-lists. After a VPP restart the list is empty
+// until the agent re-creates the interfaces, so every link-state key is
+// removed and then reported again. While VPP is not connected, or a call
+// fails, the watcher keeps what it reported and tries again after a growing
+// delay (100 ms up to 5 s) or at the next Resync, whichever comes first;
+// when VPP lacks the messages of Area it waits for the next Resync only.
+//
+// Limits: VPP sends no event when an interface is created or tagged, so an
+// interface that keeps the link state it was created with is reported at
+// the next event, Resync or periodic re-list. The registration is per VPP
+// client: run one watcher per vppconn.Manager. When two interfaces carry the
+// same tag, the one with the lower sw_if_index is reported.
+type LinkStateWatcher struct {
+	m      *vppconn.Manager
+	e      *vppcalls.EventHandler
+	push   Pusher
+	log    *slog.Logger
+	resync chan struct{}
+
+	// Owned by Run.
+	reported   map[string]string // key -> LinkStateUp / LinkStateDown
+	reconnects int               // Manager's Status().Reconnects at the last subscription
+}
+
+// NewLinkStateWatcher returns a watcher of the interfaces of m's VPP,
+// reporting to push (the scheduler). Register its messages before m.Run
+// (m.AddArea(w.Area())) to have them checked at connect.
+func NewLinkStateWatcher(m *vppconn.Manager, push Pusher, log *slog.Logger) *LinkStateWatcher {
+	if log == nil {
+		log = slog.Default()
+	}
+	return &LinkStateWatcher{
+		m: m, e: vppcalls.NewEventHandler(m), push: push, log: log,
+		resync:   make(chan struct{}, 1),
+		reported: map[string]string{},
+	}
+}
+
+// Area lists the messages the watcher uses (vppcalls.EventsArea), for
+// vppconn's compatibility check at connect. Without it the watcher works
+// unchecked.
+func (w *LinkStateWatcher) Area() vppconn.Area { return vppcalls.EventsArea() }
+
+// Resync makes the watcher subscribe again and re-list. Call it on every VPP
+// (re)connect. It does not wait, and may be called before Run.
+func (w *LinkStateWatcher) Resync() {
+	select {
+	case w.resync <- struct{}{}:
+	default: // one is pending already
+	}
+}
+
+// Run watches until ctx ends; it unsubscribes on the way out. Call it once.
+func (w *LinkStateWatcher) Run(ctx context.Context) {
+	var sub *vppcalls.Subscription
+	closeSub := func() {
+		if sub != nil {
+			sub.Close(ctx)
+			sub = nil
+		}
+	}
+	defer func() {
+		// Unsubscribe on the way out, briefly: the connection may be
+		// going away too.
+		if sub != nil {
+			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), linkUnsubscribeTimeout)
+			sub.Close(cctx)
+			cancel()
+		}
+	}()
+
+	relist := time.NewTicker(linkRelistInterval)
+	defer relist.Stop()
+	var retry *time.Timer
+	defer func() {
+		if retry != nil {
+			retry.Stop()
+		}
+	}()
+	var retryC <-chan time.Time
+	delay := linkRetryMin
+	failing := false
+	needSync := true
+	disabled := false // VPP lacks the messages: wait for a Resync
+
+	for {
+		if needSync {
+			needSync, retryC, disabled = false, nil, false
+			err := w.sync(ctx, &sub, closeSub)
+			if ctx.Err() != nil {
+				return
+			}
+			if err != nil {
+				var ie *vppconn.IncompatibleError
+				switch {
+				case errors.As(err, &ie):
+					w.log.Error("VPP link-state watcher disabled until the next connect", "error", err)
+					closeSub()
+					disabled = true
+				case errors.Is(err, vppconn.ErrNotConnected):
+					w.log.Debug("VPP link-state watcher: VPP not connected; waiting", "error", err)
+				case !failing:
+					w.log.Warn("VPP link-state watcher: subscribing and listing failed; trying again", "error", err)
+				default:
+					w.log.Debug("VPP link-state watcher: still failing", "error", err, "after", delay)
+				}
+				failing = true
+				if !disabled {
+					if retry == nil {
+						retry = time.NewTimer(delay)
+					} else {
+						retry.Reset(delay)
+					}
+					retryC = retry.C
+					delay = min(2*delay, linkRetryMax)
+				}
+			} else {
+				failing, delay = false, linkRetryMin
+			}
+		}
+
+		var events <-chan govppapi.Message
+		if sub != nil {
+			events = sub.Events()
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-w.resync:
+			needSync, delay = true, linkRetryMin
+		case <-retryC:
+			needSync = true
+		case <-relist.C:
+			// A reconnect the watcher was not told of: subscribe again.
+			if disabled || retryC != nil {
+				break // waiting already
+			}
+			if sub == nil || w.m.Status().Reconnects != w.reconnects {
+				needSync = true
+			} else if err := w.list(ctx); err != nil {
+				needSync = true
+			}
+		case _, ok := <-events:
+			if !ok { // closed under the watcher: subscribe again
+				closeSub()
+				needSync = true
+				continue
+			}
+			// Take the whole burst, then list once.
+			drainEvents(events)
+			if err := w.list(ctx); err != nil {
+				needSync = true
+			}
+		}
+	}
+}
+
+func drainEvents(events <-chan govppapi.Message) {
+	for {
+		select {
+		case _, ok := <-events:
+			if !ok {
+				return
+			}
+		default:
+			return
+		}
+	}
+}
+
+// sync subscribes again (the previous subscription closed first) and
+// lists.
+func (w *LinkStateWatcher) sync(ctx context.Context, sub **vppcalls.Subscription, closeSub func()) error {
+	// This sync is what a pending Resync asks for.
+	select {
+	case <-w.resync:
+	default:
+	}
+	closeSub()
+	reconnects := w.m.Status().Reconnects
+	s, err := w.e.Subscribe(ctx)
+	if err != nil {
+		return err
+	}
+	*sub, w.reconnects = s, reconnects
+	return w.list(ctx)
+}
+
+// list dumps the interfaces and pushes the difference with what was
+// reported.
+func (w *LinkStateWatcher) list(ctx context.Context) error {
+	states, err := w.e.DumpLinkStates(ctx)
+	if err != nil {
+		return err
+	}
+	now := make(map[string]string, len(states))
+	seen := make(map[string]bool, len(states))
+	for _, s := range states {
+		if s.Tag == "" || seen[s.Tag] {
+			continue
+		}
+		seen[s.Tag] = true
+		v := LinkStateDown
+		if s.LinkUp {
+			v = LinkStateUp
+		}
+		now[LinkStateKey(s.Tag, s.LinkUp)] = v
+	}
+	var gone, changed []string
+	for key := range w.reported {
+		if _, ok := now[key]; !ok {
+			gone = append(gone, key)
+		}
+	}
+	for key, v := range now {
+		if old, ok := w.reported[key]; !ok || old != v {
+			changed = append(changed, key)
+		}
+	}
+	if len(gone) == 0 && len(changed) == 0 {
+		return nil
+	}
+	sort.Strings(gone)
+	sort.Strings(changed)
+	kvs := make([]api.KVWithMetadata, 0, len(gone)+len(changed))
+	for _, key := range gone {
+		kvs = append(kvs, api.KVWithMetadata{Key: key, Origin: api.FromSB})
+	}
+	for _, key := range changed {
+		kvs = append(kvs, api.KVWithMetadata{Key: key, Value: wrapperspb.String(now[key]), Origin: api.FromSB})
+	}
+	if err := w.push.PushSBNotification(kvs...); err != nil {
+		return err
+	}
+	w.log.Debug("VPP link state reported", "changed", changed, "removed", gone)
+	w.reported = now
+	return nil
+}

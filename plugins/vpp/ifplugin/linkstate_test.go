@@ -1,0 +1,482 @@
+package ifplugin_test
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.fd.io/govpp/binapi/memclnt"
+	"google.golang.org/protobuf/types/known/wrapperspb"
+
+	"github.com/netagent-io/netagent/plugins/kvscheduler"
+	"github.com/netagent-io/netagent/plugins/kvscheduler/api"
+	"github.com/netagent-io/netagent/plugins/vpp/ifplugin"
+	"github.com/netagent-io/netagent/plugins/vpp/ifplugin/vppcalls"
+	"github.com/netagent-io/netagent/plugins/vpp/vppconn"
+	vppif "github.com/netagent-io/netagent/proto/vpp/interfaces"
+	"github.com/netagent-io/netagent/tests/vppsim"
+)
+
+var lsQuiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+// lsDeadline bounds every wait of these tests.
+const lsDeadline = 10 * time.Second
+
+// lsEnv is a vppsim, a vppconn.Manager connected to it that calls the
+// watcher's Resync on every connect (as the daemon does), a scheduler with
+// the interface plugin's descriptors, and a LinkStateWatcher reporting to
+// the scheduler through a recorder.
+type lsEnv struct {
+	t        *testing.T
+	sim      *vppsim.Sim
+	m        *vppconn.Manager
+	s        *kvscheduler.Scheduler
+	w        *ifplugin.LinkStateWatcher
+	rec      *lsRecorder
+	connects chan bool // one per connect: VPP restarted
+}
+
+func newLSEnv(t *testing.T, opts vppsim.Options, watcherLog *slog.Logger) *lsEnv {
+	t.Helper()
+	socket := filepath.Join(t.TempDir(), "api.sock")
+	opts.SocketPath = socket
+	sim, err := vppsim.Start(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sim.Close() })
+	e := &lsEnv{t: t, sim: sim, connects: make(chan bool, 16)}
+	e.m = vppconn.New(vppconn.Options{
+		Socket:      socket,
+		CallTimeout: 5 * time.Second,
+		Log:         lsQuiet,
+		OnConnect: func(restarted, _ bool) {
+			e.w.Resync()
+			select {
+			case e.connects <- restarted:
+			default:
+			}
+		},
+	})
+	p := ifplugin.New(e.m, lsQuiet)
+	e.m.AddArea(p.Area())
+	e.s = kvscheduler.New(kvscheduler.Options{Logger: lsQuiet})
+	if err := e.s.RegisterKVDescriptor(p.Descriptors()...); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(e.s.Close)
+	e.rec = &lsRecorder{t: t, s: e.s}
+	e.w = ifplugin.NewLinkStateWatcher(e.m, e.rec, watcherLog)
+	e.m.AddArea(e.w.Area())
+
+	// The watcher starts before VPP is connected: it waits for the
+	// connect (Resync).
+	wctx, wcancel := context.WithCancel(context.Background())
+	wdone := make(chan struct{})
+	go func() { defer close(wdone); e.w.Run(wctx) }()
+	mctx, mcancel := context.WithCancel(context.Background())
+	mdone := make(chan struct{})
+	go func() { defer close(mdone); e.m.Run(mctx) }()
+	t.Cleanup(func() { mcancel(); <-mdone })
+	t.Cleanup(func() { wcancel(); <-wdone })
+
+	e.waitConnect(false)
+	if st := e.m.Status(); st.Disabled[vppcalls.AreaName] != nil {
+		t.Fatalf("interfaces disabled at connect: %v", st.Disabled)
+	}
+	return e
+}
+
+func (e *lsEnv) waitConnect(wantRestarted bool) {
+	e.t.Helper()
+	deadline := time.After(lsDeadline)
+	for {
+		select {
+		case restarted := <-e.connects:
+			if restarted == wantRestarted {
+				return
+			}
+		case <-deadline:
+			e.t.Fatalf("VPP not connected (restarted=%v) within %v: %+v", wantRestarted, lsDeadline, e.m.Status())
+		}
+	}
+}
+
+func (e *lsEnv) commit(vs ...*vppif.Interface) {
+	e.t.Helper()
+	txn := e.s.StartNBTransaction()
+	for _, v := range vs {
+		txn.SetValue(ifplugin.InterfaceKey(v.GetName()), v)
+	}
+	if _, err := txn.Commit(context.Background()); err != nil {
+		e.t.Fatalf("commit: %v", err)
+	}
+}
+
+func (e *lsEnv) del(names ...string) {
+	e.t.Helper()
+	txn := e.s.StartNBTransaction()
+	for _, n := range names {
+		txn.SetValue(ifplugin.InterfaceKey(n), nil)
+	}
+	if _, err := txn.Commit(context.Background()); err != nil {
+		e.t.Fatalf("delete: %v", err)
+	}
+}
+
+// swIfIndex of the simulator's interface tagged with the logical name.
+func (e *lsEnv) swIfIndex(name string) uint32 {
+	e.t.Helper()
+	for _, i := range e.sim.Interfaces() {
+		if i.Tag == name {
+			return i.SwIfIndex
+		}
+	}
+	e.t.Fatalf("VPP has no interface tagged %s: %+v", name, e.sim.Interfaces())
+	return 0
+}
+
+// waitKey waits on the scheduler's status channel (lsDeadline at most)
+// until key is OBTAINED (present) or gone.
+func (e *lsEnv) waitKey(key string, present bool) {
+	e.t.Helper()
+	ok := func(st *api.ValueStatus) bool {
+		if present {
+			return st.GetState() == api.ValueStateObtained
+		}
+		return st.GetState() == api.ValueStateRemoved || st.GetState() == api.ValueStateNonexistent
+	}
+	ch := make(chan *api.BaseValueStatus, 16)
+	stop := e.s.WatchValueStatus(ch, func(k string) bool { return k == key })
+	defer stop()
+	if ok(e.s.GetValueStatus(key).GetValue()) {
+		return
+	}
+	deadline := time.After(lsDeadline)
+	for {
+		select {
+		case st := <-ch:
+			if ok(st.GetValue()) {
+				return
+			}
+		case <-deadline:
+			e.t.Fatalf("%s: want present=%v within %v, status %v; VPP %+v", key, present, lsDeadline,
+				e.s.GetValueStatus(key), e.sim.Interfaces())
+		}
+	}
+}
+
+// linkKeys returns the link-state values of an interface in the
+// scheduler: key -> value.
+func (e *lsEnv) linkKeys(name string) map[string]string {
+	e.t.Helper()
+	prefix := strings.TrimSuffix(ifplugin.LinkStateKey(name, true), "UP")
+	kvs, err := e.s.DumpValuesByKeyPrefix(prefix, api.CachedView)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, kv := range kvs {
+		sv, isString := kv.Value.(*wrapperspb.StringValue)
+		if !isString {
+			e.t.Fatalf("%s: value %T %v", kv.Key, kv.Value, kv.Value)
+		}
+		out[kv.Key] = sv.GetValue()
+	}
+	return out
+}
+
+// waitLink waits until the link state of the interface is reported as up
+// or down, and checks that it is the only link-state key of the interface.
+func (e *lsEnv) waitLink(name string, up bool) {
+	e.t.Helper()
+	key := ifplugin.LinkStateKey(name, up)
+	e.waitKey(key, true)
+	want := map[string]string{key: map[bool]string{true: "UP", false: "DOWN"}[up]}
+	if got := e.linkKeys(name); !equalMaps(got, want) {
+		e.t.Fatalf("link state of %s: %v, want %v", name, got, want)
+	}
+	if st := e.s.GetValueStatus(key).GetValue(); st.GetState() != api.ValueStateObtained {
+		e.t.Fatalf("%s: %v", key, st)
+	}
+}
+
+// waitNoLink waits until the interface has no link-state key.
+func (e *lsEnv) waitNoLink(name string) {
+	e.t.Helper()
+	e.waitKey(ifplugin.LinkStateKey(name, true), false)
+	e.waitKey(ifplugin.LinkStateKey(name, false), false)
+	if got := e.linkKeys(name); len(got) != 0 {
+		e.t.Fatalf("link state of %s left: %v", name, got)
+	}
+}
+
+// allLinkKeys lists every link-state key in the scheduler, sorted.
+func (e *lsEnv) allLinkKeys() []string {
+	e.t.Helper()
+	kvs, err := e.s.DumpValuesByKeyPrefix("vpp/interface/", api.CachedView)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	var out []string
+	for _, kv := range kvs {
+		if _, _, ok := ifplugin.ParseLinkStateKey(kv.Key); ok {
+			out = append(out, kv.Key)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+func equalMaps(a, b map[string]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if w, ok := b[k]; !ok || w != v {
+			return false
+		}
+	}
+	return true
+}
+
+// lsRecorder passes the watcher's notifications on to the scheduler and
+// records them ("+key=value", "-key"), checking that every one is a
+// southbound value.
+type lsRecorder struct {
+	t      *testing.T
+	s      api.KVScheduler
+	mu     sync.Mutex
+	pushes [][]string
+	gate   *lsGate
+}
+
+// lsGate holds the watcher in a push: entered is closed when the push
+// comes, the push goes on at open (at the end of the test at the latest).
+type lsGate struct {
+	entered, release chan struct{}
+	once             sync.Once
+}
+
+func (g *lsGate) open() { g.once.Do(func() { close(g.release) }) }
+
+// hold makes the next push wait for the gate's opening.
+func (r *lsRecorder) hold() *lsGate {
+	g := &lsGate{entered: make(chan struct{}), release: make(chan struct{})}
+	r.t.Cleanup(g.open)
+	r.mu.Lock()
+	r.gate = g
+	r.mu.Unlock()
+	return g
+}
+
+func (r *lsRecorder) PushSBNotification(kvs ...api.KVWithMetadata) error {
+	var p []string
+	for _, kv := range kvs {
+		if kv.Origin != api.FromSB {
+			r.t.Errorf("%s pushed with origin %v", kv.Key, kv.Origin)
+		}
+		if kv.Value == nil {
+			p = append(p, "-"+kv.Key)
+			continue
+		}
+		sv, _ := kv.Value.(*wrapperspb.StringValue)
+		p = append(p, "+"+kv.Key+"="+sv.GetValue())
+	}
+	r.mu.Lock()
+	r.pushes = append(r.pushes, p)
+	g := r.gate
+	r.gate = nil
+	r.mu.Unlock()
+	if g != nil {
+		close(g.entered)
+		<-g.release
+	}
+	return r.s.PushSBNotification(kvs...)
+}
+
+func (r *lsRecorder) count() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.pushes)
+}
+
+func (r *lsRecorder) since(n int) [][]string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.pushes[n:])
+}
+
+func lsLoop(name string) *vppif.Interface {
+	return &vppif.Interface{Name: name, Type: vppif.Interface_SOFTWARE_LOOPBACK, Enabled: true}
+}
+
+// TestLinkStateWatcherWithoutEvents: a VPP without want_interface_events
+// disables the watcher (its area), not the interfaces. (It comes first: it
+// makes no GoVPP event watcher, whose goroutine would race with the
+// vppconn.New of a later test, see TestLinkStateWatcher.)
+func TestLinkStateWatcherWithoutEvents(t *testing.T) {
+	errs := make(chan string, 16)
+	e := newLSEnv(t, vppsim.Options{Omit: []string{"want_interface_events"}}, slog.New(lsErrors{errs}))
+	select {
+	case msg := <-errs:
+		if !strings.Contains(msg, "disabled") {
+			t.Errorf("logged %q", msg)
+		}
+	case <-time.After(lsDeadline):
+		t.Fatalf("the watcher logged no error within %v", lsDeadline)
+	}
+	if st := e.m.Status(); st.Disabled[vppcalls.EventsAreaName] == nil {
+		t.Errorf("area %s not disabled: %+v", vppcalls.EventsAreaName, st)
+	}
+	e.commit(lsLoop("noev"))
+	if st := e.s.GetValueStatus(ifplugin.InterfaceKey("noev")).GetValue(); st.GetState() != api.ValueStateConfigured {
+		t.Errorf("interface: %v", st)
+	}
+	if got := e.allLinkKeys(); len(got) != 0 {
+		t.Errorf("link-state keys %v", got)
+	}
+}
+
+// lsErrors is a slog handler sending the messages of errors to a channel.
+type lsErrors struct{ ch chan<- string }
+
+func (h lsErrors) Enabled(_ context.Context, l slog.Level) bool { return l >= slog.LevelError }
+func (h lsErrors) Handle(_ context.Context, r slog.Record) error {
+	select {
+	case h.ch <- r.Message:
+	default:
+	}
+	return nil
+}
+func (h lsErrors) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h lsErrors) WithGroup(string) slog.Handler      { return h }
+
+// TestLinkStateWatcher: link up and down, only differences pushed, untagged
+// and deleted interfaces, and a VPP restart followed by the re-creation of
+// the interfaces. One environment only: GoVPP's event watcher goroutine reads
+// GoVPP's package logger as it ends, which vppconn.New sets, so a second
+// Manager created after a watcher closed is a data race for the detector.
+func TestLinkStateWatcher(t *testing.T) {
+	e := newLSEnv(t, vppsim.Options{}, lsQuiet)
+
+	// Loopbacks set admin up have link; nothing else is reported (local0
+	// has no tag).
+	e.commit(lsLoop("ls1"), lsLoop("ls2"))
+	e.waitLink("ls1", true)
+	e.waitLink("ls2", true)
+	if got, want := e.allLinkKeys(), []string{ifplugin.LinkStateKey("ls1", true), ifplugin.LinkStateKey("ls2", true)}; !slices.Equal(got, want) {
+		t.Errorf("link-state keys %v, want %v", got, want)
+	}
+	idx1 := e.swIfIndex("ls1")
+
+	// The carrier goes: DOWN replaces UP, and only ls1 is reported.
+	mark := e.rec.count()
+	if err := e.sim.SetLinkUp(idx1, false); err != nil {
+		t.Fatal(err)
+	}
+	e.waitLink("ls1", false)
+	e.waitLink("ls2", true)
+	want := [][]string{{"-" + ifplugin.LinkStateKey("ls1", true), "+" + ifplugin.LinkStateKey("ls1", false) + "=DOWN"}}
+	if got := e.rec.since(mark); !slices.EqualFunc(got, want, slices.Equal) {
+		t.Errorf("pushed %q, want %q", got, want)
+	}
+
+	// And comes back.
+	if err := e.sim.SetLinkUp(idx1, true); err != nil {
+		t.Fatal(err)
+	}
+	e.waitLink("ls1", true)
+
+	// A Resync without change pushes nothing: only the next real change
+	// is pushed.
+	mark = e.rec.count()
+	e.w.Resync()
+	idx2 := e.swIfIndex("ls2")
+	if err := e.sim.SetLinkUp(idx2, false); err != nil {
+		t.Fatal(err)
+	}
+	e.waitLink("ls2", false)
+	want = [][]string{{"-" + ifplugin.LinkStateKey("ls2", true), "+" + ifplugin.LinkStateKey("ls2", false) + "=DOWN"}}
+	if got := e.rec.since(mark); !slices.EqualFunc(got, want, slices.Equal) {
+		t.Errorf("pushed %q, want %q", got, want)
+	}
+	if err := e.sim.SetLinkUp(idx2, true); err != nil {
+		t.Fatal(err)
+	}
+	e.waitLink("ls2", true)
+
+	// Someone removes the tag of an interface: it is not the agent's any
+	// more, and goes at the next re-list (the next event).
+	e.commit(lsLoop("ls3"))
+	e.waitLink("ls3", true)
+	idx3 := e.swIfIndex("ls3")
+	if err := vppcalls.NewHandler(e.m).SetTag(context.Background(), idx3, ""); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.sim.SetLinkUp(idx3, false); err != nil {
+		t.Fatal(err)
+	}
+	e.waitNoLink("ls3")
+	e.del("ls3") // the interface is gone for the agent: a success
+
+	// A deleted interface loses its link-state keys; the other keeps its.
+	e.del("ls1")
+	e.waitNoLink("ls1")
+	e.waitLink("ls2", true)
+	if got, want := e.allLinkKeys(), []string{ifplugin.LinkStateKey("ls2", true)}; !slices.Equal(got, want) {
+		t.Errorf("link-state keys %v, want %v", got, want)
+	}
+
+	// VPP restarts empty: the watcher subscribes again on the connect (the
+	// OnConnect calls Resync) and reports the interface gone...
+	//
+	// GoVPP v0.13.0 rewrites its message table on a reconnect without its
+	// lock, after reading it for the details of every dump: a dump that has
+	// not been followed by a write on the socket (which orders it before
+	// the reconnect) is a data race for the detector. So VPP restarts while
+	// the watcher is held in the push of a change, not listing, after a
+	// control_ping from the test.
+	gate := e.rec.hold()
+	if err := e.sim.SetLinkUp(idx2, false); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-gate.entered:
+	case <-time.After(lsDeadline):
+		t.Fatalf("no push within %v", lsDeadline)
+	}
+	conn, err := e.m.Conn(vppcalls.AreaName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := conn.Invoke(context.Background(), &memclnt.ControlPing{}, &memclnt.ControlPingReply{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.sim.Restart(0); err != nil {
+		t.Fatal(err)
+	}
+	gate.open()
+	e.waitConnect(true)
+	e.waitNoLink("ls2")
+
+	// ...until the downstream resync re-creates it: it is reported again,
+	// and its changes are seen on the new subscription.
+	if _, err := e.s.StartNBTransaction().Commit(api.WithResync(context.Background(), api.DownstreamResync, false)); err != nil {
+		t.Fatalf("downstream resync: %v", err)
+	}
+	e.waitLink("ls2", true)
+	if err := e.sim.SetLinkUp(e.swIfIndex("ls2"), false); err != nil {
+		t.Fatal(err)
+	}
+	e.waitLink("ls2", false)
+	if got, want := e.allLinkKeys(), []string{ifplugin.LinkStateKey("ls2", false)}; !slices.Equal(got, want) {
+		t.Errorf("link-state keys %v, want %v", got, want)
+	}
+}
