@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/netagent-io/netagent/plugins/vpp/vppconn"
 	"strings"
 
 	govppapi "go.fd.io/govpp/api"
@@ -98,7 +99,7 @@ func (p *Plugin) deleteBinding(key string, i *vppl2.BridgeDomain_Interface, _ an
 	}
 	var in []*l2.BridgeDomainDetails
 	err = p.call(func(ctx context.Context, _ l2.RPCService, conn govppapi.Connection) (err error) {
-		in, err = dump[*l2.BridgeDomainDetails](ctx, conn, &l2.BridgeDomainDump{BdID: noIndex, SwIfIndex: interface_types.InterfaceIndex(sw)})
+		in, err = vppconn.Dump[*l2.BridgeDomainDetails](ctx, conn, &l2.BridgeDomainDump{BdID: noIndex, SwIfIndex: interface_types.InterfaceIndex(sw)})
 		return err
 	})
 	if err != nil {
@@ -118,7 +119,7 @@ func (p *Plugin) deleteBinding(key string, i *vppl2.BridgeDomain_Interface, _ an
 		})
 		return err
 	})
-	if err != nil && !isVPPError(err, govppapi.INVALID_SW_IF_INDEX) {
+	if err != nil && !vppconn.IsVPPError(err, govppapi.INVALID_SW_IF_INDEX) {
 		return fmt.Errorf("sw_interface_set_l2_bridge (%s out of %s, bd_id %d): %w", i.GetName(), bd, bdID, err)
 	}
 	return nil

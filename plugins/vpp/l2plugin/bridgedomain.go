@@ -3,6 +3,7 @@ package l2plugin
 import (
 	"context"
 	"fmt"
+	"github.com/netagent-io/netagent/plugins/vpp/vppconn"
 	"maps"
 	"net"
 	"net/netip"
@@ -159,7 +160,7 @@ func bdDerivedValues(key string, bd *vppl2.BridgeDomain) []api.KeyValuePair {
 func (p *Plugin) dumpBDs(id uint32) ([]*l2.BridgeDomainDetails, error) {
 	var out []*l2.BridgeDomainDetails
 	err := p.call(func(ctx context.Context, _ l2.RPCService, conn govppapi.Connection) (err error) {
-		out, err = dump[*l2.BridgeDomainDetails](ctx, conn, &l2.BridgeDomainDump{BdID: id, SwIfIndex: interface_types.InterfaceIndex(noIndex)})
+		out, err = vppconn.Dump[*l2.BridgeDomainDetails](ctx, conn, &l2.BridgeDomainDump{BdID: id, SwIfIndex: interface_types.InterfaceIndex(noIndex)})
 		return err
 	})
 	if err != nil {
@@ -172,7 +173,7 @@ func (p *Plugin) dumpBDs(id uint32) ([]*l2.BridgeDomainDetails, error) {
 func (p *Plugin) dumpArpTerm(id uint32) ([]*l2.BdIPMacDetails, error) {
 	var out []*l2.BdIPMacDetails
 	err := p.call(func(ctx context.Context, _ l2.RPCService, conn govppapi.Connection) (err error) {
-		out, err = dump[*l2.BdIPMacDetails](ctx, conn, &l2.BdIPMacDump{BdID: id})
+		out, err = vppconn.Dump[*l2.BdIPMacDetails](ctx, conn, &l2.BdIPMacDump{BdID: id})
 		return err
 	})
 	if err != nil {
@@ -347,7 +348,7 @@ func (p *Plugin) sync(name string, id uint32, have, want bdSpec) error {
 	sortAddrs(del)
 	sortAddrs(add)
 	for _, a := range del {
-		if err := p.arpTerm(false, id, a, have.arp[a]); err != nil && !isVPPError(err, govppapi.NO_SUCH_ENTRY) {
+		if err := p.arpTerm(false, id, a, have.arp[a]); err != nil && !vppconn.IsVPPError(err, govppapi.NO_SUCH_ENTRY) {
 			return fmt.Errorf("bd_ip_mac_add_del (%s, bd_id %d, delete %s): %w", name, id, a, err)
 		}
 	}
@@ -400,8 +401,8 @@ func (p *Plugin) deleteBD(key string, _ *vppl2.BridgeDomain, md *BridgeDomainMet
 		_, err := c.BridgeDomainAddDelV2(ctx, &l2.BridgeDomainAddDelV2{BdID: d.BdID, IsAdd: false})
 		return err
 	})
-	if err != nil && !isVPPError(err, govppapi.NO_SUCH_ENTRY) {
-		if isVPPError(err, govppapi.BD_IN_USE) {
+	if err != nil && !vppconn.IsVPPError(err, govppapi.NO_SUCH_ENTRY) {
+		if vppconn.IsVPPError(err, govppapi.BD_IN_USE) {
 			return fmt.Errorf("bridge_domain_add_del_v2 (delete %s, bd_id %d): interfaces the agent did not put there are still members: %w", name, d.BdID, err)
 		}
 		return fmt.Errorf("bridge_domain_add_del_v2 (delete %s, bd_id %d): %w", name, d.BdID, err)

@@ -5,14 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"slices"
 	"sort"
 	"strings"
 	"sync"
 
 	govppapi "go.fd.io/govpp/api"
 	"go.fd.io/govpp/binapi/l2"
-	"go.fd.io/govpp/binapi/memclnt"
 
 	"github.com/netagent-io/netagent/pkg/models"
 	"github.com/netagent-io/netagent/plugins/kvscheduler/api"
@@ -52,53 +50,19 @@ func parseBDInterfaceKey(key, iface string) (string, bool) {
 	return bd, ok && bd != ""
 }
 
-// InterfaceLookup finds the VPP interface of a logical interface name (the
-// daemon passes SchedulerInterfaces, reading the metadata the VPP interface
-// descriptor publishes).
-type InterfaceLookup func(name string) (ifplugin.Metadata, bool)
+// InterfaceLookup finds the VPP interface of a logical interface name
+// (ifplugin.SchedulerInterfaces reads the interface descriptor's metadata).
+type InterfaceLookup = ifplugin.InterfaceLookup
 
-// MetadataSource is the part of the scheduler that SchedulerInterfaces and
-// SchedulerInterfaceNames need.
-type MetadataSource interface {
-	GetMetadataMap(descriptor string) api.MetadataMap
-}
+// MetadataSource is the part of the scheduler the lookups need.
+type MetadataSource = ifplugin.MetadataSource
 
-// SchedulerInterfaces returns an InterfaceLookup reading the metadata map of
-// ifplugin.InterfaceDescriptorName in s (ifplugin.Metadata or
-// *ifplugin.Metadata). The map is looked up at each call, so the lookup may
-// be built before the interface descriptor is registered.
-func SchedulerInterfaces(s MetadataSource) InterfaceLookup {
-	return func(name string) (ifplugin.Metadata, bool) {
-		m := s.GetMetadataMap(ifplugin.InterfaceDescriptorName)
-		if m == nil {
-			return ifplugin.Metadata{}, false
-		}
-		v, ok := m.GetValue(name)
-		if !ok {
-			return ifplugin.Metadata{}, false
-		}
-		switch md := v.(type) {
-		case ifplugin.Metadata:
-			return md, true
-		case *ifplugin.Metadata:
-			if md != nil {
-				return *md, true
-			}
-		}
-		return ifplugin.Metadata{}, false
-	}
-}
+// SchedulerInterfaces is ifplugin.SchedulerInterfaces.
+func SchedulerInterfaces(s MetadataSource) InterfaceLookup { return ifplugin.SchedulerInterfaces(s) }
 
-// SchedulerInterfaceNames returns a lister of the logical names in the
-// metadata map of ifplugin.InterfaceDescriptorName in s, for
-// SetInterfaceLister.
+// SchedulerInterfaceNames is ifplugin.SchedulerInterfaceNames.
 func SchedulerInterfaceNames(s MetadataSource) func() []string {
-	return func() []string {
-		if m := s.GetMetadataMap(ifplugin.InterfaceDescriptorName); m != nil {
-			return m.ListLabels()
-		}
-		return nil
-	}
+	return ifplugin.SchedulerInterfaceNames(s)
 }
 
 // Plugin holds the bridge domain and binding descriptors. It keeps no state
@@ -254,43 +218,6 @@ func (p *Plugin) call(f func(ctx context.Context, c l2.RPCService, conn govppapi
 	ctx, cancel := p.m.CallContext(context.Background())
 	defer cancel()
 	return f(ctx, l2.NewServiceClient(conn), conn)
-}
-
-// dump sends a dump request and collects its details (of type T) until the
-// control ping reply; the stream is closed whatever happens.
-func dump[T govppapi.Message](ctx context.Context, conn govppapi.Connection, req govppapi.Message) ([]T, error) {
-	stream, err := conn.NewStream(ctx)
-	if err != nil {
-		return nil, err
-	}
-	defer func() { _ = stream.Close() }()
-	if err := stream.SendMsg(req); err != nil {
-		return nil, err
-	}
-	if err := stream.SendMsg(&memclnt.ControlPing{}); err != nil {
-		return nil, err
-	}
-	var out []T
-	for {
-		msg, err := stream.RecvMsg()
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", req.GetMessageName(), err)
-		}
-		if d, ok := msg.(T); ok {
-			out = append(out, d)
-			continue
-		}
-		if _, ok := msg.(*memclnt.ControlPingReply); ok {
-			return out, nil
-		}
-		return nil, fmt.Errorf("%s: unexpected message %s", req.GetMessageName(), msg.GetMessageName())
-	}
-}
-
-// isVPPError tells whether err is one of VPP's error codes.
-func isVPPError(err error, codes ...govppapi.VPPApiError) bool {
-	var e govppapi.VPPApiError
-	return errors.As(err, &e) && slices.Contains(codes, e)
 }
 
 // isRetriable is the IsRetriableFailure of both descriptors: a VPP that

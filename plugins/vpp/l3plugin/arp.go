@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/netagent-io/netagent/plugins/vpp/vppconn"
 	"net"
 	"net/netip"
 	"sort"
@@ -155,7 +156,7 @@ func (p *Plugin) deleteARP(_ string, a *vppl3.ARPEntry, _ any) error {
 		return nil
 	}
 	err = p.neighborAddDel(false, s, md.SwIfIndex)
-	if err != nil && !isVPPError(err, govppapi.NO_SUCH_ENTRY, govppapi.INVALID_SW_IF_INDEX) {
+	if err != nil && !vppconn.IsVPPError(err, govppapi.NO_SUCH_ENTRY, govppapi.INVALID_SW_IF_INDEX) {
 		return fmt.Errorf("ip_neighbor_add_del (delete %s): %w", s, err)
 	}
 	return nil
@@ -188,7 +189,7 @@ func (p *Plugin) retrieveARPs(correlate []api.TypedKV[*vppl3.ARPEntry, any]) ([]
 		for _, af := range []ip_types.AddressFamily{ip_types.ADDRESS_IP4, ip_types.ADDRESS_IP6} {
 			var details []*ip_neighbor.IPNeighborDetails
 			err := p.call(func(ctx context.Context, conn govppapi.Connection) (err error) {
-				details, err = dump[*ip_neighbor.IPNeighborDetails](ctx, conn, &ip_neighbor.IPNeighborDump{
+				details, err = vppconn.Dump[*ip_neighbor.IPNeighborDetails](ctx, conn, &ip_neighbor.IPNeighborDump{
 					SwIfIndex: interface_types.InterfaceIndex(sw), Af: af,
 				})
 				return err

@@ -3,6 +3,7 @@ package l3plugin
 import (
 	"context"
 	"fmt"
+	"github.com/netagent-io/netagent/plugins/vpp/vppconn"
 	"net/netip"
 	"sort"
 	"strings"
@@ -315,7 +316,7 @@ func (p *Plugin) createRoute(_ string, r *vppl3.Route) (*RouteMetadata, error) {
 		return nil, fmt.Errorf("route %s: %w", s, err)
 	}
 	err = p.routeAddDel(true, s, sw)
-	if isVPPError(err, govppapi.NO_SUCH_FIB) {
+	if vppconn.IsVPPError(err, govppapi.NO_SUCH_FIB) {
 		// A table this plugin made went away (deleted by someone else).
 		p.forgetTables()
 		if err = p.ensureTables(s.tables()); err == nil {
@@ -347,7 +348,7 @@ func (p *Plugin) deleteRoute(_ string, r *vppl3.Route, md *RouteMetadata) error 
 		}
 	}
 	err = p.routeAddDel(false, s, sw)
-	if err != nil && !isVPPError(err, govppapi.NO_SUCH_FIB, govppapi.INVALID_SW_IF_INDEX, govppapi.NO_SUCH_ENTRY) {
+	if err != nil && !vppconn.IsVPPError(err, govppapi.NO_SUCH_FIB, govppapi.INVALID_SW_IF_INDEX, govppapi.NO_SUCH_ENTRY) {
 		return fmt.Errorf("ip_route_add_del (delete %s): %w", s, err)
 	}
 	return nil
@@ -411,7 +412,7 @@ func (p *Plugin) retrieveRoutes(correlate []api.TypedKV[*vppl3.Route, *RouteMeta
 	for _, t := range sortedTables {
 		var details []*ip.IPRouteDetails
 		err := p.call(func(ctx context.Context, conn govppapi.Connection) (err error) {
-			details, err = dump[*ip.IPRouteDetails](ctx, conn, &ip.IPRouteDump{Table: ip.IPTable{TableID: t.id, IsIP6: t.ipv6}})
+			details, err = vppconn.Dump[*ip.IPRouteDetails](ctx, conn, &ip.IPRouteDump{Table: ip.IPTable{TableID: t.id, IsIP6: t.ipv6}})
 			return err
 		})
 		if err != nil {
