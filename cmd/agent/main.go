@@ -358,6 +358,10 @@ func run(ctx context.Context, cfg Config, logOut io.Writer, listening chan<- Lis
 	})
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	mux.HandleFunc("GET /info/version", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, 200, buildVersion()) })
+	started := time.Now()
+	mux.HandleFunc("GET /info/status", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, 200, agentStatus(cfg, started, endpoints, ready, o, s, vppm))
+	})
 	var servers []*http.Server
 	if ln := lns["rest"]; ln != nil {
 		srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}

@@ -1,0 +1,218 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+
+	configuratorpb "github.com/netagent-io/netagent/proto/configurator"
+)
+
+// tlsConfig is the client TLS configuration of the global flags.
+func (a *app) tlsConfig() (*tls.Config, error) {
+	cfg := &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: a.tlsInsecure} //nolint:gosec // asked for by --tls-insecure
+	if a.tlsCA != "" {
+		pem, err := os.ReadFile(a.tlsCA)
+		if err != nil {
+			return nil, fmt.Errorf("--tls-ca: %v", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("--tls-ca %s: no PEM certificate in it", a.tlsCA)
+		}
+		cfg.RootCAs = pool
+	}
+	if a.tlsCert != "" {
+		cert, err := tls.LoadX509KeyPair(a.tlsCert, a.tlsKey)
+		if err != nil {
+			return nil, fmt.Errorf("--tls-cert/--tls-key: %v", err)
+		}
+		cfg.Certificates = []tls.Certificate{cert}
+	}
+	return cfg, nil
+}
+
+// --- REST ------------------------------------------------------------------------
+
+func (a *app) restBase() string {
+	scheme := "http"
+	if a.tls {
+		scheme = "https"
+	}
+	return scheme + "://" + net.JoinHostPort(a.host, strconv.Itoa(a.restPort))
+}
+
+func (a *app) httpClient() (*http.Client, error) {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.Proxy = nil // the agent is reached directly
+	if a.tls {
+		cfg, err := a.tlsConfig()
+		if err != nil {
+			return nil, err
+		}
+		tr.TLSClientConfig = cfg
+	}
+	return &http.Client{Transport: tr, Timeout: a.timeout}, nil
+}
+
+// restError is an answer of the REST API other than 2xx.
+type restError struct {
+	status int
+	msg    string
+}
+
+func (e *restError) Error() string { return e.msg }
+
+// rest sends a request to the agent's REST API and returns the body of a
+// 2xx answer. Other answers become an error with the agent's message.
+func (a *app) rest(ctx context.Context, method, path string, query url.Values) ([]byte, http.Header, error) {
+	c, err := a.httpClient()
+	if err != nil {
+		return nil, nil, err
+	}
+	u := a.restBase() + path
+	if len(query) > 0 {
+		u += "?" + query.Encode()
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	if a.token != "" {
+		req.Header.Set("Authorization", "Bearer "+a.token)
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return nil, nil, a.unreachable("REST", a.restBase(), "--rest-port", "AGENT_REST_PORT", err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, nil, fmt.Errorf("reading the answer of %s %s: %v", method, path, err)
+	}
+	if resp.StatusCode/100 != 2 {
+		var e struct {
+			Error string `json:"error"`
+		}
+		msg := strings.TrimSpace(string(body))
+		if json.Unmarshal(body, &e) == nil && e.Error != "" {
+			msg = e.Error
+		}
+		if len(msg) > 300 {
+			msg = msg[:300] + "..."
+		}
+		return body, resp.Header, &restError{resp.StatusCode, fmt.Sprintf("agent answered %s %s with %d: %s", method, path, resp.StatusCode, msg)}
+	}
+	return body, resp.Header, nil
+}
+
+// restJSON gets a JSON answer into out.
+func (a *app) restJSON(ctx context.Context, method, path string, query url.Values, out any) error {
+	body, _, err := a.rest(ctx, method, path, query)
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(body, out); err != nil {
+		return fmt.Errorf("answer of %s %s is not what agentctl expects (a different agent version?): %v", method, path, err)
+	}
+	return nil
+}
+
+// unreachable explains a failed connection: which API, where, and which
+// flags choose the address.
+func (a *app) unreachable(api, addr, portFlag, portEnv string, err error) error {
+	var why string
+	switch {
+	case errors.Is(err, syscall.ECONNREFUSED):
+		why = "connection refused"
+	case errors.Is(err, context.DeadlineExceeded) || os.IsTimeout(err):
+		why = fmt.Sprintf("no answer within %v (--timeout)", a.timeout)
+	default:
+		var dnsErr *net.DNSError
+		var uerr *url.Error
+		switch {
+		case errors.As(err, &dnsErr):
+			why = dnsErr.Error()
+		case errors.As(err, &uerr):
+			why = uerr.Err.Error()
+		default:
+			why = err.Error()
+		}
+	}
+	return fmt.Errorf("cannot reach the agent's %s API at %s: %s (is the agent running? the address is --host and %s, or AGENT_HOST and %s)",
+		api, addr, why, portFlag, portEnv)
+}
+
+// --- gRPC ------------------------------------------------------------------------
+
+func (a *app) grpcAddr() string { return net.JoinHostPort(a.host, strconv.Itoa(a.grpcPort)) }
+
+// configurator returns a Configurator client and the function that closes
+// its connection.
+func (a *app) configurator() (configuratorpb.ConfiguratorClient, func(), error) {
+	creds := insecure.NewCredentials()
+	if a.tls {
+		cfg, err := a.tlsConfig()
+		if err != nil {
+			return nil, nil, err
+		}
+		creds = credentials.NewTLS(cfg)
+	}
+	conn, err := grpc.NewClient(a.grpcAddr(), grpc.WithTransportCredentials(creds))
+	if err != nil {
+		return nil, nil, fmt.Errorf("gRPC address %s: %v", a.grpcAddr(), err)
+	}
+	return configuratorpb.NewConfiguratorClient(conn), func() { _ = conn.Close() }, nil
+}
+
+// callContext bounds one call by --timeout and carries the token.
+func (a *app) callContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithTimeout(ctx, a.timeout)
+	return a.withToken(ctx), cancel
+}
+
+func (a *app) withToken(ctx context.Context) context.Context {
+	if a.token != "" {
+		ctx = metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer "+a.token)
+	}
+	return ctx
+}
+
+// grpcError turns a gRPC error into one an operator can act on.
+func (a *app) grpcError(call string, err error) error {
+	st, ok := status.FromError(err)
+	if !ok {
+		return fmt.Errorf("%s: %v", call, err)
+	}
+	switch st.Code() {
+	case codes.Unavailable:
+		msg := st.Message()
+		if strings.Contains(msg, "connection refused") {
+			msg = "connection refused"
+		}
+		return a.unreachable("gRPC", a.grpcAddr(), "--grpc-port", "AGENT_GRPC_PORT", errors.New(msg))
+	case codes.DeadlineExceeded:
+		return fmt.Errorf("%s: no answer from the agent at %s within %v (--timeout)", call, a.grpcAddr(), a.timeout)
+	case codes.Unauthenticated:
+		return fmt.Errorf("%s: the agent wants a token: %s (--token, --token-file or NETAGENT_TOKEN)", call, st.Message())
+	}
+	return fmt.Errorf("%s: %s", call, st.Message())
+}

@@ -1,0 +1,693 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/netagent-io/netagent/pkg/models"
+	configpb "github.com/netagent-io/netagent/proto/config"
+	configuratorpb "github.com/netagent-io/netagent/proto/configurator"
+	kvschedulerpb "github.com/netagent-io/netagent/proto/kvscheduler"
+)
+
+func (a *app) configCommand() *cobra.Command {
+	c := &cobra.Command{
+		Use:   "config",
+		Short: "Read, change, plan and follow the agent's configuration",
+		Long: `Read, change, plan and follow the agent's configuration.
+
+Changes made here go to the agent's gRPC source: they take precedence over the
+same keys in etcd and the init file, and deleting them brings those values
+back. A configuration FILE is a YAML (or JSON) document grouped by model, as
+"agentctl config get" prints it:
+
+  linux_config:
+    interfaces:
+      - name: veth-host
+        type: VETH
+        veth: {peer_if_name: veth-app}
+  vpp_config:
+    routes:
+      - dst_network: 10.0.0.0/24
+        next_hop_addr: 192.168.1.1
+
+FILE "-" reads the document from standard input.`,
+		Example: `  agentctl config get > desired.yaml
+  agentctl config plan desired.yaml
+  agentctl config update desired.yaml --wait
+  agentctl config history
+  agentctl config watch`,
+	}
+	c.AddCommand(a.configGet(), a.configUpdate(), a.configDelete(), a.configPlan(), a.configHistory(),
+		a.configResync(), a.configWatch())
+	return c
+}
+
+// readDocument reads and parses a configuration document ("-": stdin).
+func (a *app) readDocument(file string) (*configpb.Config, int, error) {
+	var data []byte
+	var err error
+	if file == "-" {
+		data, err = io.ReadAll(a.stdin)
+		file = "standard input"
+	} else {
+		data, err = os.ReadFile(file)
+	}
+	if err != nil {
+		return nil, 0, fmt.Errorf("reading the configuration: %v", err)
+	}
+	kvs, err := models.Default.ParseConfig(data)
+	if err != nil {
+		return nil, 0, fmt.Errorf("%s: %v", file, err)
+	}
+	cfg, err := models.Default.BuildConfig(kvs)
+	if err != nil {
+		return nil, 0, fmt.Errorf("%s: %v", file, err)
+	}
+	return cfg, len(kvs), nil
+}
+
+func (a *app) configGet() *cobra.Command {
+	return &cobra.Command{
+		Use:   "get",
+		Short: "Print the desired configuration as a YAML document",
+		Long: `Print the desired configuration: the values of all the agent's sources
+(etcd, gRPC, init file) merged, each key with the value of its
+highest-priority source, as a document that "config update" reads back.
+With -o json it is printed as JSON (the same document).`,
+		Example: `  agentctl config get
+  agentctl config get -o json > desired.json`,
+		Args: argsNamed(),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			client, closeConn, err := a.configurator()
+			if err != nil {
+				return err
+			}
+			defer closeConn()
+			ctx, cancel := a.callContext(cmd.Context())
+			defer cancel()
+			resp, err := client.Get(ctx, &configuratorpb.GetRequest{})
+			if err != nil {
+				return a.grpcError("config get", err)
+			}
+			if a.output == "json" {
+				data, err := models.MarshalJSON(resp.GetConfig())
+				if err != nil {
+					return err
+				}
+				var v any
+				if err := json.Unmarshal(data, &v); err != nil {
+					return err
+				}
+				return a.printData(v)
+			}
+			data, err := models.MarshalYAML(resp.GetConfig())
+			if err != nil {
+				return err
+			}
+			if strings.TrimSpace(string(data)) == "{}" {
+				data = []byte("# no desired configuration\n{}\n")
+			}
+			_, err = a.stdout.Write(data)
+			return err
+		},
+	}
+}
+
+// keyErrorJSON is a KeyError in the JSON/YAML output.
+type keyErrorJSON struct {
+	Key       string `json:"key"`
+	Operation string `json:"operation,omitempty"`
+	State     string `json:"state,omitempty"`
+	Error     string `json:"error"`
+}
+
+type changeJSON struct {
+	SeqNum uint64         `json:"seq_num"`
+	Values int            `json:"values"`
+	Waited bool           `json:"waited"`
+	Errors []keyErrorJSON `json:"errors,omitempty"`
+}
+
+// reportChange prints the result of an Update or Delete; errors of keys end
+// the command with exit code 1.
+func (a *app) reportChange(verb string, n int, wait bool, seq uint64, errs []*configuratorpb.KeyError) error {
+	out := changeJSON{SeqNum: seq, Values: n, Waited: wait}
+	for _, e := range errs {
+		out.Errors = append(out.Errors, keyErrorJSON{Key: e.GetKey(), Operation: e.GetOperation(), State: stateName(e.GetState()), Error: e.GetError()})
+	}
+	if a.output != "table" {
+		if err := a.printData(out); err != nil {
+			return err
+		}
+	} else {
+		switch {
+		case seq == 0 && wait:
+			fmt.Fprintf(a.stdout, "%s %d values: nothing to do (or kept until the agent's first full sync)\n", verb, n)
+		case seq == 0:
+			fmt.Fprintf(a.stdout, "%s %d values: queued\n", verb, n)
+		case wait:
+			fmt.Fprintf(a.stdout, "%s %d values: transaction #%d done\n", verb, n, seq)
+		default:
+			fmt.Fprintf(a.stdout, "%s %d values: transaction #%d queued (--wait waits for it)\n", verb, n, seq)
+		}
+		if len(errs) > 0 {
+			t := newTable(a.stdout, "KEY", "OPERATION", "STATE", "ERROR")
+			for _, e := range out.Errors {
+				t.row(e.Key, e.Operation, e.State, e.Error)
+			}
+			if err := t.flush(); err != nil {
+				return err
+			}
+		}
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("%d of the transaction's values failed", len(errs))
+	}
+	return nil
+}
+
+func stateName(s kvschedulerpb.ValueState) string {
+	if s == kvschedulerpb.ValueState_NONEXISTENT {
+		return ""
+	}
+	return s.String()
+}
+
+func (a *app) configUpdate() *cobra.Command {
+	var replace, wait bool
+	c := &cobra.Command{
+		Use:   "update FILE",
+		Short: "Set the values of a configuration document",
+		Long: `Set the values of a configuration document in the agent (its gRPC source).
+
+With --replace the document replaces everything set before through gRPC:
+values it no longer lists are removed (etcd and init-file values are not
+touched). With --wait the command returns once the transaction is done,
+derived values included, and lists the values that failed (exit code 1).`,
+		Example: `  agentctl config update veth.yaml
+  agentctl config update veth.yaml --wait
+  agentctl config update all.yaml --replace --wait
+  cat veth.yaml | agentctl config update -`,
+		Args:              argsNamed("FILE"),
+		ValidArgsFunction: yamlFiles,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			doc, n, err := a.readDocument(args[0])
+			if err != nil {
+				return err
+			}
+			client, closeConn, err := a.configurator()
+			if err != nil {
+				return err
+			}
+			defer closeConn()
+			ctx, cancel := a.callContext(cmd.Context())
+			defer cancel()
+			resp, err := client.Update(ctx, &configuratorpb.UpdateRequest{Update: doc, FullResync: replace, WaitDone: wait})
+			if err != nil {
+				return a.grpcError("config update", err)
+			}
+			return a.reportChange("update of", n, wait, resp.GetSeqNum(), resp.GetErrors())
+		},
+	}
+	c.Flags().BoolVar(&replace, "replace", false, "replace all the values set through gRPC with the document's")
+	c.Flags().BoolVar(&wait, "wait", false, "wait until the transaction is done and report failed values")
+	return c
+}
+
+func (a *app) configDelete() *cobra.Command {
+	var wait bool
+	c := &cobra.Command{
+		Use:   "delete FILE",
+		Short: "Remove the values of a configuration document",
+		Long: `Remove the values of the items of a configuration document from the agent's
+gRPC source. Only the fields that make an item's key matter (an interface's
+name, a route's destination...). Where etcd or the init file also has the key,
+its value applies again.`,
+		Example:           `  agentctl config delete veth.yaml --wait`,
+		Args:              argsNamed("FILE"),
+		ValidArgsFunction: yamlFiles,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			doc, n, err := a.readDocument(args[0])
+			if err != nil {
+				return err
+			}
+			client, closeConn, err := a.configurator()
+			if err != nil {
+				return err
+			}
+			defer closeConn()
+			ctx, cancel := a.callContext(cmd.Context())
+			defer cancel()
+			resp, err := client.Delete(ctx, &configuratorpb.DeleteRequest{Delete: doc, WaitDone: wait})
+			if err != nil {
+				return a.grpcError("config delete", err)
+			}
+			return a.reportChange("delete of", n, wait, resp.GetSeqNum(), resp.GetErrors())
+		},
+	}
+	c.Flags().BoolVar(&wait, "wait", false, "wait until the transaction is done and report failed values")
+	return c
+}
+
+// plannedJSON is a planned operation in the JSON/YAML output.
+type plannedJSON struct {
+	Operation string          `json:"operation"`
+	Key       string          `json:"key"`
+	Flags     []string        `json:"flags,omitempty"`
+	Value     json.RawMessage `json:"value,omitempty"`
+	PrevValue json.RawMessage `json:"prev_value,omitempty"`
+	Error     string          `json:"error,omitempty"`
+}
+
+func rawOrNil(s string) json.RawMessage {
+	if s == "" {
+		return nil
+	}
+	return json.RawMessage(s)
+}
+
+// isChange tells whether a planned operation changes something.
+func isChange(op *configuratorpb.PlannedOperation) bool {
+	for _, f := range op.GetFlags() {
+		if f == "NOOP" {
+			return false
+		}
+	}
+	return true
+}
+
+func (a *app) configPlan() *cobra.Command {
+	var replace bool
+	c := &cobra.Command{
+		Use:   "plan FILE",
+		Short: "Show what an update would do, without doing it",
+		Long: `Show the operations "config update FILE" would execute, in order, without
+applying anything (a dry run in the agent's scheduler, dependencies and
+derived values included).
+
+Exit codes: 0 no changes, 2 changes, 1 an error (also when an operation of
+the plan would fail, e.g. an invalid value).`,
+		Example: `  agentctl config plan veth.yaml
+  agentctl config plan all.yaml --replace
+  if agentctl config plan veth.yaml >/dev/null; then echo in sync; fi`,
+		Args:              argsNamed("FILE"),
+		ValidArgsFunction: yamlFiles,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			doc, _, err := a.readDocument(args[0])
+			if err != nil {
+				return err
+			}
+			client, closeConn, err := a.configurator()
+			if err != nil {
+				return err
+			}
+			defer closeConn()
+			ctx, cancel := a.callContext(cmd.Context())
+			defer cancel()
+			resp, err := client.Plan(ctx, &configuratorpb.UpdateRequest{Update: doc, FullResync: replace})
+			if err != nil {
+				return a.grpcError("config plan", err)
+			}
+			var changes, failing int
+			counts := map[string]int{}
+			out := []plannedJSON{}
+			for _, op := range resp.GetOperations() {
+				if !isChange(op) {
+					continue
+				}
+				changes++
+				counts[op.GetOperation()]++
+				if op.GetError() != "" {
+					failing++
+				}
+				out = append(out, plannedJSON{Operation: op.GetOperation(), Key: op.GetKey(), Flags: op.GetFlags(),
+					Value: rawOrNil(op.GetValueJson()), PrevValue: rawOrNil(op.GetPrevValueJson()), Error: op.GetError()})
+			}
+			if a.output != "table" {
+				if err := a.printData(map[string]any{"changes": changes, "operations": out}); err != nil {
+					return err
+				}
+			} else if changes == 0 {
+				fmt.Fprintln(a.stdout, "No changes: the agent already has this configuration.")
+			} else {
+				t := newTable(a.stdout, "#", "OPERATION", "KEY", "FLAGS", "ERROR")
+				for i, op := range out {
+					t.row(strconv.Itoa(i+1), op.Operation, op.Key, strings.Join(op.Flags, " "), op.Error)
+				}
+				if err := t.flush(); err != nil {
+					return err
+				}
+				var parts []string
+				for _, name := range []string{"CREATE", "UPDATE", "DELETE", "VALIDATE"} {
+					if counts[name] > 0 {
+						parts = append(parts, fmt.Sprintf("%d %s", counts[name], strings.ToLower(name)))
+					}
+				}
+				fmt.Fprintf(a.stdout, "Plan: %d operations (%s).\n", changes, strings.Join(parts, ", "))
+			}
+			switch {
+			case failing > 0:
+				return fmt.Errorf("plan: %d of %d operations would fail (see ERROR)", failing, changes)
+			case changes > 0:
+				return &exitCodeError{code: exitChanges}
+			}
+			return nil
+		},
+	}
+	c.Flags().BoolVar(&replace, "replace", false, "plan a --replace update")
+	return c
+}
+
+// --- history ---------------------------------------------------------------------
+
+// txnRecord is a transaction of the REST history (the fields agentctl
+// shows; JSON/YAML output passes the agent's answer through).
+type txnRecord struct {
+	SeqNum       uint64    `json:"seq_num"`
+	Type         string    `json:"type"`
+	Resync       string    `json:"resync"`
+	Description  string    `json:"description"`
+	WithRevert   bool      `json:"with_revert"`
+	DryRun       bool      `json:"dry_run"`
+	RetryAttempt int       `json:"retry_attempt"`
+	Start        time.Time `json:"start"`
+	Stop         time.Time `json:"stop"`
+	Values       []struct {
+		Key string `json:"key"`
+	} `json:"values"`
+	Planned  []txnOp `json:"planned"`
+	Executed []txnOp `json:"executed"`
+}
+
+type txnOp struct {
+	Operation string   `json:"operation"`
+	Key       string   `json:"key"`
+	NewState  string   `json:"new_state"`
+	Error     string   `json:"error"`
+	Flags     []string `json:"flags"`
+}
+
+func (r txnRecord) kind() string {
+	k := r.Type
+	if r.Resync != "" {
+		k += " (" + r.Resync + ")"
+	}
+	if r.DryRun {
+		k += " (dry run)"
+	}
+	if r.RetryAttempt > 0 {
+		k += fmt.Sprintf(" (retry %d)", r.RetryAttempt)
+	}
+	return k
+}
+
+func (r txnRecord) failed() int {
+	n := 0
+	for _, op := range r.Executed {
+		if op.Error != "" {
+			n++
+		}
+	}
+	return n
+}
+
+func (a *app) configHistory() *cobra.Command {
+	var details bool
+	var last int
+	c := &cobra.Command{
+		Use:   "history [SEQ]",
+		Short: "List the transactions the agent executed, or show one",
+		Long: `List the transactions kept in the agent's history (a table of their
+sequence number, type, time, operations and errors), or show transaction SEQ
+with its executed operations. --details prints the transaction log format
+(the boxed log of the agent) instead.`,
+		Example: `  agentctl config history
+  agentctl config history --last 5
+  agentctl config history 12
+  agentctl config history 12 --details
+  agentctl config history -o json`,
+		Args: argsNamed("[SEQ]"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			q := url.Values{}
+			if len(args) == 1 {
+				seq, err := strconv.ParseUint(args[0], 10, 64)
+				if err != nil || seq == 0 {
+					return fmt.Errorf("SEQ %q: want a transaction sequence number (1, 2, ...)", args[0])
+				}
+				q.Set("seq-num", args[0])
+			}
+			if last < 0 {
+				return fmt.Errorf("--last %d: want 0 (all) or more", last)
+			}
+			ctx, cancel := context.WithTimeout(cmd.Context(), a.timeout)
+			defer cancel()
+			if details {
+				q.Set("format", "text")
+				body, _, err := a.rest(ctx, "GET", "/scheduler/txn-history", q)
+				if err != nil {
+					return err
+				}
+				_, err = a.stdout.Write(body)
+				return err
+			}
+			var raw struct {
+				History      json.RawMessage   `json:"history"`
+				Transactions []json.RawMessage `json:"transactions"`
+			}
+			if err := a.restJSON(ctx, "GET", "/scheduler/txn-history", q, &raw); err != nil {
+				return err
+			}
+			if last > 0 && len(raw.Transactions) > last {
+				raw.Transactions = raw.Transactions[len(raw.Transactions)-last:]
+			}
+			if a.output != "table" {
+				return a.printData(raw)
+			}
+			recs := make([]txnRecord, len(raw.Transactions))
+			for i, t := range raw.Transactions {
+				if err := json.Unmarshal(t, &recs[i]); err != nil {
+					return fmt.Errorf("answer of GET /scheduler/txn-history is not what agentctl expects: %v", err)
+				}
+			}
+			if len(args) == 1 {
+				return a.printTxn(recs[0])
+			}
+			if len(recs) == 0 {
+				fmt.Fprintln(a.stdout, "No transactions in the history.")
+				return nil
+			}
+			t := newTable(a.stdout, "SEQ", "TYPE", "START", "DURATION", "VALUES", "OPERATIONS", "FAILED", "DESCRIPTION")
+			for _, r := range recs {
+				t.row(strconv.FormatUint(r.SeqNum, 10), r.kind(), r.Start.Local().Format("2006-01-02 15:04:05.000"),
+					r.Stop.Sub(r.Start).Round(time.Microsecond).String(), strconv.Itoa(len(r.Values)),
+					strconv.Itoa(len(r.Executed)), strconv.Itoa(r.failed()), clip(r.Description, 60))
+			}
+			return t.flush()
+		},
+	}
+	c.Flags().BoolVar(&details, "details", false, "print the transaction log format")
+	c.Flags().IntVar(&last, "last", 0, "only the last N transactions (0: all kept)")
+	return c
+}
+
+// printTxn prints one transaction: a header and its executed operations.
+func (a *app) printTxn(r txnRecord) error {
+	fmt.Fprintf(a.stdout, "Transaction #%d: %s\n", r.SeqNum, r.kind())
+	if r.Description != "" {
+		fmt.Fprintf(a.stdout, "Description:  %s\n", r.Description)
+	}
+	fmt.Fprintf(a.stdout, "Start:        %s (took %v)\n", r.Start.Local().Format("2006-01-02 15:04:05.000"), r.Stop.Sub(r.Start).Round(time.Microsecond))
+	fmt.Fprintf(a.stdout, "Values:       %d\n", len(r.Values))
+	ops, what := r.Executed, "Executed"
+	if r.DryRun {
+		ops, what = r.Planned, "Planned"
+	}
+	if len(ops) == 0 {
+		fmt.Fprintf(a.stdout, "%s:%snothing\n", what, strings.Repeat(" ", 13-len(what)))
+		return nil
+	}
+	fmt.Fprintln(a.stdout)
+	t := newTable(a.stdout, "#", "OPERATION", "KEY", "STATE", "FLAGS", "ERROR")
+	for i, op := range ops {
+		t.row(strconv.Itoa(i+1), op.Operation, op.Key, op.NewState, strings.Join(op.Flags, " "), op.Error)
+	}
+	return t.flush()
+}
+
+func (a *app) configResync() *cobra.Command {
+	var retry, verbose bool
+	c := &cobra.Command{
+		Use:   "resync",
+		Short: "Make the dataplane match the desired configuration again",
+		Long: `Run a downstream resync: the agent reads the actual state of VPP and Linux
+and corrects every difference from the desired configuration. An in-sync
+system executes nothing. --retry retries failed operations; --verbose makes
+the agent log the state it read.`,
+		Example: `  agentctl config resync
+  agentctl config resync --retry -o yaml`,
+		Args: argsNamed(),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			q := url.Values{}
+			if retry {
+				q.Set("retry", "true")
+			}
+			if verbose {
+				q.Set("verbose", "true")
+			}
+			ctx, cancel := context.WithTimeout(cmd.Context(), a.timeout)
+			defer cancel()
+			var raw struct {
+				Transaction json.RawMessage `json:"transaction"`
+				Error       string          `json:"error"`
+			}
+			if err := a.restJSON(ctx, "POST", "/scheduler/downstream-resync", q, &raw); err != nil {
+				var re *restError
+				if errors.As(err, &re) && re.status == 401 {
+					return fmt.Errorf("%v (--token, --token-file or NETAGENT_TOKEN)", err)
+				}
+				return err
+			}
+			if a.output != "table" {
+				if err := a.printData(raw); err != nil {
+					return err
+				}
+			} else {
+				var r txnRecord
+				if err := json.Unmarshal(raw.Transaction, &r); err != nil {
+					return fmt.Errorf("answer of POST /scheduler/downstream-resync is not what agentctl expects: %v", err)
+				}
+				if err := a.printTxn(r); err != nil {
+					return err
+				}
+			}
+			if raw.Error != "" {
+				return fmt.Errorf("resync: %s", raw.Error)
+			}
+			return nil
+		},
+	}
+	c.Flags().BoolVar(&retry, "retry", false, "retry failed operations")
+	c.Flags().BoolVar(&verbose, "verbose", false, "the agent logs the state it read")
+	return c
+}
+
+// --- watch -----------------------------------------------------------------------
+
+type statusEventJSON struct {
+	Time          string   `json:"time"`
+	Key           string   `json:"key"`
+	State         string   `json:"state"`
+	LastOperation string   `json:"last_operation,omitempty"`
+	Error         string   `json:"error,omitempty"`
+	Details       []string `json:"details,omitempty"`
+	Derived       bool     `json:"derived,omitempty"`
+}
+
+func (a *app) configWatch() *cobra.Command {
+	var prefixes []string
+	var count int
+	c := &cobra.Command{
+		Use:   "watch",
+		Short: "Follow the status of values as it changes",
+		Long: `Print the status of every value (base and derived), then every change, as it
+happens, until interrupted (Ctrl-C) or until --count statuses are printed.
+Table output prints one line per status; -o json prints one JSON object per
+line; -o yaml one document per status.`,
+		Example: `  agentctl config watch
+  agentctl config watch --key-prefix config/vpp/v2/interfaces/
+  agentctl config watch -o json | jq .`,
+		Args: argsNamed(),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if count < 0 {
+				return fmt.Errorf("--count %d: want 0 (no limit) or more", count)
+			}
+			client, closeConn, err := a.configurator()
+			if err != nil {
+				return err
+			}
+			defer closeConn()
+			ctx, cancel := context.WithCancel(a.withToken(cmd.Context()))
+			defer cancel()
+			stream, err := client.WatchStatus(ctx, &configuratorpb.WatchStatusRequest{KeyPrefixes: prefixes})
+			if err != nil {
+				return a.grpcError("config watch", err)
+			}
+			printed := 0
+			for {
+				st, err := stream.Recv()
+				if err != nil {
+					if cmd.Context().Err() != nil {
+						return nil // interrupted
+					}
+					if errors.Is(err, io.EOF) {
+						return errors.New("config watch: the agent ended the stream (stopping?)")
+					}
+					return a.grpcError("config watch", err)
+				}
+				for _, vs := range append([]*kvschedulerpb.ValueStatus{st.GetValue()}, st.GetDerivedValues()...) {
+					if err := a.printStatusEvent(vs); err != nil {
+						return err
+					}
+					printed++
+					if count > 0 && printed >= count {
+						return nil
+					}
+				}
+			}
+		},
+	}
+	c.Flags().StringSliceVar(&prefixes, "key-prefix", nil, "only keys with this prefix (repeatable)")
+	c.Flags().IntVar(&count, "count", 0, "stop after N statuses (0: no limit)")
+	return c
+}
+
+func (a *app) printStatusEvent(vs *kvschedulerpb.ValueStatus) error {
+	ev := statusEventJSON{Time: time.Now().Format(time.RFC3339Nano), Key: vs.GetKey(), State: vs.GetState().String(),
+		Error: vs.GetError(), Details: vs.GetDetails(), Derived: vs.GetDerived()}
+	if op := vs.GetLastOperation(); op != kvschedulerpb.TxnOperation_UNDEFINED {
+		ev.LastOperation = op.String()
+	}
+	switch a.output {
+	case "json":
+		data, err := json.Marshal(ev)
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintf(a.stdout, "%s\n", data)
+		return err
+	case "yaml":
+		fmt.Fprintln(a.stdout, "---")
+		return a.printData(ev)
+	}
+	line := fmt.Sprintf("%s  %-10s %s", time.Now().Format("15:04:05.000"), ev.State, ev.Key)
+	if ev.LastOperation != "" {
+		line += "  (" + ev.LastOperation + ")"
+	}
+	if ev.Error != "" {
+		line += "  error: " + oneLine(ev.Error)
+	}
+	if len(ev.Details) > 0 {
+		line += "  waiting for: " + strings.Join(ev.Details, ", ")
+	}
+	_, err := fmt.Fprintln(a.stdout, line)
+	return err
+}
+
+// yamlFiles completes configuration file names.
+func yamlFiles(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+	if len(args) > 0 {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	return []string{"yaml", "yml", "json"}, cobra.ShellCompDirectiveFilterFileExt
+}

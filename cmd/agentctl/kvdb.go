@@ -1,0 +1,300 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/cobra"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+	"sigs.k8s.io/yaml"
+
+	"github.com/netagent-io/netagent/pkg/models"
+)
+
+func (a *app) kvdbCommand() *cobra.Command {
+	c := &cobra.Command{
+		Use:   "kvdb",
+		Short: "Read and write the agent's keys in etcd directly",
+		Long: `Read and write the agent's configuration keys in etcd, under
+/vnf-agent/<label>/ (--label, MICROSERVICE_LABEL), at --etcd-endpoints
+(ETCD_ENDPOINTS). The agent applies what is written there.
+
+KEY is a model key such as config/vpp/v2/interfaces/loop1, or the full etcd
+key /vnf-agent/<label>/config/vpp/v2/interfaces/loop1. "put" checks the value
+with the model codec before writing: a value that does not decode, does not
+fit its key or has invalid fields is refused with the reason, and nothing is
+written.`,
+		Example: `  agentctl kvdb list
+  agentctl kvdb list config/linux/
+  agentctl kvdb get config/vpp/v2/interfaces/loop1
+  agentctl kvdb put config/vpp/v2/interfaces/loop1 '{"name":"loop1","type":"SOFTWARE_LOOPBACK","enabled":true}'
+  agentctl kvdb put config/vpp/v2/interfaces/loop1 - < loop1.json
+  agentctl kvdb del config/vpp/v2/interfaces/loop1`,
+	}
+	c.AddCommand(a.kvdbList(), a.kvdbGet(), a.kvdbPut(), a.kvdbDel())
+	return c
+}
+
+// etcd returns an etcd client for the endpoints (its own logs silenced).
+func (a *app) etcd() (*clientv3.Client, error) {
+	c, err := clientv3.New(clientv3.Config{Endpoints: a.etcdEndpoints, DialTimeout: a.timeout, Logger: zap.NewNop()})
+	if err != nil {
+		return nil, fmt.Errorf("etcd client for %s: %v (--etcd-endpoints or ETCD_ENDPOINTS)", strings.Join(a.etcdEndpoints, ","), err)
+	}
+	return c, nil
+}
+
+func (a *app) etcdError(op string, err error) error {
+	if errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("%s: etcd at %s did not answer within %v (is it running? --etcd-endpoints or ETCD_ENDPOINTS)", op, strings.Join(a.etcdEndpoints, ","), a.timeout)
+	}
+	return fmt.Errorf("%s: etcd: %v", op, err)
+}
+
+// etcdKey turns a KEY argument into the model key and the etcd key.
+func (a *app) etcdKey(arg string) (modelKey, etcdKey string, err error) {
+	if strings.HasPrefix(arg, models.EtcdPrefix) {
+		label, mk, err := models.ParseEtcdKey(arg)
+		if err != nil {
+			return "", "", err
+		}
+		if label != a.label {
+			return "", "", fmt.Errorf("key %q is of label %q, not %q (--label, MICROSERVICE_LABEL)", arg, label, a.label)
+		}
+		return mk, arg, nil
+	}
+	if strings.HasPrefix(arg, "/") {
+		return "", "", fmt.Errorf("key %q: want a model key (config/...) or a key under %s", arg, models.EtcdKeyPrefix(a.label))
+	}
+	return arg, models.EtcdKey(a.label, arg), nil
+}
+
+type kvJSON struct {
+	Key   string          `json:"key"`
+	Value json.RawMessage `json:"value"`
+}
+
+// valueJSON is an etcd value for JSON output: as is when it is JSON, else
+// as a JSON string.
+func valueJSON(v []byte) json.RawMessage {
+	if json.Valid(v) {
+		return v
+	}
+	s, _ := json.Marshal(string(v))
+	return s
+}
+
+func (a *app) kvdbList() *cobra.Command {
+	var keysOnly bool
+	c := &cobra.Command{
+		Use:   "list [PREFIX]",
+		Short: "List the keys (and values) under /vnf-agent/<label>/[PREFIX]",
+		Example: `  agentctl kvdb list
+  agentctl kvdb list config/vpp/ --keys-only
+  agentctl kvdb list -o json`,
+		Args: argsNamed("[PREFIX]"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			prefix := models.EtcdKeyPrefix(a.label)
+			if len(args) == 1 {
+				_, ek, err := a.etcdKey(args[0])
+				if err != nil {
+					return err
+				}
+				prefix = ek
+			}
+			cli, err := a.etcd()
+			if err != nil {
+				return err
+			}
+			defer cli.Close()
+			ctx, cancel := context.WithTimeout(cmd.Context(), a.timeout)
+			defer cancel()
+			opts := []clientv3.OpOption{clientv3.WithPrefix(), clientv3.WithSort(clientv3.SortByKey, clientv3.SortAscend)}
+			if keysOnly {
+				opts = append(opts, clientv3.WithKeysOnly())
+			}
+			resp, err := cli.Get(ctx, prefix, opts...)
+			if err != nil {
+				return a.etcdError("kvdb list", err)
+			}
+			base := models.EtcdKeyPrefix(a.label)
+			if a.output != "table" {
+				if keysOnly {
+					keys := []string{}
+					for _, kv := range resp.Kvs {
+						keys = append(keys, strings.TrimPrefix(string(kv.Key), base))
+					}
+					return a.printData(keys)
+				}
+				out := []kvJSON{}
+				for _, kv := range resp.Kvs {
+					out = append(out, kvJSON{Key: strings.TrimPrefix(string(kv.Key), base), Value: valueJSON(kv.Value)})
+				}
+				return a.printData(out)
+			}
+			if len(resp.Kvs) == 0 {
+				fmt.Fprintf(a.stdout, "No keys under %s.\n", prefix)
+				return nil
+			}
+			if keysOnly {
+				for _, kv := range resp.Kvs {
+					fmt.Fprintln(a.stdout, strings.TrimPrefix(string(kv.Key), base))
+				}
+				return nil
+			}
+			t := newTable(a.stdout, "KEY", "VALUE")
+			for _, kv := range resp.Kvs {
+				t.row(strings.TrimPrefix(string(kv.Key), base), string(kv.Value))
+			}
+			return t.flush()
+		},
+	}
+	c.Flags().BoolVar(&keysOnly, "keys-only", false, "list the keys only")
+	return c
+}
+
+func (a *app) kvdbGet() *cobra.Command {
+	return &cobra.Command{
+		Use:   "get KEY",
+		Short: "Print the value of a key",
+		Example: `  agentctl kvdb get config/vpp/v2/interfaces/loop1
+  agentctl kvdb get config/vpp/v2/interfaces/loop1 -o yaml`,
+		Args: argsNamed("KEY"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			_, ek, err := a.etcdKey(args[0])
+			if err != nil {
+				return err
+			}
+			cli, err := a.etcd()
+			if err != nil {
+				return err
+			}
+			defer cli.Close()
+			ctx, cancel := context.WithTimeout(cmd.Context(), a.timeout)
+			defer cancel()
+			resp, err := cli.Get(ctx, ek)
+			if err != nil {
+				return a.etcdError("kvdb get", err)
+			}
+			if len(resp.Kvs) == 0 {
+				return fmt.Errorf("key %s: not in etcd", ek)
+			}
+			v := resp.Kvs[0].Value
+			if !json.Valid(v) {
+				// Shown as it is, with a warning: the agent cannot use it.
+				fmt.Fprintf(a.stderr, "warning: the value of %s is not JSON\n", ek)
+				_, err = fmt.Fprintf(a.stdout, "%s\n", v)
+				return err
+			}
+			return a.printData(json.RawMessage(v))
+		},
+	}
+}
+
+func (a *app) kvdbPut() *cobra.Command {
+	return &cobra.Command{
+		Use:   "put KEY [VALUE | -]",
+		Short: "Write the value of a key, checked by the model codec first",
+		Long: `Write the value of a key. VALUE is JSON (or YAML) with the model's field
+names; "-" or no VALUE reads it from standard input. The value is checked
+before it is written: it must decode as the key's model, have valid fields
+and be the value of that key (its name and key fields match). A value that
+fails is refused with the reason and nothing is written. The value is stored
+as canonical JSON.`,
+		Example: `  agentctl kvdb put config/vpp/v2/interfaces/loop1 '{"name":"loop1","type":"SOFTWARE_LOOPBACK"}'
+  agentctl kvdb put config/linux/interfaces/v2/interface/veth1 - < veth1.yaml`,
+		Args: argsNamed("KEY", "[VALUE]"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			mk, ek, err := a.etcdKey(args[0])
+			if err != nil {
+				return err
+			}
+			var data []byte
+			if len(args) == 1 || args[1] == "-" {
+				if data, err = io.ReadAll(a.stdin); err != nil {
+					return fmt.Errorf("reading the value: %v", err)
+				}
+			} else {
+				data = []byte(args[1])
+			}
+			if strings.TrimSpace(string(data)) == "" {
+				return fmt.Errorf("refused: key %s: empty value", mk)
+			}
+			js, err := yaml.YAMLToJSONStrict(data)
+			if err != nil {
+				return fmt.Errorf("refused: key %s: the value is neither JSON nor YAML: %v", mk, err)
+			}
+			_, v, err := models.Default.DecodeValue(mk, js)
+			if err != nil {
+				return fmt.Errorf("refused: %v", err)
+			}
+			canonical, err := models.MarshalJSON(v)
+			if err != nil {
+				return fmt.Errorf("refused: key %s: %v", mk, err)
+			}
+			cli, err := a.etcd()
+			if err != nil {
+				return err
+			}
+			defer cli.Close()
+			ctx, cancel := context.WithTimeout(cmd.Context(), a.timeout)
+			defer cancel()
+			resp, err := cli.Put(ctx, ek, string(canonical))
+			if err != nil {
+				return a.etcdError("kvdb put", err)
+			}
+			if a.output != "table" {
+				return a.printData(map[string]any{"key": mk, "value": json.RawMessage(canonical), "revision": resp.Header.GetRevision()})
+			}
+			fmt.Fprintf(a.stdout, "put %s (etcd revision %d)\n", ek, resp.Header.GetRevision())
+			return nil
+		},
+	}
+}
+
+func (a *app) kvdbDel() *cobra.Command {
+	var prefix bool
+	c := &cobra.Command{
+		Use:   "del KEY",
+		Short: "Delete a key (or, with --prefix, every key under it)",
+		Example: `  agentctl kvdb del config/vpp/v2/interfaces/loop1
+  agentctl kvdb del config/vpp/v2/route/ --prefix`,
+		Args: argsNamed("KEY"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			_, ek, err := a.etcdKey(args[0])
+			if err != nil {
+				return err
+			}
+			cli, err := a.etcd()
+			if err != nil {
+				return err
+			}
+			defer cli.Close()
+			ctx, cancel := context.WithTimeout(cmd.Context(), a.timeout)
+			defer cancel()
+			var opts []clientv3.OpOption
+			if prefix {
+				opts = append(opts, clientv3.WithPrefix())
+			}
+			resp, err := cli.Delete(ctx, ek, opts...)
+			if err != nil {
+				return a.etcdError("kvdb del", err)
+			}
+			if resp.Deleted == 0 && !prefix {
+				return fmt.Errorf("key %s: not in etcd", ek)
+			}
+			if a.output != "table" {
+				return a.printData(map[string]any{"deleted": resp.Deleted, "revision": resp.Header.GetRevision()})
+			}
+			fmt.Fprintf(a.stdout, "deleted %d keys (etcd revision %d)\n", resp.Deleted, resp.Header.GetRevision())
+			return nil
+		},
+	}
+	c.Flags().BoolVar(&prefix, "prefix", false, "delete every key under KEY")
+	return c
+}

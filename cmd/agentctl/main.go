@@ -1,0 +1,19 @@
+// Command agentctl is the command line of netagent for operators: it reads
+// and changes the agent's configuration over gRPC, shows status, values,
+// dumps, transaction history and the dependency graph over REST, and edits
+// the agent's etcd keys directly (kvdb).
+//
+// Exit codes: 0 success, 1 error (one line on stderr, never a stack trace),
+// 2 "config plan" found changes (as terraform plan -detailed-exitcode).
+//
+// Every global flag has an environment fallback, used when the flag is not
+// given; see `agentctl --help`.
+package main
+
+import (
+	"os"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+}
