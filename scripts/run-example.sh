@@ -8,9 +8,11 @@ cd "$(dirname "$0")/.."
 scripts/install-tools.sh
 mkdir -p bin
 go build -o bin/agent ./cmd/agent
+go build -o bin/agentctl ./cmd/agentctl
 data=$(mktemp -d /tmp/netagent-etcd.XXXXXX)
 cat <<MSG
 netagent: starting with examples/veth-route.yaml (etcd data in $data)
+  agentctl: bin/agentctl status; bin/agentctl values; bin/agentctl config history
   status:   curl -s http://127.0.0.1:9191/scheduler/status
   graph:    http://127.0.0.1:9191/scheduler/graph (SVG) or ?format=dot
   history:  curl -s 'http://127.0.0.1:9191/scheduler/txn-history?format=text'

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -74,6 +75,38 @@ func (a *app) etcdKey(arg string) (modelKey, etcdKey string, err error) {
 	return arg, models.EtcdKey(a.label, arg), nil
 }
 
+// keyCompletion completes a KEY argument from the keys in etcd (within one
+// second; nothing when etcd does not answer) and the models' key prefixes.
+func (a *app) keyCompletion(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+	if len(args) > 0 {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	if err := a.resolve(cmd.Root().PersistentFlags()); err != nil {
+		return nil, cobra.ShellCompDirectiveNoFileComp | cobra.ShellCompDirectiveError
+	}
+	var out []string
+	for _, m := range models.Default.Models() {
+		if strings.HasPrefix(m.KeyPrefix, toComplete) {
+			out = append(out, m.KeyPrefix)
+		}
+	}
+	cli, err := a.etcd()
+	if err != nil {
+		return out, cobra.ShellCompDirectiveNoFileComp | cobra.ShellCompDirectiveNoSpace
+	}
+	defer cli.Close()
+	ctx, cancel := context.WithTimeout(cmd.Context(), time.Second)
+	defer cancel()
+	base := models.EtcdKeyPrefix(a.label)
+	resp, err := cli.Get(ctx, base+toComplete, clientv3.WithPrefix(), clientv3.WithKeysOnly(), clientv3.WithLimit(1000))
+	if err == nil {
+		for _, kv := range resp.Kvs {
+			out = append(out, strings.TrimPrefix(string(kv.Key), base))
+		}
+	}
+	return out, cobra.ShellCompDirectiveNoFileComp | cobra.ShellCompDirectiveNoSpace
+}
+
 type kvJSON struct {
 	Key   string          `json:"key"`
 	Value json.RawMessage `json:"value"`
@@ -97,7 +130,8 @@ func (a *app) kvdbList() *cobra.Command {
 		Example: `  agentctl kvdb list
   agentctl kvdb list config/vpp/ --keys-only
   agentctl kvdb list -o json`,
-		Args: argsNamed("[PREFIX]"),
+		Args:              argsNamed("[PREFIX]"),
+		ValidArgsFunction: a.keyCompletion,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			prefix := models.EtcdKeyPrefix(a.label)
 			if len(args) == 1 {
@@ -164,7 +198,8 @@ func (a *app) kvdbGet() *cobra.Command {
 		Short: "Print the value of a key",
 		Example: `  agentctl kvdb get config/vpp/v2/interfaces/loop1
   agentctl kvdb get config/vpp/v2/interfaces/loop1 -o yaml`,
-		Args: argsNamed("KEY"),
+		Args:              argsNamed("KEY"),
+		ValidArgsFunction: a.keyCompletion,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			_, ek, err := a.etcdKey(args[0])
 			if err != nil {
@@ -208,7 +243,8 @@ fails is refused with the reason and nothing is written. The value is stored
 as canonical JSON.`,
 		Example: `  agentctl kvdb put config/vpp/v2/interfaces/loop1 '{"name":"loop1","type":"SOFTWARE_LOOPBACK"}'
   agentctl kvdb put config/linux/interfaces/v2/interface/veth1 - < veth1.yaml`,
-		Args: argsNamed("KEY", "[VALUE]"),
+		Args:              argsNamed("KEY", "[VALUE]"),
+		ValidArgsFunction: a.keyCompletion,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			mk, ek, err := a.etcdKey(args[0])
 			if err != nil {
@@ -264,7 +300,8 @@ func (a *app) kvdbDel() *cobra.Command {
 		Short: "Delete a key (or, with --prefix, every key under it)",
 		Example: `  agentctl kvdb del config/vpp/v2/interfaces/loop1
   agentctl kvdb del config/vpp/v2/route/ --prefix`,
-		Args: argsNamed("KEY"),
+		Args:              argsNamed("KEY"),
+		ValidArgsFunction: a.keyCompletion,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			_, ek, err := a.etcdKey(args[0])
 			if err != nil {
