@@ -8,7 +8,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -19,7 +18,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -34,6 +32,7 @@ import (
 	linuxif "github.com/netagent-io/netagent/proto/linux/interfaces"
 	linuxl3 "github.com/netagent-io/netagent/proto/linux/l3"
 	linuxns "github.com/netagent-io/netagent/proto/linux/namespace"
+	"github.com/netagent-io/netagent/tests/netnstest"
 )
 
 // waitTimeout bounds every wait (an embedded etcd under -race on two vCPUs
@@ -45,59 +44,24 @@ const pollInterval = 20 * time.Millisecond
 
 var pid = os.Getpid()
 
-// isolatedEnv marks the test process that runs in a network namespace of
-// its own; set to 0 it keeps the tests in the caller's namespace.
+// isolatedEnv is the variable of netnstest.Run: set to 0 it keeps the
+// tests in the caller's namespace.
 const isolatedEnv = "NETAGENT_E2E_ISOLATED"
 
-// TestMain runs the tests, as root, in a new network namespace (the test
-// binary runs itself again in one): the agent runs in the test process, and
-// its first full resync deletes every link of its own namespace that
-// carries the agent's alias and that it is not configured with; in the host
-// namespace that would be the links of an agent running there (make run)
-// and of the Linux plugins' tests that go test ./... runs at the same time.
-// The named namespaces (/var/run/netns) are shared and removed by the
-// tests. It removes the agent binary built by agentBinary.
+// TestMain runs the tests, as root, in a network namespace of their own
+// (netnstest): the agent runs in the test process, and its first full
+// resync deletes every link of its own namespace that carries the agent's
+// alias and that it is not configured with; in the host namespace that
+// would be the links of an agent running there (make run) and of the Linux
+// plugins' tests that go test ./... runs at the same time. The named
+// namespaces (/var/run/netns) are shared and removed by the tests. It
+// removes the agent binary built by agentBinary.
 func TestMain(m *testing.M) {
-	switch {
-	case os.Geteuid() == 0 && os.Getenv(isolatedEnv) == "":
-		os.Exit(runIsolated())
-	case os.Getenv(isolatedEnv) == "1":
-		// A new namespace has only lo, down: the listeners need it.
-		if out, err := exec.Command("ip", "link", "set", "lo", "up").CombinedOutput(); err != nil {
-			fmt.Fprintf(os.Stderr, "ip link set lo up in the tests' network namespace: %v: %s\n", err, out)
-			os.Exit(1)
-		}
-	}
-	code := m.Run()
+	code := netnstest.Run(m, isolatedEnv)
 	if binary.dir != "" {
 		_ = os.RemoveAll(binary.dir)
 	}
 	os.Exit(code)
-}
-
-// runIsolated runs the test binary again, with the same arguments, in a new
-// network namespace, and returns its exit code.
-func runIsolated() int {
-	self, err := os.Executable()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "e2e: cannot find the test binary:", err)
-		return 1
-	}
-	cmd := exec.Command(self, os.Args[1:]...)
-	cmd.Env = append(os.Environ(), isolatedEnv+"=1")
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWNET, Pdeathsig: syscall.SIGKILL}
-	err = cmd.Run()
-	var exit *exec.ExitError
-	switch {
-	case err == nil:
-		return 0
-	case errors.As(err, &exit) && exit.ExitCode() >= 0:
-		return exit.ExitCode()
-	default:
-		fmt.Fprintln(os.Stderr, "e2e: running the tests in a network namespace of their own:", err)
-		return 1
-	}
 }
 
 // needRoot skips a test that needs to create namespaces and links.

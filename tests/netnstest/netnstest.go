@@ -1,0 +1,146 @@
+// Package netnstest runs a package's tests in a network namespace of their
+// own, for tests only: the daemon must not import it (test files and test
+// support packages may).
+//
+// Tests that run the agent, in process or as a child process, need it: the
+// agent's first full resync deletes every link of its namespace that
+// carries its alias and that it is not configured with, which in the host
+// namespace would be the links of an agent running there and of other
+// packages' tests running at the same time. In a namespace of their own
+// the tests also get loopback ports that nobody else uses.
+//
+// # Using it
+//
+// Call Main, or Run when something must happen after the tests, from the
+// package's TestMain:
+//
+//	func TestMain(m *testing.M) { netnstest.Main(m, "NETAGENT_E2E_ISOLATED") }
+//
+// Run runs the test binary a second time, with the same arguments, in a new
+// network namespace (CLONE_NEWNET) whose only link, lo, it brings up; the
+// first process only waits for the second and returns its exit code. So
+// TestMain code before Run runs in both processes and code after it runs in
+// both too, the first's after the second's: set things up lazily in the
+// tests (sync.Once) and make cleanups after Run harmless when there is
+// nothing to clean up.
+//
+// The variable named by envName tells the processes apart and lets the
+// caller opt out:
+//
+//	unset            as root: isolate (run the tests in a child process, in a
+//	                 new namespace); not root: run the tests here, in the
+//	                 caller's namespace (tests that need root skip)
+//	"1"              set by Run for the child: bring lo up, run the tests
+//	anything else    run the tests here, in the caller's namespace
+//	                 (e.g. envName=0 to watch them with tools of the host)
+//
+// Only the network namespace is new: the mount namespace, and so the named
+// network namespaces of /var/run/netns, are the host's. Tests that create
+// named namespaces must give them unique names and remove them.
+//
+// Signals: SIGINT, SIGTERM and SIGQUIT sent to the first process are passed
+// on to the second, so that go test's SIGQUIT on a timeout dumps the
+// goroutines of the process that runs the tests. The second process gets
+// SIGKILL when the first dies.
+package netnstest
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"runtime"
+	"syscall"
+	"testing"
+)
+
+// isolated is set by Run in the process that runs the tests in a namespace
+// of its own.
+var isolated bool
+
+// Isolated reports whether Run moved the tests of this process into a
+// network namespace of their own.
+func Isolated() bool { return isolated }
+
+// Main runs the tests as Run does and exits with their exit code.
+func Main(m *testing.M, envName string) {
+	os.Exit(Run(m, envName))
+}
+
+// Run runs the tests of m in a network namespace of their own when the
+// process is root (see the package documentation for envName) and returns
+// the exit code for os.Exit.
+func Run(m *testing.M, envName string) int {
+	switch mode := os.Getenv(envName); {
+	case mode == "" && os.Geteuid() == 0:
+		return runIsolated(envName)
+	case mode == "1":
+		// A new namespace has only lo, down: listeners need it.
+		if out, err := exec.Command("ip", "link", "set", "lo", "up").CombinedOutput(); err != nil {
+			fmt.Fprintf(os.Stderr, "netnstest: ip link set lo up in the tests' network namespace: %v: %s\n", err, out)
+			return 1
+		}
+		isolated = true
+	}
+	return m.Run()
+}
+
+// runIsolated runs the test binary again, with the same arguments and
+// envName=1, in a new network namespace, and returns its exit code.
+func runIsolated(envName string) int {
+	self, err := os.Executable()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "netnstest: cannot find the test binary:", err)
+		return 1
+	}
+	cmd := exec.Command(self, os.Args[1:]...)
+	cmd.Env = append(os.Environ(), envName+"=1")
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWNET, Pdeathsig: syscall.SIGKILL}
+	// Pdeathsig fires when the thread that started the child ends, not the
+	// process: keep this goroutine on its thread until the child is gone.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+
+	signals := make(chan os.Signal, 1)
+	signal.Notify(signals, syscall.SIGINT, syscall.SIGTERM, syscall.SIGQUIT)
+	defer signal.Stop(signals)
+	if err := cmd.Start(); err != nil {
+		fmt.Fprintln(os.Stderr, "netnstest: running the tests in a network namespace of their own:", err)
+		return 1
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	for {
+		select {
+		case sig := <-signals:
+			_ = cmd.Process.Signal(sig)
+		case err := <-exited:
+			code, why := exitCode(err)
+			if why != "" {
+				fmt.Fprintln(os.Stderr, "netnstest:", why)
+			}
+			return code
+		}
+	}
+}
+
+// exitCode turns the result of the child's Wait into the exit code of the
+// first process: the child's, or 128+n when signal n killed it; why says
+// what happened when the child did not exit by itself.
+func exitCode(err error) (code int, why string) {
+	var exit *exec.ExitError
+	switch {
+	case err == nil:
+		return 0, ""
+	case !errors.As(err, &exit):
+		return 1, fmt.Sprintf("waiting for the tests: %v", err)
+	case exit.ExitCode() >= 0:
+		return exit.ExitCode(), ""
+	}
+	if ws, ok := exit.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return 128 + int(ws.Signal()), fmt.Sprintf("the tests were killed by %v", ws.Signal())
+	}
+	return 1, fmt.Sprintf("the tests ended: %v", err)
+}
