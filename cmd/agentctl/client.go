@@ -108,6 +108,12 @@ func (a *app) rest(ctx context.Context, method, path string, query url.Values) (
 	if err != nil {
 		return nil, nil, fmt.Errorf("reading the answer of %s %s: %v", method, path, err)
 	}
+	if resp.StatusCode == http.StatusBadRequest && !a.tls && strings.Contains(string(body), "HTTP request to an HTTPS server") {
+		return nil, nil, fmt.Errorf("the agent's REST API at %s uses TLS: give --tls-ca with the CA that signed its certificate (or --tls, --tls-insecure)", a.restBase())
+	}
+	if resp.Header.Get("Grpc-Status") != "" || strings.HasPrefix(resp.Header.Get("Content-Type"), "application/grpc") {
+		return nil, nil, fmt.Errorf("cannot reach the agent's REST API at %s: a gRPC server answers there, not REST (is --rest-port the agent's gRPC port? the address is --host and --rest-port, or AGENT_HOST and AGENT_REST_PORT)", a.restBase())
+	}
 	if resp.StatusCode/100 != 2 {
 		var e struct {
 			Error string `json:"error"`
@@ -118,6 +124,9 @@ func (a *app) rest(ctx context.Context, method, path string, query url.Values) (
 		}
 		if len(msg) > 300 {
 			msg = msg[:300] + "..."
+		}
+		if msg == "" {
+			msg = http.StatusText(resp.StatusCode)
 		}
 		return body, resp.Header, &restError{resp.StatusCode, fmt.Sprintf("agent answered %s %s with %d: %s", method, path, resp.StatusCode, msg)}
 	}
@@ -136,29 +145,60 @@ func (a *app) restJSON(ctx context.Context, method, path string, query url.Value
 	return nil
 }
 
-// unreachable explains a failed connection: which API, where, and which
-// flags choose the address.
+// unreachable explains a failed connection: which API, where, what went
+// wrong and what to change (the address flags, or the TLS flags when the
+// agent's TLS and agentctl's do not match).
 func (a *app) unreachable(api, addr, portFlag, portEnv string, err error) error {
-	var why string
+	msg := err.Error()
+	var dnsErr *net.DNSError
+	var uerr *url.Error
 	switch {
-	case errors.Is(err, syscall.ECONNREFUSED):
-		why = "connection refused"
+	case errors.As(err, &dnsErr):
+		msg = dnsErr.Error()
+	case errors.As(err, &uerr):
+		msg = uerr.Err.Error()
+	}
+	address := fmt.Sprintf("the address is --host and %s, or AGENT_HOST and %s", portFlag, portEnv)
+	var why, hint string
+	switch {
+	case errors.Is(err, syscall.ECONNREFUSED) || strings.Contains(msg, "connection refused"):
+		why, hint = "connection refused", "is the agent running? "+address
 	case errors.Is(err, context.DeadlineExceeded) || os.IsTimeout(err):
-		why = fmt.Sprintf("no answer within %v (--timeout)", a.timeout)
+		why, hint = fmt.Sprintf("no answer within %v (--timeout)", a.timeout), "is the agent running? "+address
+	case strings.Contains(msg, "x509:") || strings.Contains(msg, "failed to verify certificate"):
+		why = "the agent's certificate is not trusted: " + from(msg, "x509:", "tls:")
+		hint = "--tls-ca names the CA that signed it; --tls-insecure skips the check"
+	case strings.Contains(msg, "first record does not look like a TLS handshake") ||
+		strings.Contains(msg, "server gave HTTP response to HTTPS client"):
+		why = "it does not answer TLS"
+		hint = "the agent's " + api + " API is plain: drop --tls, --tls-ca and --tls-insecure, or check " + portFlag
+	case strings.Contains(msg, "malformed HTTP response"):
+		why = "what answers there is not HTTP"
+		hint = "is " + portFlag + " the agent's gRPC port? a TLS listener needs --tls or --tls-ca; " + address
+	case strings.Contains(msg, "looked like an HTTP/1.1 header") || strings.Contains(msg, "ALPN"):
+		why = "an HTTP server answers there, not gRPC"
+		hint = "is " + portFlag + " the agent's REST port? " + address
+	case strings.Contains(msg, "error reading server preface"):
+		why = "the connection closed before gRPC started"
+		hint = "the agent's gRPC API may use TLS (--tls, --tls-ca), or " + portFlag + " is not its gRPC port"
+	case msg == "EOF" || strings.HasSuffix(msg, ": EOF"):
+		why = "the connection closed without an answer"
+		hint = "is " + portFlag + " the agent's " + api + " port? a TLS listener needs --tls or --tls-ca; " + address
 	default:
-		var dnsErr *net.DNSError
-		var uerr *url.Error
-		switch {
-		case errors.As(err, &dnsErr):
-			why = dnsErr.Error()
-		case errors.As(err, &uerr):
-			why = uerr.Err.Error()
-		default:
-			why = err.Error()
+		why, hint = msg, "is the agent running? "+address
+	}
+	return fmt.Errorf("cannot reach the agent's %s API at %s: %s (%s)", api, addr, why, hint)
+}
+
+// from returns s from the first of the markers on (s when none is in it),
+// without a trailing quote: the cause at the end of a wrapped message.
+func from(s string, markers ...string) string {
+	for _, m := range markers {
+		if i := strings.Index(s, m); i >= 0 {
+			return strings.TrimRight(s[i:], `"`)
 		}
 	}
-	return fmt.Errorf("cannot reach the agent's %s API at %s: %s (is the agent running? the address is --host and %s, or AGENT_HOST and %s)",
-		api, addr, why, portFlag, portEnv)
+	return s
 }
 
 // --- gRPC ------------------------------------------------------------------------
@@ -204,11 +244,7 @@ func (a *app) grpcError(call string, err error) error {
 	}
 	switch st.Code() {
 	case codes.Unavailable:
-		msg := st.Message()
-		if strings.Contains(msg, "connection refused") {
-			msg = "connection refused"
-		}
-		return a.unreachable("gRPC", a.grpcAddr(), "--grpc-port", "AGENT_GRPC_PORT", errors.New(msg))
+		return a.unreachable("gRPC", a.grpcAddr(), "--grpc-port", "AGENT_GRPC_PORT", errors.New(st.Message()))
 	case codes.DeadlineExceeded:
 		return fmt.Errorf("%s: no answer from the agent at %s within %v (--timeout)", call, a.grpcAddr(), a.timeout)
 	case codes.Unauthenticated:

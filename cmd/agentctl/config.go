@@ -277,14 +277,14 @@ func rawOrNil(s string) json.RawMessage {
 	return json.RawMessage(s)
 }
 
-// isChange tells whether a planned operation changes something.
-func isChange(op *configuratorpb.PlannedOperation) bool {
-	for _, f := range op.GetFlags() {
-		if f == "NOOP" {
-			return false
+// hasFlag tells whether a planned operation has a flag.
+func hasFlag(op plannedJSON, flag string) bool {
+	for _, f := range op.Flags {
+		if f == flag {
+			return true
 		}
 	}
-	return true
+	return false
 }
 
 func (a *app) configPlan() *cobra.Command {
@@ -295,6 +295,11 @@ func (a *app) configPlan() *cobra.Command {
 		Long: `Show the operations "config update FILE" would execute, in order, without
 applying anything (a dry run in the agent's scheduler, dependencies and
 derived values included).
+
+Every operation listed is a change: the scheduler plans nothing for a value
+the agent already has. FLAGS tell more: IS-PENDING, the value would wait for
+its dependencies (nothing is executed for it yet); NOOP, nothing is executed
+(a pending or invalid value is only recorded); DERIVED, PROPERTY, RECREATE.
 
 Exit codes: 0 no changes, 2 changes, 1 an error (also when an operation of
 the plan would fail, e.g. an invalid value).`,
@@ -319,20 +324,23 @@ the plan would fail, e.g. an invalid value).`,
 			if err != nil {
 				return a.grpcError("config plan", err)
 			}
-			var changes, failing int
+			// Every planned operation is a change, NOOP ones too: a value
+			// that would be pending or invalid is still a new desired value.
+			var changes, failing, pending int
 			counts := map[string]int{}
 			out := []plannedJSON{}
 			for _, op := range resp.GetOperations() {
-				if !isChange(op) {
-					continue
-				}
 				changes++
 				counts[op.GetOperation()]++
 				if op.GetError() != "" {
 					failing++
 				}
-				out = append(out, plannedJSON{Operation: op.GetOperation(), Key: op.GetKey(), Flags: op.GetFlags(),
-					Value: rawOrNil(op.GetValueJson()), PrevValue: rawOrNil(op.GetPrevValueJson()), Error: op.GetError()})
+				p := plannedJSON{Operation: op.GetOperation(), Key: op.GetKey(), Flags: op.GetFlags(),
+					Value: rawOrNil(op.GetValueJson()), PrevValue: rawOrNil(op.GetPrevValueJson()), Error: op.GetError()}
+				if hasFlag(p, "IS-PENDING") {
+					pending++
+				}
+				out = append(out, p)
 			}
 			if a.output != "table" {
 				if err := a.printData(map[string]any{"changes": changes, "operations": out}); err != nil {
@@ -354,7 +362,11 @@ the plan would fail, e.g. an invalid value).`,
 						parts = append(parts, fmt.Sprintf("%d %s", counts[name], strings.ToLower(name)))
 					}
 				}
-				fmt.Fprintf(a.stdout, "Plan: %d operations (%s).\n", changes, strings.Join(parts, ", "))
+				summary := fmt.Sprintf("Plan: %d operations (%s)", changes, strings.Join(parts, ", "))
+				if pending > 0 {
+					summary += fmt.Sprintf("; %d would wait for dependencies (IS-PENDING)", pending)
+				}
+				fmt.Fprintln(a.stdout, summary+".")
 			}
 			switch {
 			case failing > 0:

@@ -41,8 +41,8 @@ func (a *app) dumpCommand() *cobra.Command {
   --view SB      read from VPP and Linux now (Retrieve)
   --view NB      the desired values
 
-The table shows each key, where the value comes from (origin: FromNB, or
-FromSB for values found in the dataplane) and the value as JSON.
+The table shows each key, where the value comes from (origin: from-NB, or
+from-SB for values found in the dataplane) and the value as JSON.
 
 Models: ` + strings.Join(modelNames(), ", "),
 		Example: `  agentctl dump vpp.interfaces

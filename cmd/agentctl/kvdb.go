@@ -258,12 +258,18 @@ as canonical JSON.`,
 			} else {
 				data = []byte(args[1])
 			}
-			if strings.TrimSpace(string(data)) == "" {
-				return fmt.Errorf("refused: key %s: empty value", mk)
+			trimmed := strings.TrimSpace(string(data))
+			if trimmed == "" {
+				return fmt.Errorf("refused: key %q: empty value", mk)
+			}
+			if strings.HasPrefix(trimmed, "{") && !json.Valid(data) {
+				// Meant as JSON: its error says more than YAML's would.
+				var v any
+				return fmt.Errorf("refused: key %q: the value is not valid JSON: %v", mk, json.Unmarshal(data, &v))
 			}
 			js, err := yaml.YAMLToJSONStrict(data)
 			if err != nil {
-				return fmt.Errorf("refused: key %s: the value is neither JSON nor YAML: %v", mk, err)
+				return fmt.Errorf("refused: key %q: the value is neither JSON nor YAML: %v", mk, err)
 			}
 			_, v, err := models.Default.DecodeValue(mk, js)
 			if err != nil {
@@ -271,7 +277,7 @@ as canonical JSON.`,
 			}
 			canonical, err := models.MarshalJSON(v)
 			if err != nil {
-				return fmt.Errorf("refused: key %s: %v", mk, err)
+				return fmt.Errorf("refused: key %q: %v", mk, err)
 			}
 			cli, err := a.etcd()
 			if err != nil {

@@ -91,9 +91,6 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if err == nil {
 		return exitOK
 	}
-	if strings.HasPrefix(err.Error(), "unknown command ") {
-		err = fmt.Errorf("%v (see agentctl --help)", err)
-	}
 	var ec *exitCodeError
 	if errors.As(err, &ec) {
 		if ec.msg != "" {
@@ -148,6 +145,9 @@ func (a *app) rootCommand() *cobra.Command {
   agentctl values linux.interfaces.interface -o yaml
   agentctl --host 10.0.0.5 --token-file /run/secrets/netagent config get`,
 		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
+			if !talksToAgent(cmd) {
+				return nil // help, completion scripts: the global flags do not matter
+			}
 			return a.resolve(cmd.Root().PersistentFlags())
 		},
 	}
@@ -173,7 +173,79 @@ func (a *app) rootCommand() *cobra.Command {
 	})
 	root.AddCommand(a.configCommand(), a.statusCommand(), a.valuesCommand(), a.dumpCommand(),
 		a.graphCommand(), a.kvdbCommand())
+	// cobra adds help and completion when it executes; added now, they get
+	// examples and the error handling of the others.
+	root.InitDefaultHelpCmd()
+	root.InitDefaultCompletionCmd()
+	for _, c := range root.Commands() {
+		switch c.Name() {
+		case "help":
+			c.Run, c.RunE = nil, helpRun
+			c.Example = "  agentctl help\n  agentctl help config plan"
+		case "completion":
+			completionExamples(c)
+		}
+	}
+	for _, c := range append([]*cobra.Command{root}, root.Commands()...) {
+		if c.HasSubCommands() && !c.Runnable() {
+			c.Args, c.RunE = cobra.ArbitraryArgs, groupRun
+			c.SuggestionsMinimumDistance = 2
+		}
+	}
 	return root
+}
+
+// talksToAgent tells whether a command uses the global flags (all but the
+// groups, help and the completion scripts).
+func talksToAgent(cmd *cobra.Command) bool {
+	if cmd.HasSubCommands() || cmd.Name() == "help" {
+		return false
+	}
+	return !cmd.HasParent() || cmd.Parent().Name() != "completion"
+}
+
+// helpRun is the help command: the help of a command, and an unknown
+// command is an error (cobra's prints the root's usage and exits 0).
+func helpRun(c *cobra.Command, args []string) error {
+	cmd, rest, err := c.Root().Find(args)
+	if err != nil {
+		return err
+	}
+	if len(rest) > 0 {
+		return groupRun(cmd, rest)
+	}
+	cmd.InitDefaultHelpFlag() // listed under Flags, as with --help
+	return cmd.Help()
+}
+
+// completionExamples gives the completion command and its subcommands
+// examples, as every command of agentctl has.
+func completionExamples(c *cobra.Command) {
+	examples := map[string]string{
+		"bash":       "  source <(agentctl completion bash)\n  agentctl completion bash > /etc/bash_completion.d/agentctl",
+		"zsh":        "  agentctl completion zsh > \"${fpath[1]}/_agentctl\"",
+		"fish":       "  agentctl completion fish > ~/.config/fish/completions/agentctl.fish",
+		"powershell": "  agentctl completion powershell | Out-String | Invoke-Expression",
+	}
+	c.Example = examples["bash"] + "\n" + examples["zsh"] + "\n" + examples["fish"] + "\n" + examples["powershell"]
+	for _, sub := range c.Commands() {
+		sub.Example = examples[sub.Name()]
+	}
+}
+
+// groupRun runs a command that only groups others (agentctl, config, kvdb,
+// completion): without arguments it prints its help; an argument is an
+// unknown command (cobra would print the help and exit 0 for "agentctl
+// config udpate").
+func groupRun(cmd *cobra.Command, args []string) error {
+	if len(args) == 0 {
+		return cmd.Help()
+	}
+	msg := fmt.Sprintf("unknown command %q for %q (", args[0], cmd.CommandPath())
+	if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
+		msg += "did you mean " + strings.Join(s, " or ") + "? "
+	}
+	return errors.New(msg + "see " + cmd.CommandPath() + " --help)")
 }
 
 // resolve applies the environment fallbacks to the global flags not given

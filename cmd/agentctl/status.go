@@ -103,7 +103,7 @@ lacks), and how many values are in each state, in total and per descriptor.`,
 			if err := a.restJSON(ctx, "GET", "/info/status", nil, &raw); err != nil {
 				var re *restError
 				if errors.As(err, &re) && re.status == 404 {
-					return fmt.Errorf("%v (the agent is older than this agentctl)", err)
+					return fmt.Errorf("%v (not the agent's REST API, or an agent older than this agentctl: check --rest-port)", err)
 				}
 				return err
 			}
@@ -202,7 +202,12 @@ func (a *app) printStatus(st agentStatus) error {
 	}
 	sort.Strings(descs)
 	for _, d := range descs {
-		t.row(d, countsLine(st.ValuesByDescriptor[d]))
+		name := d
+		if name == "" {
+			// Properties (an interface's UP state) and UNIMPLEMENTED values.
+			name = "(no descriptor)"
+		}
+		t.row(name, countsLine(st.ValuesByDescriptor[d]))
 	}
 	return t.flush()
 }

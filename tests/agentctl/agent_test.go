@@ -5,6 +5,7 @@ package agentctl_test
 
 import (
 	"bytes"
+	"crypto/tls"
 	"fmt"
 	"io"
 	"net"
@@ -55,6 +56,10 @@ type agentOptions struct {
 	// NoReadyWait makes startAgent wait only until the REST listener
 	// answers, whatever /readyz says (e.g. an agent waiting for VPP).
 	NoReadyWait bool
+	// TLS, when set, makes the REST and gRPC listeners use this certificate
+	// (see selfSigned). The agent takes TLS from its configuration file
+	// only: startAgent writes one and passes it with --config.
+	TLS *testCert
 }
 
 // agent is an agent binary running as a child process of the test, in the
@@ -66,8 +71,9 @@ type agent struct {
 	GRPCPort     int
 	EtcdEndpoint string // the embedded etcd's client URL, http://127.0.0.1:<port>
 	EtcdPeerPort int
-	EtcdDir      string // the embedded etcd's data
-	Token        string // "" when the agent takes changes without a token
+	EtcdDir      string    // the embedded etcd's data
+	Token        string    // "" when the agent takes changes without a token
+	TLS          *testCert // nil: plain REST and gRPC
 	Process      *os.Process
 
 	out        *syncBuffer // stdout and stderr
@@ -106,9 +112,13 @@ func startAgent(t *testing.T, opts agentOptions) *agent {
 		EtcdPeerPort: ports[3],
 		EtcdDir:      filepath.Join(dir, "etcd"),
 		Token:        opts.Token,
+		TLS:          opts.TLS,
 		out:          &syncBuffer{},
 		exited:       make(chan struct{}),
 		http:         &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}},
+	}
+	if opts.TLS != nil {
+		a.http.Transport = &http.Transport{DisableKeepAlives: true, TLSClientConfig: &tls.Config{RootCAs: opts.TLS.Pool}}
 	}
 	if a.Label == "" {
 		a.Label = fmt.Sprintf("ctl%03d", agentSeq.Add(1))
@@ -136,6 +146,14 @@ func startAgent(t *testing.T, opts agentOptions) *agent {
 	}
 	if opts.InitFile != "" {
 		args = append(args, "--init-file", opts.InitFile)
+	}
+	if opts.TLS != nil {
+		config := filepath.Join(dir, "agent.yaml")
+		listener := fmt.Sprintf("{tls_cert: %q, tls_key: %q}", opts.TLS.CertFile, opts.TLS.KeyFile)
+		if err := os.WriteFile(config, []byte("rest: "+listener+"\ngrpc: "+listener+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		args = append(args, "--config", config)
 	}
 	args = append(args, opts.Args...)
 
@@ -214,9 +232,13 @@ func (a *agent) stop() error {
 // output returns what the agent wrote to stdout and stderr so far.
 func (a *agent) output() string { return a.out.String() }
 
-// restURL returns the URL of a REST path of the agent.
+// restURL returns the URL of a REST path of the agent (https with TLS).
 func (a *agent) restURL(path string) string {
-	return "http://" + net.JoinHostPort(a.Host, strconv.Itoa(a.RESTPort)) + path
+	scheme := "http"
+	if a.TLS != nil {
+		scheme = "https"
+	}
+	return scheme + "://" + net.JoinHostPort(a.Host, strconv.Itoa(a.RESTPort)) + path
 }
 
 // get sends GET path to the agent's REST listener and returns the status

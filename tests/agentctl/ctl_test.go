@@ -41,19 +41,20 @@ func agentctl(t *testing.T, env []string, args ...string) (stdout, stderr string
 // for "-f -").
 func agentctlStdin(t *testing.T, env []string, stdin string, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
-	path := agentctlBinary(t)
+	stdout, stderr, code = runAgentctl(t, env, stdin, args...)
+	t.Logf("agentctl %s: exit %d\nstdout:\n%s\nstderr:\n%s", quoteArgs(args), code, tail(stdout, 5000), tail(stderr, 5000))
+	return stdout, stderr, code
+}
+
+// runAgentctl is agentctlStdin without logging the output: for polls.
+func runAgentctl(t *testing.T, env []string, stdin string, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), ctlTimeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, path, args...)
-	home := t.TempDir()
-	cmd.Env = append(withoutVars(os.Environ(), ctlVars...),
-		"HOME="+home, "XDG_CONFIG_HOME="+filepath.Join(home, ".config"), "NO_COLOR=1")
-	cmd.Env = append(cmd.Env, env...)
+	cmd := ctlCommand(ctx, t, env, args...)
 	cmd.Stdin = strings.NewReader(stdin)
 	var out, errOut strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, &errOut
-	// Children of the CLI that keep its pipes open do not hold up Wait.
-	cmd.WaitDelay = 5 * time.Second
 	err := cmd.Run()
 	stdout, stderr = out.String(), errOut.String()
 	var exit *exec.ExitError
@@ -68,8 +69,21 @@ func agentctlStdin(t *testing.T, env []string, stdin string, args ...string) (st
 	default:
 		t.Fatalf("agentctl %s: %v", quoteArgs(args), err)
 	}
-	t.Logf("agentctl %s: exit %d\nstdout:\n%s\nstderr:\n%s", quoteArgs(args), code, tail(stdout, 5000), tail(stderr, 5000))
 	return stdout, stderr, code
+}
+
+// ctlCommand prepares a run of the built agentctl in the environment
+// agentctl describes.
+func ctlCommand(ctx context.Context, t *testing.T, env []string, args ...string) *exec.Cmd {
+	t.Helper()
+	cmd := exec.CommandContext(ctx, agentctlBinary(t), args...)
+	home := t.TempDir()
+	cmd.Env = append(withoutVars(os.Environ(), ctlVars...),
+		"HOME="+home, "XDG_CONFIG_HOME="+filepath.Join(home, ".config"), "NO_COLOR=1")
+	cmd.Env = append(cmd.Env, env...)
+	// Children of the CLI that keep its pipes open do not hold up Wait.
+	cmd.WaitDelay = 5 * time.Second
+	return cmd
 }
 
 // env returns the environment that points agentctl at the agent:

@@ -29,10 +29,22 @@
 // Helpers, by file: main_test.go builds the binaries (agentBinary,
 // agentctlBinary); agent_test.go starts agents (startAgent, agentOptions,
 // agent) and waits (waitFor); ctl_test.go runs agentctl (agentctl,
-// agentctlStdin, agent.env, agent.flags); golden_test.go compares outputs
-// (golden, normalize, squeezeColumns, agent.placeholders); net_test.go
-// names namespaces and links, writes files and checks the kernel
-// (uniqueNames, writeFile, vethRouteDoc, ip, waitIP).
+// agentctlStdin, runAgentctl, agent.env, agent.flags); check_test.go
+// asserts on its runs (mustCtl, wantError: the one-line error contract,
+// parseJSON, parseYAML, waitCtl) and runs it in the background (startCtl:
+// config watch); golden_test.go compares outputs (golden, normalize,
+// squeezeColumns, agent.placeholders); net_test.go names namespaces and
+// links, writes files and checks the kernel (uniqueNames, writeFile,
+// vethRouteDoc, ip, waitIP); tls_test.go makes certificates (selfSigned,
+// for agentOptions.TLS).
+//
+// The tests of the commands, by file: config_test.go (config *),
+// status_test.go (status, values, dump, graph), kvdb_test.go (kvdb *),
+// output_test.go (global flags and their variables, JSON and YAML of
+// changes), token_test.go, tls_test.go, errors_test.go, help_test.go
+// (--help, completion). Tests that create links or compare goldens with
+// counts of values run one after the other, each with its agent; the
+// others (t.Parallel) run after them, together.
 //
 // Timing: every wait polls with a deadline (waitTimeout); nothing sleeps to
 // let something happen.
