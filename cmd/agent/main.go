@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	stdlog "log"
 	"log/slog"
 	"net"
 	"net/http"
@@ -364,7 +365,7 @@ func run(ctx context.Context, cfg Config, logOut io.Writer, listening chan<- Lis
 	})
 	var servers []*http.Server
 	if ln := lns["rest"]; ln != nil {
-		srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+		srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ErrorLog: httpErrorLog(log, "rest")}
 		servers = append(servers, srv)
 		go func() { _ = srv.Serve(ln) }()
 	}
@@ -375,7 +376,7 @@ func run(ctx context.Context, cfg Config, logOut io.Writer, listening chan<- Lis
 		dm.HandleFunc("/debug/pprof/profile", pprof.Profile)
 		dm.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 		dm.HandleFunc("/debug/pprof/trace", pprof.Trace)
-		srv := &http.Server{Handler: dm, ReadHeaderTimeout: 10 * time.Second}
+		srv := &http.Server{Handler: dm, ReadHeaderTimeout: 10 * time.Second, ErrorLog: httpErrorLog(log, "debug")}
 		servers = append(servers, srv)
 		go func() { _ = srv.Serve(ln) }()
 	}
@@ -417,6 +418,12 @@ func run(ctx context.Context, cfg Config, logOut io.Writer, listening chan<- Lis
 		}
 	}
 	return nil
+}
+
+// httpErrorLog routes net/http's own messages (TLS handshake errors, bad
+// requests it answers itself) into the agent's log, at warn level.
+func httpErrorLog(log *slog.Logger, listener string) *stdlog.Logger {
+	return slog.NewLogLogger(log.With("listener", listener).Handler(), slog.LevelWarn)
 }
 
 func isValueErr(err error) bool {
