@@ -53,7 +53,8 @@
 //	             create_vlan_subif, delete_subif, want_interface_events
 //	             (+ sw_interface_event)
 //	ip           ip_address_dump, ip_unnumbered_dump, ip_table_add_del,
-//	             ip_table_dump, ip_route_add_del, ip_route_dump
+//	             ip_table_dump, ip_route_add_del, ip_route_add_del_v2,
+//	             ip_route_dump, ip_route_v2_dump
 //	ip_neighbor  ip_neighbor_add_del, ip_neighbor_dump
 //	l2           bridge_domain_add_del, bridge_domain_add_del_v2,
 //	             bridge_domain_dump, sw_interface_set_l2_bridge, bd_ip_mac_add_del,
@@ -117,12 +118,23 @@
 // reported by ip_unnumbered_dump and the Interface snapshot.
 //
 // Routes: tables other than 0 must be created with ip_table_add_del first.
-// ip_route_add_del without is_multipath replaces (add) or removes (delete)
-// the route; with it, adds or removes the given paths. ip_route_dump shows the
-// whole table as VPP does: the API routes and the entries VPP makes itself
-// (default drops, the attached subnet, local /32, network and broadcast drops
-// of the addresses of admin-up interfaces in the table, neighbour /32s);
-// Routes() lists the API routes only. Deleting a table flushes its API routes.
+// Each FIB source has its own paths for a prefix: ip_route_add_del adds and
+// removes those of the API source (SourceAPI), ip_route_add_del_v2 those of
+// route.src (0: the API's; SourceCLI stands for VPP's "ip route add"; a
+// source that is not one of VPP's built-in ones is INVALID_VALUE). Without
+// is_multipath an add replaces the source's paths and a delete removes
+// them; with it, the given paths are added or removed. ip_route_dump shows
+// the whole table as VPP does: the routes added through the API and the
+// entries VPP makes itself (default drops of the default-route source;
+// class D/E and broadcast drops of the special source; the attached subnet,
+// local /32, network and broadcast drops of the addresses of admin-up
+// interfaces in the table, source interface; neighbour /32s, source
+// adjacency), each entry with the paths of its best source (VPP's
+// priorities: special, interface, API, CLI, adjacency, default-route).
+// ip_route_v2_dump adds the best source (route.src) and, with a non-zero
+// src, lists only the entries whose best source it is. Routes() lists the
+// routes added through the API, with their Source. Deleting a table
+// flushes the routes added to it.
 //
 // Bridge domains: bd 0 is reserved; sw_interface_set_l2_bridge into an
 // unknown domain creates it (learn, forward, flood, uu-flood); a domain with

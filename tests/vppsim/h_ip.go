@@ -175,47 +175,85 @@ func encodePath(rp RoutePath) fib_types.FibPath {
 	return fp
 }
 
-// ipRouteAddDel follows VPP's fib_api_route_add_del: the table must exist
-// (NO_SUCH_FIB); adding without paths is NO_PATHS_IN_ROUTE (-158).
-// is_multipath=false: add replaces the route's paths, delete removes the
-// route. is_multipath=true: add appends the paths, delete removes those paths
-// (the route goes with its last path). Deleting what does not exist is not
-// an error. The prefix is masked.
+// FIB sources, with the values of VPP 25.10's fib_source_t that
+// ip_route_add_del_v2 takes and ip_route_v2_dump filters and reports
+// (0 is no source: "API" for ip_route_add_del_v2, "all" for
+// ip_route_v2_dump).
+const (
+	SourceSpecial      uint8 = 1  // VPP's fixed entries (class D/E, broadcast drops, ...)
+	SourceInterface    uint8 = 4  // interface addresses: attached, local and network/broadcast entries
+	SourceAPI          uint8 = 8  // ip_route_add_del
+	SourceCLI          uint8 = 9  // "ip route add" on VPP's CLI
+	SourceAdjacency    uint8 = 15 // neighbours' host entries
+	SourceDefaultRoute uint8 = 20 // the default drops (0.0.0.0/0, ::/0)
+)
+
+// sourcePriority is the priority of each built-in FIB source (index: the
+// source; lower wins): the entry shows the best source's paths.
+var sourcePriority = [...]uint8{
+	1: 0x00, 2: 0x01, 3: 0x02, 4: 0x03, 5: 0x10, 6: 0x20, 7: 0x30, 8: 0x80, 9: 0x81, 10: 0x90,
+	11: 0xa0, 12: 0xb0, 13: 0xc0, 14: 0xc1, 15: 0xd0, 16: 0xe0, 17: 0xf0, 18: 0xfb, 19: 0xfc, 20: 0xfd,
+}
+
+// validSource tells whether src is a built-in source a route can have.
+func validSource(src uint8) bool { return src != 0 && int(src) < len(sourcePriority) }
+
+// ipRouteAddDel is ipRouteAddDelV2 with the API source.
 func ipRouteAddDel(c *call, m *ip.IPRouteAddDel) api.Message {
-	r := &ip.IPRouteAddDelReply{}
-	p, ok := toPrefix(m.Route.Prefix)
+	stats, rv := c.st.routeAddDel(m.IsAdd, m.IsMultipath, m.Route.TableID, m.Route.Prefix, m.Route.Paths, SourceAPI)
+	return &ip.IPRouteAddDelReply{Retval: rv, StatsIndex: stats}
+}
+
+// ipRouteAddDelV2 adds or deletes the paths of one source (route.src, 0 is
+// the API source; an unknown source is INVALID_VALUE).
+func ipRouteAddDelV2(c *call, m *ip.IPRouteAddDelV2) api.Message {
+	src := m.Route.Src
+	if src == 0 {
+		src = SourceAPI
+	}
+	if !validSource(src) {
+		return &ip.IPRouteAddDelV2Reply{Retval: errInvalidValue}
+	}
+	stats, rv := c.st.routeAddDel(m.IsAdd, m.IsMultipath, m.Route.TableID, m.Route.Prefix, m.Route.Paths, src)
+	return &ip.IPRouteAddDelV2Reply{Retval: rv, StatsIndex: stats}
+}
+
+// routeAddDel follows VPP's fib_api_route_add_del for the paths of one
+// source: the table must exist (NO_SUCH_FIB); adding without paths is
+// NO_PATHS_IN_ROUTE (-158). isMultipath=false: add replaces the source's
+// paths, delete removes them all. isMultipath=true: add appends the paths,
+// delete removes those paths (the source's route goes with its last path).
+// Deleting what does not exist is not an error. The prefix is masked.
+func (st *state) routeAddDel(isAdd, isMultipath bool, table uint32, prefix ip_types.Prefix, fps []fib_types.FibPath, src uint8) (stats uint32, retval int32) {
+	p, ok := toPrefix(prefix)
 	if !ok {
-		r.Retval = errInvalidValue
-		return r
+		return 0, errInvalidValue
 	}
 	p = p.Masked()
 	ipv6 := p.Addr().Is6()
-	if c.st.tables[tableKey{m.Route.TableID, ipv6}] == nil {
-		r.Retval = errNoSuchFib
-		return r
+	if st.tables[tableKey{table, ipv6}] == nil {
+		return 0, errNoSuchFib
 	}
 	var paths []RoutePath
-	for _, fp := range m.Route.Paths {
-		rp, rv := c.st.decodePath(fp, ipv6)
+	for _, fp := range fps {
+		rp, rv := st.decodePath(fp, ipv6)
 		if rv != 0 {
-			r.Retval = rv
-			return r
+			return 0, rv
 		}
 		paths = append(paths, rp)
 	}
-	k := routeKey{m.Route.TableID, p}
-	route := c.st.routes[k]
-	if m.IsAdd {
+	k := routeKey{table, p, src}
+	route := st.routes[k]
+	if isAdd {
 		if len(paths) == 0 {
-			r.Retval = errNoPathsInRoute
-			return r
+			return 0, errNoPathsInRoute
 		}
 		if route == nil {
-			c.st.nextStats++
-			route = &Route{TableID: k.table, Prefix: p, stats: c.st.nextStats}
-			c.st.routes[k] = route
+			st.nextStats++
+			route = &Route{TableID: k.table, Prefix: p, Source: src, stats: st.nextStats}
+			st.routes[k] = route
 		}
-		if !m.IsMultipath {
+		if !isMultipath {
 			route.Paths = nil
 		}
 		for _, np := range paths {
@@ -223,66 +261,56 @@ func ipRouteAddDel(c *call, m *ip.IPRouteAddDel) api.Message {
 				route.Paths = append(route.Paths, np)
 			}
 		}
-		r.StatsIndex = route.stats
-		return r
+		return route.stats, 0
 	}
 	if route == nil {
-		return r
+		return 0, 0
 	}
-	r.StatsIndex = route.stats
-	if m.IsMultipath && len(paths) > 0 {
+	if isMultipath && len(paths) > 0 {
 		route.Paths = slices.DeleteFunc(route.Paths, func(o RoutePath) bool {
 			return slices.ContainsFunc(paths, func(d RoutePath) bool { return samePath(o, d) })
 		})
 		if len(route.Paths) > 0 {
-			return r
+			return route.stats, 0
 		}
 	}
-	delete(c.st.routes, k)
-	return r
+	delete(st.routes, k)
+	return route.stats, 0
 }
-
-// Priorities of FIB sources (lower wins), as in VPP's fib_source.h.
-const (
-	srcSpecial = iota
-	srcInterface
-	srcAPI
-	srcAdj
-	srcDefaultRoute
-)
 
 type fibEntry struct {
 	prefix netip.Prefix
-	src    int
+	src    uint8 // the best source
 	stats  uint32
 	paths  []RoutePath
 }
 
-// fib is what ip_route_dump shows for one table: the API routes and the
-// entries VPP makes itself: per table the default drop entries (IPv4 0.0.0.0/0,
-// 0.0.0.0/32, 224.0.0.0/4, 240.0.0.0/4, 255.255.255.255/32; IPv6 ::/0 and
-// fe80::/10), per address of an admin-up interface of the table the attached
-// subnet, the local /32 (/128) and for IPv4 up to /30 the network and
-// broadcast /32 drops, and per neighbour (without NO_FIB_ENTRY) its /32
-// (/128). When several sources have a prefix, the best one is shown.
+// fib is what ip_route_dump shows for one table: the routes added through
+// the API and the entries VPP makes itself: per table the default drop
+// entries (IPv4 0.0.0.0/0, 0.0.0.0/32, 224.0.0.0/4, 240.0.0.0/4,
+// 255.255.255.255/32; IPv6 ::/0 and fe80::/10), per address of an admin-up
+// interface of the table the attached subnet, the local /32 (/128) and for
+// IPv4 up to /30 the network and broadcast /32 drops, and per neighbour
+// (without NO_FIB_ENTRY) its /32 (/128). When several sources have a
+// prefix, the entry has the best one's paths.
 func (st *state) fib(table uint32, ipv6 bool) []fibEntry {
 	m := map[netip.Prefix]fibEntry{}
 	proto := nhProto(ipv6)
-	put := func(p netip.Prefix, src int, stats uint32, paths ...RoutePath) {
-		if e, ok := m[p]; ok && e.src <= src {
+	put := func(p netip.Prefix, src uint8, stats uint32, paths ...RoutePath) {
+		if e, ok := m[p]; ok && sourcePriority[e.src] <= sourcePriority[src] {
 			return
 		}
 		m[p] = fibEntry{prefix: p, src: src, stats: stats, paths: paths}
 	}
 	drop := RoutePath{Type: fib_types.FIB_API_PATH_TYPE_DROP, SwIfIndex: NoIndex, Weight: 1, Proto: proto}
 	if ipv6 {
-		put(netip.MustParsePrefix("::/0"), srcDefaultRoute, 0, drop)
-		put(netip.MustParsePrefix("fe80::/10"), srcSpecial, 0,
+		put(netip.MustParsePrefix("::/0"), SourceDefaultRoute, 0, drop)
+		put(netip.MustParsePrefix("fe80::/10"), SourceSpecial, 0,
 			RoutePath{Type: fib_types.FIB_API_PATH_TYPE_LOCAL, SwIfIndex: NoIndex, Weight: 1, Proto: proto})
 	} else {
-		put(netip.MustParsePrefix("0.0.0.0/0"), srcDefaultRoute, 0, drop)
+		put(netip.MustParsePrefix("0.0.0.0/0"), SourceDefaultRoute, 0, drop)
 		for _, s := range []string{"0.0.0.0/32", "224.0.0.0/4", "240.0.0.0/4", "255.255.255.255/32"} {
-			put(netip.MustParsePrefix(s), srcSpecial, 0, drop)
+			put(netip.MustParsePrefix(s), SourceSpecial, 0, drop)
 		}
 	}
 	for _, i := range st.sortedIfs() {
@@ -295,17 +323,17 @@ func (st *state) fib(table uint32, ipv6 bool) []fibEntry {
 			}
 			full := a.Addr().BitLen()
 			if a.Bits() < full {
-				put(a.Masked(), srcInterface, 0, RoutePath{Type: fib_types.FIB_API_PATH_TYPE_NORMAL, SwIfIndex: i.SwIfIndex, Weight: 1, Proto: proto})
+				put(a.Masked(), SourceInterface, 0, RoutePath{Type: fib_types.FIB_API_PATH_TYPE_NORMAL, SwIfIndex: i.SwIfIndex, Weight: 1, Proto: proto})
 			}
-			put(netip.PrefixFrom(a.Addr(), full), srcInterface, 0,
+			put(netip.PrefixFrom(a.Addr(), full), SourceInterface, 0,
 				RoutePath{Type: fib_types.FIB_API_PATH_TYPE_LOCAL, SwIfIndex: i.SwIfIndex, Weight: 1, Proto: proto})
 			if !ipv6 && a.Bits() <= 30 {
 				net4 := a.Masked().Addr().As4()
 				bcast := binary.BigEndian.Uint32(net4[:]) | (1<<(32-a.Bits()) - 1)
 				var b [4]byte
 				binary.BigEndian.PutUint32(b[:], bcast)
-				put(netip.PrefixFrom(a.Masked().Addr(), 32), srcInterface, 0, drop)
-				put(netip.PrefixFrom(netip.AddrFrom4(b), 32), srcInterface, 0, drop)
+				put(netip.PrefixFrom(a.Masked().Addr(), 32), SourceInterface, 0, drop)
+				put(netip.PrefixFrom(netip.AddrFrom4(b), 32), SourceInterface, 0, drop)
 			}
 		}
 	}
@@ -315,12 +343,12 @@ func (st *state) fib(table uint32, ipv6 bool) []fibEntry {
 			n.Flags&ip_neighbor.IP_API_NEIGHBOR_FLAG_NO_FIB_ENTRY != 0 {
 			continue
 		}
-		put(netip.PrefixFrom(n.IP, n.IP.BitLen()), srcAdj, 0,
+		put(netip.PrefixFrom(n.IP, n.IP.BitLen()), SourceAdjacency, 0,
 			RoutePath{Type: fib_types.FIB_API_PATH_TYPE_NORMAL, SwIfIndex: n.SwIfIndex, NextHop: n.IP, Weight: 1, Proto: proto})
 	}
 	for k, r := range st.routes {
 		if k.table == table && k.prefix.Addr().Is6() == ipv6 {
-			put(k.prefix, srcAPI, r.stats, r.Paths...)
+			put(k.prefix, k.src, r.stats, r.Paths...)
 		}
 	}
 	out := make([]fibEntry, 0, len(m))
@@ -340,6 +368,30 @@ func ipRouteDump(c *call, m *ip.IPRouteDump) []api.Message {
 	for _, e := range c.st.fib(m.Table.TableID, m.Table.IsIP6) {
 		d := &ip.IPRouteDetails{Route: ip.IPRoute{
 			TableID: m.Table.TableID, StatsIndex: e.stats, Prefix: fromPrefix(e.prefix), NPaths: uint8(len(e.paths)),
+		}}
+		for _, p := range e.paths {
+			d.Route.Paths = append(d.Route.Paths, encodePath(p))
+		}
+		out = append(out, d)
+	}
+	return out
+}
+
+// ipRouteV2Dump is ipRouteDump with each entry's best source (route.src);
+// a non-zero src lists only the entries whose best source it is, as VPP
+// does (an API route to an interface's attached subnet is shown under the
+// interface source, with the interface's path).
+func ipRouteV2Dump(c *call, m *ip.IPRouteV2Dump) []api.Message {
+	if c.st.tables[tableKey{m.Table.TableID, m.Table.IsIP6}] == nil {
+		return nil
+	}
+	var out []api.Message
+	for _, e := range c.st.fib(m.Table.TableID, m.Table.IsIP6) {
+		if m.Src != 0 && e.src != m.Src {
+			continue
+		}
+		d := &ip.IPRouteV2Details{Route: ip.IPRouteV2{
+			TableID: m.Table.TableID, StatsIndex: e.stats, Prefix: fromPrefix(e.prefix), NPaths: uint8(len(e.paths)), Src: e.src,
 		}}
 		for _, p := range e.paths {
 			d.Route.Paths = append(d.Route.Paths, encodePath(p))

@@ -87,7 +87,9 @@ func definitions() []*msgDef {
 		rpc(new(ip.IPTableAddDel), new(ip.IPTableAddDelReply), ipTableAddDel),
 		dump(new(ip.IPTableDump), new(ip.IPTableDetails), ipTableDump),
 		rpc(new(ip.IPRouteAddDel), new(ip.IPRouteAddDelReply), ipRouteAddDel),
+		rpc(new(ip.IPRouteAddDelV2), new(ip.IPRouteAddDelV2Reply), ipRouteAddDelV2),
 		dump(new(ip.IPRouteDump), new(ip.IPRouteDetails), ipRouteDump),
+		dump(new(ip.IPRouteV2Dump), new(ip.IPRouteV2Details), ipRouteV2Dump),
 		// ip_neighbor
 		rpc(new(ip_neighbor.IPNeighborAddDel), new(ip_neighbor.IPNeighborAddDelReply), ipNeighborAddDel),
 		dump(new(ip_neighbor.IPNeighborDump), new(ip_neighbor.IPNeighborDetails), ipNeighborDump),

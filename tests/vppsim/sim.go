@@ -294,7 +294,7 @@ func (s *Sim) BridgeDomains() []BridgeDomain {
 }
 
 // Routes returns a copy of the routes added through the API, ordered by
-// table, family and prefix.
+// table, family, prefix and source.
 func (s *Sim) Routes() []Route {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -308,7 +308,10 @@ func (s *Sim) Routes() []Route {
 		if c := cmp.Compare(a.TableID, b.TableID); c != 0 {
 			return c
 		}
-		return comparePrefix(a.Prefix, b.Prefix)
+		if c := comparePrefix(a.Prefix, b.Prefix); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.Source, b.Source)
 	})
 	return out
 }

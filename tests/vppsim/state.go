@@ -31,6 +31,7 @@ type tableState struct {
 type routeKey struct {
 	table  uint32
 	prefix netip.Prefix // masked; the family tells IPv4/IPv6
+	src    uint8        // FIB source: each source has its own paths
 }
 
 type neighKey struct {

@@ -169,12 +169,14 @@ type Table struct {
 	Name string
 }
 
-// Route is one route added through the API (ip_route_add_del). Routes VPP makes
-// by itself (interface, neighbour and default entries) are not listed here,
-// though ip_route_dump shows them.
+// Route is one route added through the API (ip_route_add_del, or
+// ip_route_add_del_v2 with its source). Routes VPP makes by itself
+// (interface, neighbour and default entries) are not listed here, though
+// ip_route_dump shows them.
 type Route struct {
 	TableID uint32
 	Prefix  netip.Prefix // masked
+	Source  uint8        // FIB source (SourceAPI for ip_route_add_del)
 	Paths   []RoutePath
 
 	stats uint32 // stats_index reported by ip_route_add_del_reply and ip_route_dump

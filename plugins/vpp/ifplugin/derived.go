@@ -32,7 +32,7 @@ func (p *Plugin) adminStateDescriptor() *api.KVDescriptor {
 		KeySelector:        func(key string) bool { return classify(key) == kindAdminState },
 		IsRetriableFailure: isRetriable,
 		Create: func(key string, v *vppif.Interface) (any, error) {
-			idx, err := p.swIfIndex(v.GetName())
+			idx, err := p.ownSwIfIndex(v.GetName())
 			if err != nil {
 				return nil, err
 			}
@@ -78,7 +78,7 @@ func (p *Plugin) vrfDescriptor() *api.KVDescriptor {
 		KeySelector:        func(key string) bool { return classify(key) == kindVRF },
 		IsRetriableFailure: isRetriable,
 		Create: func(key string, v *vppif.Interface) (any, error) {
-			idx, err := p.swIfIndex(v.GetName())
+			idx, err := p.ownSwIfIndex(v.GetName())
 			if err != nil {
 				return nil, err
 			}
@@ -117,7 +117,7 @@ func (p *Plugin) addressDescriptor() *api.KVDescriptor {
 			if err != nil {
 				return nil, err
 			}
-			idx, err := p.swIfIndex(v.GetName())
+			idx, err := p.ownSwIfIndex(v.GetName())
 			if err != nil {
 				return nil, err
 			}
@@ -178,7 +178,7 @@ func (p *Plugin) unnumberedDescriptor() *api.KVDescriptor {
 		RetrieveDependencies: []string{InterfaceDescriptorName},
 		Create: func(key string, v *vppif.Interface) (any, error) {
 			donor := v.GetUnnumbered().GetInterfaceWithIp()
-			idx, err := p.swIfIndex(v.GetName())
+			idx, err := p.ownSwIfIndex(v.GetName())
 			if err != nil {
 				return nil, err
 			}
@@ -231,7 +231,10 @@ func (p *Plugin) unnumberedDescriptor() *api.KVDescriptor {
 				name, ok1 := m.lookupIndex(idx)
 				donor, ok2 := m.lookupIndex(didx)
 				if !ok1 || !ok2 {
-					continue // not between interfaces of the agent
+					continue // an interface without metadata
+				}
+				if md, _ := p.lookup(name); md == nil || md.Foreign {
+					continue // part of a foreign interface's OBTAINED value
 				}
 				out = append(out, api.TypedKV[*vppif.Interface, any]{
 					Key: UnnumberedKey(name), Value: unnumberedValue(name, donor), Origin: api.FromNB,

@@ -22,13 +22,37 @@
 // # Ownership
 //
 // The VPP tag of every interface the agent creates is its logical name. An
-// interface with a tag is the agent's: Retrieve returns it (even when no
-// longer configured, so that a resync deletes it) and Delete removes it.
-// Interfaces without a tag (local0, DPDK ports, anything made by someone
-// else) are never returned, changed or deleted. Because VPP reuses
-// sw_if_index values, every Delete (of the interface and of its derived
-// values) first checks that the interface at the index still carries the
-// tag; when it does not, the interface is gone and the Delete succeeds.
+// interface is the agent's when its tag is a valid logical name (the NB key
+// InterfaceKey(tag) parses) and it is of a type the plugin creates
+// (loopback, AF_PACKET, memif, TAP, sub-interface): Retrieve returns it
+// under its tag with origin FromNB (even when no longer configured, so that
+// a resync deletes it) and Delete removes it.
+//
+// Every other interface is foreign: local0, DPDK ports and tunnels, and
+// anything created by someone else (the VPP CLI, another program) without a
+// tag or with a tag that is no logical name ("made by hand"). Retrieve
+// returns it with origin FromSB under its VPP name as logical name
+// (InterfaceKey("local0"), InterfaceKey("tap0"),
+// InterfaceKey("GigabitEthernet0/8/0")), its value as VPP has it (MAC, MTU,
+// addresses, VRF, type and link details) and its Metadata with Foreign set.
+// The scheduler keeps it OBTAINED, with its derived values (admin state,
+// addresses, ...): it shows in status and dumps, satisfies dependencies (a
+// sub-interface's parent, an unnumbered donor, a bridge domain member, a
+// route's outgoing interface) and is found by sw_if_index, but no callback
+// ever changes or deletes it (Delete of a foreign value succeeds without a
+// call; the derived descriptors refuse to configure it).
+//
+// The name space is shared: a foreign interface whose VPP name is the
+// logical name of one of ours, or of a configured interface, is not
+// returned (logged): the configured value gets an interface of its own and
+// the foreign one is left alone. A configured value that takes over the key
+// of an OBTAINED foreign interface is created anew (UpdateWithRecreate),
+// never applied to the foreign interface.
+//
+// Because VPP reuses sw_if_index values, every Delete (of the interface and
+// of its derived values) first checks that the interface at the index still
+// carries the tag; when it does not, the interface is gone and the Delete
+// succeeds.
 //
 // # Interface types
 //
@@ -85,8 +109,9 @@
 //     memif_delete, tap_delete_v2, delete_subif); a missing interface is a
 //     success.
 //   - Retrieve: dumps every interface with its addresses, VRF, unnumbered
-//     state and type details; returns the tagged ones of the supported types
-//     (origin FromNB). Fields VPP reports are taken from VPP (admin state,
+//     state and type details; returns the agent's (origin FromNB) and the
+//     foreign ones (origin FromSB, as VPP has them; see Ownership). For the
+//     agent's, fields VPP reports are taken from VPP (admin state,
 //     addresses, VRF, type, link settings, and MAC / MTU when the
 //     configuration sets them); what VPP does not report (memif secret and
 //     queue counts, TAP version) and VPP's defaults for unset fields (memif
@@ -130,8 +155,10 @@
 //     interface is not deleted: it returns to L2) and waits, PENDING, to
 //     borrow again. Create: sw_interface_set_unnumbered is_add; Delete: the
 //     same with is_add false. Retrieve reads ip_unnumbered_dump and reports
-//     the borrowing between interfaces of the agent (RetrieveDependencies:
-//     the interface descriptor, whose metadata names the indexes).
+//     the borrowing of the agent's interfaces, from any interface with
+//     metadata (RetrieveDependencies: the interface descriptor, whose
+//     metadata names the indexes); a foreign interface's borrowing is part
+//     of its OBTAINED value.
 //
 // # Limits
 //
@@ -139,7 +166,10 @@
 // TAP or AF_PACKET messages disables all interface values. The link state
 // of our interfaces is reported by LinkStateWatcher as OBTAINED values
 // LinkStateKey (interface events, re-listed after each burst and every 30 s);
-// foreign interfaces are not reported as OBTAINED values. The IPv4 and IPv6 tables of an
+// the link state of untagged foreign interfaces is not reported. A foreign
+// interface whose tag happens to be a valid logical name, on a type the
+// plugin creates, is taken for one of ours (and deleted by a resync when no
+// longer configured). The IPv4 and IPv6 tables of an
 // interface are set together (the model has one vrf). A memif socket
 // filename is unregistered when no memif uses it any more, whoever
 // registered it. Key parsing takes

@@ -239,7 +239,12 @@ func unnumberedValue(name, donor string) *vppif.Interface {
 
 // needsRecreate: a change of type or of the type's link settings re-creates
 // the interface (and whatever depends on it).
-func needsRecreate(key string, old, new *vppif.Interface, _ *Metadata) bool {
+// A configured value that takes over the key of a foreign (OBTAINED)
+// interface is always created anew: the foreign interface is never changed.
+func needsRecreate(key string, old, new *vppif.Interface, md *Metadata) bool {
+	if md != nil && md.Foreign {
+		return true
+	}
 	o, n := normalized(old), normalized(new)
 	return o.GetType() != n.GetType() ||
 		!proto.Equal(&vppif.Interface{Link: o.Link}, &vppif.Interface{Link: n.Link})
@@ -376,14 +381,20 @@ func (p *Plugin) own(name string, md *Metadata) (idx uint32, ok bool, err error)
 		return 0, false, err
 	}
 	for _, i := range all {
-		if i.Tag == name {
+		if ours(i) && i.Tag == name {
 			return i.SwIfIndex, true, nil
 		}
 	}
 	return 0, false, nil
 }
 
+// delete removes an interface of the agent. A foreign interface (metadata
+// from Retrieve's OBTAINED value, which the NB then took over) is never
+// deleted: the Delete succeeds and VPP is left as it is.
 func (p *Plugin) delete(key string, v *vppif.Interface, md *Metadata) error {
+	if md != nil && md.Foreign {
+		return nil
+	}
 	idx, ok, err := p.own(v.GetName(), md)
 	if err != nil {
 		return fmt.Errorf("interface %s: %w", v.GetName(), err)
@@ -436,11 +447,36 @@ func (p *Plugin) update(key string, old, v *vppif.Interface, md *Metadata) (*Met
 	return n, nil
 }
 
-// retrieve dumps VPP's interfaces; those with a tag of a type this plugin
-// manages are the agent's (logical name = tag) and are returned as values
-// built from VPP, with the configuration's spelling for what VPP does not
-// report. Interfaces without a tag (local0, DPDK ports, anything created by
-// someone else) are not returned: they are left alone.
+// ours tells whether a VPP interface is the agent's: it carries a tag that
+// is a valid logical name (its NB key parses) and is of a kind the plugin
+// creates. Every other interface is foreign.
+func ours(i *vppcalls.Interface) bool {
+	return i.Tag != "" && i.Kind != vppcalls.KindOther && validName(i.Tag)
+}
+
+// validName tells whether name can be the logical name of an interface.
+func validName(name string) bool {
+	_, err := models.VPPInterface.ParseKey(InterfaceKey(name))
+	return err == nil
+}
+
+// logicalName is the name an interface is known by: the tag of ours, VPP's
+// name of a foreign one.
+func logicalName(i *vppcalls.Interface) string {
+	if ours(i) {
+		return i.Tag
+	}
+	return i.Name
+}
+
+// retrieve dumps VPP's interfaces. The agent's (see ours) are returned under
+// their tag with origin FromNB, as values built from VPP with the
+// configuration's spelling for what VPP does not report. Foreign interfaces
+// (local0, DPDK ports, anything created by someone else) are returned under
+// their VPP name with origin FromSB, as VPP has them: the scheduler keeps
+// them OBTAINED and never changes or deletes them. A foreign interface whose
+// VPP name is the logical name of one of ours, or of a configured interface,
+// is not returned: the name is the agent's.
 func (p *Plugin) retrieve(correlate []api.TypedKV[*vppif.Interface, *Metadata]) ([]api.TypedKV[*vppif.Interface, *Metadata], error) {
 	all, err := p.h.DumpInterfaces(opCtx())
 	if err != nil {
@@ -448,37 +484,58 @@ func (p *Plugin) retrieve(correlate []api.TypedKV[*vppif.Interface, *Metadata]) 
 	}
 	want := make(map[string]*vppif.Interface, len(correlate))
 	for _, kv := range correlate {
-		want[kv.Value.GetName()] = kv.Value
+		if kv.Origin != api.FromSB { // OBTAINED values (a dump's correlate) are not configured
+			want[kv.Value.GetName()] = kv.Value
+		}
 	}
 	byIdx := make(map[uint32]*vppcalls.Interface, len(all))
 	for _, i := range all {
 		byIdx[i.SwIfIndex] = i
 	}
-	// nameOf: the logical name of an interface (its tag), else VPP's name.
 	nameOf := func(idx uint32) string {
 		if i := byIdx[idx]; i != nil {
-			if i.Tag != "" {
-				return i.Tag
-			}
-			return i.Name
+			return logicalName(i)
 		}
 		return ""
 	}
+	donorOf := func(idx uint32) *vppcalls.Interface { return byIdx[idx] }
 	var out []api.TypedKV[*vppif.Interface, *Metadata]
-	seen := map[string]bool{}
+	taken := map[string]bool{}
 	for _, i := range all {
-		if i.Tag == "" || i.Kind == vppcalls.KindOther {
+		if !ours(i) {
 			continue
 		}
-		if seen[i.Tag] {
+		if taken[i.Tag] {
 			p.log.Warn("VPP interfaces with the same tag: only the first is taken as the agent's", "tag", i.Tag, "sw_if_index", i.SwIfIndex)
 			continue
 		}
-		seen[i.Tag] = true
-		v := observed(i, want[i.Tag], nameOf, func(idx uint32) *vppcalls.Interface { return byIdx[idx] })
+		taken[i.Tag] = true
+		v := observed(i, i.Tag, want[i.Tag], false, nameOf, donorOf)
 		out = append(out, api.TypedKV[*vppif.Interface, *Metadata]{
 			Key: InterfaceKey(i.Tag), Value: v, Origin: api.FromNB,
 			Metadata: &Metadata{SwIfIndex: i.SwIfIndex, InternalName: i.Name, Vrf: v.GetVrf()},
+		})
+	}
+	for _, i := range all {
+		if ours(i) {
+			continue
+		}
+		switch {
+		case taken[i.Name]:
+			p.log.Warn("a foreign VPP interface has the logical name of one of the agent's: it is left alone and not reported", "name", i.Name, "sw_if_index", i.SwIfIndex)
+			continue
+		case want[i.Name] != nil:
+			p.log.Warn("the configuration names an interface like a foreign VPP interface: the configured one is created, the foreign one is left alone and not reported", "name", i.Name, "sw_if_index", i.SwIfIndex)
+			continue
+		case !validName(i.Name):
+			p.log.Debug("a foreign VPP interface's name cannot be a logical name: not reported", "name", i.Name, "sw_if_index", i.SwIfIndex)
+			continue
+		}
+		taken[i.Name] = true
+		v := observed(i, i.Name, nil, true, nameOf, donorOf)
+		out = append(out, api.TypedKV[*vppif.Interface, *Metadata]{
+			Key: InterfaceKey(i.Name), Value: v, Origin: api.FromSB,
+			Metadata: &Metadata{SwIfIndex: i.SwIfIndex, InternalName: i.Name, Vrf: v.GetVrf(), Foreign: true},
 		})
 	}
 	return out, nil
@@ -491,23 +548,25 @@ const (
 	defaultTapRing     = 256
 )
 
-// observed builds the value of an interface as VPP has it. want is the
-// expected value (nil when the configuration has none); its spelling is
-// kept where VPP's state is the same, and fields VPP does not report
-// (memif secret and queues, TAP version, unnumbered — which has its own
-// descriptor with Retrieve) come from it.
-func observed(i *vppcalls.Interface, want *vppif.Interface, nameOf func(uint32) string, donorOf func(uint32) *vppcalls.Interface) *vppif.Interface {
+// observed builds the value of an interface, named name, as VPP has it.
+// want is the expected value (nil when the configuration has none); its
+// spelling is kept where VPP's state is the same, and fields VPP does not
+// report (memif secret and queues, TAP version, unnumbered — which has its
+// own descriptor with Retrieve) come from it. raw (a foreign interface)
+// reports what VPP has as it has it: MAC, MTU, ring sizes and TAP host name
+// included.
+func observed(i *vppcalls.Interface, name string, want *vppif.Interface, raw bool, nameOf func(uint32) string, donorOf func(uint32) *vppcalls.Interface) *vppif.Interface {
 	if want == nil {
 		want = &vppif.Interface{}
 	}
-	v := &vppif.Interface{Name: i.Tag, Enabled: i.AdminUp}
-	if want.GetPhysAddress() != "" && i.Kind != vppcalls.KindSub {
+	v := &vppif.Interface{Name: name, Enabled: i.AdminUp}
+	if (want.GetPhysAddress() != "" || raw && !zeroMAC(i.MAC)) && i.Kind != vppcalls.KindSub {
 		v.PhysAddress = i.MAC.String()
 		if strings.EqualFold(v.PhysAddress, want.GetPhysAddress()) {
 			v.PhysAddress = want.GetPhysAddress()
 		}
 	}
-	if want.GetMtu() != 0 {
+	if raw || want.GetMtu() != 0 {
 		v.Mtu = i.MTU
 	}
 	v.IpAddresses = observedAddresses(ownAddresses(i, donorOf, want.GetIpAddresses()), want.GetIpAddresses())
@@ -549,10 +608,10 @@ func observed(i *vppcalls.Interface, want *vppif.Interface, nameOf func(uint32) 
 		if w.GetSocketFilename() != "" && vppcalls.MemifSocketPath(w.GetSocketFilename()) == vppcalls.MemifSocketPath(m.SocketFilename) {
 			m.SocketFilename = w.GetSocketFilename()
 		}
-		if w.GetRingSize() == 0 && m.RingSize == defaultMemifRing {
+		if !raw && w.GetRingSize() == 0 && m.RingSize == defaultMemifRing {
 			m.RingSize = 0
 		}
-		if w.GetBufferSize() == 0 && m.BufferSize == defaultMemifBuffer {
+		if !raw && w.GetBufferSize() == 0 && m.BufferSize == defaultMemifBuffer {
 			m.BufferSize = 0
 		}
 		v.Link = &vppif.Interface_Memif{Memif: m}
@@ -563,20 +622,36 @@ func observed(i *vppcalls.Interface, want *vppif.Interface, nameOf func(uint32) 
 			Version: w.GetVersion(), HostIfName: i.Tap.HostIfName, RxRingSize: i.Tap.RxRingSize, TxRingSize: i.Tap.TxRingSize,
 			EnableGso: i.Tap.GSO, EnableTunnel: i.Tap.Tun, ToMicroservice: w.GetToMicroservice(),
 		}
-		if w.GetHostIfName() == "" {
-			t.HostIfName = "" // VPP's default name
+		if !raw {
+			if w.GetHostIfName() == "" {
+				t.HostIfName = "" // VPP's default name
+			}
+			if w.GetRxRingSize() == 0 && t.RxRingSize == defaultTapRing {
+				t.RxRingSize = 0
+			}
+			if w.GetTxRingSize() == 0 && t.TxRingSize == defaultTapRing {
+				t.TxRingSize = 0
+			}
 		}
-		if w.GetRxRingSize() == 0 && t.RxRingSize == defaultTapRing {
-			t.RxRingSize = 0
-		}
-		if w.GetTxRingSize() == 0 && t.TxRingSize == defaultTapRing {
-			t.TxRingSize = 0
-		}
-		if w != nil || !proto.Equal(t, &vppif.TapLink{}) {
+		if raw || w != nil || !proto.Equal(t, &vppif.TapLink{}) {
 			v.Link = &vppif.Interface_Tap{Tap: t}
+		}
+	case vppcalls.KindOther:
+		if i.DevType == "dpdk" {
+			v.Type = vppif.Interface_DPDK
 		}
 	}
 	return v
+}
+
+// zeroMAC tells whether a MAC is absent or all zeros (local0 has none).
+func zeroMAC(mac net.HardwareAddr) bool {
+	for _, b := range mac {
+		if b != 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // ownAddresses are the addresses of an interface without the IPv6

@@ -79,4 +79,9 @@ type Metadata struct {
 	// InternalName is VPP's name (loop0, host-veth1, memif1/0, tap0, ...).
 	InternalName string
 	Vrf          uint32
+	// Foreign: the interface is not the agent's (doc.go, Ownership). Its
+	// value is OBTAINED and its logical name is VPP's name; it may be
+	// named (a bridge domain member, a route's outgoing interface, a
+	// sub-interface's parent, an unnumbered donor) but is never changed.
+	Foreign bool
 }

@@ -41,7 +41,8 @@ func SchedulerInterfaces(s MetadataSource) InterfaceLookup {
 
 // SchedulerInterfaceNames returns a lister of the logical names in the
 // metadata map of InterfaceDescriptorName in s, for
-// SetInterfaceLister.
+// SetInterfaceLister: the agent's interfaces and the foreign (OBTAINED)
+// ones, whose Metadata.Foreign is set.
 func SchedulerInterfaceNames(s MetadataSource) func() []string {
 	return func() []string {
 		if m := s.GetMetadataMap(InterfaceDescriptorName); m != nil {

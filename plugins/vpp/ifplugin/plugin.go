@@ -108,6 +108,19 @@ func (p *Plugin) swIfIndex(name string) (uint32, error) {
 	return md.SwIfIndex, nil
 }
 
+// ownSwIfIndex is swIfIndex for the Create of a derived value, which
+// changes the interface: a foreign interface is refused (never changed).
+func (p *Plugin) ownSwIfIndex(name string) (uint32, error) {
+	md, ok := p.lookup(name)
+	if !ok {
+		return 0, fmt.Errorf("VPP interface %s is not known (no metadata)", name)
+	}
+	if md.Foreign {
+		return 0, api.NonRetriable(fmt.Errorf("VPP interface %s is not the agent's (it has no tag of ours): its settings are left as they are", name))
+	}
+	return md.SwIfIndex, nil
+}
+
 // ownIndex returns the sw_if_index of an interface for the Delete of one of
 // its derived values: ok is false when the interface has no metadata or VPP
 // no longer has it at that index under its tag.

@@ -20,6 +20,7 @@ import (
 	"github.com/netagent-io/netagent/pkg/models"
 	"github.com/netagent-io/netagent/plugins/kvscheduler/api"
 	"github.com/netagent-io/netagent/plugins/vpp/ifplugin"
+	"github.com/netagent-io/netagent/plugins/vpp/internal/validate"
 	vppl2 "github.com/netagent-io/netagent/proto/vpp/l2"
 )
 
@@ -128,21 +129,21 @@ func (p *Plugin) bridgeDomainDescriptor() *api.TypedDescriptor[*vppl2.BridgeDoma
 }
 
 func validateBD(key string, bd *vppl2.BridgeDomain) error {
-	var pr problems
+	var pr validate.Problems
 	if err := models.VPPBridgeDomain.Validate(bd); err != nil {
-		pr.model(err)
+		pr.Model(err)
 	} else if err := models.VPPBridgeDomain.CheckKey(key, bd); err != nil {
-		pr.model(err)
+		pr.Model(err)
 	}
 	if bd.GetMacAge() > 255 {
-		pr.add("mac_age", "%d is above 255 minutes (VPP keeps 8 bits)", bd.GetMacAge())
+		pr.Add("mac_age", "%d is above 255 minutes (VPP keeps 8 bits)", bd.GetMacAge())
 	}
 	for k, i := range bd.GetInterfaces() {
 		if i.GetSplitHorizonGroup() > 255 {
-			pr.add(fmt.Sprintf("interfaces[%d].split_horizon_group", k), "%d is above 255 (VPP keeps 8 bits)", i.GetSplitHorizonGroup())
+			pr.Add(fmt.Sprintf("interfaces[%d].split_horizon_group", k), "%d is above 255 (VPP keeps 8 bits)", i.GetSplitHorizonGroup())
 		}
 	}
-	return pr.err()
+	return pr.Err()
 }
 
 // bdDerivedValues: one binding per interface, handled by the binding
@@ -469,10 +470,15 @@ func (p *Plugin) retrieveBDs(correlate []api.TypedKV[*vppl2.BridgeDomain, *Bridg
 }
 
 // reverseIndex maps the sw_if_index of the named interfaces (and the
-// lister's) to their logical names; names without metadata are left out.
+// lister's, foreign ones aside: a foreign interface in a domain is left
+// there unless a configured domain names it) to their logical names; names
+// without metadata are left out.
 func (p *Plugin) reverseIndex(names map[string]struct{}) map[uint32]string {
 	if p.names != nil {
 		for _, n := range p.names() {
+			if md, ok := p.ifaces(n); ok && md.Foreign {
+				continue
+			}
 			names[n] = struct{}{}
 		}
 	}

@@ -49,9 +49,10 @@
 //   - Retrieve: bridge_domain_dump (all) and bd_ip_mac_dump (all); every
 //     domain whose tag is a valid name is reported with origin FromNB, its
 //     bd_id as metadata. Members are mapped back from sw_if_index to logical
-//     names through the interfaces the expected domains name (every
-//     configured interface with SetInterfaceLister); members that map to no
-//     name are left out. Values equivalent to the expected one are returned
+//     names through the interfaces the expected domains name (and every
+//     interface of the agent with SetInterfaceLister; a foreign, OBTAINED
+//     interface only when an expected domain names it); members that map to
+//     no name are left out, so left in the domain. Values equivalent to the expected one are returned
 //     as the expected one. RetrieveDependencies: the interface descriptor.
 //   - ValueComparator: the order of interfaces and ARP termination entries,
 //     and the spelling of addresses and MACs, do not matter.
@@ -93,4 +94,8 @@
 //     modelled; the flags the plugin does not model are left as VPP has them.
 //   - A foreign domain that happens to carry one of our names as its tag is
 //     taken for ours.
+//   - A foreign interface (ifplugin: OBTAINED, Metadata.Foreign) that the
+//     agent put into one of its domains and that the configuration dropped
+//     while the agent was not running stays a member: a new agent cannot
+//     tell it from one someone else put there.
 package l2plugin

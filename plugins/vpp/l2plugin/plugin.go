@@ -3,7 +3,6 @@ package l2plugin
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"sort"
 	"strings"
@@ -12,7 +11,6 @@ import (
 	govppapi "go.fd.io/govpp/api"
 	"go.fd.io/govpp/binapi/l2"
 
-	"github.com/netagent-io/netagent/pkg/models"
 	"github.com/netagent-io/netagent/plugins/kvscheduler/api"
 	"github.com/netagent-io/netagent/plugins/vpp/ifplugin"
 	"github.com/netagent-io/netagent/plugins/vpp/vppconn"
@@ -227,48 +225,3 @@ func isRetriable(err error) bool {
 	var ie *vppconn.IncompatibleError
 	return !errors.As(err, &ie)
 }
-
-// --- validation helpers ---------------------------------------------------------
-
-// problems collects the invalid fields of a value.
-type problems struct {
-	fields []string
-	errs   joined
-}
-
-func (p *problems) add(field, format string, args ...any) {
-	p.fields = append(p.fields, field)
-	p.errs = append(p.errs, fmt.Errorf("%s: %s", field, fmt.Sprintf(format, args...)))
-}
-
-// model takes a models validation or key error (errors.As still finds it).
-func (p *problems) model(err error) {
-	var ve *models.ValidationError
-	if errors.As(err, &ve) {
-		p.fields = append(p.fields, ve.FieldNames()...)
-	}
-	p.errs = append(p.errs, err)
-}
-
-func (p *problems) err() error {
-	switch len(p.errs) {
-	case 0:
-		return nil
-	case 1:
-		return api.NewInvalidValueError(p.errs[0], p.fields...)
-	}
-	return api.NewInvalidValueError(p.errs, p.fields...)
-}
-
-// joined is several errors on one line.
-type joined []error
-
-func (j joined) Error() string {
-	msgs := make([]string, len(j))
-	for i, e := range j {
-		msgs[i] = e.Error()
-	}
-	return strings.Join(msgs, "; ")
-}
-
-func (j joined) Unwrap() []error { return j }

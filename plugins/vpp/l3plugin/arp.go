@@ -20,6 +20,7 @@ import (
 	"github.com/netagent-io/netagent/pkg/models"
 	"github.com/netagent-io/netagent/plugins/kvscheduler/api"
 	"github.com/netagent-io/netagent/plugins/vpp/ifplugin"
+	"github.com/netagent-io/netagent/plugins/vpp/internal/validate"
 	vppl3 "github.com/netagent-io/netagent/proto/vpp/l3"
 )
 
@@ -84,10 +85,10 @@ func (p *Plugin) arpDescriptor() *api.TypedDescriptor[*vppl3.ARPEntry, any] {
 
 func validateARP(key string, a *vppl3.ARPEntry) error {
 	if err := models.VPPARP.Validate(a); err != nil {
-		return invalid(err)
+		return validate.Invalid(err)
 	}
 	if err := models.VPPARP.CheckKey(key, a); err != nil {
-		return invalid(err)
+		return validate.Invalid(err)
 	}
 	return nil
 }
@@ -123,7 +124,7 @@ func (p *Plugin) neighborAddDel(isAdd bool, s arpSpec, swIfIndex uint32) error {
 func (p *Plugin) setARP(a *vppl3.ARPEntry) error {
 	s, err := parseARP(a)
 	if err != nil {
-		return api.NonRetriable(invalid(err))
+		return api.NonRetriable(validate.Invalid(err))
 	}
 	md, ok := p.ifaces(s.iface)
 	if !ok {

@@ -4,7 +4,7 @@
 // through GoVPP (go.fd.io/govpp v0.13.0, VPP 25.10).
 //
 //	p := l3plugin.New(vppManager, l3plugin.SchedulerInterfaces(sched), logger)
-//	p.SetInterfaceLister(l3plugin.SchedulerInterfaceNames(sched)) // optional (ARP Retrieve)
+//	p.SetInterfaceLister(l3plugin.SchedulerInterfaceNames(sched)) // optional (Retrieve, see Routes and ARP entries)
 //	vppManager.AddArea(p.Area()) // before vppManager.Run
 //	sched.RegisterKVDescriptor(p.Descriptors()...) // after the VPP interface descriptor
 //
@@ -39,18 +39,40 @@
 //     the path and adds the new one.
 //   - Delete: ip_route_add_del delete of the path; a path, table or
 //     interface already gone is success.
-//   - Retrieve: ip_route_dump of the tables of the expected routes (the
-//     correlate values); a route is reported (origin FromNB) when one of the
-//     paths of its destination is the path it adds (type, next hop, and
-//     interface, or lookup table without one), with VPP's weight and
-//     preference. Everything else in the table is not reported: the entries
-//     VPP makes itself (default drops, attached and local prefixes,
-//     neighbour /32s) and paths no expected route adds. The sw_if_index of
-//     a path is matched through the outgoing interfaces of the expected
-//     routes (a reverse lookup of the InterfaceLookup).
+//   - Retrieve: ip_table_dump, then ip_route_v2_dump (all sources) of every
+//     table of VPP. An expected route (the correlate values) is reported
+//     (origin FromNB) when one of the paths of its destination is the path
+//     it adds (type, next hop, and interface, or lookup table without one),
+//     with VPP's weight and preference. Every other path of an entry whose
+//     best FIB source is the API's is reported too, as the route value that
+//     adds it, under that value's key (see Ownership): a route of the agent
+//     that the configuration no longer has, which a full resync deletes.
+//     The sw_if_index of a path is named through the interface metadata
+//     (the expected routes' interfaces and, with SetInterfaceLister, every
+//     interface: the agent's and the foreign, OBTAINED ones).
 //   - ValueComparator: values that make the same VPP path are equal: host
 //     bits of the destination, weight 0 and 1 (VPP's default), address
 //     spellings.
+//
+// # Ownership of routes
+//
+// VPP keeps, per FIB entry, the sources that added it, and shows the paths
+// of the best one; ip_route_v2_dump reports that source. The agent adds its
+// routes with ip_route_add_del, whose source is the API's
+// (FIB_SOURCE_API, 8). So a path of an entry whose best source is the API
+// is taken for the agent's, and deleted by a full resync when no
+// configured route makes it. Never reported, hence never deleted: the
+// entries VPP makes itself (default, class D/E and broadcast drops of the
+// special and default-route sources; the attached, local and
+// network/broadcast entries of interface addresses, source interface;
+// neighbours' host entries, source adjacency), the routes of the CLI
+// ("ip route add", source CLI) and of control planes that register a FIB
+// source of their own (fib_source_add, then ip_route_add_del_v2), and the
+// paths of an API entry that no route value can make (local, ICMP or other
+// special path types, path flags, MPLS labels, an interface without a
+// logical name). An API route to a destination that a better source also
+// has (an interface's attached subnet) is shown with that source's paths:
+// when no longer configured it is not found, and stays in VPP.
 //
 // # ARP entries
 //
@@ -63,11 +85,12 @@
 //   - Delete: ip_neighbor_add_del delete; an entry (or interface) already
 //     gone is success.
 //   - Retrieve: ip_neighbor_dump (IPv4 and IPv6) of the interfaces of the
-//     expected entries (every configured interface with SetInterfaceLister).
-//     An expected entry found is the NB's; a static entry no expected value
-//     names has an unknown origin (OBTAINED, never deleted, unless the NB asks
-//     for it); dynamic entries that are not expected are the data plane's
-//     and are not reported.
+//     expected entries (with SetInterfaceLister, of every interface with
+//     metadata, the foreign OBTAINED ones included). An expected entry found
+//     is the NB's; a static entry no expected value names has an unknown
+//     origin (OBTAINED, never deleted, unless the NB asks for it); dynamic
+//     entries that are not expected are the data plane's and are not
+//     reported.
 //   - ValueComparator: MAC and address spellings aside.
 //
 // # Errors
@@ -83,10 +106,11 @@
 //   - A route whose path is already in the table for another reason (a
 //     default drop for a DROP route to 0.0.0.0/0, an attached prefix for an
 //     interface route to the interface's own subnet) is taken as present:
-//     ip_route_dump does not say who added a path.
-//   - A route of ours that the NB dropped while the agent was not running
-//     is not found by a full resync (only the expected paths are looked
-//     for), so it stays in VPP.
+//     the dump shows the best source's paths only.
+//   - Another program adding routes through the binary API with
+//     ip_route_add_del (the API source) in VPP's tables has them taken for
+//     the agent's: a full resync deletes them. Such programs should use a
+//     FIB source of their own.
 //   - One path per route value; multipath flags, MPLS labels, next-hop
 //     tables other than the route's VRF, and ICMP-unreachable/prohibit
 //     routes are not modelled. Calls are synchronous (one request at a time).

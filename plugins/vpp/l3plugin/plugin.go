@@ -3,11 +3,9 @@ package l3plugin
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"net/netip"
 	"sort"
-	"strings"
 	"sync"
 
 	govppapi "go.fd.io/govpp/api"
@@ -15,7 +13,6 @@ import (
 	"go.fd.io/govpp/binapi/ip_neighbor"
 	"go.fd.io/govpp/binapi/ip_types"
 
-	"github.com/netagent-io/netagent/pkg/models"
 	"github.com/netagent-io/netagent/plugins/kvscheduler/api"
 	"github.com/netagent-io/netagent/plugins/vpp/ifplugin"
 	"github.com/netagent-io/netagent/plugins/vpp/vppconn"
@@ -87,7 +84,8 @@ func (p *Plugin) Area() vppconn.Area {
 	return vppconn.Area{Name: AreaName, Messages: []govppapi.Message{
 		&ip.IPTableAddDel{}, &ip.IPTableAddDelReply{},
 		&ip.IPRouteAddDel{}, &ip.IPRouteAddDelReply{},
-		&ip.IPRouteDump{}, &ip.IPRouteDetails{},
+		&ip.IPTableDump{}, &ip.IPTableDetails{},
+		&ip.IPRouteV2Dump{}, &ip.IPRouteV2Details{},
 		&ip_neighbor.IPNeighborAddDel{}, &ip_neighbor.IPNeighborAddDelReply{},
 		&ip_neighbor.IPNeighborDump{}, &ip_neighbor.IPNeighborDetails{},
 	}}
@@ -119,59 +117,6 @@ func (p *Plugin) call(f func(ctx context.Context, conn govppapi.Connection) erro
 func isRetriable(err error) bool {
 	var ie *vppconn.IncompatibleError
 	return !errors.As(err, &ie)
-}
-
-// --- validation helpers ---------------------------------------------------------
-
-// problems collects the invalid fields of a value.
-type problems struct {
-	fields []string
-	errs   joined
-}
-
-func (p *problems) add(field, format string, args ...any) {
-	p.fields = append(p.fields, field)
-	p.errs = append(p.errs, fmt.Errorf("%s: %s", field, fmt.Sprintf(format, args...)))
-}
-
-// model takes a models validation or key error (errors.As still finds it).
-func (p *problems) model(err error) {
-	var ve *models.ValidationError
-	if errors.As(err, &ve) {
-		p.fields = append(p.fields, ve.FieldNames()...)
-	}
-	p.errs = append(p.errs, err)
-}
-
-func (p *problems) err() error {
-	switch len(p.errs) {
-	case 0:
-		return nil
-	case 1:
-		return api.NewInvalidValueError(p.errs[0], p.fields...)
-	}
-	return api.NewInvalidValueError(p.errs, p.fields...)
-}
-
-// joined is several errors on one line.
-type joined []error
-
-func (j joined) Error() string {
-	msgs := make([]string, len(j))
-	for i, e := range j {
-		msgs[i] = e.Error()
-	}
-	return strings.Join(msgs, "; ")
-}
-
-func (j joined) Unwrap() []error { return j }
-
-// invalid turns an error about a value into an InvalidValueError naming the
-// fields when it is a models.ValidationError.
-func invalid(err error) error {
-	var pr problems
-	pr.model(err)
-	return pr.err()
 }
 
 // --- addresses ------------------------------------------------------------------

@@ -16,6 +16,7 @@ import (
 	"github.com/netagent-io/netagent/pkg/models"
 	"github.com/netagent-io/netagent/plugins/kvscheduler/api"
 	"github.com/netagent-io/netagent/plugins/vpp/ifplugin"
+	"github.com/netagent-io/netagent/plugins/vpp/internal/validate"
 	vppl3 "github.com/netagent-io/netagent/proto/vpp/l3"
 )
 
@@ -192,42 +193,42 @@ func (p *Plugin) routeDescriptor() *api.TypedDescriptor[*vppl3.Route, *RouteMeta
 
 func validateRoute(key string, r *vppl3.Route) error {
 	if err := models.VPPRoute.Validate(r); err != nil {
-		return invalid(err)
+		return validate.Invalid(err)
 	}
 	if err := models.VPPRoute.CheckKey(key, r); err != nil {
-		return invalid(err)
+		return validate.Invalid(err)
 	}
-	var pr problems
+	var pr validate.Problems
 	if r.GetWeight() > 255 {
-		pr.add("weight", "%d is above 255 (VPP keeps 8 bits)", r.GetWeight())
+		pr.Add("weight", "%d is above 255 (VPP keeps 8 bits)", r.GetWeight())
 	}
 	if r.GetPreference() > 255 {
-		pr.add("preference", "%d is above 255 (VPP keeps 8 bits)", r.GetPreference())
+		pr.Add("preference", "%d is above 255 (VPP keeps 8 bits)", r.GetPreference())
 	}
 	switch r.GetType() {
 	case vppl3.Route_DROP:
 		if r.GetNextHopAddr() != "" {
-			pr.add("next_hop_addr", "a DROP route has no next hop")
+			pr.Add("next_hop_addr", "a DROP route has no next hop")
 		}
 		if r.GetOutgoingInterface() != "" {
-			pr.add("outgoing_interface", "a DROP route has no outgoing interface")
+			pr.Add("outgoing_interface", "a DROP route has no outgoing interface")
 		}
 	case vppl3.Route_INTER_VRF:
 		if r.GetOutgoingInterface() != "" {
-			pr.add("outgoing_interface", "an INTER_VRF route is looked up in via_vrf_id; it has no outgoing interface")
+			pr.Add("outgoing_interface", "an INTER_VRF route is looked up in via_vrf_id; it has no outgoing interface")
 		}
 		if r.GetViaVrfId() == r.GetVrfId() {
-			pr.add("via_vrf_id", "%d is vrf_id itself: the lookup would loop", r.GetViaVrfId())
+			pr.Add("via_vrf_id", "%d is vrf_id itself: the lookup would loop", r.GetViaVrfId())
 		}
 	default:
 		if r.GetNextHopAddr() == "" && r.GetOutgoingInterface() == "" {
-			pr.add("next_hop_addr", "an INTRA_VRF route needs a next hop or an outgoing interface")
+			pr.Add("next_hop_addr", "an INTRA_VRF route needs a next hop or an outgoing interface")
 		}
 	}
 	if r.GetType() != vppl3.Route_INTER_VRF && r.GetViaVrfId() != 0 {
-		pr.add("via_vrf_id", "only an INTER_VRF route is looked up in another VRF")
+		pr.Add("via_vrf_id", "only an INTER_VRF route is looked up in another VRF")
 	}
-	return pr.err()
+	return pr.Err()
 }
 
 func routeDependencies(_ string, r *vppl3.Route) []api.Dependency {
@@ -301,7 +302,7 @@ func (p *Plugin) routeAddDel(isAdd bool, s routeSpec, swIfIndex uint32) error {
 func (p *Plugin) createRoute(_ string, r *vppl3.Route) (*RouteMetadata, error) {
 	s, err := parseRoute(r)
 	if err != nil {
-		return nil, api.NonRetriable(invalid(err))
+		return nil, api.NonRetriable(validate.Invalid(err))
 	}
 	sw := noIndex
 	if s.iface != "" {
@@ -354,10 +355,27 @@ func (p *Plugin) deleteRoute(_ string, r *vppl3.Route, md *RouteMetadata) error 
 	return nil
 }
 
-// retrieveRoutes dumps the tables of the expected routes and reports the
-// expected routes whose path is there. VPP's own entries (default drops,
-// attached and local prefixes, neighbour /32s) and paths of no expected
-// route are not reported: ip_route_dump does not say who added a path.
+// fibSourceAPI is VPP's FIB source of the routes added with
+// ip_route_add_del (FIB_SOURCE_API of fib_source_t, as ip_route_v2_details
+// reports an entry's best source). VPP's own entries have other sources
+// (special, interface, adjacency, default-route), the CLI's "ip route add"
+// its own (CLI), control planes that register a source theirs.
+const fibSourceAPI = 8
+
+// retrieveRoutes reports the routes of the agent in every IP table of VPP
+// (ip_table_dump, then ip_route_v2_dump of each table, all sources):
+//
+//   - an expected route (correlate) whose path is in its entry, whatever
+//     the entry's source, under its key with VPP's weight and preference;
+//   - every other path of an entry whose best source is the API's: the
+//     agent adds its routes with ip_route_add_del, so such a path is a
+//     route of the agent that the configuration no longer has (a resync
+//     deletes it). It is reported under the key of the value it makes, its
+//     interface named through the interface metadata (an interface with
+//     none: the path is skipped).
+//
+// Entries of other sources (VPP's own, the CLI's, other control planes')
+// are never reported beyond the expected paths found in them.
 func (p *Plugin) retrieveRoutes(correlate []api.TypedKV[*vppl3.Route, *RouteMetadata]) ([]api.TypedKV[*vppl3.Route, *RouteMetadata], error) {
 	type expected struct {
 		key   string
@@ -376,9 +394,12 @@ func (p *Plugin) retrieveRoutes(correlate []api.TypedKV[*vppl3.Route, *RouteMeta
 			names[c.Value.GetOutgoingInterface()] = struct{}{}
 		}
 	}
-	index := p.interfaceIndex(names, false)
+	index := p.interfaceIndex(names, true)
+	nameOf := make(map[uint32]string, len(index))
+	for name, sw := range index {
+		nameOf[sw] = name
+	}
 	byEntry := map[entryKey][]*expected{}
-	tables := map[tableKey]bool{}
 	for _, c := range correlate {
 		if c.Value == nil {
 			continue
@@ -396,40 +417,36 @@ func (p *Plugin) retrieveRoutes(correlate []api.TypedKV[*vppl3.Route, *RouteMeta
 		}
 		k := entryKey{s.vrf, s.dst}
 		byEntry[k] = append(byEntry[k], &expected{key: c.Key, value: c.Value, spec: s, sw: sw})
-		tables[tableKey{s.vrf, s.ipv6()}] = true
 	}
-	sortedTables := make([]tableKey, 0, len(tables))
-	for t := range tables {
-		sortedTables = append(sortedTables, t)
+	tables, err := p.dumpTables()
+	if err != nil {
+		return nil, err
 	}
-	sort.Slice(sortedTables, func(i, j int) bool {
-		if sortedTables[i].ipv6 != sortedTables[j].ipv6 {
-			return !sortedTables[i].ipv6
-		}
-		return sortedTables[i].id < sortedTables[j].id
-	})
 	var out []api.TypedKV[*vppl3.Route, *RouteMetadata]
-	for _, t := range sortedTables {
-		var details []*ip.IPRouteDetails
+	reported := map[string]bool{}
+	for _, t := range tables {
+		var details []*ip.IPRouteV2Details
 		err := p.call(func(ctx context.Context, conn govppapi.Connection) (err error) {
-			details, err = vppconn.Dump[*ip.IPRouteDetails](ctx, conn, &ip.IPRouteDump{Table: ip.IPTable{TableID: t.id, IsIP6: t.ipv6}})
+			details, err = vppconn.Dump[*ip.IPRouteV2Details](ctx, conn, &ip.IPRouteV2Dump{Table: ip.IPTable{TableID: t.id, IsIP6: t.ipv6}})
 			return err
 		})
 		if err != nil {
-			return nil, fmt.Errorf("dumping table %d (ipv6 %v): %w", t.id, t.ipv6, err)
+			return nil, fmt.Errorf("ip_route_v2_dump (table %d, ipv6 %v): %w", t.id, t.ipv6, err)
 		}
 		for _, d := range details {
 			dst, ok := fromVPPPrefix(d.Route.Prefix)
-			if !ok {
+			if !ok || dst.Addr().Is6() != t.ipv6 {
 				continue
 			}
 			exps := byEntry[entryKey{t.id, dst}]
-			for _, fp := range d.Route.Paths {
+			expectedPath := make([]bool, len(d.Route.Paths))
+			for k, fp := range d.Route.Paths {
 				for _, e := range exps {
 					if e.found || !e.spec.matches(fp, e.sw) {
 						continue
 					}
-					e.found = true
+					e.found, expectedPath[k] = true, true
+					reported[e.key] = true
 					v := proto.Clone(e.value).(*vppl3.Route)
 					v.Weight, v.Preference = uint32(fp.Weight), uint32(fp.Preference)
 					if routesEquivalent(e.value, v) {
@@ -441,8 +458,110 @@ func (p *Plugin) retrieveRoutes(correlate []api.TypedKV[*vppl3.Route, *RouteMeta
 					break
 				}
 			}
+			if d.Route.Src != fibSourceAPI {
+				continue
+			}
+			for k, fp := range d.Route.Paths {
+				if expectedPath[k] {
+					continue
+				}
+				v, sw, why := unexpectedRoute(t.id, dst, fp, nameOf)
+				if v == nil {
+					p.log.Debug("retrieve: an API route path that no route value makes is left alone", "vrf", t.id, "dst", dst.String(), "reason", why)
+					continue
+				}
+				key, err := models.VPPRoute.Key(v)
+				if err != nil {
+					p.log.Debug("retrieve: an API route path that no route value makes is left alone", "vrf", t.id, "dst", dst.String(), "reason", err.Error())
+					continue
+				}
+				if reported[key] {
+					p.log.Warn("retrieve: two paths of one route make one key; the first is reported", "key", key)
+					continue
+				}
+				reported[key] = true
+				out = append(out, api.TypedKV[*vppl3.Route, *RouteMetadata]{
+					Key: key, Value: v, Metadata: &RouteMetadata{SwIfIndex: sw}, Origin: api.FromNB,
+				})
+			}
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
+	return out, nil
+}
+
+// unexpectedRoute is the route value that adds the path fp to dst in table
+// (and the sw_if_index of its interface, ~0 for none), or nil and why no
+// value makes such a path: a path type, flag or protocol the model does not
+// have, or an interface without a logical name (nameOf).
+func unexpectedRoute(table uint32, dst netip.Prefix, fp fib_types.FibPath, nameOf map[uint32]string) (*vppl3.Route, uint32, string) {
+	ipv6 := dst.Addr().Is6()
+	wantProto := fib_types.FIB_API_PATH_NH_PROTO_IP4
+	if ipv6 {
+		wantProto = fib_types.FIB_API_PATH_NH_PROTO_IP6
+	}
+	switch {
+	case fp.Proto != wantProto:
+		return nil, 0, "next-hop protocol " + fp.Proto.String()
+	case fp.Flags != 0:
+		return nil, 0, "path flags " + fp.Flags.String()
+	case fp.NLabels > 0:
+		return nil, 0, "MPLS labels"
+	}
+	v := &vppl3.Route{
+		VrfId: table, DstNetwork: dst.String(), Weight: uint32(fp.Weight), Preference: uint32(fp.Preference),
+	}
+	switch fp.Type {
+	case fib_types.FIB_API_PATH_TYPE_DROP:
+		v.Type = vppl3.Route_DROP
+		return v, noIndex, ""
+	case fib_types.FIB_API_PATH_TYPE_NORMAL:
+	default:
+		return nil, 0, "path type " + fp.Type.String()
+	}
+	if nh := pathNextHop(fp); nh.IsValid() {
+		v.NextHopAddr = nh.String()
+	}
+	switch {
+	case fp.SwIfIndex != noIndex:
+		name, ok := nameOf[fp.SwIfIndex]
+		if !ok {
+			return nil, 0, fmt.Sprintf("sw_if_index %d has no logical name", fp.SwIfIndex)
+		}
+		v.OutgoingInterface = name
+		return v, fp.SwIfIndex, ""
+	case fp.TableID != table:
+		v.Type, v.ViaVrfId = vppl3.Route_INTER_VRF, fp.TableID
+	}
+	return v, noIndex, ""
+}
+
+// dumpTables lists VPP's IP tables (ip_table_dump), IPv4 before IPv6, each
+// once, by id.
+func (p *Plugin) dumpTables() ([]tableKey, error) {
+	var details []*ip.IPTableDetails
+	err := p.call(func(ctx context.Context, conn govppapi.Connection) (err error) {
+		details, err = vppconn.Dump[*ip.IPTableDetails](ctx, conn, &ip.IPTableDump{})
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("ip_table_dump: %w", err)
+	}
+	seen := map[tableKey]bool{}
+	var out []tableKey
+	for _, d := range details {
+		k := tableKey{d.Table.TableID, d.Table.IsIP6}
+		if k.id == noIndex || seen[k] { // ~0: tables VPP keeps for itself (IPv6 link-local)
+			continue
+		}
+		seen[k] = true
+		out = append(out, k)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].ipv6 != out[j].ipv6 {
+			return !out[i].ipv6
+		}
+		return out[i].id < out[j].id
+	})
 	return out, nil
 }

@@ -11,6 +11,15 @@
 // calls fail with ErrNotConnected, which the scheduler retries; the status of
 // the values says so.
 //
+// A connection serves one stretch of VPP's life: when GoVPP's health check
+// finds it lost, the Manager marks VPP not connected, ends the calls still
+// running on it (they return ErrNotConnected at once instead of waiting for
+// their timeout; so do later calls through a connection Conn handed out
+// before), and then connects anew with a new GoVPP connection. GoVPP's own
+// reconnect of a connection in place is refused: in v0.13.0 it rewrites the
+// message table that running calls decode their replies with, unlocked (see
+// session.go).
+//
 // At every connect the message tables of the registered areas are checked
 // against VPP's: an area whose messages VPP does not know (a different VPP
 // version) is disabled, reported by Disabled and in the readiness, and its
@@ -74,8 +83,7 @@ type Manager struct {
 	areas []Area
 
 	mu         sync.RWMutex
-	conn       *core.Connection
-	connected  bool
+	sess       *session // the connection in use; nil while VPP is not connected
 	pid        uint32
 	version    string
 	disabled   map[string][]string // area -> messages VPP lacks
@@ -103,25 +111,35 @@ func New(opts Options) *Manager {
 // before Run.
 func (m *Manager) AddArea(a Area) { m.areas = append(m.areas, a) }
 
-// Run connects and keeps the connection until ctx ends.
+// Run connects and keeps a connection until ctx ends: a new one each time
+// the last is lost.
 func (m *Manager) Run(ctx context.Context) {
 	delay := 100 * time.Millisecond
 	for ctx.Err() == nil {
-		conn, events, err := core.AsyncConnect(socketclient.NewVppClient(m.opts.Socket), reconnectAttempts, time.Second)
+		conn, events, err := core.AsyncConnect(newOnceClient(m.opts.Socket), reconnectAttempts, time.Second)
 		if err != nil {
-			m.setErr(err)
+			m.markNotConnected(err)
 			if !sleep(ctx, delay) {
 				return
 			}
 			delay = min(2*delay, 5*time.Second)
 			continue
 		}
-		delay = 100 * time.Millisecond
-		m.serve(ctx, conn, events)
+		up, cause := m.serve(ctx, conn, events)
+		// Not connected from here on, and the calls on conn end, before
+		// conn goes.
+		m.markNotConnected(cause)
 		conn.Disconnect()
-		m.mu.Lock()
-		m.conn, m.connected = nil, false
-		m.mu.Unlock()
+		if up {
+			delay = 100 * time.Millisecond
+			continue
+		}
+		// Connected but not answering, or gave up connecting: not at once
+		// again.
+		if !sleep(ctx, delay) {
+			return
+		}
+		delay = min(2*delay, 5*time.Second)
 	}
 }
 
@@ -134,47 +152,68 @@ func sleep(ctx context.Context, d time.Duration) bool {
 	}
 }
 
-// serve follows the connection's events until it fails for good or ctx ends.
-func (m *Manager) serve(ctx context.Context, conn *core.Connection, events chan core.ConnectionEvent) {
+// serve follows the connection's events until it is lost, GoVPP gives up
+// connecting, or ctx ends; it returns why, and whether the connection was
+// up (connected and answering) meanwhile.
+func (m *Manager) serve(ctx context.Context, conn *core.Connection, events chan core.ConnectionEvent) (up bool, cause error) {
 	for {
 		select {
 		case <-ctx.Done():
-			return
+			return up, ctx.Err()
 		case ev, ok := <-events:
 			if !ok {
-				return
+				return up, errors.New("GoVPP closed the connection's events")
 			}
 			switch ev.State {
 			case core.Connected:
-				m.onConnected(ctx, conn)
+				if err := m.onConnected(ctx, conn); err != nil {
+					m.log.Warn("VPP connected but does not answer; connecting again", "socket", m.opts.Socket, "error", err)
+					return up, err
+				}
+				up = true
 			case core.Disconnected, core.NotResponding:
-				m.mu.Lock()
-				m.connected = false
-				m.lastErr = ev.Error
-				m.mu.Unlock()
+				cause := ev.Error
+				if cause == nil {
+					cause = errors.New("VPP does not answer the health checks")
+				}
 				m.log.Warn("VPP connection lost; reconnecting", "socket", m.opts.Socket, "state", ev.State.String(), "error", ev.Error)
+				return up, cause
 			case core.Failed:
-				m.setErr(fmt.Errorf("reconnecting failed: %v", ev.Error))
-				return
+				return up, fmt.Errorf("connecting failed: %v", ev.Error)
 			}
 		}
 	}
 }
 
-func (m *Manager) setErr(err error) {
+// markNotConnected marks VPP not connected because of err, and ends the
+// session in use: its calls return ErrNotConnected from now on.
+func (m *Manager) markNotConnected(err error) {
 	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.connected, m.lastErr = false, err
+	ended := m.sess
+	m.sess, m.lastErr = nil, err
+	notConnected := m.notConnectedLocked()
+	m.mu.Unlock()
+	if ended != nil {
+		ended.end(notConnected)
+	}
 }
 
-func (m *Manager) onConnected(ctx context.Context, conn *core.Connection) {
+// notConnectedLocked is the error of a call while VPP is not connected.
+func (m *Manager) notConnectedLocked() error {
+	if m.lastErr != nil {
+		return fmt.Errorf("%w (%s: %v)", ErrNotConnected, m.opts.Socket, m.lastErr)
+	}
+	return fmt.Errorf("%w (%s)", ErrNotConnected, m.opts.Socket)
+}
+
+// onConnected checks a new connection (control_ping, version, the areas'
+// messages) and makes it the session in use.
+func (m *Manager) onConnected(ctx context.Context, conn *core.Connection) error {
 	cctx, cancel := context.WithTimeout(ctx, m.opts.CallTimeout)
 	defer cancel()
 	ping := &memclnt.ControlPingReply{}
 	if err := conn.Invoke(cctx, &memclnt.ControlPing{}, ping); err != nil {
-		m.setErr(fmt.Errorf("control_ping after connect: %w", err))
-		m.log.Warn("VPP connected but does not answer", "error", err)
-		return
+		return fmt.Errorf("control_ping after connect: %w", err)
 	}
 	ver := &vpe.ShowVersionReply{}
 	if err := conn.Invoke(cctx, &vpe.ShowVersion{}, ver); err != nil {
@@ -200,7 +239,7 @@ func (m *Manager) onConnected(ctx context.Context, conn *core.Connection) {
 	if !first {
 		m.reconnects++
 	}
-	m.conn, m.connected, m.pid, m.version, m.disabled, m.lastErr = conn, true, ping.VpePID, strings.TrimSpace(ver.Version), disabled, nil
+	m.sess, m.pid, m.version, m.disabled, m.lastErr = newSession(conn), ping.VpePID, strings.TrimSpace(ver.Version), disabled, nil
 	m.mu.Unlock()
 	m.log.Info("VPP connected", "socket", m.opts.Socket, "pid", ping.VpePID, "version", ver.Version, "restarted", restarted)
 	for a, msgs := range disabled {
@@ -209,23 +248,24 @@ func (m *Manager) onConnected(ctx context.Context, conn *core.Connection) {
 	if m.opts.OnConnect != nil {
 		m.opts.OnConnect(restarted, first)
 	}
+	return nil
 }
 
 // Conn returns the connection for a call of an area, or an error: not
 // connected (retriable), or the area is disabled (VPP lacks its messages).
+// The connection is the current one only: once it is lost its calls fail
+// with ErrNotConnected, also those running then, so take it anew for each
+// call or batch of calls.
 func (m *Manager) Conn(area string) (api.Connection, error) {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
-	if !m.connected || m.conn == nil {
-		if m.lastErr != nil {
-			return nil, fmt.Errorf("%w (%s: %v)", ErrNotConnected, m.opts.Socket, m.lastErr)
-		}
-		return nil, fmt.Errorf("%w (%s)", ErrNotConnected, m.opts.Socket)
+	if m.sess == nil {
+		return nil, m.notConnectedLocked()
 	}
 	if msgs, off := m.disabled[area]; off {
 		return nil, &IncompatibleError{Area: area, Messages: msgs}
 	}
-	return instrumented{conn: m.conn, mt: m.metrics}, nil
+	return sessionConn{conn: instrumented{conn: m.sess.conn, mt: m.metrics}, s: m.sess}, nil
 }
 
 // CallContext bounds one call.
@@ -260,7 +300,7 @@ type Status struct {
 func (m *Manager) Status() Status {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
-	st := Status{Connected: m.connected, Socket: m.opts.Socket, PID: m.pid, Version: m.version, Reconnects: m.reconnects, Disabled: map[string][]string{}}
+	st := Status{Connected: m.sess != nil, Socket: m.opts.Socket, PID: m.pid, Version: m.version, Reconnects: m.reconnects, Disabled: map[string][]string{}}
 	if m.lastErr != nil {
 		st.Error = m.lastErr.Error()
 	}
@@ -316,6 +356,10 @@ type slogHook struct{}
 func (slogHook) Levels() []logrus.Level { return logrus.AllLevels }
 
 func (h slogHook) Fire(e *logrus.Entry) error {
+	if reply, ok := droppedReply(e.Message); ok {
+		govppLog.Load().Debug("late VPP reply dropped: its call had ended (timed out or cancelled)", "component", "govpp", "reply", reply)
+		return nil
+	}
 	level := slog.LevelInfo
 	switch {
 	case e.Level <= logrus.ErrorLevel:

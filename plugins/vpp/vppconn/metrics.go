@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"reflect"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -59,7 +60,8 @@ func (m *Manager) Register(reg prometheus.Registerer) error {
 	return nil
 }
 
-// instrumented times every request made through it.
+// instrumented times every request made through it, and reports a call that
+// ran out of time as a *CallTimeoutError.
 type instrumented struct {
 	conn api.Connection
 	mt   *metrics
@@ -67,7 +69,7 @@ type instrumented struct {
 
 func (c instrumented) Invoke(ctx context.Context, req, reply api.Message) error {
 	start := time.Now()
-	err := c.conn.Invoke(ctx, req, reply)
+	err := callTimeout(ctx, req.GetMessageName(), start, c.conn.Invoke(ctx, req, reply))
 	observed := err
 	if observed == nil {
 		observed = retvalError(reply)
@@ -97,7 +99,7 @@ func (c instrumented) NewStream(ctx context.Context, options ...api.StreamOption
 	if err != nil {
 		return nil, err
 	}
-	return &instrumentedStream{Stream: s, mt: c.mt}, nil
+	return &instrumentedStream{Stream: s, ctx: ctx, mt: c.mt}, nil
 }
 
 func (c instrumented) WatchEvent(ctx context.Context, event api.Message) (api.Watcher, error) {
@@ -108,6 +110,7 @@ func (c instrumented) WatchEvent(ctx context.Context, event api.Message) (api.Wa
 // dump to its end (the control ping reply, an error or Close).
 type instrumentedStream struct {
 	api.Stream
+	ctx   context.Context
 	mt    *metrics
 	msg   string
 	start time.Time
@@ -138,14 +141,18 @@ func (s *instrumentedStream) SendMsg(m api.Message) error {
 
 func (s *instrumentedStream) RecvMsg() (api.Message, error) {
 	m, err := s.Stream.RecvMsg()
+	if s.msg != "" {
+		err = callTimeout(s.ctx, s.msg, s.start, err)
+	}
 	switch {
 	case err != nil && !errors.Is(err, io.EOF):
 		s.err = err
 		s.finish()
 	case err != nil:
 		s.finish()
-	case m.GetMessageType() == api.ReplyMessage:
-		// A reply (or the control ping reply ending a dump) ends the call.
+	case m.GetMessageType() == api.ReplyMessage && !strings.HasSuffix(m.GetMessageName(), "_details"):
+		// A reply, or the control ping reply ending a dump, ends the call;
+		// the details of a dump (reply messages too) do not.
 		s.finish()
 	}
 	return m, err

@@ -1,0 +1,252 @@
+package l3plugin_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+
+	"go.fd.io/govpp/binapi/fib_types"
+	interfaces "go.fd.io/govpp/binapi/interface"
+	"go.fd.io/govpp/binapi/interface_types"
+	"go.fd.io/govpp/binapi/ip"
+	"go.fd.io/govpp/binapi/ip_types"
+
+	"github.com/netagent-io/netagent/plugins/kvscheduler/api"
+	"github.com/netagent-io/netagent/plugins/vpp/ifplugin"
+	"github.com/netagent-io/netagent/plugins/vpp/l3plugin"
+	vppif "github.com/netagent-io/netagent/proto/vpp/interfaces"
+	vppl3 "github.com/netagent-io/netagent/proto/vpp/l3"
+	"github.com/netagent-io/netagent/tests/vppsim"
+)
+
+// sourcedRoutes renders every route vppsim holds, API and other sources,
+// one line per path: "<source> <table> <prefix> <type> nh=<nh> if=<name>
+// table=<lookup> w=<w> p=<p>", interfaces by tag (VPP's name without one).
+func (e *env) sourcedRoutes() []string {
+	names := map[uint32]string{vppsim.NoIndex: "-"}
+	for _, i := range e.sim.Interfaces() {
+		names[i.SwIfIndex] = i.Tag
+		if i.Tag == "" {
+			names[i.SwIfIndex] = i.Name
+		}
+	}
+	var out []string
+	for _, r := range e.sim.Routes() {
+		src := fmt.Sprint(r.Source)
+		switch r.Source {
+		case vppsim.SourceAPI:
+			src = "api"
+		case vppsim.SourceCLI:
+			src = "cli"
+		}
+		for _, p := range r.Paths {
+			nh := "-"
+			if p.NextHop.IsValid() {
+				nh = p.NextHop.String()
+			}
+			typ := strings.TrimPrefix(p.Type.String(), "FIB_API_PATH_TYPE_")
+			out = append(out, fmt.Sprintf("%s %d %s %s nh=%s if=%s table=%d w=%d p=%d", src, r.TableID, r.Prefix, typ, nh, names[p.SwIfIndex], p.TableID, p.Weight, p.Preference))
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// vppAPI runs f with a client of VPP's ip and interface APIs, as a program
+// other than the agent would.
+func (e *env) vppAPI(f func(ctx context.Context, ipc ip.RPCService, ic interfaces.RPCService) error) {
+	e.t.Helper()
+	conn, err := e.m.Conn(l3plugin.AreaName)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	ctx, cancel := e.m.CallContext(context.Background())
+	defer cancel()
+	if err := f(ctx, ip.NewServiceClient(conn), interfaces.NewServiceClient(conn)); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+func ip4Path(nh string, sw uint32) fib_types.FibPath {
+	a, _ := ip_types.ParseAddress(nh)
+	return fib_types.FibPath{SwIfIndex: sw, Weight: 1, Proto: fib_types.FIB_API_PATH_NH_PROTO_IP4, Nh: fib_types.FibPathNh{Address: a.Un}}
+}
+
+// addCLIRoute adds a route with the CLI's FIB source (what "ip route add"
+// on VPP's console does) through ip_route_add_del_v2.
+func (e *env) addCLIRoute(table uint32, prefix string, path fib_types.FibPath) {
+	e.t.Helper()
+	dst, err := ip_types.ParsePrefix(prefix)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.vppAPI(func(ctx context.Context, ipc ip.RPCService, _ interfaces.RPCService) error {
+		_, err := ipc.IPRouteAddDelV2(ctx, &ip.IPRouteAddDelV2{IsAdd: true, IsMultipath: true, Route: ip.IPRouteV2{
+			TableID: table, Prefix: dst, Src: vppsim.SourceCLI, NPaths: 1, Paths: []fib_types.FibPath{path},
+		}})
+		return err
+	})
+}
+
+// TestResyncDeletesRoutesNoLongerConfigured: the agent restarts with a
+// configuration that lost some routes; the full resync deletes exactly
+// those (their paths only, in every table, a whole VRF's included) and
+// touches neither the routes it keeps, nor the routes of other sources,
+// nor the entries VPP makes itself.
+func TestResyncDeletesRoutesNoLongerConfigured(t *testing.T) {
+	e := newEnv(t)
+	keep := []kv{
+		iface("if1"), iface("if2"),
+		routeKV(t, &vppl3.Route{DstNetwork: "10.1.0.0/16", NextHopAddr: "192.168.1.1"}),
+		routeKV(t, &vppl3.Route{VrfId: 5, DstNetwork: "10.4.0.0/24", NextHopAddr: "10.9.9.9", OutgoingInterface: "if2"}),
+		routeKV(t, &vppl3.Route{DstNetwork: "10.8.0.0/16", NextHopAddr: "192.168.1.1"}),
+		routeKV(t, &vppl3.Route{Type: vppl3.Route_DROP, DstNetwork: "0.0.0.0/0"}),
+	}
+	gone := []kv{
+		routeKV(t, &vppl3.Route{DstNetwork: "10.2.0.0/16", OutgoingInterface: "if1", Weight: 2, Preference: 1}),
+		routeKV(t, &vppl3.Route{Type: vppl3.Route_DROP, DstNetwork: "10.3.0.0/16"}),
+		routeKV(t, &vppl3.Route{Type: vppl3.Route_INTER_VRF, DstNetwork: "10.5.0.0/16", ViaVrfId: 5}),
+		routeKV(t, &vppl3.Route{VrfId: 6, DstNetwork: "2001:db8:1::/48", NextHopAddr: "2001:db8::1", OutgoingInterface: "if1"}),
+		routeKV(t, &vppl3.Route{DstNetwork: "10.8.0.0/16", NextHopAddr: "192.168.1.2"}), // the other path of a kept route
+	}
+	e.mustCommit(append(slices.Clone(keep), gone...)...)
+
+	// Others' doings: routes of the CLI's source (one to the destination
+	// of a route of ours), and an address whose attached and local entries
+	// have the interface source.
+	if1 := e.swIfIndex("if1")
+	e.addCLIRoute(0, "10.9.0.0/16", ip4Path("192.168.1.9", vppsim.NoIndex))
+	e.addCLIRoute(0, "10.3.0.0/16", ip4Path("192.168.1.3", vppsim.NoIndex))
+	e.vppAPI(func(ctx context.Context, _ ip.RPCService, ic interfaces.RPCService) error {
+		a, _ := ip_types.ParseAddressWithPrefix("192.168.1.100/24")
+		if _, err := ic.SwInterfaceAddDelAddress(ctx, &interfaces.SwInterfaceAddDelAddress{SwIfIndex: interface_types.InterfaceIndex(if1), IsAdd: true, Prefix: a}); err != nil {
+			return err
+		}
+		_, err := ic.SwInterfaceSetFlags(ctx, &interfaces.SwInterfaceSetFlags{SwIfIndex: interface_types.InterfaceIndex(if1), Flags: interface_types.IF_STATUS_API_FLAG_ADMIN_UP})
+		return err
+	})
+	want := []string{
+		"api 0 0.0.0.0/0 DROP nh=- if=- table=0 w=1 p=0",
+		"api 0 10.1.0.0/16 NORMAL nh=192.168.1.1 if=- table=0 w=1 p=0",
+		"api 0 10.8.0.0/16 NORMAL nh=192.168.1.1 if=- table=0 w=1 p=0",
+		"api 5 10.4.0.0/24 NORMAL nh=10.9.9.9 if=if2 table=0 w=1 p=0",
+		"cli 0 10.3.0.0/16 NORMAL nh=192.168.1.3 if=- table=0 w=1 p=0",
+		"cli 0 10.9.0.0/16 NORMAL nh=192.168.1.9 if=- table=0 w=1 p=0",
+	}
+	if got := e.sourcedRoutes(); len(got) != len(want)+len(gone) {
+		t.Fatalf("set up routes:\n%s", strings.Join(got, "\n"))
+	}
+
+	// The agent restarts with the kept values only.
+	e.startScheduler()
+	e.sim.ResetCalls()
+	seq, err := e.resync(api.FullResync, keep...)
+	if err != nil {
+		t.Fatalf("full resync: %v", err)
+	}
+	var wantOps []string
+	for _, g := range gone {
+		wantOps = append(wantOps, "DELETE "+g.key+" []")
+	}
+	ops := e.executed(seq)
+	sort.Strings(ops)
+	sort.Strings(wantOps)
+	if !slices.Equal(ops, wantOps) {
+		t.Errorf("full resync executed\n%s\nwant\n%s", strings.Join(ops, "\n"), strings.Join(wantOps, "\n"))
+	}
+	if w := e.writes(); len(w) != len(gone) || slices.ContainsFunc(w, func(c string) bool { return c != "ip_route_add_del" }) {
+		t.Errorf("VPP writes %v, want %d ip_route_add_del", w, len(gone))
+	}
+	if got := e.sourcedRoutes(); !slices.Equal(got, want) {
+		t.Errorf("routes in VPP:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	for _, x := range keep {
+		if st := e.state(x.key); st != api.ValueStateConfigured {
+			t.Errorf("%s: %v, want CONFIGURED", x.key, st)
+		}
+	}
+	for _, x := range gone {
+		if st := e.state(x.key); st != api.ValueStateNonexistent {
+			t.Errorf("%s: %v after the resync, want NONEXISTENT", x.key, st)
+		}
+	}
+
+	// In sync now: another resync does nothing, and VPP shows our routes
+	// only.
+	e.sim.ResetCalls()
+	seq, err = e.resync(api.FullResync, keep...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ops := e.executed(seq); len(ops) != 0 {
+		t.Errorf("second full resync executed %v", ops)
+	}
+	if w := e.writes(); len(w) != 0 {
+		t.Errorf("second full resync wrote %v", w)
+	}
+	sb, err := e.s.DumpValuesByDescriptor(l3plugin.RouteDescriptorName, api.SBView)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys, wantKeys []string
+	for _, v := range sb {
+		keys = append(keys, v.Key)
+	}
+	for _, x := range keep[2:] {
+		wantKeys = append(wantKeys, x.key)
+	}
+	sort.Strings(wantKeys)
+	if !slices.Equal(keys, wantKeys) {
+		t.Errorf("SB view %v, want %v", keys, wantKeys)
+	}
+}
+
+// TestUnconfiguredRouteThroughForeignInterface: a route of the agent
+// through an interface the agent did not create (OBTAINED under VPP's name)
+// is found by the resync of a new agent that no longer has it, and deleted;
+// the interface stays.
+func TestUnconfiguredRouteThroughForeignInterface(t *testing.T) {
+	e := newEnvWith(t, envOptions{ifplugin: true})
+	var loop0 uint32
+	e.vppAPI(func(ctx context.Context, _ ip.RPCService, ic interfaces.RPCService) error {
+		r, err := ic.CreateLoopback(ctx, &interfaces.CreateLoopback{})
+		loop0 = uint32(r.SwIfIndex)
+		return err
+	})
+	if _, err := e.resync(api.FullResync); err != nil {
+		t.Fatal(err)
+	}
+	if st := e.state(ifplugin.InterfaceKey("loop0")); st != api.ValueStateObtained {
+		t.Fatalf("foreign loop0: %v, want OBTAINED", st)
+	}
+	mine := kv{ifplugin.InterfaceKey("mine"), &vppif.Interface{Name: "mine", Type: vppif.Interface_SOFTWARE_LOOPBACK}}
+	viaForeign := routeKV(t, &vppl3.Route{DstNetwork: "10.1.0.0/16", NextHopAddr: "192.168.1.1", OutgoingInterface: "loop0"})
+	viaMine := routeKV(t, &vppl3.Route{DstNetwork: "10.2.0.0/16", OutgoingInterface: "mine"})
+	e.mustCommit(mine, viaForeign, viaMine)
+	if st := e.state(viaForeign.key); st != api.ValueStateConfigured {
+		t.Fatalf("route through the foreign loop0: %v, want CONFIGURED", st)
+	}
+
+	e.startScheduler()
+	e.sim.ResetCalls()
+	seq, err := e.resync(api.FullResync, mine, viaMine)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ops := e.executed(seq); !slices.Equal(ops, []string{"DELETE " + viaForeign.key + " []"}) {
+		t.Errorf("full resync executed %v, want the route through loop0 deleted", ops)
+	}
+	want := []string{"api 0 10.2.0.0/16 NORMAL nh=- if=mine table=0 w=1 p=0"}
+	if got := e.sourcedRoutes(); !slices.Equal(got, want) {
+		t.Errorf("routes in VPP %v, want %v", got, want)
+	}
+	if i, ok := e.sim.Interface("loop0"); !ok || i.SwIfIndex != loop0 || i.Tag != "" {
+		t.Errorf("the foreign loop0: %+v, %v", i, ok)
+	}
+	if st := e.state(ifplugin.InterfaceKey("loop0")); st != api.ValueStateObtained {
+		t.Errorf("foreign loop0: %v after the resync, want OBTAINED", st)
+	}
+}
