@@ -295,7 +295,7 @@ func TestAgentctlStatus(t *testing.T) {
 		pending := writeFile(t, "pending.yaml", "linux_config:\n  routes:\n    - outgoing_interface: nosuch0\n      dst_network: 10.204.0.0/16\n")
 		mustCtl(t, env, "config", "update", pending, "--wait")
 		out := mustCtl(t, env, "values", "--state", "PENDING")
-		if want := regexp.MustCompile(`^KEY +STATE +OPERATION +ERROR / DETAILS\nconfig/linux/l3/v2/route/10.204.0.0/16/nosuch0 +PENDING +- +waiting for interface-up\n$`); !want.MatchString(out) {
+		if want := regexp.MustCompile(`^KEY +STATE +OPERATION +ERROR / DETAILS\nconfig/linux/l3/v2/route/10.204.0.0/16/nosuch0 +PENDING +- +waiting for interface nosuch0 up\n$`); !want.MatchString(out) {
 			t.Errorf("values --state PENDING: %q, want the route waiting for its interface", out)
 		}
 		var list []baseValueJSON

@@ -158,12 +158,12 @@ func (p *Plugin) dependencies(key string, v *linuxif.Interface) []api.Dependency
 	switch v.GetType() {
 	case linuxif.Interface_VETH:
 		// The two ends depend on each other: created together.
-		deps = append(deps, api.Dependency{Label: "veth-peer", Key: InterfaceKey(v.GetVeth().GetPeerIfName())})
+		deps = append(deps, api.Dependency{Label: "veth peer " + v.GetVeth().GetPeerIfName(), Key: InterfaceKey(v.GetVeth().GetPeerIfName())})
 	case linuxif.Interface_TAP_TO_VPP:
-		deps = append(deps, api.Dependency{Label: "vpp-tap", Key: models.VPPInterface.KeyPrefix + v.GetTap().GetVppTapIfName()})
+		deps = append(deps, api.Dependency{Label: "VPP TAP " + v.GetTap().GetVppTapIfName(), Key: models.VPPInterface.KeyPrefix + v.GetTap().GetVppTapIfName()})
 	case linuxif.Interface_EXISTING:
 		if nsplugin.RefOf(v.GetNamespace()).IsDefault() {
-			deps = append(deps, api.Dependency{Label: "existing-link", Key: HostNameKey(HostName(v))})
+			deps = append(deps, api.Dependency{Label: "existing link " + HostName(v), Key: HostNameKey(HostName(v))})
 		}
 	}
 	return deps

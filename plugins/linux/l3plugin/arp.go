@@ -86,7 +86,7 @@ func (p *Plugin) arpDescriptor() *api.TypedDescriptor[*linuxl3.ARPEntry, *Placem
 		Dependencies: func(_ string, a *linuxl3.ARPEntry) []api.Dependency {
 			// Up, not just present: the kernel flushes permanent
 			// neighbours when a link goes down.
-			return []api.Dependency{{Label: "interface-up", Key: ifplugin.StateKey(a.GetInterface(), true)}}
+			return []api.Dependency{{Label: "interface " + a.GetInterface() + " up", Key: ifplugin.StateKey(a.GetInterface(), true)}}
 		},
 		RetrieveDependencies: []string{ifplugin.InterfaceDescriptorName},
 	}

@@ -29,8 +29,8 @@
 //     invalid fields), the key must be the value's own
 //     (models.LinuxRoute.CheckKey), and scope HOST cannot have a gateway.
 //     An invalid value is never retried until it changes.
-//   - Dependencies: "interface-up" (ifplugin.StateKey(iface, true)); with a
-//     gateway, "gateway-reachable": an address of the interface whose subnet
+//   - Dependencies: "interface <iface> up" (ifplugin.StateKey(iface, true)); with a
+//     gateway, "gateway <gw> reachable": an address of the interface whose subnet
 //     holds the gateway (ifplugin.AddressKeyPrefix) or a link-local route of
 //     the interface whose destination holds it (LinkLocalRouteKey). An IPv6
 //     link-local gateway (fe80::/10) needs neither.

@@ -25,7 +25,7 @@ func TestRouteWaitsForInterface(t *testing.T) {
 
 	e.commit(r)
 	e.mustState(r.key, api.ValueStatePending)
-	if d := e.s.GetValueStatus(r.key).GetValue().GetDetails(); !slices.Contains(d, "interface-up") {
+	if d := e.s.GetValueStatus(r.key).GetValue().GetDetails(); !slices.ContainsFunc(d, func(s string) bool { return strings.HasPrefix(s, "interface ") && strings.HasSuffix(s, " up") }) {
 		t.Errorf("details %v: want the unmet interface-up dependency named", d)
 	}
 	e.mustNotHaveRoute("10.1.0.0/24")
@@ -48,7 +48,7 @@ func TestRouteWaitsForGatewayAddress(t *testing.T) {
 	r := route(t, &linuxl3.Route{OutgoingInterface: "v0", DstNetwork: "10.7.0.0/16", GwAddr: "192.168.7.254"})
 	e.commit(e.iface("v0"), r)
 	e.mustState(r.key, api.ValueStatePending)
-	if d := e.s.GetValueStatus(r.key).GetValue().GetDetails(); !slices.Contains(d, "gateway-reachable") {
+	if d := e.s.GetValueStatus(r.key).GetValue().GetDetails(); !slices.ContainsFunc(d, func(s string) bool { return strings.HasPrefix(s, "gateway ") && strings.HasSuffix(s, " reachable") }) {
 		t.Errorf("details %v: want the unmet gateway-reachable dependency named", d)
 	}
 	e.mustNotHaveRoute("10.7.0.0/16")
@@ -423,7 +423,7 @@ func TestRouteDependencies(t *testing.T) {
 	}
 	r := &linuxl3.Route{OutgoingInterface: "eth0", DstNetwork: "10.0.0.0/8", GwAddr: "192.168.1.1"}
 	deps := d.Dependencies("config/linux/l3/v2/route/10.0.0.0/8/eth0", r)
-	if len(deps) != 2 || deps[0].Key != ifplugin.StateKey("eth0", true) || deps[0].Label != "interface-up" || deps[1].Label != "gateway-reachable" {
+	if len(deps) != 2 || deps[0].Key != ifplugin.StateKey("eth0", true) || deps[0].Label != "interface eth0 up" || !strings.HasSuffix(deps[1].Label, " reachable") {
 		t.Fatalf("dependencies %+v", deps)
 	}
 	sel := deps[1].AnyOf.KeySelector

@@ -223,7 +223,7 @@ func routeNeedsRecreate(_ string, oldValue, newValue *linuxl3.Route, _ *Placemen
 
 func routeDependencies(_ string, r *linuxl3.Route) []api.Dependency {
 	iface := r.GetOutgoingInterface()
-	deps := []api.Dependency{{Label: "interface-up", Key: ifplugin.StateKey(iface, true)}}
+	deps := []api.Dependency{{Label: "interface " + iface + " up", Key: ifplugin.StateKey(iface, true)}}
 	s, err := parseRoute(r)
 	if err != nil || !s.gw.IsValid() {
 		return deps
@@ -233,7 +233,7 @@ func routeDependencies(_ string, r *linuxl3.Route) []api.Dependency {
 		// route to reach it.
 		return deps
 	}
-	return append(deps, api.Dependency{Label: "gateway-reachable", AnyOf: gatewayReachable(iface, s.gw)})
+	return append(deps, api.Dependency{Label: "gateway " + s.gw.String() + " reachable", AnyOf: gatewayReachable(iface, s.gw)})
 }
 
 // gatewayReachable accepts an address of iface whose subnet contains gw, or

@@ -56,7 +56,7 @@ func (p *Plugin) adminStateDescriptor() *api.KVDescriptor {
 		},
 		Dependencies: func(key string, v *vppif.Interface) []api.Dependency {
 			if parent := v.GetSub().GetParentName(); v.GetEnabled() && parent != "" {
-				return []api.Dependency{{Label: "parent-up", Key: AdminStateKey(parent, true)}}
+				return []api.Dependency{{Label: "parent " + parent + " up", Key: AdminStateKey(parent, true)}}
 			}
 			return nil
 		},
@@ -142,7 +142,7 @@ func (p *Plugin) addressDescriptor() *api.KVDescriptor {
 		},
 		Dependencies: func(key string, v *vppif.Interface) []api.Dependency {
 			if vrf := v.GetVrf(); vrf != 0 {
-				return []api.Dependency{{Label: "vrf", Key: VRFKey(v.GetName(), vrf, "both")}}
+				return []api.Dependency{{Label: fmt.Sprintf("VRF %d", vrf), Key: VRFKey(v.GetName(), vrf, "both")}}
 			}
 			return nil
 		},
@@ -207,7 +207,7 @@ func (p *Plugin) unnumberedDescriptor() *api.KVDescriptor {
 				return nil
 			}
 			return []api.Dependency{{
-				Label: "address-to-borrow",
+				Label: "an address of " + donor + " to borrow",
 				AnyOf: api.AnyOfDependency{
 					KeyPrefixes: []string{AddressKeyPrefix(donor)},
 					KeySelector: func(key string) bool {

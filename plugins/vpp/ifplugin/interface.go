@@ -188,14 +188,14 @@ func dependencies(key string, v *vppif.Interface) []api.Dependency {
 	switch v.GetType() {
 	case vppif.Interface_AF_PACKET:
 		if h := v.GetAfpacket().GetHostIfName(); h != "" {
-			return []api.Dependency{{Label: "host-interface", Key: linuxifplugin.HostNameKey(h)}}
+			return []api.Dependency{{Label: "host interface " + h, Key: linuxifplugin.HostNameKey(h)}}
 		}
 		if l := v.GetAfpacket().GetLinuxInterface(); l != "" {
-			return []api.Dependency{{Label: "linux-interface", Key: linuxifplugin.InterfaceKey(l)}}
+			return []api.Dependency{{Label: "Linux interface " + l, Key: linuxifplugin.InterfaceKey(l)}}
 		}
 	case vppif.Interface_SUB_INTERFACE:
 		if parent := v.GetSub().GetParentName(); parent != "" {
-			return []api.Dependency{{Label: "parent-interface", Key: InterfaceKey(parent)}}
+			return []api.Dependency{{Label: "parent interface " + parent, Key: InterfaceKey(parent)}}
 		}
 	}
 	return nil

@@ -28,7 +28,7 @@ func (p *Plugin) bdInterfaceDescriptor() *api.TypedDescriptor[*vppl2.BridgeDomai
 		Delete:             p.deleteBinding,
 		IsRetriableFailure: isRetriable,
 		Dependencies: func(_ string, i *vppl2.BridgeDomain_Interface) []api.Dependency {
-			return []api.Dependency{{Label: "interface", Key: ifplugin.InterfaceKey(i.GetName())}}
+			return []api.Dependency{{Label: "interface " + i.GetName(), Key: ifplugin.InterfaceKey(i.GetName())}}
 		},
 	}
 }

@@ -167,7 +167,7 @@ func TestBindingWaitsForItsInterface(t *testing.T) {
 		t.Errorf("binding of loopA %v, want CONFIGURED", st)
 	}
 	st := e.status(bindB)
-	if st.GetState() != api.ValueStatePending || !slices.Contains(st.GetDetails(), "interface") {
+	if st.GetState() != api.ValueStatePending || !slices.Contains(st.GetDetails(), "interface loopB") {
 		t.Errorf("binding of loopB %v, want PENDING on its interface", st)
 	}
 	a := e.swIfIndex("loopA")

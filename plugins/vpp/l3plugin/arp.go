@@ -77,7 +77,7 @@ func (p *Plugin) arpDescriptor() *api.TypedDescriptor[*vppl3.ARPEntry, any] {
 		Retrieve:           p.retrieveARPs,
 		IsRetriableFailure: isRetriable,
 		Dependencies: func(_ string, a *vppl3.ARPEntry) []api.Dependency {
-			return []api.Dependency{{Label: "interface", Key: ifplugin.InterfaceKey(a.GetInterface())}}
+			return []api.Dependency{{Label: "interface " + a.GetInterface(), Key: ifplugin.InterfaceKey(a.GetInterface())}}
 		},
 		RetrieveDependencies: []string{ifplugin.InterfaceDescriptorName},
 	}

@@ -97,7 +97,7 @@ func TestRoutes(t *testing.T) {
 			t.Errorf("%s: %v, want CONFIGURED", x.key, st)
 		}
 	}
-	if st := e.status(waiting.key); st.GetState() != api.ValueStatePending || !slices.Contains(st.GetDetails(), "interface") {
+	if st := e.status(waiting.key); st.GetState() != api.ValueStatePending || !slices.Contains(st.GetDetails(), "interface if2") {
 		t.Errorf("route through the missing if2: %v, want PENDING on its interface", st)
 	}
 	want := []string{

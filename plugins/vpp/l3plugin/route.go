@@ -233,7 +233,7 @@ func validateRoute(key string, r *vppl3.Route) error {
 
 func routeDependencies(_ string, r *vppl3.Route) []api.Dependency {
 	if iface := r.GetOutgoingInterface(); iface != "" {
-		return []api.Dependency{{Label: "interface", Key: ifplugin.InterfaceKey(iface)}}
+		return []api.Dependency{{Label: "interface " + iface, Key: ifplugin.InterfaceKey(iface)}}
 	}
 	return nil
 }

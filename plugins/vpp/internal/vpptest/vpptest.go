@@ -41,7 +41,7 @@ type Options struct {
 
 // Start starts a vppsim and a vppconn.Manager, and returns once the Manager
 // is connected to it (20 s at most). Both stop at the end of the test.
-func Start(t *testing.T, opts Options) (*vppsim.Sim, *vppconn.Manager) {
+func Start(t testing.TB, opts Options) (*vppsim.Sim, *vppconn.Manager) {
 	t.Helper()
 	opts.Sim.SocketPath = filepath.Join(socketDir(t), "api.sock")
 	sim, err := vppsim.Start(opts.Sim)
@@ -64,7 +64,7 @@ func Start(t *testing.T, opts Options) (*vppsim.Sim, *vppconn.Manager) {
 // socketDir is a directory for the API socket: the test's temporary
 // directory, or a shorter one when that is too long for a unix socket path
 // (108 bytes).
-func socketDir(t *testing.T) string {
+func socketDir(t testing.TB) string {
 	dir := t.TempDir()
 	if len(dir) <= 80 {
 		return dir
@@ -79,7 +79,7 @@ func socketDir(t *testing.T) string {
 
 // WaitConnected waits (20 s at most) until m is connected to the current VPP
 // process of sim: after a sim.Restart, to the new one.
-func WaitConnected(t *testing.T, m *vppconn.Manager, sim *vppsim.Sim) {
+func WaitConnected(t testing.TB, m *vppconn.Manager, sim *vppsim.Sim) {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for time.Now().Before(deadline) {
@@ -93,7 +93,7 @@ func WaitConnected(t *testing.T, m *vppconn.Manager, sim *vppsim.Sim) {
 
 // Logger is a logger for the agent's parts: silent, or into the test's
 // output with -v.
-func Logger(t *testing.T, level slog.Level) *slog.Logger {
+func Logger(t testing.TB, level slog.Level) *slog.Logger {
 	var w io.Writer = io.Discard
 	if testing.Verbose() {
 		w = t.Output()
@@ -111,7 +111,7 @@ type Plugin interface {
 // at the end of the test) with the interface descriptors registered first,
 // then those of the plugin that newPlugin (l2plugin.New, l3plugin.New)
 // makes, reading the interfaces from the scheduler's metadata.
-func StartAgent[P Plugin](t *testing.T, m *vppconn.Manager, newPlugin func(*vppconn.Manager, ifplugin.InterfaceLookup, *slog.Logger) P, interfaces ...*api.KVDescriptor) (*kvscheduler.Scheduler, P) {
+func StartAgent[P Plugin](t testing.TB, m *vppconn.Manager, newPlugin func(*vppconn.Manager, ifplugin.InterfaceLookup, *slog.Logger) P, interfaces ...*api.KVDescriptor) (*kvscheduler.Scheduler, P) {
 	t.Helper()
 	s := kvscheduler.New(kvscheduler.Options{Logger: Logger(t, slog.LevelWarn)})
 	t.Cleanup(s.Close)
@@ -151,7 +151,7 @@ func Commit[KV KeyValue](ctx context.Context, s api.KVScheduler, kvs ...KV) (uin
 }
 
 // MustCommit commits and fails the test on an error.
-func MustCommit[KV KeyValue](t *testing.T, s api.KVScheduler, kvs ...KV) uint64 {
+func MustCommit[KV KeyValue](t testing.TB, s api.KVScheduler, kvs ...KV) uint64 {
 	t.Helper()
 	seq, err := Commit(context.Background(), s, kvs...)
 	if err != nil {
@@ -167,7 +167,7 @@ func Resync[KV KeyValue](s api.KVScheduler, typ api.ResyncType, kvs ...KV) (uint
 
 // Executed lists the operations of a transaction that called a descriptor
 // ("CREATE <key> [flags]"; NOOPs aside).
-func Executed(t *testing.T, s api.KVScheduler, seq uint64) []string {
+func Executed(t testing.TB, s api.KVScheduler, seq uint64) []string {
 	t.Helper()
 	rec := s.GetRecordedTransaction(seq)
 	if rec == nil {
@@ -228,7 +228,7 @@ func Writes(sim *vppsim.Sim) []string {
 }
 
 // SwIfIndex returns the sw_if_index of the interface tagged name in sim.
-func SwIfIndex(t *testing.T, sim *vppsim.Sim, name string) uint32 {
+func SwIfIndex(t testing.TB, sim *vppsim.Sim, name string) uint32 {
 	t.Helper()
 	for _, i := range sim.Interfaces() {
 		if i.Tag == name {
