@@ -206,6 +206,9 @@ derived values included, and lists the values that failed (exit code 1).`,
 			if err != nil {
 				return err
 			}
+			if n == 0 && !replace {
+				return fmt.Errorf("%s has no values: nothing to update (with --replace, an empty document removes every value set through gRPC)", args[0])
+			}
 			client, closeConn, err := a.configurator()
 			if err != nil {
 				return err
@@ -241,6 +244,9 @@ its value applies again.`,
 			doc, n, err := a.readDocument(args[0])
 			if err != nil {
 				return err
+			}
+			if n == 0 {
+				return fmt.Errorf("%s has no values: nothing to delete", args[0])
 			}
 			client, closeConn, err := a.configurator()
 			if err != nil {

@@ -57,6 +57,8 @@ func TestAgentctlErrors(t *testing.T) {
 		{name: "missing file (plan)", args: []string{"config", "plan", missing}, wants: []string{"no such file"}},
 		{name: "missing file (delete)", args: []string{"config", "delete", missing}, wants: []string{"no such file"}},
 		{name: "invalid YAML", args: []string{"config", "update", badYAML}, wants: []string{badYAML, "yaml"}},
+		{name: "empty document (update)", args: []string{"config", "update", writeFile(t, "empty-update.yaml", "# nothing\n")}, wants: []string{"has no values", "nothing to update", "--replace"}},
+		{name: "empty document (delete)", args: []string{"config", "delete", writeFile(t, "empty-delete.yaml", "{}\n")}, wants: []string{"has no values", "nothing to delete"}},
 		{name: "invalid YAML on stdin", stdin: "linux_config: [\n", args: []string{"config", "plan", "-"}, wants: []string{"standard input", "yaml"}},
 		{name: "unknown field", args: []string{"config", "plan", unknownField}, wants: []string{unknownField, "linux_config.interfaces[0]", `unknown field "bogus"`}},
 		{name: "unknown section", args: []string{"config", "update", unknownSection}, wants: []string{"bogus_config", "unknown section"}},
