@@ -5,7 +5,7 @@ PKGS := ./...
 BENCH_PKGS := ./plugins/kvscheduler/
 BENCH_COUNT ?= 5
 
-.PHONY: help run build test test-short test-prop fuzz tools proto proto-check lint bench bench-models
+.PHONY: help run build test test-short test-prop fuzz tools proto proto-check lint bench bench-models bench-vpp
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -52,3 +52,6 @@ bench: ## scheduler benchmarks W1-W6 (see docs/benchmarks.md); writes bench.txt
 
 bench-models: ## key lookup and value decoding benchmarks of pkg/models
 	GOMAXPROCS=2 $(GO) test -run '^$$' -bench . -benchmem ./pkg/models/
+
+bench-vpp: ## VPP plugins through vppsim: 1,000 interfaces and 10,000 routes, create and resync (see docs/benchmarks.md); writes bench-vpp.txt
+	GOMAXPROCS=2 $(GO) test -run '^$$' -bench . -benchmem -count $(BENCH_COUNT) -timeout 30m ./plugins/vpp/bench/ | tee bench-vpp.txt

@@ -213,13 +213,14 @@ func swInterfaceAddDelAddress(c *call, m *interfaces.SwInterfaceAddDelAddress) a
 			return r
 		}
 	}
-	table := c.st.table(i, p.Addr().Is6())
+	ipv6 := p.Addr().Is6()
+	table := c.st.table(i, ipv6)
 	for _, o := range c.st.ifs {
-		if o == i || c.st.table(o, p.Addr().Is6()) != table {
+		if o == i || c.st.table(o, ipv6) != table {
 			continue
 		}
 		for _, a := range o.Addresses {
-			if a.Addr().Is6() == p.Addr().Is6() && a.Masked().Overlaps(p.Masked()) {
+			if a.Overlaps(p) { // false across families
 				r.Retval = errAddressInUse
 				return r
 			}
@@ -307,19 +308,23 @@ func (st *state) newLoopback(mac net.HardwareAddr, instance uint32) uint32 {
 	if isZero(mac) {
 		mac = net.HardwareAddr{0xde, 0xad, 0, 0, 0, byte(instance)}
 	}
-	return st.addHW(&iface{carrier: true, Interface: Interface{
+	st.loops[instance] = true
+	return st.addHW(&iface{carrier: true, loopInstance: instance, Interface: Interface{
 		Name: fmt.Sprintf("loop%d", instance), Kind: KindLoopback, DevType: "Loopback",
 		MAC: mac, LinkMTU: defaultMTU,
 	}})
 }
 
-func (st *state) loopInstanceUsed(n uint32) bool {
-	for _, i := range st.ifs {
-		if i.Kind == KindLoopback && i.Name == fmt.Sprintf("loop%d", n) {
-			return true
-		}
+// loopInstanceUsed tells whether loop<n> exists.
+func (st *state) loopInstanceUsed(n uint32) bool { return st.loops[n] }
+
+// freeLoopInstance is the lowest instance that no loopback (loop<n>) has.
+func (st *state) freeLoopInstance() uint32 {
+	n := uint32(0)
+	for st.loops[n] {
+		n++
 	}
-	return false
+	return n
 }
 
 func isZero(b []byte) bool {
@@ -332,10 +337,7 @@ func isZero(b []byte) bool {
 }
 
 func createLoopback(c *call, m *interfaces.CreateLoopback) api.Message {
-	n := uint32(0)
-	for c.st.loopInstanceUsed(n) {
-		n++
-	}
+	n := c.st.freeLoopInstance()
 	return &interfaces.CreateLoopbackReply{SwIfIndex: rvIndex(c.st.newLoopback(toMAC(m.MacAddress), n))}
 }
 
@@ -348,9 +350,7 @@ func createLoopbackInstance(c *call, m *interfaces.CreateLoopbackInstance) api.M
 		}
 		n = m.UserInstance
 	} else {
-		for c.st.loopInstanceUsed(n) {
-			n++
-		}
+		n = c.st.freeLoopInstance()
 	}
 	return &interfaces.CreateLoopbackInstanceReply{SwIfIndex: rvIndex(c.st.newLoopback(toMAC(m.MacAddress), n))}
 }

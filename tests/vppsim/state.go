@@ -15,7 +15,8 @@ import (
 // Interface (LinkUp, and MAC for sub-interfaces) are filled in by view().
 type iface struct {
 	Interface
-	carrier bool // "cable plugged"/"peer connected"; see linkUp
+	carrier      bool   // "cable plugged"/"peer connected"; see linkUp
+	loopInstance uint32 // n of loop<n> (KindLoopback)
 }
 
 type tableKey struct {
@@ -42,7 +43,8 @@ type neighKey struct {
 // state is everything a VPP restart loses. It is guarded by Sim.mu.
 type state struct {
 	ifs       map[uint32]*iface
-	freeIdx   []uint32 // freed sw_if_indexes, reused last-freed first (VPP pools)
+	loops     map[uint32]bool // instances of the loopbacks (loop<n>) in ifs
+	freeIdx   []uint32        // freed sw_if_indexes, reused last-freed first (VPP pools)
 	nextIdx   uint32
 	bds       map[uint32]*BridgeDomain
 	tables    map[tableKey]*tableState
@@ -58,6 +60,7 @@ const defaultMemifSocket = "/run/vpp/memif.sock"
 func newState() *state {
 	st := &state{
 		ifs:       map[uint32]*iface{},
+		loops:     map[uint32]bool{},
 		bds:       map[uint32]*BridgeDomain{},
 		tables:    map[tableKey]*tableState{},
 		routes:    map[routeKey]*Route{},
@@ -204,6 +207,9 @@ func (st *state) deleteIf(idx uint32) []uint32 {
 		}
 	}
 	delete(st.ifs, idx)
+	if i.Kind == KindLoopback {
+		delete(st.loops, i.loopInstance)
+	}
 	st.freeIdx = append(st.freeIdx, idx)
 	// A table that only stayed because this interface was bound to it goes.
 	st.gcTables()

@@ -10,14 +10,22 @@
 // with the outgoing interface and a next hop in the interface's subnet:
 // 11,000 NB values, 13,000 operations when created.
 //
-//	vpp/interface/if-<i>          loopback, enabled, 10.<i/256>.<i%256>.1/24
-//	config/vpp/v2/route/...       20.<j/256>.<j%256>.0/24 via 10.x.y.2 dev if-<j%1000>
+//	config/vpp/v2/interfaces/if-<i>   loopback, enabled, 10.<i/256>.<i%256>.1/24  (i < 1,000)
+//	config/vpp/v2/route/if/if-<i>/... 20.<j/256>.<j%256>.0/24 via 10.x.y.2 dev if-<j%1000>  (j < 10,000)
 //
-// Besides ns/op, each benchmark reports ns/value (per NB value), msgs/value
-// and msgs/s: the binary-API messages vppsim received during the timed
-// transaction (every request, the control ping that ends each dump, and
-// GoVPP's health-check pings, ten per second here), per NB value and per
-// second of the transaction.
+// The transaction benchmarks (Create, ResyncInSync, ResyncAfterRestart)
+// report, besides ns/op: ns/value (per NB value); msgs/value and msgs/s,
+// the binary-API messages vppsim received during the timed transaction
+// (every request, the control ping that ends each dump, and GoVPP's
+// health-check pings, ten per second here); calls/value, the calls the
+// agent made as vppconn's metrics count them (a dump is one); in-calls-%,
+// the share of the time spent inside those calls. Each checks outside the
+// timer what it did: the operations recorded, the requests that changed
+// vppsim, and vppsim's interfaces and routes.
+//
+// The call benchmarks (CallSync, CallPipelined) time 10,000
+// ip_route_add_del through vppconn and GoVPP without the scheduler: the cost
+// of a call, one at a time and with many in flight.
 package vppbench_test
 
 import (
@@ -28,6 +36,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"go.fd.io/govpp/binapi/fib_types"
+	"go.fd.io/govpp/binapi/ip"
+	"go.fd.io/govpp/binapi/ip_types"
 	"go.fd.io/govpp/core"
 	"google.golang.org/protobuf/proto"
 
@@ -114,15 +126,70 @@ type benchEnv struct {
 	b   *testing.B
 	sim *vppsim.Sim
 	m   *vppconn.Manager
+	reg *prometheus.Registry // the Manager's metrics
 	s   *kvscheduler.Scheduler
 	kvs []kv
+
+	// Totals of the timed transactions.
+	msgs      int           // messages vppsim received
+	calls     int           // calls the agent made (a dump is one)
+	callTime  time.Duration // time spent in them
+	callStart vppCalls
+}
+
+// vppCalls is the number of VPP calls the Manager counted and their total
+// time.
+type vppCalls struct {
+	n int
+	d time.Duration
+}
+
+// vppCalls reads the Manager's call histogram.
+func (e *benchEnv) vppCalls() vppCalls {
+	e.b.Helper()
+	families, err := e.reg.Gather()
+	if err != nil {
+		e.b.Fatal(err)
+	}
+	var out vppCalls
+	for _, f := range families {
+		if f.GetName() != "netagent_vpp_api_call_duration_seconds" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			out.n += int(m.GetHistogram().GetSampleCount())
+			out.d += time.Duration(m.GetHistogram().GetSampleSum() * float64(time.Second))
+		}
+	}
+	return out
+}
+
+// startTimer starts the timer of one transaction, after resetting the
+// counts.
+func (e *benchEnv) startTimer() {
+	e.sim.ResetCalls()
+	e.callStart = e.vppCalls()
+	e.b.StartTimer()
+}
+
+// stopTimer stops the timer and adds the transaction's counts to the
+// totals.
+func (e *benchEnv) stopTimer() {
+	e.b.StopTimer()
+	e.msgs += len(e.sim.Calls())
+	end := e.vppCalls()
+	e.calls += end.n - e.callStart.n
+	e.callTime += end.d - e.callStart.d
 }
 
 func newBenchEnv(b *testing.B) *benchEnv {
 	b.Helper()
 	areas := []vppconn.Area{vppcalls.Area(), l3plugin.New(nil, nil, nil).Area()}
 	sim, m := vpptest.Start(b, vpptest.Options{Areas: areas})
-	e := &benchEnv{b: b, sim: sim, m: m, kvs: workload(b)}
+	e := &benchEnv{b: b, sim: sim, m: m, reg: prometheus.NewRegistry(), kvs: workload(b)}
+	if err := m.Register(e.reg); err != nil {
+		b.Fatal(err)
+	}
 	e.startAgent()
 	b.Cleanup(func() { e.s.Close() })
 	return e
@@ -225,15 +292,20 @@ func (e *benchEnv) expectApplied(what string) {
 	}
 }
 
-// report adds ns/value, msgs/value and msgs/s from the messages vppsim
-// received in the timed transactions.
-func (e *benchEnv) report(msgs int) {
+// report adds, for the timed transactions: ns/value; msgs/value and
+// msgs/s, the messages vppsim received; calls/value, the calls the agent
+// made (a dump and its control ping are one); in-calls-%, the share of the
+// time spent in them (from the request to the reply, GoVPP, the socket and
+// vppsim), the rest being the scheduler's and the descriptors' own work.
+func (e *benchEnv) report() {
 	b := e.b
 	elapsed := b.Elapsed()
 	b.ReportMetric(float64(elapsed.Nanoseconds())/float64(b.N)/benchValues, "ns/value")
-	b.ReportMetric(float64(msgs)/float64(b.N)/benchValues, "msgs/value")
+	b.ReportMetric(float64(e.msgs)/float64(b.N)/benchValues, "msgs/value")
+	b.ReportMetric(float64(e.calls)/float64(b.N)/benchValues, "calls/value")
 	if elapsed > 0 {
-		b.ReportMetric(float64(msgs)/elapsed.Seconds(), "msgs/s")
+		b.ReportMetric(float64(e.msgs)/elapsed.Seconds(), "msgs/s")
+		b.ReportMetric(100*e.callTime.Seconds()/elapsed.Seconds(), "in-calls-%")
 	}
 }
 
@@ -241,25 +313,22 @@ func (e *benchEnv) report(msgs int) {
 // 10,000 routes in an empty VPP, by an agent that starts with nothing.
 func BenchmarkCreate(b *testing.B) {
 	e := newBenchEnv(b)
-	msgs := 0
 	for n := range b.N {
 		b.StopTimer()
 		if n > 0 {
 			e.restartVPP()
 			e.startAgent()
 		}
-		e.sim.ResetCalls()
-		b.StartTimer()
+		e.startTimer()
 		seq := e.commit(context.Background(), e.kvs)
-		b.StopTimer()
-		msgs += len(e.sim.Calls())
+		e.stopTimer()
 		e.expectOps("create", seq, benchOps, api.OpCreate)
 		e.expectApplied("create")
 		if w := len(vpptest.Writes(e.sim)); w != benchWrites {
 			b.Fatalf("create: %d calls changed VPP, want %d", w, benchWrites)
 		}
 	}
-	e.report(msgs)
+	e.report()
 }
 
 // BenchmarkResyncInSync: a full resync of the same values while VPP has
@@ -269,21 +338,18 @@ func BenchmarkResyncInSync(b *testing.B) {
 	e.commit(context.Background(), e.kvs)
 	e.expectApplied("set-up")
 	ctx := api.WithResync(context.Background(), api.FullResync, false)
-	msgs := 0
 	b.ResetTimer()
 	for range b.N {
 		b.StopTimer()
-		e.sim.ResetCalls()
-		b.StartTimer()
+		e.startTimer()
 		seq := e.commit(ctx, e.kvs)
-		b.StopTimer()
-		msgs += len(e.sim.Calls())
+		e.stopTimer()
 		e.expectOps("resync in sync", seq, 0, api.OpCreate)
 		if w := vpptest.Writes(e.sim); len(w) > 0 {
 			b.Fatalf("resync in sync: %d calls changed VPP, the first %s", len(w), w[0])
 		}
 	}
-	e.report(msgs)
+	e.report()
 }
 
 // BenchmarkResyncAfterRestart: VPP restarted (empty); the downstream resync
@@ -292,21 +358,131 @@ func BenchmarkResyncAfterRestart(b *testing.B) {
 	e := newBenchEnv(b)
 	e.commit(context.Background(), e.kvs)
 	ctx := api.WithResync(context.Background(), api.DownstreamResync, false)
-	msgs := 0
 	b.ResetTimer()
 	for range b.N {
 		b.StopTimer()
 		e.restartVPP()
-		e.sim.ResetCalls()
-		b.StartTimer()
+		e.startTimer()
 		seq := e.commit(ctx, nil)
-		b.StopTimer()
-		msgs += len(e.sim.Calls())
+		e.stopTimer()
 		e.expectOps("resync after restart", seq, benchOps, api.OpCreate)
 		e.expectApplied("resync after restart")
 		if w := len(vpptest.Writes(e.sim)); w != benchWrites {
 			b.Fatalf("resync after restart: %d calls changed VPP, want %d", w, benchWrites)
 		}
 	}
-	e.report(msgs)
+	e.report()
+}
+
+// callRoutes are the requests of the call benchmarks: benchRoutes routes
+// in table 0 via a next hop, without interface (so that none is needed).
+func callRoutes(isAdd bool) []*ip.IPRouteAddDel {
+	out := make([]*ip.IPRouteAddDel, benchRoutes)
+	for j := range out {
+		out[j] = &ip.IPRouteAddDel{IsAdd: isAdd, IsMultipath: true, Route: ip.IPRoute{
+			Prefix: ip_types.Prefix{Address: ip_types.Address{Af: ip_types.ADDRESS_IP4, Un: ip_types.AddressUnionIP4(ip_types.IP4Address{20, byte(j >> 8), byte(j), 0})}, Len: 24},
+			NPaths: 1,
+			Paths: []fib_types.FibPath{{
+				SwIfIndex: ^uint32(0), Weight: 1, Proto: fib_types.FIB_API_PATH_NH_PROTO_IP4,
+				Nh: fib_types.FibPathNh{Address: ip_types.AddressUnionIP4(ip_types.IP4Address{10, 0, 0, 2})},
+			}},
+		}}
+	}
+	return out
+}
+
+// callEnv is a vppsim and a Manager connected to it, for the call
+// benchmarks, with the requests that add and remove the routes.
+type callEnv struct {
+	sim        *vppsim.Sim
+	m          *vppconn.Manager
+	adds, dels []*ip.IPRouteAddDel
+}
+
+func newCallEnv(b *testing.B) *callEnv {
+	sim, m := vpptest.Start(b, vpptest.Options{Areas: []vppconn.Area{l3plugin.New(nil, nil, nil).Area()}})
+	return &callEnv{sim: sim, m: m, adds: callRoutes(true), dels: callRoutes(false)}
+}
+
+// sync sends the requests one at a time, each waiting for its reply, as
+// the descriptors do: through the Manager's connection, with a call
+// context each.
+func (e *callEnv) sync(b *testing.B, reqs []*ip.IPRouteAddDel) {
+	conn, err := e.m.Conn(l3plugin.AreaName)
+	if err != nil {
+		b.Fatal(err)
+	}
+	c := ip.NewServiceClient(conn)
+	for _, req := range reqs {
+		ctx, cancel := e.m.CallContext(context.Background())
+		_, err := c.IPRouteAddDel(ctx, req)
+		cancel()
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// pipelined sends the requests on one stream with up to window of them in
+// flight, and checks every reply.
+func (e *callEnv) pipelined(b *testing.B, reqs []*ip.IPRouteAddDel, window int) {
+	conn, err := e.m.Conn(l3plugin.AreaName)
+	if err != nil {
+		b.Fatal(err)
+	}
+	stream, err := conn.NewStream(context.Background(), core.WithReplySize(window))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer func() { _ = stream.Close() }()
+	sent := 0
+	for received := range reqs {
+		for ; sent < len(reqs) && sent-received < window; sent++ {
+			if err := stream.SendMsg(reqs[sent]); err != nil {
+				b.Fatal(err)
+			}
+		}
+		msg, err := stream.RecvMsg()
+		if err != nil {
+			b.Fatal(err)
+		}
+		if r, ok := msg.(*ip.IPRouteAddDelReply); !ok || r.Retval != 0 {
+			b.Fatalf("reply %d: %#v", received, msg)
+		}
+	}
+}
+
+// benchCalls times adding the routes with send; removing them again is
+// not timed.
+func benchCalls(b *testing.B, send func(*callEnv, []*ip.IPRouteAddDel)) {
+	e := newCallEnv(b)
+	for range b.N {
+		b.StopTimer()
+		e.sim.ResetCalls()
+		b.StartTimer()
+		send(e, e.adds)
+		b.StopTimer()
+		if n := len(e.sim.Routes()); n != benchRoutes {
+			b.Fatalf("vppsim has %d routes, want %d", n, benchRoutes)
+		}
+		send(e, e.dels)
+		if n := len(e.sim.Routes()); n != 0 {
+			b.Fatalf("vppsim has %d routes left", n)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/benchRoutes, "ns/call")
+	b.ReportMetric(float64(b.N)*benchRoutes/b.Elapsed().Seconds(), "calls/s")
+}
+
+// BenchmarkCallSync: 10,000 ip_route_add_del, one at a time, straight
+// through vppconn and GoVPP (no scheduler, no descriptor): the round trip
+// every descriptor call pays.
+func BenchmarkCallSync(b *testing.B) {
+	benchCalls(b, func(e *callEnv, reqs []*ip.IPRouteAddDel) { e.sync(b, reqs) })
+}
+
+// BenchmarkCallPipelined: the same requests with up to 64 in flight on one
+// stream.
+func BenchmarkCallPipelined(b *testing.B) {
+	benchCalls(b, func(e *callEnv, reqs []*ip.IPRouteAddDel) { e.pipelined(b, reqs, 64) })
 }

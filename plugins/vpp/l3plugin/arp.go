@@ -163,11 +163,13 @@ func (p *Plugin) deleteARP(_ string, a *vppl3.ARPEntry, _ any) error {
 	return nil
 }
 
-// retrieveARPs dumps the neighbours of the interfaces of the expected entries
-// (of every configured interface with SetInterfaceLister). An expected entry
-// found is the NB's; a static entry that no expected value names has an
-// unknown origin (OBTAINED unless the NB asks for it); dynamic entries that
-// are not expected are the data plane's and are not reported.
+// retrieveARPs dumps the neighbours of every interface (ip_neighbor_dump
+// with sw_if_index ~0, once per address family) and keeps those of the
+// interfaces of the expected entries (of every configured interface with
+// SetInterfaceLister). An expected entry found is the NB's; a static entry
+// that no expected value names has an unknown origin (OBTAINED unless the NB
+// asks for it); dynamic entries that are not expected are the data plane's
+// and are not reported.
 func (p *Plugin) retrieveARPs(correlate []api.TypedKV[*vppl3.ARPEntry, any]) ([]api.TypedKV[*vppl3.ARPEntry, any], error) {
 	names := map[string]struct{}{}
 	expected := make(map[string]*vppl3.ARPEntry, len(correlate))
@@ -178,56 +180,58 @@ func (p *Plugin) retrieveARPs(correlate []api.TypedKV[*vppl3.ARPEntry, any]) ([]
 		}
 	}
 	index := p.interfaceIndex(names, true)
-	sorted := make([]string, 0, len(index))
-	for n := range index {
-		sorted = append(sorted, n)
+	if len(index) == 0 {
+		return nil, nil
 	}
-	sort.Strings(sorted)
+	nameOf := make(map[uint32]string, len(index))
+	for name, sw := range index {
+		nameOf[sw] = name
+	}
 	var out []api.TypedKV[*vppl3.ARPEntry, any]
 	seen := map[string]bool{}
-	for _, name := range sorted {
-		sw := index[name]
-		for _, af := range []ip_types.AddressFamily{ip_types.ADDRESS_IP4, ip_types.ADDRESS_IP6} {
-			var details []*ip_neighbor.IPNeighborDetails
-			err := p.call(func(ctx context.Context, conn govppapi.Connection) (err error) {
-				details, err = vppconn.Dump[*ip_neighbor.IPNeighborDetails](ctx, conn, &ip_neighbor.IPNeighborDump{
-					SwIfIndex: interface_types.InterfaceIndex(sw), Af: af,
-				})
-				return err
+	for _, af := range []ip_types.AddressFamily{ip_types.ADDRESS_IP4, ip_types.ADDRESS_IP6} {
+		// One dump for all interfaces: a dump per interface would cost a
+		// round trip per interface.
+		var details []*ip_neighbor.IPNeighborDetails
+		err := p.call(func(ctx context.Context, conn govppapi.Connection) (err error) {
+			details, err = vppconn.Dump[*ip_neighbor.IPNeighborDetails](ctx, conn, &ip_neighbor.IPNeighborDump{
+				SwIfIndex: interface_types.InterfaceIndex(noIndex), Af: af,
 			})
-			if err != nil {
-				return nil, fmt.Errorf("dumping the neighbours of %s: %w", name, err)
+			return err
+		})
+		if err != nil {
+			return nil, fmt.Errorf("dumping the neighbours (%s): %w", af, err)
+		}
+		for _, d := range details {
+			n := d.Neighbor
+			name, ok := nameOf[uint32(n.SwIfIndex)]
+			if !ok {
+				continue // an interface without a logical name, or not looked at
 			}
-			for _, d := range details {
-				n := d.Neighbor
-				if uint32(n.SwIfIndex) != sw {
-					continue
-				}
-				addr, ok := fromVPPAddress(n.IPAddress)
-				if !ok {
-					continue
-				}
-				v := &vppl3.ARPEntry{
-					Interface: name, IpAddress: addr.String(), PhysAddress: n.MacAddress.ToMAC().String(),
-					Static: n.Flags&ip_neighbor.IP_API_NEIGHBOR_FLAG_STATIC != 0,
-				}
-				key, err := models.VPPARP.Key(v)
-				if err != nil || seen[key] {
-					continue
-				}
-				kv := api.TypedKV[*vppl3.ARPEntry, any]{Key: key, Value: v, Origin: api.FromNB}
-				if exp, ok := expected[key]; ok {
-					if arpsEquivalent(exp, v) {
-						kv.Value = proto.Clone(exp).(*vppl3.ARPEntry)
-					}
-				} else if v.Static {
-					kv.Origin = api.UnknownOrigin
-				} else {
-					continue
-				}
-				seen[key] = true
-				out = append(out, kv)
+			addr, ok := fromVPPAddress(n.IPAddress)
+			if !ok {
+				continue
 			}
+			v := &vppl3.ARPEntry{
+				Interface: name, IpAddress: addr.String(), PhysAddress: n.MacAddress.ToMAC().String(),
+				Static: n.Flags&ip_neighbor.IP_API_NEIGHBOR_FLAG_STATIC != 0,
+			}
+			key, err := models.VPPARP.Key(v)
+			if err != nil || seen[key] {
+				continue
+			}
+			kv := api.TypedKV[*vppl3.ARPEntry, any]{Key: key, Value: v, Origin: api.FromNB}
+			if exp, ok := expected[key]; ok {
+				if arpsEquivalent(exp, v) {
+					kv.Value = proto.Clone(exp).(*vppl3.ARPEntry)
+				}
+			} else if v.Static {
+				kv.Origin = api.UnknownOrigin
+			} else {
+				continue
+			}
+			seen[key] = true
+			out = append(out, kv)
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })

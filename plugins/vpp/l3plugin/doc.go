@@ -84,9 +84,11 @@
 //     static entry dynamic, so it is deleted and added again.
 //   - Delete: ip_neighbor_add_del delete; an entry (or interface) already
 //     gone is success.
-//   - Retrieve: ip_neighbor_dump (IPv4 and IPv6) of the interfaces of the
-//     expected entries (with SetInterfaceLister, of every interface with
-//     metadata, the foreign OBTAINED ones included). An expected entry found
+//   - Retrieve: ip_neighbor_dump of all interfaces (sw_if_index ~0), IPv4
+//     and IPv6: two calls whatever the number of interfaces. The entries of
+//     the interfaces of the expected entries are kept (with
+//     SetInterfaceLister, of every interface with metadata, the foreign
+//     OBTAINED ones included). An expected entry found
 //     is the NB's; a static entry no expected value names has an unknown
 //     origin (OBTAINED, never deleted, unless the NB asks for it); dynamic
 //     entries that are not expected are the data plane's and are not

@@ -12,7 +12,9 @@ import (
 	"testing"
 
 	"go.fd.io/govpp/binapi/ethernet_types"
+	interfaces "go.fd.io/govpp/binapi/interface"
 	"go.fd.io/govpp/binapi/interface_types"
+	"go.fd.io/govpp/binapi/ip"
 	"go.fd.io/govpp/binapi/ip_neighbor"
 	"go.fd.io/govpp/binapi/ip_types"
 
@@ -439,4 +441,83 @@ func TestResyncAndVPPRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("after the VPP restart")
+}
+
+// TestARPRetrieveDumpsAllInterfacesOnce: the ARP Retrieve asks VPP for the
+// neighbours of all interfaces at once (one ip_neighbor_dump per address
+// family, whatever the number of interfaces), and reports only those of the
+// interfaces it knows: the configured entries, and a static entry someone
+// else added on one of them (OBTAINED); a neighbour on an interface without
+// metadata is not reported, and stays in VPP.
+func TestARPRetrieveDumpsAllInterfacesOnce(t *testing.T) {
+	e := newEnv(t)
+	cfg := []kv{
+		iface("if1"), iface("if2"), iface("if3"),
+		arpKV(t, &vppl3.ARPEntry{Interface: "if2", IpAddress: "192.168.2.1", PhysAddress: "02:00:00:00:00:21", Static: true}),
+		arpKV(t, &vppl3.ARPEntry{Interface: "if3", IpAddress: "2001:db8::31", PhysAddress: "02:00:00:00:00:31"}),
+	}
+	e.mustCommit(cfg...)
+	var untagged uint32
+	e.vppAPI(func(ctx context.Context, _ ip.RPCService, ic interfaces.RPCService) error {
+		r, err := ic.CreateLoopback(ctx, &interfaces.CreateLoopback{})
+		untagged = uint32(r.SwIfIndex)
+		return err
+	})
+	addStatic := func(sw uint32, addr [4]byte, last byte) {
+		t.Helper()
+		conn, err := e.m.Conn(l3plugin.AreaName)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mac := ethernet_types.MacAddress{2, 0, 0, 0, 0, last}
+		if _, err := ip_neighbor.NewServiceClient(conn).IPNeighborAddDel(context.Background(), &ip_neighbor.IPNeighborAddDel{IsAdd: true, Neighbor: ip_neighbor.IPNeighbor{
+			SwIfIndex: interface_types.InterfaceIndex(sw), Flags: ip_neighbor.IP_API_NEIGHBOR_FLAG_STATIC, MacAddress: mac,
+			IPAddress: ip_types.Address{Af: ip_types.ADDRESS_IP4, Un: ip_types.AddressUnionIP4(addr)},
+		}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	addStatic(e.swIfIndex("if1"), [4]byte{192, 168, 1, 99}, 0x99)
+	addStatic(untagged, [4]byte{192, 168, 9, 9}, 0x09)
+
+	e.startScheduler()
+	e.sim.ResetCalls()
+	seq, err := e.resync(api.FullResync, cfg...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ops := e.executed(seq); len(ops) != 0 {
+		t.Errorf("full resync executed %v", ops)
+	}
+	dumps := 0
+	for _, c := range e.sim.Calls() {
+		if c == "ip_neighbor_dump" {
+			dumps++
+		}
+	}
+	if dumps != 2 {
+		t.Errorf("%d ip_neighbor_dump calls, want 2 (IPv4 and IPv6, each for all interfaces)", dumps)
+	}
+	for _, x := range cfg {
+		if st := e.state(x.key); st != api.ValueStateConfigured {
+			t.Errorf("%s: %v, want CONFIGURED", x.key, st)
+		}
+	}
+	foreign := arpKV(t, &vppl3.ARPEntry{Interface: "if1", IpAddress: "192.168.1.99", PhysAddress: "02:00:00:00:00:99", Static: true})
+	if st := e.state(foreign.key); st != api.ValueStateObtained {
+		t.Errorf("static entry added by someone else on if1: %v, want OBTAINED", st)
+	}
+	var untaggedName string
+	for _, i := range e.sim.Interfaces() {
+		if i.SwIfIndex == untagged {
+			untaggedName = i.Name
+		}
+	}
+	onUntagged := arpKV(t, &vppl3.ARPEntry{Interface: untaggedName, IpAddress: "192.168.9.9", PhysAddress: "02:00:00:00:00:09", Static: true})
+	if st := e.state(onUntagged.key); st != api.ValueStateNonexistent {
+		t.Errorf("entry on an interface without metadata: %v, want NONEXISTENT", st)
+	}
+	if got := e.neighbors(); len(got) != 4 {
+		t.Errorf("neighbours in VPP %v, want 4 (two configured, two added by someone else)", got)
+	}
 }

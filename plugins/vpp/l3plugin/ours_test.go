@@ -250,3 +250,52 @@ func TestUnconfiguredRouteThroughForeignInterface(t *testing.T) {
 		t.Errorf("foreign loop0: %v after the resync, want OBTAINED", st)
 	}
 }
+
+// TestResyncRestoresWeightChangedInVPP: Retrieve reports a route with the
+// weight and preference VPP has. The same as configured (weight 0 and 1
+// are one), the configured value is reported as it is and a resync does
+// nothing; changed behind the agent's back, the route is re-created with
+// the configured ones.
+func TestResyncRestoresWeightChangedInVPP(t *testing.T) {
+	e := newEnv(t)
+	weighted := routeKV(t, &vppl3.Route{DstNetwork: "10.1.0.0/16", NextHopAddr: "192.168.1.1", Weight: 2, Preference: 1})
+	unweighted := routeKV(t, &vppl3.Route{DstNetwork: "10.2.0.0/16", NextHopAddr: "192.168.1.1"})
+	e.mustCommit(weighted, unweighted)
+	seq, err := e.resync(api.FullResync, weighted, unweighted)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ops := e.executed(seq); len(ops) != 0 {
+		t.Fatalf("resync of an in-sync VPP executed %v", ops)
+	}
+
+	// Someone replaces the path of 10.1.0.0/16 with one of weight 7 and
+	// preference 3 (the API source, as the agent adds it).
+	path := ip4Path("192.168.1.1", vppsim.NoIndex)
+	dst, _ := ip_types.ParsePrefix("10.1.0.0/16")
+	e.vppAPI(func(ctx context.Context, ipc ip.RPCService, _ interfaces.RPCService) error {
+		_, err := ipc.IPRouteAddDel(ctx, &ip.IPRouteAddDel{IsAdd: true, Route: ip.IPRoute{
+			Prefix: dst, NPaths: 1, Paths: []fib_types.FibPath{{SwIfIndex: path.SwIfIndex, Weight: 7, Preference: 3, Proto: path.Proto, Nh: path.Nh}},
+		}})
+		return err
+	})
+	if got := e.sourcedRoutes(); !slices.Contains(got, "api 0 10.1.0.0/16 NORMAL nh=192.168.1.1 if=- table=0 w=7 p=3") {
+		t.Fatalf("routes in VPP %v, want the path of weight 7", got)
+	}
+	e.sim.ResetCalls()
+	seq, err = e.resync(api.FullResync, weighted, unweighted)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"DELETE " + weighted.key + " [RECREATE]", "CREATE " + weighted.key + " [RECREATE]"}
+	if ops := e.executed(seq); !slices.Equal(ops, want) {
+		t.Errorf("resync executed %v, want %v", ops, want)
+	}
+	wantRoutes := []string{
+		"api 0 10.1.0.0/16 NORMAL nh=192.168.1.1 if=- table=0 w=2 p=1",
+		"api 0 10.2.0.0/16 NORMAL nh=192.168.1.1 if=- table=0 w=1 p=0",
+	}
+	if got := e.sourcedRoutes(); !slices.Equal(got, wantRoutes) {
+		t.Errorf("routes in VPP %v, want %v", got, wantRoutes)
+	}
+}

@@ -243,10 +243,13 @@ func routeDependencies(_ string, r *vppl3.Route) []api.Dependency {
 // process, and never deleted: an interface may be bound to one, and deleting
 // a table flushes every route in it.
 func (p *Plugin) ensureTables(keys []tableKey) error {
-	pid := p.m.Status().PID
+	var pid uint32 // read once a table other than 0 is needed
 	for _, k := range keys {
 		if k.id == 0 {
 			continue
+		}
+		if pid == 0 {
+			pid = p.m.Status().PID
 		}
 		p.mu.Lock()
 		if p.tablesPID != pid {
@@ -399,7 +402,7 @@ func (p *Plugin) retrieveRoutes(correlate []api.TypedKV[*vppl3.Route, *RouteMeta
 	for name, sw := range index {
 		nameOf[sw] = name
 	}
-	byEntry := map[entryKey][]*expected{}
+	byEntry := make(map[entryKey][]*expected, len(correlate))
 	for _, c := range correlate {
 		if c.Value == nil {
 			continue
@@ -423,7 +426,7 @@ func (p *Plugin) retrieveRoutes(correlate []api.TypedKV[*vppl3.Route, *RouteMeta
 		return nil, err
 	}
 	var out []api.TypedKV[*vppl3.Route, *RouteMetadata]
-	reported := map[string]bool{}
+	reported := make(map[string]bool, len(correlate))
 	for _, t := range tables {
 		var details []*ip.IPRouteV2Details
 		err := p.call(func(ctx context.Context, conn govppapi.Connection) (err error) {
@@ -447,10 +450,12 @@ func (p *Plugin) retrieveRoutes(correlate []api.TypedKV[*vppl3.Route, *RouteMeta
 					}
 					e.found, expectedPath[k] = true, true
 					reported[e.key] = true
+					// The expected value as it is when VPP has its weight
+					// and preference (0 and 1 are the same weight); VPP's
+					// otherwise.
 					v := proto.Clone(e.value).(*vppl3.Route)
-					v.Weight, v.Preference = uint32(fp.Weight), uint32(fp.Preference)
-					if routesEquivalent(e.value, v) {
-						v = proto.Clone(e.value).(*vppl3.Route)
+					if max(uint32(fp.Weight), 1) != e.spec.weight || uint32(fp.Preference) != e.spec.pref {
+						v.Weight, v.Preference = uint32(fp.Weight), uint32(fp.Preference)
 					}
 					out = append(out, api.TypedKV[*vppl3.Route, *RouteMetadata]{
 						Key: e.key, Value: v, Metadata: &RouteMetadata{SwIfIndex: e.sw}, Origin: api.FromNB,
