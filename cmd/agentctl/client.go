@@ -223,6 +223,18 @@ func (a *app) configurator() (configuratorpb.ConfiguratorClient, func(), error) 
 	return configuratorpb.NewConfiguratorClient(conn), func() { _ = conn.Close() }, nil
 }
 
+// configuratorCall returns a Configurator client, the context of one call
+// (bounded by --timeout, with the token) and the function that releases
+// both.
+func (a *app) configuratorCall(ctx context.Context) (configuratorpb.ConfiguratorClient, context.Context, func(), error) {
+	client, closeConn, err := a.configurator()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	ctx, cancel := a.callContext(ctx)
+	return client, ctx, func() { cancel(); closeConn() }, nil
+}
+
 // callContext bounds one call by --timeout and carries the token.
 func (a *app) callContext(ctx context.Context) (context.Context, context.CancelFunc) {
 	ctx, cancel := context.WithTimeout(ctx, a.timeout)

@@ -89,13 +89,11 @@ With -o json it is printed as JSON (the same document).`,
   agentctl config get -o json > desired.json`,
 		Args: argsNamed(),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			client, closeConn, err := a.configurator()
+			client, ctx, done, err := a.configuratorCall(cmd.Context())
 			if err != nil {
 				return err
 			}
-			defer closeConn()
-			ctx, cancel := a.callContext(cmd.Context())
-			defer cancel()
+			defer done()
 			resp, err := client.Get(ctx, &configuratorpb.GetRequest{})
 			if err != nil {
 				return a.grpcError("config get", err)
@@ -209,13 +207,11 @@ derived values included, and lists the values that failed (exit code 1).`,
 			if n == 0 && !replace {
 				return fmt.Errorf("%s has no values: nothing to update (with --replace, an empty document removes every value set through gRPC)", args[0])
 			}
-			client, closeConn, err := a.configurator()
+			client, ctx, done, err := a.configuratorCall(cmd.Context())
 			if err != nil {
 				return err
 			}
-			defer closeConn()
-			ctx, cancel := a.callContext(cmd.Context())
-			defer cancel()
+			defer done()
 			resp, err := client.Update(ctx, &configuratorpb.UpdateRequest{Update: doc, FullResync: replace, WaitDone: wait})
 			if err != nil {
 				return a.grpcError("config update", err)
@@ -248,13 +244,11 @@ its value applies again.`,
 			if n == 0 {
 				return fmt.Errorf("%s has no values: nothing to delete", args[0])
 			}
-			client, closeConn, err := a.configurator()
+			client, ctx, done, err := a.configuratorCall(cmd.Context())
 			if err != nil {
 				return err
 			}
-			defer closeConn()
-			ctx, cancel := a.callContext(cmd.Context())
-			defer cancel()
+			defer done()
 			resp, err := client.Delete(ctx, &configuratorpb.DeleteRequest{Delete: doc, WaitDone: wait})
 			if err != nil {
 				return a.grpcError("config delete", err)
@@ -319,13 +313,11 @@ the plan would fail, e.g. an invalid value).`,
 			if err != nil {
 				return err
 			}
-			client, closeConn, err := a.configurator()
+			client, ctx, done, err := a.configuratorCall(cmd.Context())
 			if err != nil {
 				return err
 			}
-			defer closeConn()
-			ctx, cancel := a.callContext(cmd.Context())
-			defer cancel()
+			defer done()
 			resp, err := client.Plan(ctx, &configuratorpb.UpdateRequest{Update: doc, FullResync: replace})
 			if err != nil {
 				return a.grpcError("config plan", err)

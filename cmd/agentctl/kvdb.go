@@ -50,6 +50,17 @@ func (a *app) etcd() (*clientv3.Client, error) {
 	return c, nil
 }
 
+// etcdCall returns an etcd client, a context bounded by --timeout and the
+// function that releases both.
+func (a *app) etcdCall(ctx context.Context) (*clientv3.Client, context.Context, func(), error) {
+	cli, err := a.etcd()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, a.timeout)
+	return cli, ctx, func() { cancel(); _ = cli.Close() }, nil
+}
+
 func (a *app) etcdError(op string, err error) error {
 	if errors.Is(err, context.DeadlineExceeded) {
 		return fmt.Errorf("%s: etcd at %s did not answer within %v (is it running? --etcd-endpoints or ETCD_ENDPOINTS)", op, strings.Join(a.etcdEndpoints, ","), a.timeout)
@@ -141,13 +152,11 @@ func (a *app) kvdbList() *cobra.Command {
 				}
 				prefix = ek
 			}
-			cli, err := a.etcd()
+			cli, ctx, done, err := a.etcdCall(cmd.Context())
 			if err != nil {
 				return err
 			}
-			defer cli.Close()
-			ctx, cancel := context.WithTimeout(cmd.Context(), a.timeout)
-			defer cancel()
+			defer done()
 			opts := []clientv3.OpOption{clientv3.WithPrefix(), clientv3.WithSort(clientv3.SortByKey, clientv3.SortAscend)}
 			if keysOnly {
 				opts = append(opts, clientv3.WithKeysOnly())
@@ -205,13 +214,11 @@ func (a *app) kvdbGet() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			cli, err := a.etcd()
+			cli, ctx, done, err := a.etcdCall(cmd.Context())
 			if err != nil {
 				return err
 			}
-			defer cli.Close()
-			ctx, cancel := context.WithTimeout(cmd.Context(), a.timeout)
-			defer cancel()
+			defer done()
 			resp, err := cli.Get(ctx, ek)
 			if err != nil {
 				return a.etcdError("kvdb get", err)
@@ -279,13 +286,11 @@ as canonical JSON.`,
 			if err != nil {
 				return fmt.Errorf("refused: key %q: %v", mk, err)
 			}
-			cli, err := a.etcd()
+			cli, ctx, done, err := a.etcdCall(cmd.Context())
 			if err != nil {
 				return err
 			}
-			defer cli.Close()
-			ctx, cancel := context.WithTimeout(cmd.Context(), a.timeout)
-			defer cancel()
+			defer done()
 			resp, err := cli.Put(ctx, ek, string(canonical))
 			if err != nil {
 				return a.etcdError("kvdb put", err)
@@ -313,13 +318,11 @@ func (a *app) kvdbDel() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			cli, err := a.etcd()
+			cli, ctx, done, err := a.etcdCall(cmd.Context())
 			if err != nil {
 				return err
 			}
-			defer cli.Close()
-			ctx, cancel := context.WithTimeout(cmd.Context(), a.timeout)
-			defer cancel()
+			defer done()
 			var opts []clientv3.OpOption
 			if prefix {
 				opts = append(opts, clientv3.WithPrefix())
