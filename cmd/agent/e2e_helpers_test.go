@@ -5,7 +5,6 @@ package main
 // clients, etcd puts, and checks of the kernel through `ip`.
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -20,6 +19,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/netagent-io/netagent/tests/testsupport"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
@@ -249,32 +250,6 @@ func (e *etcdKV) del(modelKey string) {
 
 // --- the agent ---------------------------------------------------------------
 
-// syncBuffer collects the agent's log.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-// tail returns the last n bytes of a log.
-func tail(s string, n int) string {
-	if len(s) > n {
-		return "...\n" + s[len(s)-n:]
-	}
-	return s
-}
-
 // freePort returns a loopback port that was free a moment ago.
 func freePort(t testing.TB) int {
 	t.Helper()
@@ -319,7 +294,7 @@ func testConfig(t *testing.T) Config {
 type agent struct {
 	t      *testing.T
 	cfg    Config
-	log    *syncBuffer
+	log    *testsupport.SyncBuffer
 	cancel context.CancelFunc
 	done   chan error
 	addrs  Listening
@@ -333,7 +308,7 @@ type agent struct {
 // for /readyz 200. It is stopped when the test ends.
 func startAgent(t *testing.T, cfg Config, ready bool) *agent {
 	t.Helper()
-	a := &agent{t: t, cfg: cfg, log: &syncBuffer{}, done: make(chan error, 1),
+	a := &agent{t: t, cfg: cfg, log: &testsupport.SyncBuffer{}, done: make(chan error, 1),
 		http: &http.Client{Timeout: waitTimeout, Transport: &http.Transport{DisableKeepAlives: true}}}
 	ctx, cancel := context.WithCancel(context.Background())
 	a.cancel = cancel
@@ -342,7 +317,7 @@ func startAgent(t *testing.T, cfg Config, ready bool) *agent {
 	t.Cleanup(func() {
 		a.stop()
 		if t.Failed() {
-			t.Logf("agent log:\n%s", tail(a.log.String(), 30000))
+			t.Logf("agent log:\n%s", testsupport.Tail(a.log.String(), 30000))
 		}
 	})
 	select {
@@ -409,7 +384,7 @@ func (a *agent) getJSON(path string, out any) {
 		a.t.Fatalf("GET %s: %d %s", path, code, body)
 	}
 	if err := json.Unmarshal(body, out); err != nil {
-		a.t.Fatalf("GET %s: %v: %s", path, err, tail(string(body), 2000))
+		a.t.Fatalf("GET %s: %v: %s", path, err, testsupport.Tail(string(body), 2000))
 	}
 }
 

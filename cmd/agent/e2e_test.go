@@ -27,6 +27,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/netagent-io/netagent/tests/testsupport"
+
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/goleak"
@@ -611,7 +613,7 @@ vpp: {disabled: true}
 	}
 
 	cmd := exec.Command(bin, "--config", configFile)
-	logs := &syncBuffer{}
+	logs := &testsupport.SyncBuffer{}
 	cmd.Stdout, cmd.Stderr = logs, logs
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -624,7 +626,7 @@ vpp: {disabled: true}
 			<-exited
 		}
 		if t.Failed() {
-			t.Logf("agent output:\n%s", tail(logs.String(), 30000))
+			t.Logf("agent output:\n%s", testsupport.Tail(logs.String(), 30000))
 		}
 	})
 	client := &http.Client{Timeout: 5 * time.Second}

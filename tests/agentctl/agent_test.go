@@ -4,7 +4,6 @@ package agentctl_test
 // embedded etcd, on free loopback ports.
 
 import (
-	"bytes"
 	"crypto/tls"
 	"fmt"
 	"io"
@@ -20,6 +19,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/netagent-io/netagent/tests/testsupport"
 )
 
 // waitTimeout bounds every wait (an embedded etcd on two busy vCPUs is slow
@@ -57,9 +58,9 @@ type agentOptions struct {
 	// answers, whatever /readyz says (e.g. an agent waiting for VPP).
 	NoReadyWait bool
 	// TLS, when set, makes the REST and gRPC listeners use this certificate
-	// (see selfSigned). The agent takes TLS from its configuration file
+	// (see testsupport.SelfSigned). The agent takes TLS from its configuration file
 	// only: startAgent writes one and passes it with --config.
-	TLS *testCert
+	TLS *testsupport.Cert
 }
 
 // agent is an agent binary running as a child process of the test, in the
@@ -71,12 +72,12 @@ type agent struct {
 	GRPCPort     int
 	EtcdEndpoint string // the embedded etcd's client URL, http://127.0.0.1:<port>
 	EtcdPeerPort int
-	EtcdDir      string    // the embedded etcd's data
-	Token        string    // "" when the agent takes changes without a token
-	TLS          *testCert // nil: plain REST and gRPC
+	EtcdDir      string            // the embedded etcd's data
+	Token        string            // "" when the agent takes changes without a token
+	TLS          *testsupport.Cert // nil: plain REST and gRPC
 	Process      *os.Process
 
-	out        *syncBuffer // stdout and stderr
+	out        *testsupport.SyncBuffer // stdout and stderr
 	exited     chan struct{}
 	waitErr    error // valid once exited is closed
 	stopOnce   sync.Once
@@ -113,7 +114,7 @@ func startAgent(t *testing.T, opts agentOptions) *agent {
 		EtcdDir:      filepath.Join(dir, "etcd"),
 		Token:        opts.Token,
 		TLS:          opts.TLS,
-		out:          &syncBuffer{},
+		out:          &testsupport.SyncBuffer{},
 		exited:       make(chan struct{}),
 		http:         &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}},
 	}
@@ -180,7 +181,7 @@ func startAgent(t *testing.T, opts agentOptions) *agent {
 			}
 		}
 		if t.Failed() {
-			t.Logf("agent %s output:\n%s", a.Label, tail(a.output(), 30000))
+			t.Logf("agent %s output:\n%s", a.Label, testsupport.Tail(a.output(), 30000))
 		}
 	})
 
@@ -323,30 +324,4 @@ next:
 		out = append(out, kv)
 	}
 	return out
-}
-
-// syncBuffer is a bytes.Buffer for concurrent writers.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-// tail returns the last n bytes of s.
-func tail(s string, n int) string {
-	if len(s) > n {
-		return "...\n" + s[len(s)-n:]
-	}
-	return s
 }

@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/netagent-io/netagent/tests/testsupport"
+
 	"sigs.k8s.io/yaml"
 )
 
@@ -110,7 +112,7 @@ type bgCtl struct {
 	t      *testing.T
 	args   []string
 	cmd    *exec.Cmd
-	stderr *syncBuffer
+	stderr *testsupport.SyncBuffer
 	done   chan struct{} // closed when the process exited
 	err    error         // of Wait, valid once done is closed
 
@@ -126,7 +128,7 @@ type bgCtl struct {
 func startCtl(t *testing.T, env []string, args ...string) *bgCtl {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	b := &bgCtl{t: t, args: args, stderr: &syncBuffer{}, done: make(chan struct{}), changed: make(chan struct{}, 1)}
+	b := &bgCtl{t: t, args: args, stderr: &testsupport.SyncBuffer{}, done: make(chan struct{}), changed: make(chan struct{}, 1)}
 	b.cmd = ctlCommand(ctx, t, env, args...)
 	b.cmd.Stderr = b.stderr
 	stdout, err := b.cmd.StdoutPipe()

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/netagent-io/netagent/tests/testsupport"
 )
 
 // ctlVars are agentctl's variables (AGENT_HOST, ..., NETAGENT_TOKEN,
@@ -42,7 +44,7 @@ func agentctl(t *testing.T, env []string, args ...string) (stdout, stderr string
 func agentctlStdin(t *testing.T, env []string, stdin string, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
 	stdout, stderr, code = runAgentctl(t, env, stdin, args...)
-	t.Logf("agentctl %s: exit %d\nstdout:\n%s\nstderr:\n%s", quoteArgs(args), code, tail(stdout, 5000), tail(stderr, 5000))
+	t.Logf("agentctl %s: exit %d\nstdout:\n%s\nstderr:\n%s", quoteArgs(args), code, testsupport.Tail(stdout, 5000), testsupport.Tail(stderr, 5000))
 	return stdout, stderr, code
 }
 
@@ -61,7 +63,7 @@ func runAgentctl(t *testing.T, env []string, stdin string, args ...string) (stdo
 	switch {
 	case ctx.Err() != nil:
 		t.Fatalf("agentctl %s: still running after %v (killed)\nstdout:\n%s\nstderr:\n%s",
-			quoteArgs(args), ctlTimeout, tail(stdout, 5000), tail(stderr, 5000))
+			quoteArgs(args), ctlTimeout, testsupport.Tail(stdout, 5000), testsupport.Tail(stderr, 5000))
 	case err == nil:
 		code = 0
 	case errors.As(err, &exit):

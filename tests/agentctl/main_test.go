@@ -35,8 +35,8 @@
 // config watch); golden_test.go compares outputs (golden, normalize,
 // squeezeColumns, agent.placeholders); net_test.go names namespaces and
 // links, writes files and checks the kernel (uniqueNames, writeFile,
-// vethRouteDoc, ip, waitIP); tls_test.go makes certificates (selfSigned,
-// for agentOptions.TLS).
+// vethRouteDoc, ip, waitIP); certificates for agentOptions.TLS come from
+// testsupport.SelfSigned.
 //
 // The tests of the commands, by file: config_test.go (config *),
 // status_test.go (status, values, dump, graph), kvdb_test.go (kvdb *),

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/netagent-io/netagent/tests/testsupport"
+
 	"github.com/netagent-io/netagent/tests/netnstest"
 )
 
@@ -243,11 +245,11 @@ func TestAgentctlStatus(t *testing.T) {
 		dot := mustCtl(t, env, "graph")
 		for _, want := range []string{"digraph kvscheduler {", "(current)", routeKey, "CONFIGURED"} {
 			if !strings.Contains(dot, want) {
-				t.Errorf("graph: DOT without %q:\n%s", want, tail(dot, 2000))
+				t.Errorf("graph: DOT without %q:\n%s", want, testsupport.Tail(dot, 2000))
 			}
 		}
 		if !strings.HasSuffix(strings.TrimSpace(dot), "}") {
-			t.Errorf("graph: DOT does not end with }: %q", tail(dot, 200))
+			t.Errorf("graph: DOT does not end with }: %q", testsupport.Tail(dot, 200))
 		}
 
 		svgFile := filepath.Join(t.TempDir(), "graph.svg")
@@ -257,10 +259,10 @@ func TestAgentctlStatus(t *testing.T) {
 		}
 		svg, err := os.ReadFile(svgFile)
 		if err != nil || !strings.Contains(string(svg), "<svg") || !strings.Contains(string(svg), "</svg>") {
-			t.Errorf("graph -o %s: %v, want an SVG document: %q", svgFile, err, tail(string(svg), 300))
+			t.Errorf("graph -o %s: %v, want an SVG document: %q", svgFile, err, testsupport.Tail(string(svg), 300))
 		}
 		if out := mustCtl(t, env, "graph", "--format", "svg"); !strings.Contains(out, "<svg") {
-			t.Errorf("graph --format svg: %q, want SVG", tail(out, 300))
+			t.Errorf("graph --format svg: %q, want SVG", testsupport.Tail(out, 300))
 		}
 		dotFile := filepath.Join(t.TempDir(), "graph.dot")
 		mustCtl(t, env, "graph", "--output", dotFile)
@@ -283,10 +285,10 @@ func TestAgentctlStatus(t *testing.T) {
 		}
 		past := mustCtl(t, env, "graph", "--txn", seq)
 		if !strings.Contains(past, "graph after transaction #"+seq+" at ") || strings.Contains(past, "(current)") || !strings.Contains(past, routeKey) {
-			t.Errorf("graph --txn %s: not the graph as of #%s:\n%s", seq, seq, tail(past, 2000))
+			t.Errorf("graph --txn %s: not the graph as of #%s:\n%s", seq, seq, testsupport.Tail(past, 2000))
 		}
 		if out := mustCtl(t, env, "graph", "--txn", seq, "--format", "svg"); !strings.Contains(out, "<svg") {
-			t.Errorf("graph --txn %s --format svg: %q", seq, tail(out, 300))
+			t.Errorf("graph --txn %s --format svg: %q", seq, testsupport.Tail(out, 300))
 		}
 	})
 

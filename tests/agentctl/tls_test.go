@@ -4,65 +4,12 @@ package agentctl_test
 // the CA of its certificate.
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
-	"math/big"
-	"net"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
+
+	"github.com/netagent-io/netagent/tests/testsupport"
 )
-
-// testCert is a self-signed certificate for 127.0.0.1: the agent's
-// (CertFile, KeyFile) and its own CA (CertFile, Pool).
-type testCert struct {
-	CertFile, KeyFile string
-	Pool              *x509.CertPool
-}
-
-// selfSigned writes a self-signed certificate for 127.0.0.1 and its key in
-// a temporary directory of the test.
-func selfSigned(t *testing.T) *testCert {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "netagent agentctl test"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, KeyUsage: x509.KeyUsageDigitalSignature,
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyDER, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	c := &testCert{CertFile: filepath.Join(dir, "cert.pem"), KeyFile: filepath.Join(dir, "key.pem"), Pool: x509.NewCertPool()}
-	c.Pool.AddCert(cert)
-	if err := os.WriteFile(c.CertFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(c.KeyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return c
-}
 
 // TestAgentctlTLS: against an agent with TLS on REST and gRPC, --tls-ca
 // (or AGENTCTL_TLS_CA, or --tls-insecure) works for REST, gRPC and a gRPC
@@ -70,7 +17,7 @@ func selfSigned(t *testing.T) *testCert {
 // with one line that says what to change.
 func TestAgentctlTLS(t *testing.T) {
 	t.Parallel()
-	cert := selfSigned(t)
+	cert := testsupport.SelfSigned(t)
 	a := startAgent(t, agentOptions{TLS: cert})
 	env := a.env()
 
