@@ -35,10 +35,26 @@
 // Restart (VPP restarted: all clients dropped, all state lost, new vpe_pid,
 // same socket), SetLinkUp (carrier of a device: host link, memif peer),
 // Options.Omit (message table without some messages), Options.HostIfExists
-// (which host interfaces AF_PACKET can bind to). Snapshots (Interfaces,
+// (which host interfaces AF_PACKET can bind to), Options.NoVhostNet (TAP
+// creation fails as on a host without /dev/vhost-net). Snapshots (Interfaces,
 // Interface, BridgeDomains, Routes, Tables, Neighbors, MemifSockets) are
 // copies; Calls lists every message received, from every client, handshake,
 // control pings and GoVPP health checks included.
+//
+// # As a process
+//
+// The command tests/vppsim/cmd/vppsim serves a simulator on a socket until
+// it is interrupted: a VPP for the agent where there is none, and for the
+// VPP plugins' tests in their real-VPP mode, which checks that mode (skips,
+// cleanup, no assumption of an empty VPP) without a VPP:
+//
+//	go run ./tests/vppsim/cmd/vppsim -socket /tmp/vpp.sock &
+//	bin/agent --vpp-socket /tmp/vpp.sock ...
+//	VPP_API_SOCKET=/tmp/vpp.sock go test -count=1 ./plugins/vpp/...
+//
+// Its flags: -pid, -host-ifs (the host interfaces AF_PACKET can bind to;
+// default any), -no-vhost-net, -omit, -v. Its state lives as long as the
+// process, like a VPP's; it is a test tool, never built into the daemon.
 //
 // # Messages
 //

@@ -242,7 +242,11 @@ const maxTapID = 1024 // TAP_MAX_INSTANCE
 // not apply its default true: unset, the MAC is mac_address, possibly zero).
 // The host side defaults to the name tap<id> and a random MAC. A TAP has link
 // as soon as it exists. The raw queue counts and ring sizes are kept in Tap.
+// Without /dev/vhost-net (Options.NoVhostNet) it fails with SYSCALL_ERROR_1.
 func (c *call) tapCreate(p TapParams, mac ethernet_types.MacAddress, tag string) (uint32, int32) {
+	if c.s.opts.NoVhostNet {
+		return NoIndex, errSyscall1
+	}
 	used := map[uint32]bool{}
 	for _, i := range c.st.ifs {
 		if i.Tap != nil {

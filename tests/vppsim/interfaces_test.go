@@ -377,6 +377,21 @@ func TestTap(t *testing.T) {
 	wantVPPError(t, err, api.INVALID_SW_IF_INDEX)
 }
 
+// TestTapWithoutVhostNet: on a host without /dev/vhost-net VPP cannot create
+// a TAP v2 interface (System call error), and nothing is made.
+func TestTapWithoutVhostNet(t *testing.T) {
+	s := startSim(t, vppsim.Options{NoVhostNet: true})
+	conn := connect(t, s)
+	tc := tapv2.NewServiceClient(conn)
+	_, err := tc.TapCreateV3(ctx, &tapv2.TapCreateV3{ID: ^uint32(0), NumRxQueues: 1, NumTxQueues: 1})
+	wantVPPError(t, err, api.SYSCALL_ERROR_1)
+	_, err = tc.TapCreateV2(ctx, &tapv2.TapCreateV2{ID: ^uint32(0), NumRxQueues: 1})
+	wantVPPError(t, err, api.SYSCALL_ERROR_1)
+	if got := s.Interfaces(); len(got) != 1 {
+		t.Errorf("interfaces after the failed creations: %+v", got)
+	}
+}
+
 func TestSubInterface(t *testing.T) {
 	s := startSim(t, vppsim.Options{})
 	conn := connect(t, s)

@@ -31,6 +31,9 @@ type Options struct {
 	// af_packet_create* for a name it rejects fails with INVALID_INTERFACE,
 	// as VPP does when the host link is missing. Nil: every name exists.
 	HostIfExists func(name string) bool
+	// NoVhostNet makes TAP v2 creation fail with SYSCALL_ERROR_1, as on a
+	// host without /dev/vhost-net.
+	NoVhostNet bool
 }
 
 // Sim is a running VPP simulator. All methods are safe for concurrent use.

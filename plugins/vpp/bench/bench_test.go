@@ -185,9 +185,10 @@ func (e *benchEnv) stopTimer() {
 func newBenchEnv(b *testing.B) *benchEnv {
 	b.Helper()
 	areas := []vppconn.Area{vppcalls.Area(), l3plugin.New(nil, nil, nil).Area()}
-	sim, m := vpptest.Start(b, vpptest.Options{Areas: areas})
-	e := &benchEnv{b: b, sim: sim, m: m, reg: prometheus.NewRegistry(), kvs: workload(b)}
-	if err := m.Register(e.reg); err != nil {
+	vpptest.NeedSim(b, "measures the agent against vppsim: counts its messages, restarts it")
+	v := vpptest.Start(b, vpptest.Options{Areas: areas})
+	e := &benchEnv{b: b, sim: v.Sim, m: v.M, reg: prometheus.NewRegistry(), kvs: workload(b)}
+	if err := e.m.Register(e.reg); err != nil {
 		b.Fatal(err)
 	}
 	e.startAgent()
@@ -400,8 +401,9 @@ type callEnv struct {
 }
 
 func newCallEnv(b *testing.B) *callEnv {
-	sim, m := vpptest.Start(b, vpptest.Options{Areas: []vppconn.Area{l3plugin.New(nil, nil, nil).Area()}})
-	return &callEnv{sim: sim, m: m, adds: callRoutes(true), dels: callRoutes(false)}
+	vpptest.NeedSim(b, "checks the routes in vppsim's state")
+	v := vpptest.Start(b, vpptest.Options{Areas: []vppconn.Area{l3plugin.New(nil, nil, nil).Area()}})
+	return &callEnv{sim: v.Sim, m: v.M, adds: callRoutes(true), dels: callRoutes(false)}
 }
 
 // sync sends the requests one at a time, each waiting for its reply, as

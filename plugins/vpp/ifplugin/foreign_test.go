@@ -10,30 +10,45 @@ import (
 	"github.com/netagent-io/netagent/plugins/kvscheduler/api"
 	"github.com/netagent-io/netagent/plugins/vpp/ifplugin"
 	"github.com/netagent-io/netagent/plugins/vpp/ifplugin/vppcalls"
+	"github.com/netagent-io/netagent/plugins/vpp/internal/vpptest"
 	vppif "github.com/netagent-io/netagent/proto/vpp/interfaces"
 	"github.com/netagent-io/netagent/tests/vppsim"
 )
 
+// foreign are the interfaces foreignSetup made behind the agent's back, by
+// VPP's names.
+type foreign struct {
+	loop string // untagged, up, with an address
+	tap  string // untagged; "" when VPP cannot create TAP interfaces
+	hand string // tagged "made by hand", which is no logical name
+	// all are the foreign interfaces the test checks: local0 and the above.
+	all []string
+}
+
 // foreignSetup creates, through VPP's API and not through the agent, an
-// untagged loopback (loop0, up, with an address), an untagged TAP (tap0) and
-// a loopback whose tag is no logical name ("made by hand"). It returns the
-// VPP names of the foreign interfaces, local0 included.
-func foreignSetup(t *testing.T, e *env) []string {
+// untagged loopback (up, with an address), an untagged TAP (when VPP can
+// create one) and a loopback whose tag is no logical name ("made by hand").
+func foreignSetup(t *testing.T, e *env) foreign {
 	t.Helper()
 	ctx := context.Background()
 	h := vppcalls.NewHandler(e.m)
-	loop0, err := h.CreateLoopback(ctx, nil)
+	loop, err := h.CreateLoopback(ctx, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := h.SetAdminUp(ctx, loop0, true); err != nil {
+	if err := h.SetAdminUp(ctx, loop, true); err != nil {
 		t.Fatal(err)
 	}
-	if err := h.AddAddress(ctx, loop0, netip.MustParsePrefix("10.10.0.1/24")); err != nil {
+	if err := h.AddAddress(ctx, loop, netip.MustParsePrefix("10.10.0.1/24")); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.CreateTap(ctx, vppcalls.TapParams{}); err != nil {
-		t.Fatal(err)
+	var tap uint32 = vppcalls.NoIndex
+	if ok, why := e.vpp.CanCreateTap(); ok {
+		if tap, err = h.CreateTap(ctx, vppcalls.TapParams{}); err != nil {
+			t.Fatal(err)
+		}
+	} else {
+		t.Logf("no foreign TAP interface: %s", why)
 	}
 	hand, err := h.CreateLoopback(ctx, nil)
 	if err != nil {
@@ -42,41 +57,60 @@ func foreignSetup(t *testing.T, e *env) []string {
 	if err := h.SetTag(ctx, hand, "made by hand"); err != nil {
 		t.Fatal(err)
 	}
-	var names []string
-	for _, i := range e.sim.Interfaces() {
-		names = append(names, i.Name)
+	f := foreign{all: []string{"local0"}}
+	for _, i := range e.vpp.NewInterfaces() {
+		switch i.SwIfIndex {
+		case loop:
+			f.loop = i.Name
+		case tap:
+			f.tap = i.Name
+		case hand:
+			f.hand = i.Name
+		default:
+			t.Fatalf("setup: VPP has the interface %s (%d) too", i.Name, i.SwIfIndex)
+		}
+		f.all = append(f.all, i.Name)
 	}
-	if !slices.Equal(names, []string{"local0", "loop0", "tap0", "loop1"}) {
-		t.Fatalf("setup: VPP has %v", names)
+	if f.loop == "" || f.hand == "" || (tap != vppcalls.NoIndex && f.tap == "") {
+		t.Fatalf("setup: the foreign interfaces in VPP: %+v", f)
 	}
-	return names
+	return f
 }
 
-// foreignConfig uses the foreign loop0: a sub-interface of it, an
+// foreignConfig uses the foreign loopback: a sub-interface of it, an
 // unnumbered interface borrowing its address, and an interface of our own.
-func foreignConfig() []*vppif.Interface {
+func foreignConfig(f foreign) []*vppif.Interface {
 	un := loop("un1")
-	un.Unnumbered = &vppif.Interface_Unnumbered{InterfaceWithIp: "loop0"}
+	un.Unnumbered = &vppif.Interface_Unnumbered{InterfaceWithIp: f.loop}
 	return []*vppif.Interface{
 		loop("mine", "10.20.0.1/24"),
 		un,
 		{Name: "sub7", Type: vppif.Interface_SUB_INTERFACE, Enabled: true,
-			Link: &vppif.Interface_Sub{Sub: &vppif.SubInterface{ParentName: "loop0", SubId: 7}}},
+			Link: &vppif.Interface_Sub{Sub: &vppif.SubInterface{ParentName: f.loop, SubId: 7}}},
 	}
 }
 
-// foreignSnapshot renders what the foreign interfaces are in VPP.
-func foreignSnapshot(e *env, names []string) []string {
+// foreignSnapshot renders what the foreign interfaces are in VPP, read
+// back with dumps.
+func foreignSnapshot(e *env, f foreign) []string {
+	all := e.vpp.DumpInterfaces()
+	bridged := map[uint32]bool{}
+	for _, b := range e.vpp.DumpBridgeDomains() {
+		for _, m := range b.Members {
+			bridged[m.SwIfIndex] = true
+		}
+	}
 	var out []string
-	for _, n := range names {
-		i, ok := e.sim.Interface(n)
-		if !ok {
+	for _, n := range f.all {
+		k := slices.IndexFunc(all, func(i vpptest.Interface) bool { return i.Name == n })
+		if k < 0 {
 			out = append(out, n+" missing")
 			continue
 		}
+		i := all[k]
 		out = append(out, strings.Join([]string{
-			i.Name, "tag=" + i.Tag, "up=" + boolString(i.AdminUp), "addrs=" + addrs(i), "mac=" + i.MAC.String(),
-			"vrf=" + boolString(i.IP4Table != 0), "bridge=" + boolString(i.Bridge != nil),
+			i.Name, "tag=" + i.Tag, "up=" + boolString(i.AdminUp), "addrs=" + addrs(i), "mac=" + i.MAC,
+			"vrf=" + boolString(i.IP4Table != 0), "bridge=" + boolString(bridged[i.SwIfIndex]),
 		}, " "))
 	}
 	return out
@@ -95,42 +129,42 @@ func boolString(b bool) string {
 // whose configuration dropped values that used them.
 func TestForeignInterfacesObtained(t *testing.T) {
 	e := newEnv(t, vppsim.Options{})
-	foreign := foreignSetup(t, e)
-	before := foreignSnapshot(e, foreign)
+	f := foreignSetup(t, e)
+	before := foreignSnapshot(e, f)
 
-	seq := fullResync(t, e.s, foreignConfig())
+	seq := fullResync(t, e.s, foreignConfig(f))
 	for _, op := range executed(e.s, seq) {
 		if strings.HasPrefix(op, "DELETE") {
 			t.Errorf("the first resync deleted something: %v", executed(e.s, seq))
 			break
 		}
 	}
-	for _, v := range foreignConfig() {
+	for _, v := range foreignConfig(f) {
 		if got, st := stateOf(e.s, ifplugin.InterfaceKey(v.GetName())); got != api.ValueStateConfigured {
 			t.Errorf("%s: %v, want CONFIGURED (%v)", v.GetName(), got, st)
 		}
 	}
-	loop0, _ := e.sim.Interface("loop0")
-	if i := e.mustVPP("sub7"); i.Sub == nil || i.Sub.Parent != loop0.SwIfIndex || !i.AdminUp {
-		t.Errorf("sub7 on the foreign loop0: %+v", i)
+	loop0, _ := e.vpp.InterfaceNamed(f.loop)
+	if i := e.mustVPP("sub7"); !i.IsSub() || i.SupSwIfIndex != loop0.SwIfIndex || !i.AdminUp {
+		t.Errorf("sub7 on the foreign %s: %+v", f.loop, i)
 	}
-	if i := e.mustVPP("un1"); !i.Unnumbered || i.UnnumberedFrom != loop0.SwIfIndex {
-		t.Errorf("un1 borrowing from the foreign loop0: %+v", i)
+	if i := e.mustVPP("un1"); i.UnnumberedFrom != loop0.SwIfIndex {
+		t.Errorf("un1 borrowing from the foreign %s: %+v", f.loop, i)
 	}
 
 	// A new agent on the same VPP: nothing to do, everything as it was.
 	e.s.Close()
 	e.s = e.newScheduler(ifplugin.New(e.m, quiet))
-	seq = fullResync(t, e.s, foreignConfig())
+	seq = fullResync(t, e.s, foreignConfig(f))
 	if ops := executed(e.s, seq); len(ops) != 0 {
 		t.Errorf("resync of an in-sync VPP executed %v", ops)
 	}
-	for _, name := range foreign {
+	for _, name := range f.all {
 		if got, st := stateOf(e.s, ifplugin.InterfaceKey(name)); got != api.ValueStateObtained {
 			t.Errorf("foreign %s: %v, want OBTAINED (%v)", name, got, st)
 		}
 	}
-	for _, k := range []string{ifplugin.AdminStateKey("loop0", true), ifplugin.AddressKey("loop0", "10.10.0.1/24"), ifplugin.HasIPAddressKey("loop0")} {
+	for _, k := range []string{ifplugin.AdminStateKey(f.loop, true), ifplugin.AddressKey(f.loop, "10.10.0.1/24"), ifplugin.HasIPAddressKey(f.loop)} {
 		if got, st := stateOf(e.s, k); got != api.ValueStateObtained {
 			t.Errorf("%s: %v, want OBTAINED (%v)", k, got, st)
 		}
@@ -148,29 +182,32 @@ func TestForeignInterfacesObtained(t *testing.T) {
 	for _, kv := range kvs {
 		byKey[kv.Key] = kv
 	}
-	tap := byKey[ifplugin.InterfaceKey("tap0")]
-	if v, _ := tap.Value.(*vppif.Interface); tap.Origin != api.FromSB || v.GetType() != vppif.Interface_TAP || v.GetTap().GetRxRingSize() != 256 {
-		t.Errorf("tap0: %v", tap)
+	if f.tap != "" {
+		tap := byKey[ifplugin.InterfaceKey(f.tap)]
+		if v, _ := tap.Value.(*vppif.Interface); tap.Origin != api.FromSB || v.GetType() != vppif.Interface_TAP || v.GetTap().GetRxRingSize() != 256 {
+			t.Errorf("%s: %v", f.tap, tap)
+		}
 	}
-	l0 := byKey[ifplugin.InterfaceKey("loop0")]
+	l0 := byKey[ifplugin.InterfaceKey(f.loop)]
 	if v, _ := l0.Value.(*vppif.Interface); v.GetPhysAddress() == "" || !v.GetEnabled() || !slices.Equal(v.GetIpAddresses(), []string{"10.10.0.1/24"}) {
-		t.Errorf("loop0: %v", l0)
+		t.Errorf("%s: %v", f.loop, l0)
 	}
-	if md, _ := l0.Metadata.(*ifplugin.Metadata); md == nil || !md.Foreign || md.SwIfIndex != loop0.SwIfIndex || md.InternalName != "loop0" {
-		t.Errorf("loop0 metadata: %+v", l0.Metadata)
+	if md, _ := l0.Metadata.(*ifplugin.Metadata); md == nil || !md.Foreign || md.SwIfIndex != loop0.SwIfIndex || md.InternalName != f.loop {
+		t.Errorf("%s metadata: %+v", f.loop, l0.Metadata)
 	}
 	if md, _ := byKey[ifplugin.InterfaceKey("mine")].Metadata.(*ifplugin.Metadata); md == nil || md.Foreign {
 		t.Errorf("mine metadata: %+v", md)
 	}
-	if name, ok := ifplugin.LookupBySwIfIndex(e.s.GetMetadataMap(ifplugin.InterfaceDescriptorName), loop0.SwIfIndex); !ok || name != "loop0" {
+	if name, ok := ifplugin.LookupBySwIfIndex(e.s.GetMetadataMap(ifplugin.InterfaceDescriptorName), loop0.SwIfIndex); !ok || name != f.loop {
 		t.Errorf("LookupBySwIfIndex(%d) = %q, %v", loop0.SwIfIndex, name, ok)
 	}
 
 	// Another new agent whose configuration no longer has the values using
-	// loop0: they are deleted, the foreign interfaces are not touched.
+	// the foreign loopback: they are deleted, the foreign interfaces are not
+	// touched.
 	e.s.Close()
 	e.s = e.newScheduler(ifplugin.New(e.m, quiet))
-	seq = fullResync(t, e.s, foreignConfig()[:1])
+	seq = fullResync(t, e.s, foreignConfig(f)[:1])
 	var deleted []string
 	for _, op := range executed(e.s, seq) {
 		name, isDelete := strings.CutPrefix(op, "DELETE ")
@@ -179,8 +216,8 @@ func TestForeignInterfacesObtained(t *testing.T) {
 			continue
 		}
 		deleted = append(deleted, name)
-		for _, f := range foreign {
-			if strings.Contains(name, "/"+f) {
+		for _, fn := range f.all {
+			if strings.Contains(name, "/"+fn) {
 				t.Errorf("resync deleted %s of a foreign interface", name)
 			}
 		}
@@ -190,16 +227,17 @@ func TestForeignInterfacesObtained(t *testing.T) {
 			t.Errorf("%s not deleted: %v", k, deleted)
 		}
 	}
-	if got := foreignSnapshot(e, foreign); !slices.Equal(got, before) {
+	if got := foreignSnapshot(e, f); !slices.Equal(got, before) {
 		t.Errorf("foreign interfaces changed:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(before, "\n"))
 	}
-	for _, name := range foreign {
+	for _, name := range f.all {
 		if got, _ := stateOf(e.s, ifplugin.InterfaceKey(name)); got != api.ValueStateObtained {
 			t.Errorf("foreign %s: %v after the resync, want OBTAINED", name, got)
 		}
 	}
-	if n := len(e.sim.Interfaces()); n != len(foreign)+1 {
-		t.Errorf("VPP has %d interfaces, want the %d foreign ones and mine: %+v", n, len(foreign), e.sim.Interfaces())
+	// The foreign ones the test made (local0 aside) and mine.
+	if got := e.newInterfaces(); len(got) != len(f.all) {
+		t.Errorf("VPP has the new interfaces %v, want the %d foreign ones and mine", got, len(f.all)-1)
 	}
 }
 
@@ -214,29 +252,29 @@ func TestForeignNameTakenByConfiguration(t *testing.T) {
 	}{{"at resync", true}, {"after resync", false}} {
 		t.Run(c.name, func(t *testing.T) {
 			e := newEnv(t, vppsim.Options{})
-			foreign := foreignSetup(t, e)
-			before := foreignSnapshot(e, foreign)
-			mine := loop("loop0", "10.30.0.1/24")
+			f := foreignSetup(t, e)
+			before := foreignSnapshot(e, f)
+			mine := loop(f.loop, "10.30.0.1/24")
 			if c.resync {
 				fullResync(t, e.s, []*vppif.Interface{mine})
 			} else {
 				fullResync(t, e.s, nil)
-				if got, _ := stateOf(e.s, ifplugin.InterfaceKey("loop0")); got != api.ValueStateObtained {
-					t.Fatalf("foreign loop0: %v, want OBTAINED", got)
+				if got, _ := stateOf(e.s, ifplugin.InterfaceKey(f.loop)); got != api.ValueStateObtained {
+					t.Fatalf("foreign %s: %v, want OBTAINED", f.loop, got)
 				}
 				seq := e.commit(mine)
-				if ops := executed(e.s, seq); !slices.Contains(ops, "CREATE "+ifplugin.InterfaceKey("loop0")) {
+				if ops := executed(e.s, seq); !slices.Contains(ops, "CREATE "+ifplugin.InterfaceKey(f.loop)) {
 					t.Errorf("taking the name over executed %v, want a CREATE", ops)
 				}
 			}
-			if got, st := stateOf(e.s, ifplugin.InterfaceKey("loop0")); got != api.ValueStateConfigured {
-				t.Errorf("loop0: %v, want CONFIGURED (%v)", got, st)
+			if got, st := stateOf(e.s, ifplugin.InterfaceKey(f.loop)); got != api.ValueStateConfigured {
+				t.Errorf("%s: %v, want CONFIGURED (%v)", f.loop, got, st)
 			}
-			i := e.mustVPP("loop0")
-			if i.Name == "loop0" || addrs(i) != "10.30.0.1/24" || !i.AdminUp {
-				t.Errorf("the configured loop0 in VPP: %+v", i)
+			i := e.mustVPP(f.loop)
+			if i.Name == f.loop || addrs(i) != "10.30.0.1/24" || !i.AdminUp {
+				t.Errorf("the configured %s in VPP: %+v", f.loop, i)
 			}
-			if got := foreignSnapshot(e, foreign); !slices.Equal(got, before) {
+			if got := foreignSnapshot(e, f); !slices.Equal(got, before) {
 				t.Errorf("foreign interfaces changed:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(before, "\n"))
 			}
 			// And a resync finds everything in place.
@@ -245,11 +283,11 @@ func TestForeignNameTakenByConfiguration(t *testing.T) {
 				t.Errorf("second resync executed %v", ops)
 			}
 			// Deleting the configured one deletes ours only.
-			e.del("loop0")
-			if _, ok := e.vpp("loop0"); ok {
-				t.Error("the configured loop0 is still in VPP")
+			e.del(f.loop)
+			if _, ok := e.tagged(f.loop); ok {
+				t.Errorf("the configured %s is still in VPP", f.loop)
 			}
-			if got := foreignSnapshot(e, foreign); !slices.Equal(got, before) {
+			if got := foreignSnapshot(e, f); !slices.Equal(got, before) {
 				t.Errorf("foreign interfaces changed by the delete:\n%s", strings.Join(got, "\n"))
 			}
 		})

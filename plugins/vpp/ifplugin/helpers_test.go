@@ -4,7 +4,6 @@ import (
 	"context"
 	"io"
 	"log/slog"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +13,8 @@ import (
 	"github.com/netagent-io/netagent/plugins/kvscheduler"
 	"github.com/netagent-io/netagent/plugins/kvscheduler/api"
 	"github.com/netagent-io/netagent/plugins/vpp/ifplugin"
+	"github.com/netagent-io/netagent/plugins/vpp/ifplugin/vppcalls"
+	"github.com/netagent-io/netagent/plugins/vpp/internal/vpptest"
 	"github.com/netagent-io/netagent/plugins/vpp/vppconn"
 	vppif "github.com/netagent-io/netagent/proto/vpp/interfaces"
 	"github.com/netagent-io/netagent/tests/vppsim"
@@ -21,30 +22,28 @@ import (
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 
-// env is a vppsim, a vppconn.Manager connected to it, and a scheduler with
-// the interface plugin's descriptors.
+// env is a VPP (a vppsim of the test's own, or the real VPP that
+// VPP_API_SOCKET names: see vpptest), a vppconn.Manager connected to it, and
+// a scheduler with the interface plugin's descriptors.
 type env struct {
 	t        *testing.T
-	sim      *vppsim.Sim
+	vpp      *vpptest.VPP
+	sim      *vppsim.Sim // nil on a real VPP
 	m        *vppconn.Manager
 	s        *kvscheduler.Scheduler
 	p        *ifplugin.Plugin
 	connects chan bool // one per connect: VPP restarted
 }
 
+// newEnv starts the VPP of the test: a vppsim with opts, or the real VPP
+// (opts are vppsim's, and not used there).
 func newEnv(t *testing.T, opts vppsim.Options) *env {
 	t.Helper()
-	opts.SocketPath = filepath.Join(t.TempDir(), "api.sock")
-	sim, err := vppsim.Start(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = sim.Close() })
-	e := &env{t: t, sim: sim, connects: make(chan bool, 16)}
-	e.m = vppconn.New(vppconn.Options{
-		Socket:      opts.SocketPath,
+	e := &env{t: t, connects: make(chan bool, 16)}
+	e.vpp = vpptest.Start(t, vpptest.Options{
+		Sim:         opts,
 		CallTimeout: 5 * time.Second,
-		Log:         quiet,
+		Areas:       []vppconn.Area{vppcalls.Area()},
 		OnConnect: func(restarted, _ bool) {
 			select {
 			case e.connects <- restarted:
@@ -52,16 +51,12 @@ func newEnv(t *testing.T, opts vppsim.Options) *env {
 			}
 		},
 	})
-	e.p = ifplugin.New(e.m, quiet)
-	e.m.AddArea(e.p.Area())
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); e.m.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
+	e.sim, e.m = e.vpp.Sim, e.vpp.M
 	e.waitConnect(false)
 	if st := e.m.Status(); len(st.Disabled) > 0 {
 		t.Fatalf("areas disabled at connect: %v", st.Disabled)
 	}
+	e.p = ifplugin.New(e.m, quiet)
 	e.s = e.newScheduler(e.p)
 	return e
 }
@@ -158,43 +153,47 @@ func (e *env) waitState(key string, want api.ValueState) {
 	}
 }
 
-// vpp returns the simulator's interface tagged with the logical name.
-func (e *env) vpp(name string) (vppsim.Interface, bool) {
-	for _, i := range e.sim.Interfaces() {
-		if i.Tag == name {
-			return i, true
-		}
-	}
-	return vppsim.Interface{}, false
+// tagged returns the interface VPP has tagged with the logical name, read
+// back with dumps.
+func (e *env) tagged(name string) (vpptest.Interface, bool) {
+	e.t.Helper()
+	return e.vpp.InterfaceTagged(name)
 }
 
-func (e *env) mustVPP(name string) vppsim.Interface {
+func (e *env) mustVPP(name string) vpptest.Interface {
 	e.t.Helper()
-	i, ok := e.vpp(name)
+	i, ok := e.tagged(name)
 	if !ok {
-		e.t.Fatalf("VPP has no interface tagged %s: %+v", name, e.sim.Interfaces())
+		e.t.Fatalf("VPP has no interface tagged %s: %+v", name, e.vpp.NewInterfaces())
 	}
 	return i
 }
 
-// untagged lists the interfaces without a tag other than local0.
+// untagged lists the VPP names of the interfaces without a tag that VPP did
+// not have when the test started.
 func (e *env) untagged() []string {
+	e.t.Helper()
 	var out []string
-	for _, i := range e.sim.Interfaces() {
-		if i.Tag == "" && i.Name != "local0" {
+	for _, i := range e.vpp.NewInterfaces() {
+		if i.Tag == "" {
 			out = append(out, i.Name)
 		}
 	}
 	return out
 }
 
-func addrs(i vppsim.Interface) string {
-	var s []string
-	for _, a := range i.Addresses {
-		s = append(s, a.String())
+// newInterfaces lists the interfaces VPP did not have when the test
+// started, "<VPP name> tag=<tag>".
+func (e *env) newInterfaces() []string {
+	e.t.Helper()
+	var out []string
+	for _, i := range e.vpp.NewInterfaces() {
+		out = append(out, i.Name+" tag="+i.Tag)
 	}
-	return strings.Join(s, ",")
+	return out
 }
+
+func addrs(i vpptest.Interface) string { return strings.Join(i.Addresses, ",") }
 
 // executed lists the operations of a transaction that called a descriptor.
 func executed(s api.KVScheduler, seq uint64) []string {

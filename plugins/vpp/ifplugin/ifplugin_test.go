@@ -16,6 +16,7 @@ import (
 	linuxifplugin "github.com/netagent-io/netagent/plugins/linux/ifplugin"
 	"github.com/netagent-io/netagent/plugins/vpp/ifplugin"
 	"github.com/netagent-io/netagent/plugins/vpp/ifplugin/vppcalls"
+	"github.com/netagent-io/netagent/plugins/vpp/internal/vpptest"
 	"github.com/netagent-io/netagent/plugins/vpp/vppconn"
 	linuxif "github.com/netagent-io/netagent/proto/linux/interfaces"
 	vppif "github.com/netagent-io/netagent/proto/vpp/interfaces"
@@ -30,7 +31,7 @@ func TestLoopbackCreateUpdateDelete(t *testing.T) {
 	e.commit(l)
 
 	i := e.mustVPP("loop1")
-	if i.Kind != vppsim.KindLoopback || !i.AdminUp || i.MAC.String() != "02:00:00:00:00:01" || i.MTU[0] != 1500 {
+	if i.DevType != "Loopback" || !i.AdminUp || i.MAC != "02:00:00:00:00:01" || i.MTU[0] != 1500 {
 		t.Errorf("loop1 in VPP: %+v", i)
 	}
 	if got := addrs(i); got != "10.0.0.1/24,2001:db8::1/64" {
@@ -63,7 +64,7 @@ func TestLoopbackCreateUpdateDelete(t *testing.T) {
 	u.Enabled = false
 	seq := e.commit(u)
 	i2 := e.mustVPP("loop1")
-	if i2.SwIfIndex != i.SwIfIndex || i2.MTU[0] != 9000 || i2.MAC.String() != "02:00:00:00:00:02" || i2.AdminUp {
+	if i2.SwIfIndex != i.SwIfIndex || i2.MTU[0] != 9000 || i2.MAC != "02:00:00:00:00:02" || i2.AdminUp {
 		t.Errorf("after update: %+v (was index %d)", i2, i.SwIfIndex)
 	}
 	if got := addrs(i2); got != "10.0.0.1/24,10.0.1.1/24" {
@@ -80,8 +81,8 @@ func TestLoopbackCreateUpdateDelete(t *testing.T) {
 	e.wantState(ifplugin.AdminStateKey("loop1", false), api.ValueStateConfigured)
 
 	e.del("loop1")
-	if _, ok := e.vpp("loop1"); ok || len(e.sim.Interfaces()) != 1 {
-		t.Errorf("after delete: %+v", e.sim.Interfaces())
+	if got := e.newInterfaces(); len(got) != 0 {
+		t.Errorf("after delete, VPP has %v", got)
 	}
 	if _, ok := mm.GetValue("loop1"); ok {
 		t.Error("metadata left after delete")
@@ -96,6 +97,7 @@ func TestLoopbackCreateUpdateDelete(t *testing.T) {
 // foreign interface that reuses its sw_if_index is left alone, its settings
 // included.
 func TestDeleteMissingInterfaceSucceeds(t *testing.T) {
+	vpptest.NeedSim(t, "restarts VPP")
 	e := newEnv(t, vppsim.Options{})
 	e.commit(loop("loop1", "10.0.0.1/24"))
 	i := e.mustVPP("loop1")
@@ -115,7 +117,7 @@ func TestDeleteMissingInterfaceSucceeds(t *testing.T) {
 		t.Fatalf("setup: foreign loopback has index %d, loop1 had %d", idx, i.SwIfIndex)
 	}
 	e.del("loop1")
-	got := e.sim.Interfaces()
+	got := e.vpp.DumpInterfaces()
 	if len(got) != 2 || got[1].SwIfIndex != idx || !got[1].AdminUp {
 		t.Errorf("the foreign interface reusing the index was touched: %+v", got)
 	}
@@ -124,8 +126,13 @@ func TestDeleteMissingInterfaceSucceeds(t *testing.T) {
 func TestForeignInterfacesAreLeftAlone(t *testing.T) {
 	e := newEnv(t, vppsim.Options{})
 	h := vppcalls.NewHandler(e.m)
-	if _, err := h.CreateLoopback(context.Background(), nil); err != nil {
+	idx, err := h.CreateLoopback(context.Background(), nil)
+	if err != nil {
 		t.Fatal(err)
+	}
+	foreign := e.untagged()
+	if len(foreign) != 1 {
+		t.Fatalf("setup: untagged interfaces %v, want the loopback %d", foreign, idx)
 	}
 	e.commit(loop("mine"))
 	seq, err := e.s.StartNBTransaction().SetValue(ifplugin.InterfaceKey("mine"), loop("mine")).
@@ -136,22 +143,27 @@ func TestForeignInterfacesAreLeftAlone(t *testing.T) {
 	if ops := executed(e.s, seq); len(ops) != 0 {
 		t.Errorf("resync executed %v", ops)
 	}
-	if got := e.untagged(); len(got) != 1 {
-		t.Errorf("foreign interfaces: %v", got)
+	if got := e.untagged(); !slices.Equal(got, foreign) {
+		t.Errorf("foreign interfaces: %v, want %v", got, foreign)
 	}
 	kvs, err := e.s.DumpValuesByDescriptor(ifplugin.InterfaceDescriptorName, api.SBView)
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Foreign interfaces are reported under VPP's name, as the SB's.
+	// Foreign interfaces are reported under VPP's name, as the SB's (those
+	// VPP had before the test aside, local0 but).
 	var got []string
 	for _, kv := range kvs {
-		got = append(got, kv.Key+" "+kv.Origin.String())
+		if name := strings.TrimPrefix(kv.Key, ifplugin.InterfaceKey("")); name == "local0" || !e.vpp.Before.HasInterfaceNamed(name) {
+			got = append(got, kv.Key+" "+kv.Origin.String())
+		}
 	}
 	want := []string{
-		ifplugin.InterfaceKey("local0") + " from-SB", ifplugin.InterfaceKey("loop0") + " from-SB",
+		ifplugin.InterfaceKey("local0") + " from-SB", ifplugin.InterfaceKey(foreign[0]) + " from-SB",
 		ifplugin.InterfaceKey("mine") + " from-NB",
 	}
+	slices.Sort(got)
+	slices.Sort(want)
 	if !slices.Equal(got, want) {
 		t.Errorf("SB view: %v, want %v", got, want)
 	}
@@ -184,59 +196,72 @@ func TestValidation(t *testing.T) {
 		}
 		e.wantState(ifplugin.InterfaceKey(c.v.GetName()), api.ValueStateInvalid)
 	}
-	if got := e.sim.Interfaces(); len(got) != 1 {
-		t.Errorf("invalid values reached VPP: %+v", got)
+	if got := e.newInterfaces(); len(got) != 0 {
+		t.Errorf("invalid values reached VPP: %v", got)
 	}
 }
 
+// Host interfaces for AF_PACKET: on a real VPP, veth pairs the tests make
+// (vpptest.VPP.HostLinks).
+const (
+	hostIf1 = "na-veth1"
+	hostIf2 = "na-veth2"
+)
+
 func TestAfPacketWaitsForHostInterface(t *testing.T) {
-	hosts := map[string]bool{"veth1": true, "veth2": true}
+	hosts := map[string]bool{hostIf1: true, hostIf2: true}
 	e := newEnv(t, vppsim.Options{HostIfExists: func(name string) bool { return hosts[name] }})
+	e.vpp.HostLinks(hostIf1, hostIf2)
 	afp := &vppif.Interface{Name: "afp1", Type: vppif.Interface_AF_PACKET, Enabled: true, IpAddresses: []string{"10.1.0.1/24"},
-		Link: &vppif.Interface_Afpacket{Afpacket: &vppif.AfpacketLink{HostIfName: "veth1"}}}
+		Link: &vppif.Interface_Afpacket{Afpacket: &vppif.AfpacketLink{HostIfName: hostIf1}}}
 	e.commit(afp)
 	e.wantState(ifplugin.InterfaceKey("afp1"), api.ValueStatePending)
-	if _, ok := e.vpp("afp1"); ok {
+	if _, ok := e.tagged("afp1"); ok {
 		t.Fatal("created before its host interface")
 	}
 
 	// The Linux watcher reports the host interface.
-	if err := e.s.PushSBNotification(api.KVWithMetadata{Key: linuxifplugin.HostNameKey("veth1"), Value: &linuxif.Interface{Name: "veth1"}}); err != nil {
+	if err := e.s.PushSBNotification(api.KVWithMetadata{Key: linuxifplugin.HostNameKey(hostIf1), Value: &linuxif.Interface{Name: hostIf1}}); err != nil {
 		t.Fatal(err)
 	}
 	e.s.TransactionBarrier()
 	e.wantState(ifplugin.InterfaceKey("afp1"), api.ValueStateConfigured)
 	i := e.mustVPP("afp1")
-	if i.Name != "host-veth1" || i.AfPacket == nil || i.AfPacket.HostIfName != "veth1" || i.AfPacket.Version != 3 || !i.AdminUp || addrs(i) != "10.1.0.1/24" {
-		t.Errorf("afp1 in VPP: %+v %+v", i, i.AfPacket)
+	if host := e.vpp.DumpAfPackets()[i.SwIfIndex]; i.Name != "host-"+hostIf1 || host != hostIf1 || !i.AdminUp || addrs(i) != "10.1.0.1/24" {
+		t.Errorf("afp1 in VPP: %+v, AF_PACKET on %q", i, host)
+	}
+	if e.sim != nil { // which request made it: vppsim's record only
+		if si, _ := e.sim.Interface(i.Name); si.AfPacket == nil || si.AfPacket.Version != 3 {
+			t.Errorf("afp1 not made by af_packet_create_v3: %+v", si.AfPacket)
+		}
 	}
 
 	// The host interface goes: the AF_PACKET interface is deleted and waits.
-	if err := e.s.PushSBNotification(api.KVWithMetadata{Key: linuxifplugin.HostNameKey("veth1")}); err != nil {
+	if err := e.s.PushSBNotification(api.KVWithMetadata{Key: linuxifplugin.HostNameKey(hostIf1)}); err != nil {
 		t.Fatal(err)
 	}
 	e.s.TransactionBarrier()
 	e.wantState(ifplugin.InterfaceKey("afp1"), api.ValueStatePending)
-	if _, ok := e.vpp("afp1"); ok {
+	if _, ok := e.tagged("afp1"); ok {
 		t.Error("AF_PACKET interface left after its host interface went")
 	}
 
 	// By linux_interface: waits for the Linux interface's key, binds to its
 	// logical name.
 	afp2 := &vppif.Interface{Name: "afp2", Type: vppif.Interface_AF_PACKET,
-		Link: &vppif.Interface_Afpacket{Afpacket: &vppif.AfpacketLink{LinuxInterface: "veth2"}}}
+		Link: &vppif.Interface_Afpacket{Afpacket: &vppif.AfpacketLink{LinuxInterface: hostIf2}}}
 	e.commit(afp2)
 	e.wantState(ifplugin.InterfaceKey("afp2"), api.ValueStatePending)
-	if err := e.s.PushSBNotification(api.KVWithMetadata{Key: linuxifplugin.InterfaceKey("veth2"), Value: &linuxif.Interface{Name: "veth2"}}); err != nil {
+	if err := e.s.PushSBNotification(api.KVWithMetadata{Key: linuxifplugin.InterfaceKey(hostIf2), Value: &linuxif.Interface{Name: hostIf2}}); err != nil {
 		t.Fatal(err)
 	}
 	e.s.TransactionBarrier()
 	e.wantState(ifplugin.InterfaceKey("afp2"), api.ValueStateConfigured)
-	if i := e.mustVPP("afp2"); i.Name != "host-veth2" {
+	if i := e.mustVPP("afp2"); i.Name != "host-"+hostIf2 {
 		t.Errorf("afp2 in VPP: %+v", i)
 	}
 	e.del("afp2")
-	if _, ok := e.vpp("afp2"); ok {
+	if _, ok := e.tagged("afp2"); ok {
 		t.Error("afp2 not deleted")
 	}
 }
@@ -250,26 +275,39 @@ func TestMemif(t *testing.T) {
 		Link: &vppif.Interface_Memif{Memif: &vppif.MemifLink{Id: 1, SocketFilename: "m2.sock"}}}
 	e.commit(m, m2)
 	i := e.mustVPP("memif1")
-	p := i.Memif
-	if p == nil || p.ID != 3 || p.Role != memif.MEMIF_ROLE_API_MASTER || p.Mode != memif.MEMIF_MODE_API_IP || p.RingSize != 2048 ||
-		p.Secret != "s3cr3t" || p.RxQueues != 2 || p.TxQueues != 2 || i.MAC.String() != "02:00:00:00:aa:01" || !i.AdminUp {
+	memifs := e.vpp.DumpMemifs()
+	p := memifs[i.SwIfIndex]
+	if p == nil {
+		t.Fatalf("memif1 (%s) is no memif for VPP: %+v", i.Name, memifs)
+	}
+	if p.ID != 3 || p.Role != memif.MEMIF_ROLE_API_MASTER || p.Mode != memif.MEMIF_MODE_API_IP || p.RingSize != 2048 ||
+		i.MAC != "02:00:00:00:aa:01" || !i.AdminUp {
 		t.Errorf("memif1 in VPP: %+v %+v", i, p)
 	}
-	socks := e.sim.MemifSockets()
+	socks := e.vpp.DumpMemifSockets()
 	if socks[p.SocketID] != "/run/vpp/m1.sock" {
 		t.Errorf("sockets %v, memif1 on %d", socks, p.SocketID)
 	}
 	i2 := e.mustVPP("memif2")
-	if i2.Memif.Role != memif.MEMIF_ROLE_API_SLAVE || socks[i2.Memif.SocketID] != "/run/vpp/m2.sock" || i2.Memif.RxQueues != 1 {
-		t.Errorf("memif2 in VPP: %+v, sockets %v", i2.Memif, socks)
+	p2 := memifs[i2.SwIfIndex]
+	// A relative socket filename is in VPP's run-time directory.
+	if p2 == nil || p2.Role != memif.MEMIF_ROLE_API_SLAVE || !strings.HasSuffix(socks[p2.SocketID], "/m2.sock") {
+		t.Errorf("memif2 in VPP: %+v, sockets %v", p2, socks)
+	}
+	if e.sim != nil { // VPP's memif_dump reports neither the secret nor the queues
+		s1, _ := e.sim.Interface(i.Name)
+		s2, _ := e.sim.Interface(i2.Name)
+		if s1.Memif.Secret != "s3cr3t" || s1.Memif.RxQueues != 2 || s1.Memif.TxQueues != 2 || s2.Memif.RxQueues != 1 {
+			t.Errorf("memif secret and queues in vppsim: %+v, %+v", s1.Memif, s2.Memif)
+		}
 	}
 
 	// A change of the link re-creates it.
 	m2b := clone(m2)
 	m2b.GetMemif().Id = 7
 	seq := e.commit(m2b)
-	if i := e.mustVPP("memif2"); i.Memif.ID != 7 {
-		t.Errorf("memif2 after update: %+v", i.Memif)
+	if p := e.vpp.DumpMemifs()[e.mustVPP("memif2").SwIfIndex]; p == nil || p.ID != 7 {
+		t.Errorf("memif2 after update: %+v", p)
 	}
 	recreated := false
 	for _, op := range e.s.GetRecordedTransaction(seq).Executed {
@@ -280,28 +318,39 @@ func TestMemif(t *testing.T) {
 	}
 
 	e.del("memif1", "memif2")
-	if got := e.sim.MemifSockets(); len(got) != 1 {
-		t.Errorf("sockets left after delete: %v", got)
+	for id, name := range e.vpp.DumpMemifSockets() {
+		if _, had := e.vpp.Before.MemifSockets[id]; !had {
+			t.Errorf("socket %d (%s) left after delete", id, name)
+		}
 	}
 }
 
 func TestTap(t *testing.T) {
 	e := newEnv(t, vppsim.Options{})
+	e.vpp.NeedTap()
 	tap := &vppif.Interface{Name: "tap1", Type: vppif.Interface_TAP, Enabled: true, IpAddresses: []string{"10.2.0.1/30"},
 		Link: &vppif.Interface_Tap{Tap: &vppif.TapLink{Version: 2, HostIfName: "vpp-tap1", RxRingSize: 512, TxRingSize: 1024, EnableGso: true}}}
 	plain := &vppif.Interface{Name: "tap2", Type: vppif.Interface_TAP}
 	e.commit(tap, plain)
-	i := e.mustVPP("tap1")
-	if i.Tap == nil || i.Tap.HostIfName != "vpp-tap1" || i.Tap.RxRingSize != 512 || i.Tap.TxRingSize != 1024 ||
-		i.Tap.Flags&tapv2.TAP_API_FLAG_GSO == 0 || !i.AdminUp || addrs(i) != "10.2.0.1/30" || i.Tap.NumRxQueues != 1 {
-		t.Errorf("tap1 in VPP: %+v %+v", i, i.Tap)
+	i, i2 := e.mustVPP("tap1"), e.mustVPP("tap2")
+	taps := e.vpp.DumpTaps()
+	if d := taps[i.SwIfIndex]; d == nil || d.HostIfName != "vpp-tap1" || d.RxRingSz != 512 || d.TxRingSz != 1024 ||
+		d.TapFlags&tapv2.TAP_API_FLAG_GSO == 0 || !i.AdminUp || addrs(i) != "10.2.0.1/30" {
+		t.Errorf("tap1 in VPP: %+v %+v", i, d)
 	}
-	if i := e.mustVPP("tap2"); i.Tap.RxRingSize != 256 || i.Tap.TxRingSize != 256 || !i.Tap.UseRandomMAC {
-		t.Errorf("tap2 in VPP: %+v", i.Tap)
+	if d := taps[i2.SwIfIndex]; d == nil || d.RxRingSz != 256 || d.TxRingSz != 256 {
+		t.Errorf("tap2 in VPP: %+v", d)
+	}
+	if e.sim != nil { // the request's queues and random MAC: vppsim's record only
+		s1, _ := e.sim.Interface(i.Name)
+		s2, _ := e.sim.Interface(i2.Name)
+		if s1.Tap.NumRxQueues != 1 || !s2.Tap.UseRandomMAC {
+			t.Errorf("TAP requests in vppsim: %+v, %+v", s1.Tap, s2.Tap)
+		}
 	}
 	e.del("tap1", "tap2")
-	if len(e.sim.Interfaces()) != 1 {
-		t.Errorf("after delete: %+v", e.sim.Interfaces())
+	if got := e.newInterfaces(); len(got) != 0 {
+		t.Errorf("after delete, VPP has %v", got)
 	}
 }
 
@@ -320,8 +369,8 @@ func TestSubInterfaceWaitsForParent(t *testing.T) {
 	e.wantState(ifplugin.AdminStateKey("sub10", true), api.ValueStatePending)
 	i := e.mustVPP("sub10")
 	p := e.mustVPP("trunk")
-	if i.Sub == nil || i.Sub.Parent != p.SwIfIndex || i.Sub.SubID != 10 || i.Sub.OuterVlanID != 10 || i.AdminUp || addrs(i) != "10.10.0.1/24" {
-		t.Errorf("sub10 in VPP: %+v %+v", i, i.Sub)
+	if !i.IsSub() || i.SupSwIfIndex != p.SwIfIndex || i.SubID != 10 || i.OuterVlanID != 10 || i.AdminUp || addrs(i) != "10.10.0.1/24" {
+		t.Errorf("sub10 in VPP: %+v", i)
 	}
 
 	// The parent goes up, then the sub-interface.
@@ -334,8 +383,8 @@ func TestSubInterfaceWaitsForParent(t *testing.T) {
 	// Deleting the parent deletes the sub-interface first; it waits again.
 	e.del("trunk")
 	e.wantState(ifplugin.InterfaceKey("sub10"), api.ValueStatePending)
-	if len(e.sim.Interfaces()) != 1 {
-		t.Errorf("after the parent's delete: %+v", e.sim.Interfaces())
+	if got := e.newInterfaces(); len(got) != 0 {
+		t.Errorf("after the parent's delete, VPP has %v", got)
 	}
 }
 
@@ -349,7 +398,7 @@ func TestUnnumbered(t *testing.T) {
 	e.commit(un)
 	e.wantState(ifplugin.InterfaceKey("un1"), api.ValueStateConfigured)
 	e.wantState(ifplugin.UnnumberedKey("un1"), api.ValueStatePending)
-	if i := e.mustVPP("un1"); i.Unnumbered {
+	if i := e.mustVPP("un1"); i.UnnumberedFrom != vpptest.NoIndex {
 		t.Fatal("unnumbered without a donor")
 	}
 
@@ -359,7 +408,7 @@ func TestUnnumbered(t *testing.T) {
 	e.commit(loop("donor", "192.168.1.1/24"))
 	e.wantState(ifplugin.UnnumberedKey("un1"), api.ValueStateConfigured)
 	d := e.mustVPP("donor")
-	if i := e.mustVPP("un1"); !i.Unnumbered || i.UnnumberedFrom != d.SwIfIndex {
+	if i := e.mustVPP("un1"); i.UnnumberedFrom != d.SwIfIndex {
 		t.Errorf("un1 not borrowing from donor (%d): %+v", d.SwIfIndex, i)
 	}
 
@@ -368,21 +417,21 @@ func TestUnnumbered(t *testing.T) {
 	e.commit(loop("donor"))
 	e.wantState(ifplugin.UnnumberedKey("un1"), api.ValueStatePending)
 	e.wantState(ifplugin.InterfaceKey("un1"), api.ValueStateConfigured)
-	if i := e.mustVPP("un1"); i.Unnumbered || i.SwIfIndex != idx {
+	if i := e.mustVPP("un1"); i.UnnumberedFrom != vpptest.NoIndex || i.SwIfIndex != idx {
 		t.Errorf("un1 after the donor lost its address: %+v", i)
 	}
 
 	// And borrows again.
 	e.commit(loop("donor", "192.168.2.1/24"))
 	e.wantState(ifplugin.UnnumberedKey("un1"), api.ValueStateConfigured)
-	if i := e.mustVPP("un1"); !i.Unnumbered || i.UnnumberedFrom != d.SwIfIndex || i.SwIfIndex != idx {
+	if i := e.mustVPP("un1"); i.UnnumberedFrom != d.SwIfIndex || i.SwIfIndex != idx {
 		t.Errorf("un1 not borrowing again: %+v", i)
 	}
 
 	// The donor goes: un1 back to L2 first.
 	e.del("donor")
 	e.wantState(ifplugin.UnnumberedKey("un1"), api.ValueStatePending)
-	if i := e.mustVPP("un1"); i.Unnumbered {
+	if i := e.mustVPP("un1"); i.UnnumberedFrom != vpptest.NoIndex {
 		t.Errorf("un1 after the donor's delete: %+v", i)
 	}
 }
@@ -415,6 +464,7 @@ func TestVRF(t *testing.T) {
 }
 
 func TestFailedCreateIsRetried(t *testing.T) {
+	vpptest.NeedSim(t, "fails requests (FailNext)")
 	e := newEnv(t, vppsim.Options{})
 	e.sim.FailNext("create_loopback", -1, 1)
 	ctx := api.WithRetry(context.Background(), 50*time.Millisecond, 3, false)
@@ -460,8 +510,12 @@ func TestVPPNotConnected(t *testing.T) {
 	}
 }
 
-// config is a bit of everything, for the resync tests.
-func config() []*vppif.Interface {
+// config is a bit of everything, for the resync tests. On a VPP that
+// cannot create TAP interfaces (a real VPP without /dev/vhost-net) it has
+// none: they are logged and left out. The AF_PACKET interface binds to
+// hostIf1 (e.vpp.HostLinks).
+func (e *env) config() []*vppif.Interface {
+	e.t.Helper()
 	donor := loop("donor", "192.168.1.1/24")
 	donor.Mtu = 1500
 	donor.PhysAddress = "02:00:00:00:00:0A"
@@ -471,25 +525,30 @@ func config() []*vppif.Interface {
 	vrf.Vrf = 3
 	down := loop("down1", "10.8.0.1/24")
 	down.Enabled = false
-	return []*vppif.Interface{
+	out := []*vppif.Interface{
 		donor, un, vrf, down,
 		{Name: "sub1", Type: vppif.Interface_SUB_INTERFACE, Enabled: true, IpAddresses: []string{"10.7.0.1/24"},
 			Link: &vppif.Interface_Sub{Sub: &vppif.SubInterface{ParentName: "donor", SubId: 7}}},
 		{Name: "memif1", Type: vppif.Interface_MEMIF, Enabled: true,
 			Link: &vppif.Interface_Memif{Memif: &vppif.MemifLink{Id: 1, SocketFilename: "m1.sock", Secret: "x", RxQueues: 2}}},
-		{Name: "tap1", Type: vppif.Interface_TAP, Enabled: true, IpAddresses: []string{"10.6.0.1/30"},
-			Link: &vppif.Interface_Tap{Tap: &vppif.TapLink{HostIfName: "vtap1"}}},
-		{Name: "tap2", Type: vppif.Interface_TAP},
 		{Name: "afp1", Type: vppif.Interface_AF_PACKET, Enabled: true, IpAddresses: []string{"2001:db8:1::1/64"},
-			Link: &vppif.Interface_Afpacket{Afpacket: &vppif.AfpacketLink{HostIfName: "veth1"}}},
+			Link: &vppif.Interface_Afpacket{Afpacket: &vppif.AfpacketLink{HostIfName: hostIf1}}},
 		{Name: "pending-sub", Type: vppif.Interface_SUB_INTERFACE,
 			Link: &vppif.Interface_Sub{Sub: &vppif.SubInterface{ParentName: "missing", SubId: 9}}},
 	}
+	if ok, why := e.vpp.CanCreateTap(); !ok {
+		e.t.Logf("the configuration has no TAP interfaces: %s", why)
+		return out
+	}
+	return append(out,
+		&vppif.Interface{Name: "tap1", Type: vppif.Interface_TAP, Enabled: true, IpAddresses: []string{"10.6.0.1/30"},
+			Link: &vppif.Interface_Tap{Tap: &vppif.TapLink{HostIfName: "vtap1"}}},
+		&vppif.Interface{Name: "tap2", Type: vppif.Interface_TAP})
 }
 
 func pushHost(t *testing.T, s api.KVScheduler) {
 	t.Helper()
-	if err := s.PushSBNotification(api.KVWithMetadata{Key: linuxifplugin.HostNameKey("veth1"), Value: &linuxif.Interface{Name: "veth1"}}); err != nil {
+	if err := s.PushSBNotification(api.KVWithMetadata{Key: linuxifplugin.HostNameKey(hostIf1), Value: &linuxif.Interface{Name: hostIf1}}); err != nil {
 		t.Fatal(err)
 	}
 	s.TransactionBarrier()
@@ -509,13 +568,14 @@ func fullResync(t *testing.T, s api.KVScheduler, vs []*vppif.Interface) uint64 {
 	return seq
 }
 
+// checkConfig checks what VPP has of config, read back with dumps.
 func checkConfig(t *testing.T, e *env) {
 	t.Helper()
 	donor := e.mustVPP("donor")
-	if addrs(donor) != "192.168.1.1/24" || donor.MTU[0] != 1500 || donor.MAC.String() != "02:00:00:00:00:0a" || !donor.AdminUp {
+	if addrs(donor) != "192.168.1.1/24" || donor.MTU[0] != 1500 || donor.MAC != "02:00:00:00:00:0a" || !donor.AdminUp {
 		t.Errorf("donor: %+v", donor)
 	}
-	if i := e.mustVPP("un1"); !i.Unnumbered || i.UnnumberedFrom != donor.SwIfIndex || !i.AdminUp {
+	if i := e.mustVPP("un1"); i.UnnumberedFrom != donor.SwIfIndex || !i.AdminUp {
 		t.Errorf("un1: %+v", i)
 	}
 	if i := e.mustVPP("vrf1"); i.IP4Table != 3 || addrs(i) != "10.9.0.1/24" {
@@ -524,20 +584,29 @@ func checkConfig(t *testing.T, e *env) {
 	if i := e.mustVPP("down1"); i.AdminUp || addrs(i) != "10.8.0.1/24" {
 		t.Errorf("down1: %+v", i)
 	}
-	if i := e.mustVPP("sub1"); i.Sub == nil || i.Sub.Parent != donor.SwIfIndex || !i.AdminUp || addrs(i) != "10.7.0.1/24" {
+	if i := e.mustVPP("sub1"); i.SupSwIfIndex != donor.SwIfIndex || !i.AdminUp || addrs(i) != "10.7.0.1/24" {
 		t.Errorf("sub1: %+v", i)
 	}
-	if i := e.mustVPP("memif1"); i.Memif == nil || i.Memif.Secret != "x" || !i.AdminUp {
-		t.Errorf("memif1: %+v", i)
+	m := e.mustVPP("memif1")
+	if p := e.vpp.DumpMemifs()[m.SwIfIndex]; p == nil || p.ID != 1 || !m.AdminUp {
+		t.Errorf("memif1: %+v %+v", m, p)
 	}
-	if i := e.mustVPP("tap1"); i.Tap == nil || i.Tap.HostIfName != "vtap1" || addrs(i) != "10.6.0.1/30" {
-		t.Errorf("tap1: %+v", i)
+	if e.sim != nil { // VPP's memif_dump does not report the secret
+		if i, _ := e.sim.Interface(m.Name); i.Memif == nil || i.Memif.Secret != "x" {
+			t.Errorf("memif1 in vppsim: %+v", i.Memif)
+		}
 	}
-	e.mustVPP("tap2")
-	if i := e.mustVPP("afp1"); i.Name != "host-veth1" || addrs(i) != "2001:db8:1::1/64" {
+	if ok, _ := e.vpp.CanCreateTap(); ok {
+		i := e.mustVPP("tap1")
+		if d := e.vpp.DumpTaps()[i.SwIfIndex]; d == nil || d.HostIfName != "vtap1" || addrs(i) != "10.6.0.1/30" {
+			t.Errorf("tap1: %+v %+v", i, d)
+		}
+		e.mustVPP("tap2")
+	}
+	if i := e.mustVPP("afp1"); i.Name != "host-"+hostIf1 || addrs(i) != "2001:db8:1::1/64" {
 		t.Errorf("afp1: %+v", i)
 	}
-	if _, ok := e.vpp("pending-sub"); ok {
+	if _, ok := e.tagged("pending-sub"); ok {
 		t.Error("pending-sub created")
 	}
 	if got := e.untagged(); len(got) != 0 {
@@ -549,23 +618,24 @@ func checkConfig(t *testing.T, e *env) {
 // full resync finds VPP as configured executes nothing.
 func TestRestartOnInSyncVPP(t *testing.T) {
 	e := newEnv(t, vppsim.Options{})
+	e.vpp.HostLinks(hostIf1)
 	pushHost(t, e.s)
-	fullResync(t, e.s, config())
+	fullResync(t, e.s, e.config())
 	checkConfig(t, e)
-	before := e.sim.Interfaces()
+	before := e.vpp.DumpInterfaces()
 	e.s.Close()
 
 	p2 := ifplugin.New(e.m, quiet)
 	s2 := e.newScheduler(p2)
 	pushHost(t, s2)
-	seq := fullResync(t, s2, config())
+	seq := fullResync(t, s2, e.config())
 	if ops := executed(s2, seq); len(ops) != 0 {
 		t.Errorf("resync of an in-sync VPP executed %d operations: %v", len(ops), ops)
 	}
-	if after := e.sim.Interfaces(); len(after) != len(before) {
+	if after := e.vpp.DumpInterfaces(); len(after) != len(before) {
 		t.Errorf("interfaces changed: %d -> %d", len(before), len(after))
 	}
-	for _, v := range config() {
+	for _, v := range e.config() {
 		want := api.ValueStateConfigured
 		if v.GetName() == "pending-sub" {
 			want = api.ValueStatePending
@@ -591,16 +661,17 @@ func TestRestartOnInSyncVPP(t *testing.T) {
 // TestVPPRestartedEmpty: VPP restarts and loses everything; a downstream
 // resync re-creates it all, in dependency order.
 func TestVPPRestartedEmpty(t *testing.T) {
+	vpptest.NeedSim(t, "restarts VPP")
 	e := newEnv(t, vppsim.Options{})
 	pushHost(t, e.s)
-	fullResync(t, e.s, config())
+	fullResync(t, e.s, e.config())
 	checkConfig(t, e)
 
 	if err := e.sim.Restart(0); err != nil {
 		t.Fatal(err)
 	}
 	e.waitConnect(true)
-	if got := e.sim.Interfaces(); len(got) != 1 {
+	if got := e.vpp.DumpInterfaces(); len(got) != 1 {
 		t.Fatalf("VPP not empty after restart: %+v", got)
 	}
 	seq, err := e.s.StartNBTransaction().Commit(api.WithResync(context.Background(), api.DownstreamResync, false))
@@ -623,7 +694,7 @@ func TestVPPRestartedEmpty(t *testing.T) {
 		t.Errorf("order: %v", ops)
 	}
 	// Everything is in sync again: another resync does nothing.
-	seq = fullResync(t, e.s, config())
+	seq = fullResync(t, e.s, e.config())
 	if ops := executed(e.s, seq); len(ops) != 0 {
 		t.Errorf("second resync executed %v", ops)
 	}

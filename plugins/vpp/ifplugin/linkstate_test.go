@@ -18,6 +18,7 @@ import (
 	"github.com/netagent-io/netagent/plugins/kvscheduler/api"
 	"github.com/netagent-io/netagent/plugins/vpp/ifplugin"
 	"github.com/netagent-io/netagent/plugins/vpp/ifplugin/vppcalls"
+	"github.com/netagent-io/netagent/plugins/vpp/internal/vpptest"
 	"github.com/netagent-io/netagent/plugins/vpp/vppconn"
 	vppif "github.com/netagent-io/netagent/proto/vpp/interfaces"
 	"github.com/netagent-io/netagent/tests/vppsim"
@@ -322,6 +323,7 @@ func lsLoop(name string) *vppif.Interface {
 // makes no GoVPP event watcher, whose goroutine would race with the
 // vppconn.New of a later test, see TestLinkStateWatcher.)
 func TestLinkStateWatcherWithoutEvents(t *testing.T) {
+	vpptest.NeedSim(t, "a VPP without want_interface_events (Options.Omit)")
 	errs := make(chan string, 16)
 	e := newLSEnv(t, vppsim.Options{Omit: []string{"want_interface_events"}}, slog.New(lsErrors{errs}))
 	select {
@@ -364,6 +366,7 @@ func (h lsErrors) WithGroup(string) slog.Handler      { return h }
 // GoVPP's package logger as it ends, which vppconn.New sets, so a second
 // Manager created after a watcher closed is a data race for the detector.
 func TestLinkStateWatcher(t *testing.T) {
+	vpptest.NeedSim(t, "sets the carrier of links (SetLinkUp) and restarts VPP")
 	e := newLSEnv(t, vppsim.Options{}, lsQuiet)
 
 	// Loopbacks set admin up have link; nothing else is reported (local0

@@ -3,8 +3,6 @@ package l2plugin_test
 import (
 	"context"
 	"log/slog"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -16,36 +14,19 @@ import (
 	"github.com/netagent-io/netagent/plugins/kvscheduler"
 	"github.com/netagent-io/netagent/plugins/kvscheduler/api"
 	"github.com/netagent-io/netagent/plugins/vpp/ifplugin"
+	"github.com/netagent-io/netagent/plugins/vpp/ifplugin/vppcalls"
+	"github.com/netagent-io/netagent/plugins/vpp/internal/vpptest"
 	"github.com/netagent-io/netagent/plugins/vpp/l2plugin"
 	"github.com/netagent-io/netagent/plugins/vpp/vppconn"
 	vppl2 "github.com/netagent-io/netagent/proto/vpp/l2"
-	"github.com/netagent-io/netagent/tests/vppsim"
 )
 
 // newIfpluginEnv is an env with ifplugin's descriptors in place of the
 // interface stand-in: foreign interfaces are OBTAINED values.
 func newIfpluginEnv(t *testing.T) *env {
 	t.Helper()
-	dir, err := os.MkdirTemp("", "l2p")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = os.RemoveAll(dir) })
-	sock := filepath.Join(dir, "api.sock")
-	sim, err := vppsim.Start(vppsim.Options{SocketPath: sock})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = sim.Close() })
-	m := vppconn.New(vppconn.Options{Socket: sock, Log: logger(t, slog.LevelWarn)})
-	m.AddArea(l2plugin.New(m, nil, nil).Area())
-	m.AddArea(ifplugin.New(m, nil).Area())
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); m.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
-	e := &env{t: t, sim: sim, m: m}
-	e.waitConnected()
+	v := vpptest.Start(t, vpptest.Options{Areas: []vppconn.Area{l2plugin.New(nil, nil, nil).Area(), vppcalls.Area()}})
+	e := &env{t: t, vpp: v, sim: v.Sim, m: v.M}
 	e.startWithIfplugin()
 	return e
 }
@@ -69,18 +50,32 @@ func (e *env) startWithIfplugin() {
 	e.s, e.p = s, p
 }
 
-// members lists the VPP names of a domain's members.
-func (e *env) members(b vppsim.BridgeDomain) []string {
+// members lists the VPP names of a domain's members, sorted.
+func (e *env) members(b vpptest.BridgeDomain) []string {
+	e.t.Helper()
 	var out []string
-	for _, m := range b.Members {
-		for _, i := range e.sim.Interfaces() {
-			if i.SwIfIndex == m.SwIfIndex {
-				out = append(out, i.Name)
-			}
+	for _, i := range e.vpp.DumpInterfaces() {
+		if slices.Contains(b.MemberIndexes(), i.SwIfIndex) {
+			out = append(out, i.Name)
 		}
 	}
 	slices.Sort(out)
 	return out
+}
+
+// sorted returns the strings sorted.
+func sorted(s ...string) []string {
+	slices.Sort(s)
+	return s
+}
+
+// find returns the interface of an index.
+func find(all []vpptest.Interface, swIfIndex uint32) (vpptest.Interface, bool) {
+	k := slices.IndexFunc(all, func(i vpptest.Interface) bool { return i.SwIfIndex == swIfIndex })
+	if k < 0 {
+		return vpptest.Interface{}, false
+	}
+	return all[k], true
 }
 
 // TestForeignBridgeDomainMembers: a configured domain may name a foreign
@@ -94,12 +89,18 @@ func TestForeignBridgeDomainMembers(t *testing.T) {
 	}
 	ic := interfaces.NewServiceClient(conn)
 	var foreign []interface_types.InterfaceIndex
+	var names []string // VPP's names of the foreign loopbacks
 	for range 2 {
 		r, err := ic.CreateLoopback(context.Background(), &interfaces.CreateLoopback{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		foreign = append(foreign, r.SwIfIndex)
+		i, ok := find(e.vpp.DumpInterfaces(), uint32(r.SwIfIndex))
+		if !ok {
+			t.Fatalf("setup: VPP does not list the loopback %d it made", r.SwIfIndex)
+		}
+		names = append(names, i.Name)
 	}
 	bd := func(members ...string) kv {
 		b := &vppl2.BridgeDomain{Name: "bd1", Flood: true, Forward: true, Learn: true}
@@ -108,21 +109,25 @@ func TestForeignBridgeDomainMembers(t *testing.T) {
 		}
 		return bdKV(b)
 	}
-	cfg := []kv{iface("mine"), bd("mine", "loop0")}
+	cfg := []kv{iface("mine"), bd("mine", names[0])}
 	if _, err := e.resync(api.FullResync, cfg...); err != nil {
 		t.Fatal(err)
 	}
-	for _, k := range []string{l2plugin.BDInterfaceKey("bd1", "mine"), l2plugin.BDInterfaceKey("bd1", "loop0")} {
+	for _, k := range []string{l2plugin.BDInterfaceKey("bd1", "mine"), l2plugin.BDInterfaceKey("bd1", names[0])} {
 		if st := e.state(k); st != api.ValueStateConfigured {
 			t.Errorf("%s: %v, want CONFIGURED", k, st)
 		}
 	}
+	mine, ok := e.vpp.InterfaceTagged("mine")
+	if !ok {
+		t.Fatal("VPP has no interface tagged mine")
+	}
 	b := e.mustBD("bd1")
-	if got := e.members(b); !slices.Equal(got, []string{"loop0", "loop2"}) {
-		t.Errorf("members of bd1: %v, want the foreign loop0 and mine (loop2)", got)
+	if got, want := e.members(b), sorted(names[0], mine.Name); !slices.Equal(got, want) {
+		t.Errorf("members of bd1: %v, want the foreign %s and mine (%s)", got, names[0], mine.Name)
 	}
 
-	// Someone else puts the foreign loop1 into bd1.
+	// Someone else puts the foreign names[1] into bd1.
 	if _, err := l2.NewServiceClient(conn).SwInterfaceSetL2Bridge(context.Background(), &l2.SwInterfaceSetL2Bridge{
 		RxSwIfIndex: foreign[1], BdID: b.BdID, Enable: true,
 	}); err != nil {
@@ -136,11 +141,12 @@ func TestForeignBridgeDomainMembers(t *testing.T) {
 	if ops := e.executed(seq); len(ops) != 0 {
 		t.Errorf("resync executed %v", ops)
 	}
-	if got := e.members(e.mustBD("bd1")); !slices.Equal(got, []string{"loop0", "loop1", "loop2"}) {
-		t.Errorf("members of bd1: %v, want loop1 left there", got)
+	all := sorted(names[0], names[1], mine.Name)
+	if got := e.members(e.mustBD("bd1")); !slices.Equal(got, all) {
+		t.Errorf("members of bd1: %v, want %s left there", got, names[1])
 	}
 
-	// A new agent whose bd1 no longer names loop0 cannot tell who put loop0
+	// A new agent whose bd1 no longer names names[0] cannot tell who put it
 	// there: it is left alone too.
 	e.startWithIfplugin()
 	seq, err = e.resync(api.FullResync, iface("mine"), bd("mine"))
@@ -150,26 +156,26 @@ func TestForeignBridgeDomainMembers(t *testing.T) {
 	if ops := e.executed(seq); len(ops) != 0 {
 		t.Errorf("resync executed %v", ops)
 	}
-	if got := e.members(e.mustBD("bd1")); !slices.Equal(got, []string{"loop0", "loop1", "loop2"}) {
+	if got := e.members(e.mustBD("bd1")); !slices.Equal(got, all) {
 		t.Errorf("members of bd1: %v, want all three", got)
 	}
 	// The binding the configuration asks for is the agent's: taken out
 	// when the configuration drops it.
-	e.mustCommit(bd("mine", "loop0"))
-	if st := e.state(l2plugin.BDInterfaceKey("bd1", "loop0")); st != api.ValueStateConfigured {
-		t.Errorf("loop0's binding: %v, want CONFIGURED", st)
+	e.mustCommit(bd("mine", names[0]))
+	if st := e.state(l2plugin.BDInterfaceKey("bd1", names[0])); st != api.ValueStateConfigured {
+		t.Errorf("%s's binding: %v, want CONFIGURED", names[0], st)
 	}
 	seq = e.mustCommit(bd("mine"))
 	if ops := e.executed(seq); !slices.ContainsFunc(ops, func(op string) bool {
-		return strings.HasPrefix(op, "DELETE "+l2plugin.BDInterfaceKey("bd1", "loop0")+" ")
+		return strings.HasPrefix(op, "DELETE "+l2plugin.BDInterfaceKey("bd1", names[0])+" ")
 	}) {
-		t.Errorf("executed %v, want loop0's binding deleted", ops)
+		t.Errorf("executed %v, want %s's binding deleted", ops, names[0])
 	}
-	if got := e.members(e.mustBD("bd1")); !slices.Equal(got, []string{"loop1", "loop2"}) {
-		t.Errorf("members of bd1: %v, want loop1 and mine", got)
+	if got, want := e.members(e.mustBD("bd1")), sorted(names[1], mine.Name); !slices.Equal(got, want) {
+		t.Errorf("members of bd1: %v, want %s and mine", got, names[1])
 	}
-	for _, name := range []string{"loop0", "loop1"} {
-		if _, ok := e.sim.Interface(name); !ok {
+	for _, name := range names {
+		if _, ok := e.vpp.InterfaceNamed(name); !ok {
 			t.Errorf("foreign %s deleted", name)
 		}
 		if st := e.state(ifplugin.InterfaceKey(name)); st != api.ValueStateObtained {

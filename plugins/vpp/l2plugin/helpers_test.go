@@ -2,8 +2,10 @@ package l2plugin_test
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"os"
+	"slices"
 	"testing"
 	"time"
 
@@ -24,12 +26,14 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// env is one test: a vppsim, a vppconn.Manager connected to it, and a
-// scheduler with the interface stand-in (ifplugin.Metadata values) and the
-// plugin's descriptors. The package vpptest does the work.
+// env is one test: a VPP (a vppsim of the test's own, or the real VPP that
+// VPP_API_SOCKET names), a vppconn.Manager connected to it, and a scheduler
+// with the interface stand-in (ifplugin.Metadata values) and the plugin's
+// descriptors. The package vpptest does the work.
 type env struct {
 	t   *testing.T
-	sim *vppsim.Sim
+	vpp *vpptest.VPP
+	sim *vppsim.Sim // nil on a real VPP
 	m   *vppconn.Manager
 	s   *kvscheduler.Scheduler
 	p   *l2plugin.Plugin
@@ -41,11 +45,11 @@ func newEnv(t *testing.T) *env {
 }
 
 // newEnvWith starts the simulator with opts (SocketPath is set by
-// vpptest.Start).
+// vpptest.Start; on a real VPP they are not used).
 func newEnvWith(t *testing.T, opts vppsim.Options) *env {
 	t.Helper()
-	sim, m := vpptest.Start(t, vpptest.Options{Sim: opts, Areas: []vppconn.Area{l2plugin.New(nil, nil, nil).Area()}})
-	e := &env{t: t, sim: sim, m: m}
+	v := vpptest.Start(t, vpptest.Options{Sim: opts, Areas: []vppconn.Area{l2plugin.New(nil, nil, nil).Area()}})
+	e := &env{t: t, vpp: v, sim: v.Sim, m: v.M}
 	e.startScheduler()
 	return e
 }
@@ -80,8 +84,7 @@ func (e *env) mustCommit(kvs ...kv) uint64        { e.t.Helper(); return vpptest
 func (e *env) executed(seq uint64) []string       { e.t.Helper(); return vpptest.Executed(e.t, e.s, seq) }
 func (e *env) state(key string) api.ValueState    { return vpptest.State(e.s, key) }
 func (e *env) status(key string) *api.ValueStatus { return vpptest.Status(e.s, key) }
-func (e *env) writes() []string                   { return vpptest.Writes(e.sim) }
-func (e *env) swIfIndex(name string) uint32       { e.t.Helper(); return vpptest.SwIfIndex(e.t, e.sim, name) }
+func (e *env) swIfIndex(name string) uint32       { e.t.Helper(); return e.vpp.SwIfIndex(name) }
 
 func (e *env) commitCtx(ctx context.Context, kvs ...kv) (uint64, error) {
 	return vpptest.Commit(ctx, e.s, kvs...)
@@ -101,21 +104,46 @@ func count(calls []string, name string) int {
 	return n
 }
 
-// bd returns the bridge domain tagged name in vppsim.
-func (e *env) bd(name string) (vppsim.BridgeDomain, bool) {
-	for _, b := range e.sim.BridgeDomains() {
-		if b.Tag == name {
-			return b, true
-		}
+// resetCalls empties vppsim's log of requests (none on a real VPP).
+func (e *env) resetCalls() {
+	if e.sim != nil {
+		e.sim.ResetCalls()
 	}
-	return vppsim.BridgeDomain{}, false
 }
 
-func (e *env) mustBD(name string) vppsim.BridgeDomain {
+// writes lists the requests that changed VPP since resetCalls, from
+// vppsim's log; ok is false on a real VPP, which keeps no such log.
+func (e *env) writes() (w []string, ok bool) {
+	if e.sim == nil {
+		return nil, false
+	}
+	return vpptest.Writes(e.sim), true
+}
+
+// bd returns the bridge domain VPP has tagged name, read back with dumps.
+func (e *env) bd(name string) (vpptest.BridgeDomain, bool) {
+	e.t.Helper()
+	return e.vpp.BridgeDomainTagged(name)
+}
+
+func (e *env) mustBD(name string) vpptest.BridgeDomain {
 	e.t.Helper()
 	b, ok := e.bd(name)
 	if !ok {
-		e.t.Fatalf("no bridge domain tagged %s in vppsim: %+v", name, e.sim.BridgeDomains())
+		e.t.Fatalf("no bridge domain tagged %s in VPP: %+v", name, e.vpp.DumpBridgeDomains())
 	}
 	return b
+}
+
+// newBridgeDomains lists the bridge domains VPP did not have when the test
+// started, "<bd_id> tag=<tag>".
+func (e *env) newBridgeDomains() []string {
+	e.t.Helper()
+	var out []string
+	for _, b := range e.vpp.DumpBridgeDomains() {
+		if !slices.ContainsFunc(e.vpp.Before.BridgeDomains, func(x vpptest.BridgeDomain) bool { return x.BdID == b.BdID }) {
+			out = append(out, fmt.Sprintf("%d tag=%s", b.BdID, b.Tag))
+		}
+	}
+	return out
 }

@@ -25,13 +25,15 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// env is one test: a vppsim, a vppconn.Manager connected to it, and a
-// scheduler with the interface stand-in (or ifplugin) and the plugin's
-// descriptors. The package vpptest does the work.
+// env is one test: a VPP (a vppsim of the test's own, or the real VPP that
+// VPP_API_SOCKET names), a vppconn.Manager connected to it, and a scheduler
+// with the interface stand-in (or ifplugin) and the plugin's descriptors.
+// The package vpptest does the work.
 type env struct {
 	t    *testing.T
 	opts envOptions
-	sim  *vppsim.Sim
+	vpp  *vpptest.VPP
+	sim  *vppsim.Sim // nil on a real VPP
 	m    *vppconn.Manager
 	s    *kvscheduler.Scheduler
 	p    *l3plugin.Plugin
@@ -54,8 +56,8 @@ func newEnvWith(t *testing.T, opts envOptions) *env {
 	if opts.ifplugin {
 		areas = append(areas, vppcalls.Area())
 	}
-	sim, m := vpptest.Start(t, vpptest.Options{CallTimeout: opts.callTimeout, Areas: areas})
-	e := &env{t: t, opts: opts, sim: sim, m: m}
+	v := vpptest.Start(t, vpptest.Options{CallTimeout: opts.callTimeout, Areas: areas})
+	e := &env{t: t, opts: opts, vpp: v, sim: v.Sim, m: v.M}
 	e.startScheduler()
 	return e
 }
@@ -92,8 +94,7 @@ func (e *env) mustCommit(kvs ...kv) uint64        { e.t.Helper(); return vpptest
 func (e *env) executed(seq uint64) []string       { e.t.Helper(); return vpptest.Executed(e.t, e.s, seq) }
 func (e *env) state(key string) api.ValueState    { return vpptest.State(e.s, key) }
 func (e *env) status(key string) *api.ValueStatus { return vpptest.Status(e.s, key) }
-func (e *env) writes() []string                   { return vpptest.Writes(e.sim) }
-func (e *env) swIfIndex(name string) uint32       { e.t.Helper(); return vpptest.SwIfIndex(e.t, e.sim, name) }
+func (e *env) swIfIndex(name string) uint32       { e.t.Helper(); return e.vpp.SwIfIndex(name) }
 
 func (e *env) commitCtx(ctx context.Context, kvs ...kv) (uint64, error) {
 	return vpptest.Commit(ctx, e.s, kvs...)
@@ -101,4 +102,20 @@ func (e *env) commitCtx(ctx context.Context, kvs ...kv) (uint64, error) {
 
 func (e *env) resync(typ api.ResyncType, kvs ...kv) (uint64, error) {
 	return vpptest.Resync(e.s, typ, kvs...)
+}
+
+// resetCalls empties vppsim's log of requests (none on a real VPP).
+func (e *env) resetCalls() {
+	if e.sim != nil {
+		e.sim.ResetCalls()
+	}
+}
+
+// writes lists the requests that changed VPP since resetCalls, from
+// vppsim's log; ok is false on a real VPP, which keeps no such log.
+func (e *env) writes() (w []string, ok bool) {
+	if e.sim == nil {
+		return nil, false
+	}
+	return vpptest.Writes(e.sim), true
 }

@@ -2,7 +2,6 @@ package l3plugin_test
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"sort"
 	"strings"
@@ -16,43 +15,20 @@ import (
 
 	"github.com/netagent-io/netagent/plugins/kvscheduler/api"
 	"github.com/netagent-io/netagent/plugins/vpp/ifplugin"
+	"github.com/netagent-io/netagent/plugins/vpp/internal/vpptest"
 	"github.com/netagent-io/netagent/plugins/vpp/l3plugin"
 	vppif "github.com/netagent-io/netagent/proto/vpp/interfaces"
 	vppl3 "github.com/netagent-io/netagent/proto/vpp/l3"
-	"github.com/netagent-io/netagent/tests/vppsim"
 )
 
-// sourcedRoutes renders every route vppsim holds, API and other sources,
-// one line per path: "<source> <table> <prefix> <type> nh=<nh> if=<name>
-// table=<lookup> w=<w> p=<p>", interfaces by tag (VPP's name without one).
+// sourcedRoutes renders the routes of the API and CLI sources VPP did not
+// have when the test started, read back with dumps, one line per path of
+// each entry's best source: "<source> <table> <prefix> <type> nh=<nh>
+// if=<name> table=<lookup> w=<w> p=<p>", interfaces by tag (VPP's name
+// without one).
 func (e *env) sourcedRoutes() []string {
-	names := map[uint32]string{vppsim.NoIndex: "-"}
-	for _, i := range e.sim.Interfaces() {
-		names[i.SwIfIndex] = i.Tag
-		if i.Tag == "" {
-			names[i.SwIfIndex] = i.Name
-		}
-	}
-	var out []string
-	for _, r := range e.sim.Routes() {
-		src := fmt.Sprint(r.Source)
-		switch r.Source {
-		case vppsim.SourceAPI:
-			src = "api"
-		case vppsim.SourceCLI:
-			src = "cli"
-		}
-		for _, p := range r.Paths {
-			nh := "-"
-			if p.NextHop.IsValid() {
-				nh = p.NextHop.String()
-			}
-			typ := strings.TrimPrefix(p.Type.String(), "FIB_API_PATH_TYPE_")
-			out = append(out, fmt.Sprintf("%s %d %s %s nh=%s if=%s table=%d w=%d p=%d", src, r.TableID, r.Prefix, typ, nh, names[p.SwIfIndex], p.TableID, p.Weight, p.Preference))
-		}
-	}
-	sort.Strings(out)
-	return out
+	e.t.Helper()
+	return renderRoutes(e.vpp.NewRoutes(vpptest.SourceAPI, vpptest.SourceCLI), e.ifNames(), true)
 }
 
 // vppAPI runs f with a client of VPP's ip and interface APIs, as a program
@@ -85,7 +61,7 @@ func (e *env) addCLIRoute(table uint32, prefix string, path fib_types.FibPath) {
 	}
 	e.vppAPI(func(ctx context.Context, ipc ip.RPCService, _ interfaces.RPCService) error {
 		_, err := ipc.IPRouteAddDelV2(ctx, &ip.IPRouteAddDelV2{IsAdd: true, IsMultipath: true, Route: ip.IPRouteV2{
-			TableID: table, Prefix: dst, Src: vppsim.SourceCLI, NPaths: 1, Paths: []fib_types.FibPath{path},
+			TableID: table, Prefix: dst, Src: vpptest.SourceCLI, NPaths: 1, Paths: []fib_types.FibPath{path},
 		}})
 		return err
 	})
@@ -118,8 +94,8 @@ func TestResyncDeletesRoutesNoLongerConfigured(t *testing.T) {
 	// of a route of ours), and an address whose attached and local entries
 	// have the interface source.
 	if1 := e.swIfIndex("if1")
-	e.addCLIRoute(0, "10.9.0.0/16", ip4Path("192.168.1.9", vppsim.NoIndex))
-	e.addCLIRoute(0, "10.3.0.0/16", ip4Path("192.168.1.3", vppsim.NoIndex))
+	e.addCLIRoute(0, "10.9.0.0/16", ip4Path("192.168.1.9", vpptest.NoIndex))
+	e.addCLIRoute(0, "10.3.0.0/16", ip4Path("192.168.1.3", vpptest.NoIndex))
 	e.vppAPI(func(ctx context.Context, _ ip.RPCService, ic interfaces.RPCService) error {
 		a, _ := ip_types.ParseAddressWithPrefix("192.168.1.100/24")
 		if _, err := ic.SwInterfaceAddDelAddress(ctx, &interfaces.SwInterfaceAddDelAddress{SwIfIndex: interface_types.InterfaceIndex(if1), IsAdd: true, Prefix: a}); err != nil {
@@ -136,13 +112,15 @@ func TestResyncDeletesRoutesNoLongerConfigured(t *testing.T) {
 		"cli 0 10.3.0.0/16 NORMAL nh=192.168.1.3 if=- table=0 w=1 p=0",
 		"cli 0 10.9.0.0/16 NORMAL nh=192.168.1.9 if=- table=0 w=1 p=0",
 	}
-	if got := e.sourcedRoutes(); len(got) != len(want)+len(gone) {
+	// A dump shows the paths of an entry's best source: 10.3.0.0/16's CLI
+	// path is behind ours.
+	if got := e.sourcedRoutes(); len(got) != len(want)+len(gone)-1 {
 		t.Fatalf("set up routes:\n%s", strings.Join(got, "\n"))
 	}
 
 	// The agent restarts with the kept values only.
 	e.startScheduler()
-	e.sim.ResetCalls()
+	e.resetCalls()
 	seq, err := e.resync(api.FullResync, keep...)
 	if err != nil {
 		t.Fatalf("full resync: %v", err)
@@ -157,7 +135,7 @@ func TestResyncDeletesRoutesNoLongerConfigured(t *testing.T) {
 	if !slices.Equal(ops, wantOps) {
 		t.Errorf("full resync executed\n%s\nwant\n%s", strings.Join(ops, "\n"), strings.Join(wantOps, "\n"))
 	}
-	if w := e.writes(); len(w) != len(gone) || slices.ContainsFunc(w, func(c string) bool { return c != "ip_route_add_del" }) {
+	if w, ok := e.writes(); ok && (len(w) != len(gone) || slices.ContainsFunc(w, func(c string) bool { return c != "ip_route_add_del" })) {
 		t.Errorf("VPP writes %v, want %d ip_route_add_del", w, len(gone))
 	}
 	if got := e.sourcedRoutes(); !slices.Equal(got, want) {
@@ -176,7 +154,7 @@ func TestResyncDeletesRoutesNoLongerConfigured(t *testing.T) {
 
 	// In sync now: another resync does nothing, and VPP shows our routes
 	// only.
-	e.sim.ResetCalls()
+	e.resetCalls()
 	seq, err = e.resync(api.FullResync, keep...)
 	if err != nil {
 		t.Fatal(err)
@@ -184,17 +162,11 @@ func TestResyncDeletesRoutesNoLongerConfigured(t *testing.T) {
 	if ops := e.executed(seq); len(ops) != 0 {
 		t.Errorf("second full resync executed %v", ops)
 	}
-	if w := e.writes(); len(w) != 0 {
+	if w, _ := e.writes(); len(w) != 0 {
 		t.Errorf("second full resync wrote %v", w)
 	}
-	sb, err := e.s.DumpValuesByDescriptor(l3plugin.RouteDescriptorName, api.SBView)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var keys, wantKeys []string
-	for _, v := range sb {
-		keys = append(keys, v.Key)
-	}
+	keys := e.sbRouteKeys()
+	var wantKeys []string
 	for _, x := range keep[2:] {
 		wantKeys = append(wantKeys, x.key)
 	}
@@ -216,38 +188,39 @@ func TestUnconfiguredRouteThroughForeignInterface(t *testing.T) {
 		loop0 = uint32(r.SwIfIndex)
 		return err
 	})
+	foreign := e.ifNames()[loop0] // VPP's name
 	if _, err := e.resync(api.FullResync); err != nil {
 		t.Fatal(err)
 	}
-	if st := e.state(ifplugin.InterfaceKey("loop0")); st != api.ValueStateObtained {
-		t.Fatalf("foreign loop0: %v, want OBTAINED", st)
+	if st := e.state(ifplugin.InterfaceKey(foreign)); st != api.ValueStateObtained {
+		t.Fatalf("foreign %s: %v, want OBTAINED", foreign, st)
 	}
 	mine := kv{ifplugin.InterfaceKey("mine"), &vppif.Interface{Name: "mine", Type: vppif.Interface_SOFTWARE_LOOPBACK}}
-	viaForeign := routeKV(t, &vppl3.Route{DstNetwork: "10.1.0.0/16", NextHopAddr: "192.168.1.1", OutgoingInterface: "loop0"})
+	viaForeign := routeKV(t, &vppl3.Route{DstNetwork: "10.1.0.0/16", NextHopAddr: "192.168.1.1", OutgoingInterface: foreign})
 	viaMine := routeKV(t, &vppl3.Route{DstNetwork: "10.2.0.0/16", OutgoingInterface: "mine"})
 	e.mustCommit(mine, viaForeign, viaMine)
 	if st := e.state(viaForeign.key); st != api.ValueStateConfigured {
-		t.Fatalf("route through the foreign loop0: %v, want CONFIGURED", st)
+		t.Fatalf("route through the foreign %s: %v, want CONFIGURED", foreign, st)
 	}
 
 	e.startScheduler()
-	e.sim.ResetCalls()
+	e.resetCalls()
 	seq, err := e.resync(api.FullResync, mine, viaMine)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if ops := e.executed(seq); !slices.Equal(ops, []string{"DELETE " + viaForeign.key + " []"}) {
-		t.Errorf("full resync executed %v, want the route through loop0 deleted", ops)
+		t.Errorf("full resync executed %v, want the route through %s deleted", ops, foreign)
 	}
 	want := []string{"api 0 10.2.0.0/16 NORMAL nh=- if=mine table=0 w=1 p=0"}
 	if got := e.sourcedRoutes(); !slices.Equal(got, want) {
 		t.Errorf("routes in VPP %v, want %v", got, want)
 	}
-	if i, ok := e.sim.Interface("loop0"); !ok || i.SwIfIndex != loop0 || i.Tag != "" {
-		t.Errorf("the foreign loop0: %+v, %v", i, ok)
+	if i, ok := e.vpp.InterfaceNamed(foreign); !ok || i.SwIfIndex != loop0 || i.Tag != "" {
+		t.Errorf("the foreign %s: %+v, %v", foreign, i, ok)
 	}
-	if st := e.state(ifplugin.InterfaceKey("loop0")); st != api.ValueStateObtained {
-		t.Errorf("foreign loop0: %v after the resync, want OBTAINED", st)
+	if st := e.state(ifplugin.InterfaceKey(foreign)); st != api.ValueStateObtained {
+		t.Errorf("foreign %s: %v after the resync, want OBTAINED", foreign, st)
 	}
 }
 
@@ -271,7 +244,7 @@ func TestResyncRestoresWeightChangedInVPP(t *testing.T) {
 
 	// Someone replaces the path of 10.1.0.0/16 with one of weight 7 and
 	// preference 3 (the API source, as the agent adds it).
-	path := ip4Path("192.168.1.1", vppsim.NoIndex)
+	path := ip4Path("192.168.1.1", vpptest.NoIndex)
 	dst, _ := ip_types.ParsePrefix("10.1.0.0/16")
 	e.vppAPI(func(ctx context.Context, ipc ip.RPCService, _ interfaces.RPCService) error {
 		_, err := ipc.IPRouteAddDel(ctx, &ip.IPRouteAddDel{IsAdd: true, Route: ip.IPRoute{
@@ -282,7 +255,7 @@ func TestResyncRestoresWeightChangedInVPP(t *testing.T) {
 	if got := e.sourcedRoutes(); !slices.Contains(got, "api 0 10.1.0.0/16 NORMAL nh=192.168.1.1 if=- table=0 w=7 p=3") {
 		t.Fatalf("routes in VPP %v, want the path of weight 7", got)
 	}
-	e.sim.ResetCalls()
+	e.resetCalls()
 	seq, err = e.resync(api.FullResync, weighted, unweighted)
 	if err != nil {
 		t.Fatal(err)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/netagent-io/netagent/plugins/kvscheduler/api"
+	"github.com/netagent-io/netagent/plugins/vpp/internal/vpptest"
 	"github.com/netagent-io/netagent/plugins/vpp/vppconn"
 	vppl3 "github.com/netagent-io/netagent/proto/vpp/l3"
 )
@@ -79,6 +80,7 @@ func checkCallTimeout(t *testing.T, err error, msg string, timeout time.Duration
 // timeout just succeeds, and a slow call that VPP carries out in the end is
 // found by the refresh that follows the failure: applied once, CONFIGURED.
 func TestSlowVPPCall(t *testing.T) {
+	vpptest.NeedSim(t, "delays and fails requests (Delay, FailNext)")
 	const (
 		callTimeout = 300 * time.Millisecond
 		// slow is longer than the call timeout and shorter than two: VPP
@@ -175,7 +177,7 @@ func TestSlowVPPCall(t *testing.T) {
 	// second request.
 	e.sim.Delay("ip_neighbor_add_del", slow)
 	done := arp("192.168.1.3")
-	e.sim.ResetCalls()
+	e.resetCalls()
 	seq, err = e.commit(done)
 	e.sim.Delay("ip_neighbor_add_del", 0)
 	if got := e.ops(seq); len(got) != 1 || !strings.HasSuffix(got[0], timedOut) {
@@ -191,7 +193,7 @@ func TestSlowVPPCall(t *testing.T) {
 	if st := e.status(done.key); !configured(st) {
 		t.Errorf("ARP entry VPP added after the call timed out: %v, want CONFIGURED", st)
 	}
-	if w := e.writes(); !slices.Equal(w, []string{"ip_neighbor_add_del"}) {
+	if w, _ := e.writes(); !slices.Equal(w, []string{"ip_neighbor_add_del"}) {
 		t.Errorf("VPP writes %v, want one ip_neighbor_add_del", w)
 	}
 
@@ -200,7 +202,7 @@ func TestSlowVPPCall(t *testing.T) {
 		t.Errorf("neighbours %v, want %v", got, want)
 	}
 	// VPP and the scheduler agree: a full resync changes nothing.
-	e.sim.ResetCalls()
+	e.resetCalls()
 	seq, err = e.resync(api.FullResync, iface("if1"), fast, refused, sameTxn, done, laterIf, laterRoute)
 	if err != nil {
 		t.Fatalf("full resync: %v", err)
@@ -208,7 +210,7 @@ func TestSlowVPPCall(t *testing.T) {
 	if got := e.ops(seq); len(got) != 0 {
 		t.Errorf("full resync executed %v", got)
 	}
-	if w := e.writes(); len(w) != 0 {
+	if w, _ := e.writes(); len(w) != 0 {
 		t.Errorf("full resync wrote %v", w)
 	}
 }

@@ -1,8 +1,31 @@
-// Package vpptest sets up the tests of the VPP plugins against vppsim: the
-// simulator with a vppconn.Manager connected to it (Start), an agent made
-// of a scheduler, the interface descriptors and a plugin (StartAgent), a
-// stand-in for ifplugin's interface descriptor (InterfaceStandIn), and
-// readers of what the scheduler and the simulator hold.
+// Package vpptest sets up the tests of the VPP plugins: a VPP with a
+// vppconn.Manager connected to it (Start), an agent made of a scheduler, the
+// interface descriptors and a plugin (StartAgent), a stand-in for
+// ifplugin's interface descriptor (InterfaceStandIn), and readers of what
+// the scheduler and VPP hold.
+//
+// # Which VPP
+//
+// Without VPP_API_SOCKET, each test gets a vppsim of its own. With
+// VPP_API_SOCKET naming the API socket of a running VPP, the tests run
+// against it instead (e.g. VPP_API_SOCKET=/run/vpp/api.sock go test
+// ./plugins/vpp/...). That VPP is shared and not restarted, so:
+//
+//   - tests read VPP's state back through binary-API dumps over GoVPP (the
+//     Dump* methods of VPP), which work against both, and never assume
+//     an empty VPP: indexes, names, bridge domain ids and tables are the
+//     ones VPP reports, compared with what it had when the test started
+//     (VPP.Before);
+//   - tests that need what only vppsim can do (restart VPP, fail or delay
+//     requests, leave messages out, set the carrier of a link, read the log
+//     of the requests) call NeedSim, and skip on a real VPP;
+//   - the tests of all packages take turns (a lock file per socket, held by
+//     Start until the test ends): a full resync of one would otherwise
+//     delete what another made;
+//   - at the end of every test, Start's cleanup removes what the test left
+//     in VPP (interfaces, bridge domains, API and CLI routes, IP tables,
+//     memif sockets that were not there when it started) and fails the test
+//     if anything is still left.
 //
 // For tests only: it imports testing and vppsim, and no package of the
 // daemon may import it (go list -deps ./cmd/agent must not list it).
@@ -29,36 +52,92 @@ import (
 	"github.com/netagent-io/netagent/tests/vppsim"
 )
 
+// SocketEnv is the environment variable naming the API socket of a real VPP
+// to run the tests against.
+const SocketEnv = "VPP_API_SOCKET"
+
+// RealSocket is the API socket of the real VPP the tests run against, ""
+// when they run against vppsim.
+func RealSocket() string { return os.Getenv(SocketEnv) }
+
+// NeedSim skips the test when it runs against a real VPP: it needs an
+// ability only vppsim has, which why names ("restarts VPP").
+func NeedSim(t testing.TB, why string) {
+	t.Helper()
+	if s := RealSocket(); s != "" {
+		t.Skipf("needs vppsim (%s); skipped on the real VPP at %s", why, s)
+	}
+}
+
 // Options of Start.
 type Options struct {
-	// Sim configures the simulator; Start chooses SocketPath.
+	// Sim configures the simulator; Start chooses SocketPath. On a real VPP
+	// it is not used, and a test setting Sim.Omit is skipped (a VPP without
+	// some messages is vppsim's).
 	Sim vppsim.Options
 	// CallTimeout is the Manager's (0: its default).
 	CallTimeout time.Duration
 	// Areas are registered with the Manager before it connects.
 	Areas []vppconn.Area
+	// OnConnect is the Manager's (called on every connect).
+	OnConnect func(restarted, first bool)
 }
 
-// Start starts a vppsim and a vppconn.Manager, and returns once the Manager
-// is connected to it (20 s at most). Both stop at the end of the test.
-func Start(t testing.TB, opts Options) (*vppsim.Sim, *vppconn.Manager) {
+// VPP is the VPP a test runs against, and a Manager connected to it.
+type VPP struct {
+	// Sim is the test's own vppsim; nil on a real VPP.
+	Sim *vppsim.Sim
+	// M is connected to VPP (and stopped at the end of the test).
+	M *vppconn.Manager
+	// Socket is VPP's API socket.
+	Socket string
+	// Before is what VPP had when the test started, once connected.
+	Before Snapshot
+
+	t         testing.TB
+	hostLinks []string // veth pairs made for AF_PACKET, removed at the end
+}
+
+// Real tells whether the test runs against a real VPP.
+func (v *VPP) Real() bool { return v.Sim == nil }
+
+// Start starts a vppsim (or, with VPP_API_SOCKET set, takes the real VPP's
+// turn) and a vppconn.Manager, and returns once the Manager is connected
+// (20 s at most). Everything stops at the end of the test; on a real VPP
+// what the test left there is removed first.
+func Start(t testing.TB, opts Options) *VPP {
 	t.Helper()
-	opts.Sim.SocketPath = filepath.Join(socketDir(t), "api.sock")
-	sim, err := vppsim.Start(opts.Sim)
-	if err != nil {
-		t.Fatal(err)
+	v := &VPP{t: t, Socket: RealSocket()}
+	if v.Socket != "" {
+		if len(opts.Sim.Omit) > 0 {
+			NeedSim(t, "a VPP without "+strings.Join(opts.Sim.Omit, ", "))
+		}
+		lockVPP(t, v.Socket)
+	} else {
+		opts.Sim.SocketPath = filepath.Join(socketDir(t), "api.sock")
+		sim, err := vppsim.Start(opts.Sim)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = sim.Close() })
+		v.Sim, v.Socket = sim, opts.Sim.SocketPath
 	}
-	t.Cleanup(func() { _ = sim.Close() })
-	m := vppconn.New(vppconn.Options{Socket: opts.Sim.SocketPath, CallTimeout: opts.CallTimeout, Log: Logger(t, slog.LevelWarn)})
+	v.M = vppconn.New(vppconn.Options{Socket: v.Socket, CallTimeout: opts.CallTimeout, OnConnect: opts.OnConnect, Log: Logger(t, slog.LevelWarn)})
 	for _, a := range opts.Areas {
-		m.AddArea(a)
+		v.M.AddArea(a)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	go func() { defer close(done); m.Run(ctx) }()
+	go func() { defer close(done); v.M.Run(ctx) }()
 	t.Cleanup(func() { cancel(); <-done })
-	WaitConnected(t, m, sim)
-	return sim, m
+	WaitConnected(t, v.M, v.Sim)
+	v.Before = v.Snapshot()
+	if v.Real() {
+		// Runs before the Manager stops, after the schedulers the test
+		// started later have closed.
+		t.Cleanup(v.restore)
+	}
+	return v
 }
 
 // socketDir is a directory for the API socket: the test's temporary
@@ -77,18 +156,19 @@ func socketDir(t testing.TB) string {
 	return dir
 }
 
-// WaitConnected waits (20 s at most) until m is connected to the current VPP
-// process of sim: after a sim.Restart, to the new one.
+// WaitConnected waits (20 s at most) until m is connected to VPP: to the
+// current VPP process of sim (after a sim.Restart, to the new one), or, sim
+// nil, to the real VPP.
 func WaitConnected(t testing.TB, m *vppconn.Manager, sim *vppsim.Sim) {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for time.Now().Before(deadline) {
-		if st := m.Status(); st.Connected && st.PID == sim.PID() {
+		if st := m.Status(); st.Connected && (sim == nil || st.PID == sim.PID()) {
 			return
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	t.Fatalf("not connected to vppsim within 20 s: %+v", m.Status())
+	t.Fatalf("not connected to the VPP at %s within 20 s: %+v", m.Status().Socket, m.Status())
 }
 
 // Logger is a logger for the agent's parts: silent, or into the test's
@@ -225,16 +305,4 @@ func Writes(sim *vppsim.Sim) []string {
 		out = append(out, c)
 	}
 	return out
-}
-
-// SwIfIndex returns the sw_if_index of the interface tagged name in sim.
-func SwIfIndex(t testing.TB, sim *vppsim.Sim, name string) uint32 {
-	t.Helper()
-	for _, i := range sim.Interfaces() {
-		if i.Tag == name {
-			return i.SwIfIndex
-		}
-	}
-	t.Fatalf("no interface tagged %s in vppsim", name)
-	return 0
 }
