@@ -17,9 +17,11 @@ package kvscheduler_test
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"log/slog"
 	"runtime"
+	"runtime/metrics"
 	"slices"
 	"strconv"
 	"strings"
@@ -46,6 +48,13 @@ const (
 	// benchmark.
 	benchChurnRounds = 20
 )
+
+// benchSetupOnly makes W1, W3, W4 and W5 run everything but the measured
+// transaction. Run once with it and once without, under a tool that counts
+// (cachegrind), the difference is what the transaction alone costs; see
+// docs/benchmarks.md.
+var benchSetupOnly = flag.Bool("kvbench.setuponly", false,
+	"W1, W3, W4, W5: skip the measured transaction (to subtract the setup from cachegrind counts)")
 
 // benchSizes are the N of the workloads: N interfaces, N addresses, N routes.
 var benchSizes = []int{1_000, 10_000, 100_000}
@@ -334,6 +343,31 @@ func benchReportPerValue(b *testing.B, values int) {
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(values), "ns/value")
 }
 
+// benchCollections counts the garbage collections that ran while the
+// measured transactions did (gc/op): whether the time includes the
+// collector's, which grows with the live heap.
+type benchCollections struct{ started, total uint64 }
+
+func (c *benchCollections) startTimer(b *testing.B) {
+	c.started = benchGCCycles()
+	b.StartTimer()
+}
+
+func (c *benchCollections) stopTimer(b *testing.B) {
+	b.StopTimer()
+	c.total += benchGCCycles() - c.started
+}
+
+func (c *benchCollections) report(b *testing.B) {
+	b.ReportMetric(float64(c.total)/float64(b.N), "gc/op")
+}
+
+func benchGCCycles() uint64 {
+	sample := []metrics.Sample{{Name: "/gc/cycles/total:gc-cycles"}}
+	metrics.Read(sample)
+	return sample[0].Value.Uint64()
+}
+
 // BenchmarkW1BulkCreate: one transaction creating N interfaces (each deriving
 // one address) and N routes, 3N values, into an empty scheduler.
 func BenchmarkW1BulkCreate(b *testing.B) {
@@ -356,18 +390,24 @@ func (benchDiscard) Write(p []byte) (int, error) { return len(p), nil }
 
 func benchW1(b *testing.B, n int, logger *slog.Logger) {
 	d := benchNewData(n)
+	var gc benchCollections
 	b.ResetTimer()
 	for range b.N {
 		b.StopTimer()
 		env := benchNewEnv(b, logger)
 		benchGC()
-		b.StartTimer()
+		if *benchSetupOnly {
+			env.close()
+			continue
+		}
+		gc.startTimer(b)
 		env.commit(context.Background(), b, d.ifaces(), d.routes())
-		b.StopTimer()
+		gc.stopTimer(b)
 		env.expectOps(b, "W1", int64(d.allValues), 0, 0)
 		env.close()
 	}
 	benchReportPerValue(b, d.allValues)
+	gc.report(b)
 }
 
 // BenchmarkW2RouteUpdate: with W1 applied, 200 transactions each updating one
@@ -431,6 +471,7 @@ func benchReportLatencies(b *testing.B, latencies []time.Duration) {
 func BenchmarkW3PendingCascade(b *testing.B) {
 	benchRunSizes(b, benchSizes, func(b *testing.B, n int) {
 		d := benchNewData(n)
+		var gc benchCollections
 		b.ResetTimer()
 		for range b.N {
 			b.StopTimer()
@@ -438,13 +479,18 @@ func BenchmarkW3PendingCascade(b *testing.B) {
 			env.commit(context.Background(), b, d.routes())
 			env.expectOps(b, "W3 routes", 0, 0, 0)
 			benchGC()
-			b.StartTimer()
+			if *benchSetupOnly {
+				env.close()
+				continue
+			}
+			gc.startTimer(b)
 			env.commit(context.Background(), b, d.ifaces())
-			b.StopTimer()
+			gc.stopTimer(b)
 			env.expectOps(b, "W3", int64(d.allValues), 0, 0)
 			env.close()
 		}
 		benchReportPerValue(b, d.allValues)
+		gc.report(b)
 	})
 }
 
@@ -454,19 +500,25 @@ func BenchmarkW3PendingCascade(b *testing.B) {
 func BenchmarkW4DeleteCascade(b *testing.B) {
 	benchRunSizes(b, benchSizes, func(b *testing.B, n int) {
 		d := benchNewData(n)
+		var gc benchCollections
 		b.ResetTimer()
 		for range b.N {
 			b.StopTimer()
 			env := benchNewEnv(b, nil)
 			env.applyW1(b, d)
 			benchGC()
-			b.StartTimer()
+			if *benchSetupOnly {
+				env.close()
+				continue
+			}
+			gc.startTimer(b)
 			env.commit(context.Background(), b, benchSet{keys: d.ifaceKeys})
-			b.StopTimer()
+			gc.stopTimer(b)
 			env.expectOps(b, "W4", 0, 0, int64(d.allValues))
 			env.close()
 		}
 		benchReportPerValue(b, d.allValues)
+		gc.report(b)
 	})
 }
 
@@ -480,6 +532,7 @@ func BenchmarkW5ResyncInSync(b *testing.B) {
 		d := benchNewData(n)
 		sbIfaces, sbRoutes := d.sbState()
 		ctx := api.WithResync(context.Background(), api.FullResync, false)
+		var gc benchCollections
 		b.ResetTimer()
 		for range b.N {
 			b.StopTimer()
@@ -487,13 +540,18 @@ func BenchmarkW5ResyncInSync(b *testing.B) {
 			env.applyW1(b, d)
 			env.sb.sbIfaces, env.sb.sbRoutes = sbIfaces, sbRoutes
 			benchGC()
-			b.StartTimer()
+			if *benchSetupOnly {
+				env.close()
+				continue
+			}
+			gc.startTimer(b)
 			seq := env.commit(ctx, b, d.ifaces(), d.routes())
-			b.StopTimer()
+			gc.stopTimer(b)
 			benchCheckNoOps(b, env, seq)
 			env.close()
 		}
 		benchReportPerValue(b, d.allValues)
+		gc.report(b)
 	})
 }
 

@@ -1,5 +1,19 @@
 package kvscheduler
 
+import "slices"
+
+// appendDoubling appends v to s, doubling the capacity of s when it is full.
+// append grows a large slice by a quarter at a time: a slice that grows to
+// hundreds of thousands of elements, as in a bulk transaction, is allocated
+// and copied about five times its final size, against about twice here (and
+// the garbage collector runs as much more often).
+func appendDoubling[T any](s []T, v T) []T {
+	if len(s) == cap(s) {
+		s = slices.Grow(s, max(len(s), 8))
+	}
+	return append(s, v)
+}
+
 // chunks is an append-only list stored in chunks, so that growing it never
 // copies what it holds (a bulk transaction writes hundreds of thousands of
 // undo entries and steps). Chunks grow from 8 to 4096 elements.

@@ -13,17 +13,45 @@ import (
 // node is one key of the graph: what the NB intends, what the SB has as far
 // as the scheduler knows, and the status. Fields are changed only through the
 // graph's setters, which write the undo log while one is recorded.
+//
+// A node takes the 256-byte size class. What scans, dependency checks and
+// marks read is in its first 128 bytes, which the CPU fetches together: in
+// a big graph most visits of a node miss the caches, and then one fetch
+// rather than two.
 type node struct {
+	// The first 128 bytes.
 	key  string
 	desc *descriptorInfo // nil: UNIMPLEMENTED (base) or property (derived)
 	base *node           // set for derived values
-	// derived values of this node, in the order DerivedValues returned them.
-	derived []*node
 
 	intended proto.Message // nil: the NB (or the base) does not ask for it
 	applied  proto.Message // nil: not in the SB
 	metadata any
 
+	state  api.ValueState
+	lastOp api.TxnOperation
+	step   int32
+	// obtained: the value is reported by the SB; never created or deleted by
+	// us. removing marks a node being deleted: it satisfies nothing
+	// meanwhile. inGraph is true while the node is in the graph: the node
+	// map holds it under its key (so no lookup is needed to tell).
+	obtained, removing, inGraph bool
+
+	// mark is scratch space for walks (compared with graph.epoch).
+	mark uint64
+	// queued is the run (txnRun.id, or id+1) whose batch will reconcile the
+	// node in its turn: nothing reconciles it earlier (see batch).
+	queued uint64
+	// waiters is the first of the Key dependencies on the node's key, while
+	// the node is in the graph (graph.waiters holds those of missing keys).
+	waiters *depEdge
+	// rare holds what few nodes have (nil for most), keeping nodes small.
+	rare *nodeRare
+
+	// The second 128 bytes.
+
+	// derived values of this node, in the order DerivedValues returned them.
+	derived []*node
 	// deps are the dependencies of the intended value (of the applied one
 	// while nothing is intended), indexed by the graph.
 	deps []depEdge
@@ -34,34 +62,16 @@ type node struct {
 	// revision counts NB changes of the intended value; a retry is dropped
 	// when it moved on.
 	revision uint64
-	// rare holds what few nodes have (nil for most), keeping nodes small.
-	rare *nodeRare
-
-	// mark is scratch space for walks (compared with graph.epoch).
-	mark uint64
+	// born is the undo recording during which the node was added: changes
+	// to it need no undo, as undoing its addition discards it.
+	born uint64
 	// stepRun and changedRun are scratch space of a transaction run
 	// (txnRun.id): step is the node's last planned step, and whether its
 	// status change is already listed.
 	stepRun, changedRun uint64
-	// walkMark and walkMark2 are scratch space of supportedBy (compared
-	// with graph.walk).
-	walkMark, walkMark2 uint64
-	// born is the undo recording during which the node was added: changes
-	// to it need no undo, as undoing its addition discards it.
-	born uint64
-	// queued is the run (txnRun.id) whose batch will reconcile the node in
-	// its turn: nothing reconciles it earlier.
-	queued uint64
-
-	// The small fields together, so that a node fits a 256-byte size class.
-	state  api.ValueState
-	lastOp api.TxnOperation
-	step   int32
-	// obtained: the value is reported by the SB; never created or deleted by
-	// us. removing marks a node being deleted: it satisfies nothing
-	// meanwhile. inGraph is true while the node is in the graph (edges cache
-	// nodes).
-	obtained, removing, inGraph bool
+	// walkMark is scratch space of supportedBy: graph.walk<<2, and the
+	// ways (bits 0 and 1) the walk reached the node.
+	walkMark uint64
 }
 
 // nodeRare is the part of a node that few nodes need.
@@ -118,11 +128,13 @@ func (n *node) descName() string {
 
 // depEdge is one dependency of a node. Key dependencies are linked into the
 // list of waiters of their target key, so that the dependents of a key are
-// found, added and removed in O(1).
+// found, added and removed in O(1); the list is in the target node while the
+// key has one (no map lookup), in graph.waiters otherwise.
 type depEdge struct {
 	owner *node
 	dep   api.Dependency
-	// target caches the node of dep.Key while it is in the graph.
+	// target is the node of dep.Key while the key has one in the graph (the
+	// edge is then in target.waiters), nil otherwise.
 	target *node
 	// prev and next link the waiters of dep.Key.
 	prev, next *depEdge
@@ -144,8 +156,8 @@ type graph struct {
 	// ordered is the nodes sorted by key, for prefix scans. Items carry the
 	// key, so that comparisons do not load the nodes.
 	ordered *btree.BTreeG[keyed]
-	// waiters: key -> first edge of the Key dependencies on it (the key need
-	// not exist).
+	// waiters: key without a node -> first edge of the Key dependencies on
+	// it (the lists of keys with a node are in their nodes).
 	waiters map[string]*depEdge
 	// anyOf: prefix -> first entry of AnyOf edges with that prefix ("" for
 	// edges without prefixes).
@@ -161,7 +173,7 @@ type graph struct {
 	undo      *chunks[undoEntry]
 	recording uint64
 	// epoch is bumped by every walk that marks nodes; walk by supportedBy,
-	// which runs inside such walks.
+	// which runs inside such walks (and marks with walk<<2).
 	epoch, walk uint64
 }
 
@@ -246,9 +258,7 @@ func (g *graph) rollback() {
 		case undoAdd:
 			g.unlinkNode(n)
 		case undoRemove:
-			g.nodes[n.key] = n
-			g.ordered.ReplaceOrInsert(keyed{n.key, n})
-			n.inGraph = true
+			g.linkNode(n)
 		case undoDeps:
 			d := e.old.(*depsUndo)
 			for i := range d.new {
@@ -298,36 +308,55 @@ func (g *graph) rollback() {
 
 func (g *graph) get(key string) *node { return g.nodes[key] }
 
-// reserve prepares the maps for a transaction of about n values. Growing a
-// Go map rehashes it step by step; when a transaction brings more than half
-// as many values as the graph holds (a bulk load), the maps are rebuilt at
-// the final size instead. The copy costs at most twice what the transaction
-// does.
+// known returns the node of key: hint when it is still in the graph (then it
+// is the key's node), else the node the map holds.
+func (g *graph) known(hint *node, key string) *node {
+	if hint != nil && hint.inGraph {
+		return hint
+	}
+	return g.nodes[key]
+}
+
+// reserve prepares the node map for a transaction of about n values. Growing
+// a Go map rehashes it step by step; when a transaction brings more than half
+// as many values as the graph holds (a bulk load), the map is rebuilt at the
+// final size instead. The copy costs at most twice what the transaction does.
 func (g *graph) reserve(n int) {
 	if n < 1024 || 2*n <= len(g.nodes) {
 		return
 	}
-	// Derived values roughly double the keys; dependency targets are fewer.
+	// Derived values roughly double the keys.
 	nodes := make(map[string]*node, 2*(len(g.nodes)+n))
 	for k, v := range g.nodes {
 		nodes[k] = v
 	}
 	g.nodes = nodes
-	waiters := make(map[string]*depEdge, len(g.waiters)+n)
-	for k, v := range g.waiters {
-		waiters[k] = v
-	}
-	g.waiters = waiters
 }
 
 func (g *graph) addNode(n *node) {
 	if g.undo != nil {
 		n.born = g.recording
 	}
+	g.linkNode(n)
+	g.logUndo(undoEntry{kind: undoAdd, n: n})
+}
+
+// linkNode puts a node into the graph's indexes and takes over the waiters
+// of its key.
+func (g *graph) linkNode(n *node) {
 	g.nodes[n.key] = n
 	g.ordered.ReplaceOrInsert(keyed{n.key, n})
 	n.inGraph = true
-	g.logUndo(undoEntry{kind: undoAdd, n: n})
+	if len(g.waiters) == 0 {
+		return
+	}
+	if head, ok := g.waiters[n.key]; ok {
+		delete(g.waiters, n.key)
+		n.waiters = head
+		for e := head; e != nil; e = e.next {
+			e.target = n
+		}
+	}
 }
 
 // removeNode removes a node with its dependency edges.
@@ -337,11 +366,21 @@ func (g *graph) removeNode(n *node) {
 	g.logUndo(undoEntry{kind: undoRemove, n: n})
 }
 
+// unlinkNode takes a node out of the graph's indexes; the waiters of its key
+// stay, in graph.waiters.
 func (g *graph) unlinkNode(n *node) {
-	if g.nodes[n.key] == n {
-		delete(g.nodes, n.key)
-		g.ordered.Delete(keyed{key: n.key})
-		n.inGraph = false
+	if !n.inGraph {
+		return
+	}
+	delete(g.nodes, n.key)
+	g.ordered.Delete(keyed{key: n.key})
+	n.inGraph = false
+	if head := n.waiters; head != nil {
+		n.waiters = nil
+		g.waiters[n.key] = head
+		for e := head; e != nil; e = e.next {
+			e.target = nil
+		}
 	}
 }
 
@@ -393,12 +432,19 @@ func (g *graph) setDeps(n *node, deps []api.Dependency) {
 
 func (g *graph) indexEdge(e *depEdge) {
 	if e.dep.Key != "" {
-		head := g.waiters[e.dep.Key]
-		e.prev, e.next = nil, head
+		t := g.nodes[e.dep.Key]
+		var head *depEdge
+		if t != nil {
+			head = t.waiters
+			t.waiters = e
+		} else {
+			head = g.waiters[e.dep.Key]
+			g.waiters[e.dep.Key] = e
+		}
+		e.target, e.prev, e.next = t, nil, head
 		if head != nil {
 			head.prev = e
 		}
-		g.waiters[e.dep.Key] = e
 		return
 	}
 	prefixes := e.dep.AnyOf.KeyPrefixes
@@ -427,9 +473,14 @@ func (g *graph) indexEdge(e *depEdge) {
 
 func (g *graph) unindexEdge(e *depEdge) {
 	if e.dep.Key != "" {
-		if e.prev != nil {
+		switch {
+		case e.prev != nil:
 			e.prev.next = e.next
-		} else if g.waiters[e.dep.Key] == e {
+		case e.target != nil:
+			if e.target.waiters == e {
+				e.target.waiters = e.next
+			}
+		case g.waiters[e.dep.Key] == e:
 			if e.next != nil {
 				g.waiters[e.dep.Key] = e.next
 			} else {
@@ -439,7 +490,7 @@ func (g *graph) unindexEdge(e *depEdge) {
 		if e.next != nil {
 			e.next.prev = e.prev
 		}
-		e.prev, e.next = nil, nil
+		e.target, e.prev, e.next = nil, nil, nil
 		return
 	}
 	for _, en := range e.anyOf {
@@ -468,19 +519,21 @@ func (g *graph) unindexEdge(e *depEdge) {
 }
 
 // targetOf returns the node of a Key dependency, or nil.
-func (g *graph) targetOf(e *depEdge) *node {
-	if t := e.target; t != nil && t.inGraph {
-		return t
-	}
-	t := g.nodes[e.dep.Key]
-	e.target = t
-	return t
-}
+func (g *graph) targetOf(e *depEdge) *node { return e.target }
 
-// dependents returns the nodes with a dependency that the key may satisfy:
+// dependents returns the nodes with a dependency that n's key may satisfy:
 // Key dependencies on it and AnyOf dependencies that accept it. Each node is
 // listed once.
-func (g *graph) dependents(key string) []*node {
+func (g *graph) dependents(n *node) []*node {
+	key := n.key
+	head := n.waiters
+	if !n.inGraph {
+		if cur := g.nodes[key]; cur != nil {
+			head = cur.waiters
+		} else {
+			head = g.waiters[key]
+		}
+	}
 	var out []*node
 	g.epoch++
 	epoch := g.epoch
@@ -491,7 +544,7 @@ func (g *graph) dependents(key string) []*node {
 		n.mark = epoch
 		return false
 	}
-	for e := g.waiters[key]; e != nil; e = e.next {
+	for e := head; e != nil; e = e.next {
 		if !seen(e.owner) {
 			out = append(out, e.owner)
 		}
@@ -564,23 +617,21 @@ func (g *graph) supportedBy(t, owner *node) bool {
 		derived bool // a derived-to-base link was crossed on the way
 	}
 	g.walk++
-	plain, viaDerived := g.walk, g.walk+1
-	g.walk++
+	walk := g.walk << 2
 	var buf [16]visit
 	stack := append(buf[:0], visit{t, false})
 	push := func(n *node, derived bool) {
-		mark := plain
+		way := uint64(1)
 		if derived {
-			mark = viaDerived
+			way = 2
 		}
-		if n.walkMark == mark || n.walkMark2 == mark {
+		if n.walkMark&^3 != walk {
+			n.walkMark = walk
+		}
+		if n.walkMark&way != 0 {
 			return
 		}
-		if derived {
-			n.walkMark2 = mark
-		} else {
-			n.walkMark = mark
-		}
+		n.walkMark |= way
 		stack = append(stack, visit{n, derived})
 	}
 	for steps := 0; len(stack) > 0 && steps < 10000; steps++ {
@@ -606,47 +657,6 @@ func (g *graph) supportedBy(t, owner *node) bool {
 		}
 	}
 	return false
-}
-
-// dependencyOrder orders nodes so that each comes after the nodes of the
-// list it depends on (by Key), keeping the given order otherwise; deletes
-// (nothing intended) stay first. Cycles are broken where they are entered.
-func (g *graph) dependencyOrder(nodes []*node) []*node {
-	if len(nodes) < 2 {
-		return nodes
-	}
-	g.epoch += 2
-	inList, visited := g.epoch-1, g.epoch
-	for _, n := range nodes {
-		n.mark = inList
-	}
-	out := make([]*node, 0, len(nodes))
-	var visit func(n *node)
-	visit = func(n *node) {
-		n.mark = visited
-		for ei := range n.deps {
-			e := &n.deps[ei]
-			if e.dep.Key == "" {
-				continue
-			}
-			if t := g.targetOf(e); t != nil && t.mark == inList && t.intended != nil {
-				visit(t)
-			}
-		}
-		out = append(out, n)
-	}
-	for _, n := range nodes {
-		if n.intended == nil && n.mark == inList {
-			n.mark = visited
-			out = append(out, n)
-		}
-	}
-	for _, n := range nodes {
-		if n.mark == inList {
-			visit(n)
-		}
-	}
-	return out
 }
 
 // depsMet tells whether every dependency of the node is met (unmetDeps

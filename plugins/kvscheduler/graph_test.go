@@ -13,3 +13,12 @@ func TestNodeFitsItsSizeClass(t *testing.T) {
 		t.Fatalf("node is %d bytes, over the 256-byte size class: move rare fields to nodeRare or pack small fields", size)
 	}
 }
+
+// The fields scans and dependency checks read are in the node's first 128
+// bytes (see node).
+func TestNodeHotFieldsFirst(t *testing.T) {
+	var n node
+	if end := unsafe.Offsetof(n.rare) + unsafe.Sizeof(n.rare); end > 128 {
+		t.Fatalf("the node's first part ends at byte %d, over 128", end)
+	}
+}

@@ -3,6 +3,7 @@ package kvscheduler
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"google.golang.org/protobuf/proto"
 
@@ -31,7 +32,10 @@ type txnRun struct {
 
 	ops    []*api.RecordedTxnOp
 	opSlab []api.RecordedTxnOp // records are allocated in slabs
-	failed []*node
+	// failedOps counts the ops with an error (most transactions have none:
+	// their records need not be read again).
+	failedOps int
+	failed    []*node
 	// done lists successful SB operations, for revert.
 	done []doneOp
 	// id tells this run's marks on nodes from other runs' marks.
@@ -75,7 +79,7 @@ func (r *txnRun) markChanged(n *node) {
 	}
 	if n.changedRun != r.id {
 		n.changedRun = r.id
-		r.changed = append(r.changed, n)
+		r.changed = appendDoubling(r.changed, n)
 	}
 }
 
@@ -93,7 +97,10 @@ func (r *txnRun) recordOp(n *node, op api.TxnOperation, prevValue, newValue prot
 	}
 	rec := &r.opSlab[0]
 	r.opSlab = r.opSlab[1:]
-	r.ops = append(r.ops, rec)
+	r.ops = appendDoubling(r.ops, rec)
+	if err != nil {
+		r.failedOps++
+	}
 	*rec = api.RecordedTxnOp{
 		Operation:  op,
 		Key:        n.key,
@@ -124,7 +131,11 @@ func statusOf(n *node) status { return status{n.state, n.lastOp, n.err, n.detail
 // call runs a CRUD callback without the graph lock, turning a panic into a
 // non-retriable error so one broken descriptor cannot stop the scheduler.
 func (r *txnRun) call(n *node, what string, f func() error) (err error) {
-	start := r.s.clock.Now()
+	var start time.Time
+	obs := r.s.opts.Observer
+	if obs != nil {
+		start = r.s.clock.Now()
+	}
 	r.s.callback(func() {
 		defer func() {
 			if p := recover(); p != nil {
@@ -133,7 +144,7 @@ func (r *txnRun) call(n *node, what string, f func() error) (err error) {
 		}()
 		err = f()
 	})
-	if obs := r.s.opts.Observer; obs != nil {
+	if obs != nil {
 		if op, ok := crudOps[what]; ok {
 			obs.OpDone(n.descName(), op, err, r.s.clock.Now().Sub(start))
 		}
@@ -329,35 +340,87 @@ func (r *txnRun) validate(n *node, value proto.Message) error {
 // value is created against, or deleted because of, the old state of a value
 // the same transaction changes.
 func (r *txnRun) applyNB(changes []kvChange) {
-	nodes := make([]*node, 0, len(changes))
+	deletes := 0
 	for _, kv := range changes {
-		if n := r.setNBIntent(kv.key, kv.value); n != nil {
-			nodes = append(nodes, n)
+		if kv.value == nil {
+			deletes++
 		}
 	}
-	r.reconcileBatch(r.g.dependencyOrder(nodes))
+	b := batch{deletes: make([]*node, 0, deletes), others: make([]*node, 0, len(changes)-deletes)}
+	for _, kv := range changes {
+		if n := r.setNBIntent(r.g.get(kv.key), kv.key, kv.value); n != nil {
+			r.enqueue(&b, n)
+		}
+	}
+	r.reconcileBatch(&b)
 }
 
-// reconcileBatch reconciles nodes in the given order. Until its turn comes, a
-// node of the batch is not reconciled from elsewhere (notifyAvailable): a
-// value waits for the values of the same batch it depends on to be
-// reconciled first, rather than being created against their old state.
-func (r *txnRun) reconcileBatch(nodes []*node) {
-	for _, n := range nodes {
-		n.queued = r.id
+// batch is the values a transaction reconciles: the deletes (nothing
+// intended) first, in their order, then the other values in their order,
+// each after the values of the batch it depends on (by Key; cycles are
+// broken where they are entered). Until its turn comes, a value of the batch
+// is not reconciled from elsewhere (notifyAvailable): a value waits for the
+// values of the same batch it depends on to be reconciled first, rather than
+// being created against their old state.
+//
+// The order is found while reconciling, not computed first: in a bulk
+// transaction every pass over the values costs a cache miss per value.
+type batch struct {
+	deletes, others []*node
+}
+
+// enqueue adds n to the batch. node.queued tells the batch's values that
+// wait for their turn: r.id until the value is visited, r.id+1 while the
+// values it depends on are reconciled before it (run ids go in steps of 2).
+func (r *txnRun) enqueue(b *batch, n *node) {
+	n.queued = r.id
+	if n.intended == nil {
+		b.deletes = append(b.deletes, n)
+	} else {
+		b.others = append(b.others, n)
 	}
-	for _, n := range nodes {
+}
+
+// waiting tells whether n waits for its turn in the run's batch.
+func (r *txnRun) waiting(n *node) bool { return n.queued == r.id || n.queued == r.id+1 }
+
+func (r *txnRun) reconcileBatch(b *batch) {
+	for _, n := range b.deletes {
 		n.queued = 0
 		if !r.stopped {
 			r.reconcile(n)
 		}
 	}
+	for _, n := range b.others {
+		if n.queued == r.id {
+			r.reconcileAfterDeps(n)
+		}
+	}
 }
 
-// setNBIntent records what the NB asks for one key and returns the node to
-// reconcile (nil when there is nothing to do).
-func (r *txnRun) setNBIntent(key string, value proto.Message) *node {
-	n := r.g.get(key)
+// reconcileAfterDeps reconciles the values of the batch that n depends on,
+// then n.
+func (r *txnRun) reconcileAfterDeps(n *node) {
+	n.queued = r.id + 1
+	for ei := range n.deps {
+		e := &n.deps[ei]
+		if e.dep.Key == "" {
+			continue
+		}
+		if t := r.g.targetOf(e); t != nil && t.queued == r.id && t.intended != nil {
+			r.reconcileAfterDeps(t)
+		}
+	}
+	n.queued = 0
+	if !r.stopped {
+		r.reconcile(n)
+	}
+}
+
+// setNBIntent records what the NB asks for one key, whose node is n (nil:
+// none yet), and returns the node to reconcile (nil when there is nothing to
+// do).
+func (r *txnRun) setNBIntent(n *node, key string, value proto.Message) *node {
 	if n != nil && n.base != nil {
 		r.errs = append(r.errs, api.KeyWithError{Key: key, Operation: api.OpUndefined,
 			Error: fmt.Errorf("key %s is derived from %s: change the base value instead", key, n.base.key)})
@@ -606,7 +669,7 @@ func (r *txnRun) removeFromSB(n *node, recreate bool) bool {
 	}
 	blockedByDependent := false
 	if ok {
-		for _, dep := range r.g.dependents(n.key) {
+		for _, dep := range r.g.dependents(n) {
 			if dep.applied == nil || dep.removing || dep.obtained || dep == n || isAncestor(dep, n) {
 				continue // a base depending on its own derived value follows it
 			}
@@ -686,7 +749,7 @@ func (r *txnRun) dropNode(n *node) {
 	if n.intended != nil || n.applied != nil || n.base != nil {
 		return
 	}
-	if r.g.get(n.key) != n {
+	if !n.inGraph {
 		return
 	}
 	r.dropDerived(n)
@@ -707,14 +770,14 @@ func (r *txnRun) notifyAvailable(n *node) {
 	if !n.available() {
 		return
 	}
-	for _, dep := range r.g.dependents(n.key) {
+	for _, dep := range r.g.dependents(n) {
 		if r.stopped {
 			return
 		}
 		// A failed value is not tried again because a dependency appeared:
 		// its retry, an NB change or a resync does that.
 		if dep.intended != nil && dep.applied == nil && !dep.obtained && dep.invalidErr() == nil && !dep.removing &&
-			dep.state != api.ValueStateFailed && dep.state != api.ValueStateRetrying && dep.queued != r.id {
+			dep.state != api.ValueStateFailed && dep.state != api.ValueStateRetrying && !r.waiting(dep) {
 			r.reconcile(dep)
 		}
 	}
@@ -771,7 +834,7 @@ func (r *txnRun) removeObsoleteDerived(n *node, want []api.KeyValuePair) bool {
 	list := n.derived // a cascade may drop n's derived values meanwhile
 	for i := len(list) - 1; i >= 0; i-- {
 		d := list[i]
-		if wants(want, d.key) || r.g.get(d.key) != d {
+		if wants(want, d.key) || !d.inGraph {
 			continue
 		}
 		if d.applied != nil && !r.removeFromSB(d, false) {
@@ -784,7 +847,7 @@ func (r *txnRun) removeObsoleteDerived(n *node, want []api.KeyValuePair) bool {
 	}
 	if len(n.derived) > 0 {
 		for _, d := range n.derived {
-			if r.g.get(d.key) == d {
+			if d.inGraph {
 				keep = append(keep, d)
 			}
 		}

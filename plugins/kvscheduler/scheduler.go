@@ -304,10 +304,13 @@ type kvChange struct {
 
 // queuedTxn is a transaction waiting in the queue.
 type queuedTxn struct {
-	seq         uint64
-	typ         api.TxnType
-	ctx         context.Context
-	values      []kvChange
+	seq    uint64
+	typ    api.TxnType
+	ctx    context.Context
+	values []kvChange
+	// nodes are, in a full resync, the nodes of values as the refresh found
+	// them (nil: none), for the run to skip the lookups; see graph.known.
+	nodes       []*node
 	resync      api.ResyncType
 	verbose     bool
 	revert      bool
@@ -323,6 +326,14 @@ type queuedTxn struct {
 	done chan txnResult
 	// enqueued is when the transaction entered the queue.
 	enqueued time.Time
+}
+
+// nodeHint returns the node of values[i] the refresh found, if any.
+func (qt *queuedTxn) nodeHint(i int) *node {
+	if i < len(qt.nodes) {
+		return qt.nodes[i]
+	}
+	return nil
 }
 
 type txnResult struct {
@@ -499,7 +510,7 @@ func (t *txn) SetValue(key string, value proto.Message) api.Txn {
 		}
 		return t
 	}
-	t.values = append(t.values, kvChange{key: key, value: value})
+	t.values = appendDoubling(t.values, kvChange{key: key, value: value})
 	return t
 }
 

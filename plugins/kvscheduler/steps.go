@@ -2,6 +2,7 @@ package kvscheduler
 
 import (
 	"fmt"
+	"time"
 
 	"google.golang.org/protobuf/proto"
 
@@ -25,20 +26,25 @@ import (
 
 // step is one descriptor call of a plan.
 type step struct {
-	n        *node
-	op       api.TxnOperation
+	n *node
+	// key and d are the node's key and descriptor: executing the steps
+	// need not load the nodes again (in a big transaction, each load would
+	// miss the caches).
+	key      string
+	d        *api.KVDescriptor
 	from, to proto.Message // create: to; update: from -> to; delete: from
 	// meta is the metadata to pass to Update or Delete, unless metaFrom
 	// names the earlier step of the transaction that produced it.
 	meta     any
-	metaFrom int
+	metaFrom int32
+	op       api.TxnOperation
 }
 
 // planStep records a descriptor call of the simulation.
 func (r *txnRun) planStep(n *node, op api.TxnOperation, from, to proto.Message) {
-	st := step{n: n, op: op, from: from, to: to, meta: n.metadata, metaFrom: -1}
+	st := step{n: n, key: n.key, d: n.desc.d, op: op, from: from, to: to, meta: n.metadata, metaFrom: -1}
 	if n.stepRun == r.id {
-		st.metaFrom = int(n.step)
+		st.metaFrom = n.step
 	}
 	n.stepRun, n.step = r.id, int32(r.steps.len())
 	r.steps.add(st)
@@ -50,7 +56,7 @@ func (r *txnRun) planStep(n *node, op api.TxnOperation, from, to proto.Message) 
 // could foresee, as in revert mode).
 type replayLog struct {
 	steps  *chunks[step]
-	md     []any // results of steps[:failAt]
+	md     []any // results of steps[:failAt] (nil: none has metadata)
 	failAt int
 	err    error
 	pos    int
@@ -68,11 +74,11 @@ func (r *txnRun) replayed(n *node, op api.TxnOperation) (md any, err error, ok b
 		rp.off = true
 		return nil, nil, false
 	}
-	if st := rp.steps.at(rp.pos); st.n.key != n.key || st.op != op {
+	if st := rp.steps.at(rp.pos); st.key != n.key || st.op != op {
 		// Cannot happen while the algorithm is deterministic; say so loudly
 		// rather than hide it, and call the SB from here on.
 		r.s.logger.Error("replay of a failed transaction diverged from its plan",
-			"expected", fmt.Sprintf("%s %s", st.op, st.n.key), "got", fmt.Sprintf("%s %s", op, n.key))
+			"expected", fmt.Sprintf("%s %s", st.op, st.key), "got", fmt.Sprintf("%s %s", op, n.key))
 		rp.off = true
 		return nil, nil, false
 	}
@@ -81,13 +87,17 @@ func (r *txnRun) replayed(n *node, op api.TxnOperation) (md any, err error, ok b
 	if i == rp.failAt {
 		return nil, rp.err, true
 	}
+	if rp.md == nil {
+		return nil, nil, true
+	}
 	return rp.md[i], nil, true
 }
 
 // executeSteps calls the steps of a plan in order. It returns how many
-// succeeded, their results (metadata), and the error of the first failure.
+// succeeded, their results (metadata; nil when no step's descriptor has
+// metadata), and the error of the first failure.
 func (s *Scheduler) executeSteps(steps *chunks[step]) (int, []any, error) {
-	md := make([]any, steps.len())
+	var md []any
 	done := 0
 	var failure error
 	steps.each(func(i int, st *step) {
@@ -96,25 +106,31 @@ func (s *Scheduler) executeSteps(steps *chunks[step]) (int, []any, error) {
 		}
 		meta := st.meta
 		if st.metaFrom >= 0 {
-			meta = md[st.metaFrom]
+			meta = nil
+			if md != nil {
+				meta = md[st.metaFrom]
+			}
 		}
-		n, d := st.n, st.n.desc.d
+		d := st.d
 		var out any
 		var err error
-		start := s.clock.Now()
+		var start time.Time
+		if s.opts.Observer != nil {
+			start = s.clock.Now()
+		}
 		s.callback(func() {
 			defer func() {
 				if p := recover(); p != nil {
-					err = api.NonRetriable(fmt.Errorf("descriptor %s: %s of %s panicked: %v", d.Name, st.op, n.key, p))
+					err = api.NonRetriable(fmt.Errorf("descriptor %s: %s of %s panicked: %v", d.Name, st.op, st.key, p))
 				}
 			}()
 			switch st.op {
 			case api.OpCreate:
-				out, err = d.Create(n.key, st.to)
+				out, err = d.Create(st.key, st.to)
 			case api.OpUpdate:
-				out, err = d.Update(n.key, st.from, st.to, meta)
+				out, err = d.Update(st.key, st.from, st.to, meta)
 			case api.OpDelete:
-				err = d.Delete(n.key, st.from, meta)
+				err = d.Delete(st.key, st.from, meta)
 			}
 		})
 		if s.opts.Observer != nil {
@@ -125,8 +141,11 @@ func (s *Scheduler) executeSteps(steps *chunks[step]) (int, []any, error) {
 			return
 		}
 		if d.WithMetadata {
+			if md == nil {
+				md = make([]any, steps.len())
+			}
 			md[i] = out
-			publishMetadata(n, out) // later steps may look it up
+			publishMetadata(st.n, out) // later steps may look it up
 		}
 		done++
 	})
@@ -136,9 +155,15 @@ func (s *Scheduler) executeSteps(steps *chunks[step]) (int, []any, error) {
 // finishSteps stores the metadata the executed steps returned in the nodes
 // the simulation left without it.
 func (r *txnRun) finishSteps(md []any) {
+	if md == nil {
+		return // no step has metadata
+	}
 	r.steps.each(func(i int, st *step) {
+		if !st.d.WithMetadata {
+			return
+		}
 		n := st.n
-		if int(n.step) != i || n.stepRun != r.id || !n.desc.d.WithMetadata {
+		if int(n.step) != i || n.stepRun != r.id {
 			return // not the node's last step
 		}
 		if n.applied == nil {

@@ -123,18 +123,10 @@ func (s *Scheduler) processTxn(qt *queuedTxn) error {
 	if exe != nil {
 		s.publishStatus(exe)
 		kvErrs = append(kvErrs, exe.errs...)
-		for _, op := range exe.ops {
-			if op.NewErr != nil {
-				kvErrs = append(kvErrs, api.KeyWithError{Key: op.Key, Operation: op.Operation, Error: op.NewErr})
-			}
-		}
+		kvErrs = exe.appendOpErrors(kvErrs)
 	} else {
 		kvErrs = append(kvErrs, sim.errs...)
-		for _, op := range sim.ops {
-			if op.NewErr != nil {
-				kvErrs = append(kvErrs, api.KeyWithError{Key: op.Key, Operation: op.Operation, Error: op.NewErr})
-			}
-		}
+		kvErrs = sim.appendOpErrors(kvErrs)
 	}
 	s.logResult(rec, len(kvErrs))
 	s.statsMu.Lock()
@@ -149,6 +141,19 @@ func (s *Scheduler) processTxn(qt *queuedTxn) error {
 	return nil
 }
 
+// appendOpErrors appends the errors of the run's failed operations.
+func (r *txnRun) appendOpErrors(errs []api.KeyWithError) []api.KeyWithError {
+	if r.failedOps == 0 {
+		return errs
+	}
+	for _, op := range r.ops {
+		if op.NewErr != nil {
+			errs = append(errs, api.KeyWithError{Key: op.Key, Operation: op.Operation, Error: op.NewErr})
+		}
+	}
+	return errs
+}
+
 func (s *Scheduler) newRun(qt *queuedTxn, descs *descriptorSet, simulate bool) *txnRun {
 	r := &txnRun{
 		s:        s,
@@ -159,7 +164,7 @@ func (s *Scheduler) newRun(qt *queuedTxn, descs *descriptorSet, simulate bool) *
 		revert:   qt.revert,
 		retryTxn: qt.typ == api.RetryFailedOps,
 	}
-	s.runs++
+	s.runs += 2 // a batch marks its nodes with the run's id and id+1
 	r.id = s.runs
 	r.trackChanges = !simulate
 	return r
@@ -205,28 +210,27 @@ func (r *txnRun) run(qt *queuedTxn) {
 			// The intents of the NB state first (marking their nodes), then
 			// what the NB no longer lists goes, then the NB state is
 			// reconciled, dependencies first.
-			wanted := make([]*node, 0, len(qt.values))
-			for _, kv := range qt.values {
-				if n := r.setNBIntent(kv.key, kv.value); n != nil {
-					wanted = append(wanted, n)
-				}
-			}
 			r.g.epoch++
 			listed := r.g.epoch
-			for _, n := range wanted {
-				n.mark = listed
-			}
-			var removed, discovered []*node
-			for _, n := range r.collect(func(n *node) bool { return n.base == nil && !n.obtained && n.mark != listed }) {
-				if n.intended != nil {
-					if rn := r.setNBIntent(n.key, nil); rn != nil {
-						removed = append(removed, rn)
-					}
-				} else if n.applied != nil {
-					discovered = append(discovered, n)
+			wanted := batch{others: make([]*node, 0, len(qt.values))}
+			for i, kv := range qt.values {
+				if n := r.setNBIntent(r.g.known(qt.nodeHint(i), kv.key), kv.key, kv.value); n != nil {
+					n.mark = listed
+					r.enqueue(&wanted, n)
 				}
 			}
-			r.reconcileBatch(append(append(removed, discovered...), r.g.dependencyOrder(wanted)...))
+			var removed, discovered batch // both only deletes
+			for _, n := range r.collect(func(n *node) bool { return n.base == nil && !n.obtained && n.mark != listed }) {
+				if n.intended != nil {
+					if rn := r.setNBIntent(n, n.key, nil); rn != nil {
+						r.enqueue(&removed, rn)
+					}
+				} else if n.applied != nil {
+					r.enqueue(&discovered, n)
+				}
+			}
+			deletes := append(append(removed.deletes, discovered.deletes...), wanted.deletes...)
+			r.reconcileBatch(&batch{deletes: deletes, others: wanted.others})
 		case api.DownstreamResync:
 			for _, n := range r.collect(func(n *node) bool { return n.base == nil && !n.obtained }) {
 				r.reconcile(n)
@@ -244,8 +248,7 @@ func orderValues(qt *queuedTxn) {
 	if qt.typ != api.NBTransaction || len(qt.values) < 2 {
 		return
 	}
-	values := qt.values
-	slices.SortStableFunc(values, func(a, b kvChange) int { return strings.Compare(a.key, b.key) })
+	values := sortedByKey(qt.values)
 	// A key set more than once keeps its last value (in place).
 	kept := values[:0]
 	deletes := 0
@@ -274,6 +277,78 @@ func orderValues(qt *queuedTxn) {
 		}
 	}
 	copy(kept[d:], others)
+}
+
+// sortedByKey returns the values sorted by key, a key listed twice in the
+// order it was set. It is a merge sort of the runs already in key order:
+// linear when the values come sorted (as from a key-value store), a few
+// passes for a few runs, O(n log n) at worst; the stable sort of the
+// standard library moves values O(n log² n) times.
+func sortedByKey(values []kvChange) []kvChange {
+	if slices.IsSortedFunc(values, func(a, b kvChange) int { return strings.Compare(a.key, b.key) }) {
+		return values
+	}
+	return mergeSortRuns(values, make([]kvChange, len(values)))
+}
+
+// minRun is the shortest run mergeSortRuns merges: shorter ones are extended
+// by insertion sort first.
+const minRun = 16
+
+// mergeSortRuns sorts a stably by key, using buf (as long as a) as scratch
+// space, and returns the one of the two that holds the result.
+func mergeSortRuns(a, buf []kvChange) []kvChange {
+	// Runs: ascending stretches of at least minRun values.
+	var starts []int
+	for i := 0; i < len(a); {
+		starts = append(starts, i)
+		j := i + 1
+		for j < len(a) && a[j-1].key <= a[j].key {
+			j++
+		}
+		if end := min(i+minRun, len(a)); j < end {
+			for k := j; k < end; k++ {
+				for m := k; m > i && a[m].key < a[m-1].key; m-- {
+					a[m], a[m-1] = a[m-1], a[m]
+				}
+			}
+			j = end
+		}
+		i = j
+	}
+	starts = append(starts, len(a))
+	// Merge neighbouring runs pairwise until one is left.
+	for len(starts) > 2 {
+		next := make([]int, 0, len(starts)/2+1)
+		for r := 0; r+1 < len(starts); r += 2 {
+			lo, mid, hi := starts[r], starts[r+1], len(a)
+			if r+2 < len(starts) {
+				hi = starts[r+2]
+			}
+			next = append(next, lo)
+			if mid == hi || a[mid-1].key <= a[mid].key {
+				copy(buf[lo:hi], a[lo:hi]) // a run without a pair, or in order already
+				continue
+			}
+			i, j, k := lo, mid, lo
+			for i < mid && j < hi {
+				if a[j].key < a[i].key {
+					buf[k] = a[j]
+					j++
+				} else {
+					buf[k] = a[i]
+					i++
+				}
+				k++
+			}
+			k += copy(buf[k:], a[i:mid])
+			copy(buf[k:], a[j:hi])
+		}
+		next = append(next, len(a))
+		a, buf = buf, a
+		starts = next
+	}
+	return a
 }
 
 func (r *txnRun) setDesc(n *node, di *descriptorInfo) {
@@ -408,40 +483,88 @@ func (s *Scheduler) refreshAll(descs *descriptorSet, qt *queuedTxn) []api.KeyWit
 	if err != nil {
 		errs = append(errs, api.KeyWithError{Error: err})
 	}
-	// Expected values per descriptor: the NB state of a full resync, the
-	// intended values otherwise.
-	nbWants := map[string]proto.Message{}
-	if qt.resync == api.FullResync {
-		for _, kv := range qt.values {
-			if kv.value != nil {
-				nbWants[kv.key] = kv.value
-			}
-		}
-	}
+	// The graph's values per descriptor, and in a full resync the node of
+	// each NB value: both lists are in key order (see orderValues), so they
+	// are matched while the graph is scanned, without a lookup per value (and
+	// while the node is in the cache).
 	byDesc := map[*descriptorInfo][]*node{}
+	var nb []kvChange // the NB values of a full resync (the deletes left out)
+	var nbNodes []*node
+	if qt.resync == api.FullResync {
+		qt.nodes = make([]*node, len(qt.values))
+		first := 0
+		for first < len(qt.values) && qt.values[first].value == nil {
+			first++ // the deletes come first
+		}
+		nb, nbNodes = qt.values[first:], qt.nodes[first:]
+	}
+	// The NB values per descriptor, for Retrieve to correlate with: their
+	// descriptors (and metadata) are found with their nodes, then listed per
+	// descriptor in their order.
+	nbDescs := make([]*descriptorInfo, len(nb))
+	nbMeta := make([]any, len(nb))
+	perDesc := map[*descriptorInfo]int{}
+	addNB := func(i int, n *node) {
+		if nb[i].value == nil {
+			return
+		}
+		if n == nil {
+			n = s.g.get(nb[i].key) // none, unless the values were out of order
+		}
+		nbNodes[i] = n
+		if n != nil && n.base == nil {
+			nbDescs[i], nbMeta[i] = n.desc, n.metadata
+		} else {
+			nbDescs[i] = descs.forKey(nb[i].key)
+		}
+		perDesc[nbDescs[i]]++
+	}
+	next := 0
 	s.g.scanPrefix("", func(n *node) bool {
 		if n.base == nil && n.desc != nil {
-			byDesc[n.desc] = append(byDesc[n.desc], n)
+			byDesc[n.desc] = appendDoubling(byDesc[n.desc], n)
+		}
+		for next < len(nb) && nb[next].key < n.key {
+			addNB(next, nil)
+			next++
+		}
+		if next < len(nb) && nb[next].key == n.key {
+			addNB(next, n)
+			next++
 		}
 		return true
 	})
-	nbByDesc := map[*descriptorInfo][]api.KVWithMetadata{}
-	if qt.resync == api.FullResync {
-		for _, kv := range qt.values {
-			if kv.value == nil {
-				continue
-			}
-			var di *descriptorInfo
-			var md any
-			if n := s.g.get(kv.key); n != nil && n.base == nil {
-				di, md = n.desc, n.metadata
-			} else {
-				di = descs.forKey(kv.key)
-			}
-			if di != nil {
-				nbByDesc[di] = append(nbByDesc[di], api.KVWithMetadata{Key: kv.key, Value: kv.value, Metadata: md, Origin: api.FromNB})
+	for ; next < len(nb); next++ {
+		addNB(next, nil)
+	}
+	nbByDesc := make(map[*descriptorInfo][]api.KVWithMetadata, len(perDesc))
+	for di, count := range perDesc {
+		if di != nil {
+			nbByDesc[di] = make([]api.KVWithMetadata, 0, count)
+		}
+	}
+	for i, kv := range nb {
+		if di := nbDescs[i]; di != nil {
+			nbByDesc[di] = append(nbByDesc[di], api.KVWithMetadata{Key: kv.key, Value: kv.value, Metadata: nbMeta[i], Origin: api.FromNB})
+		}
+	}
+	// The keys the NB of a full resync wants, only if a retrieved value
+	// needs them (one the graph does not know as the NB's).
+	var nbWants map[string]struct{}
+	wanted := func(key string) bool {
+		if qt.resync != api.FullResync {
+			return false // the graph tells (applyRetrieved)
+		}
+		if nbWants == nil {
+			nbWants = make(map[string]struct{}, len(nb))
+			for _, kv := range nb {
+				if kv.value != nil {
+					nbWants[kv.key] = struct{}{}
+				}
 			}
 		}
+		_, ok := nbWants[key]
+		return ok
 	}
 	// Phase 1: ask every descriptor, in RetrieveDependencies order. Metadata
 	// is published at once, as later Retrieves may need it (routes look up
@@ -473,67 +596,18 @@ func (s *Scheduler) refreshAll(descs *descriptorSet, qt *queuedTxn) []api.KeyWit
 			}
 		}
 	}
-	// Phase 2: tell derived values from base values. A derived value whose
-	// descriptor has Retrieve is in the SB when that Retrieve returned it;
-	// other derived values are in the SB when their retrieved base derives
-	// them.
-	// A key the graph knows tells itself; only new keys (after a restart)
-	// need the DerivedValues of the retrieved values to be told apart.
-	var derivedKeys map[string]struct{}
-	isDerived := func(key string) bool {
-		if n := s.g.get(key); n != nil {
-			return n.base != nil
-		}
-		if derivedKeys == nil {
-			derivedKeys = map[string]struct{}{}
-			for di, kvs := range results {
-				if di.d.DerivedValues == nil {
-					continue
-				}
-				for _, kv := range kvs {
-					if kv.Value == nil {
-						continue
-					}
-					derived, _ := pure(func() []api.KeyValuePair { return di.d.DerivedValues(kv.Key, kv.Value) })
-					for _, d := range derived {
-						derivedKeys[d.Key] = struct{}{}
-					}
-				}
-			}
-		}
-		_, ok := derivedKeys[key]
-		return ok
-	}
-	retrievedDerived := map[string]api.KVWithMetadata{}
-	var refreshed []*node
+	// Phase 2: record what was retrieved (see applyRetrieved), then refresh
+	// the derived values of what changed.
+	rs := &refreshState{s: s, wanted: wanted, results: results, retrievedDerived: map[string]api.KVWithMetadata{}, errs: errs}
 	for _, di := range order {
-		kvs, ok := results[di]
-		if !ok {
-			continue
+		if kvs, ok := results[di]; ok {
+			rs.applyRetrieved(di, kvs, byDesc[di])
 		}
-		base := kvs[:0:0]
-		for _, kv := range kvs {
-			if isDerived(kv.Key) {
-				retrievedDerived[kv.Key] = kv
-			} else {
-				base = append(base, kv)
-			}
-		}
-		wanted := func(key string) bool {
-			if qt.resync == api.FullResync {
-				_, ok := nbWants[key]
-				return ok
-			}
-			n := s.g.get(key)
-			return n != nil && n.intended != nil && !n.obtained
-		}
-		nodes, kerrs := s.applyRetrieved(di, base, byDesc[di], wanted)
-		errs = append(errs, kerrs...)
-		refreshed = append(refreshed, nodes...)
 	}
-	for _, n := range refreshed {
-		if s.g.get(n.key) == n {
-			s.refreshDerived(n, retrievedDerived)
+	errs = rs.errs
+	for _, n := range rs.refreshed {
+		if n.inGraph {
+			s.refreshDerived(n, rs.retrievedDerived)
 		}
 	}
 	if opt, ok := api.IsWithResync(qt.ctx); ok && opt.Verbose {
@@ -558,19 +632,79 @@ func (s *Scheduler) retrieve(di *descriptorInfo, correlate []api.KVWithMetadata)
 	return kvs, nil
 }
 
-// applyRetrieved records what Retrieve returned as the applied state of the
-// descriptor's values. Garbage (empty keys, nil values, keys of other
+// refreshState is what the refresh of a resync collects over the
+// descriptors.
+type refreshState struct {
+	s       *Scheduler
+	results map[*descriptorInfo][]api.KVWithMetadata
+	// wanted tells whether the NB of a full resync lists a key.
+	wanted func(key string) bool
+	// derivedKeys are the keys the retrieved values derive (built when a
+	// retrieved key is new to the graph).
+	derivedKeys map[string]struct{}
+	// retrievedDerived are the retrieved derived values.
+	retrievedDerived map[string]api.KVWithMetadata
+	// refreshed are the base values whose derived values need refreshing.
+	refreshed []*node
+	errs      []api.KeyWithError
+}
+
+// isDerived tells whether a retrieved key, whose node is n (nil: none), is
+// a derived value. A key the graph knows tells itself; only new keys (after
+// a restart) need the DerivedValues of the retrieved values to be told apart.
+func (rs *refreshState) isDerived(n *node, key string) bool {
+	if n != nil {
+		return n.base != nil
+	}
+	if rs.derivedKeys == nil {
+		rs.derivedKeys = map[string]struct{}{}
+		for di, kvs := range rs.results {
+			if di.d.DerivedValues == nil {
+				continue
+			}
+			for _, kv := range kvs {
+				if kv.Value == nil {
+					continue
+				}
+				derived, _ := pure(func() []api.KeyValuePair { return di.d.DerivedValues(kv.Key, kv.Value) })
+				for _, d := range derived {
+					rs.derivedKeys[d.Key] = struct{}{}
+				}
+			}
+		}
+	}
+	_, ok := rs.derivedKeys[key]
+	return ok
+}
+
+// applyRetrieved records what a descriptor's Retrieve returned. A derived
+// value whose descriptor has Retrieve is in the SB when that Retrieve
+// returned it (retrievedDerived; refreshDerived applies it); the other values
+// are recorded as the applied state of the descriptor's values (known are
+// those in the graph). Garbage (empty keys, nil values, keys of other
 // descriptors, duplicates) is skipped and reported.
-// It returns the base nodes whose derived values need refreshing.
-func (s *Scheduler) applyRetrieved(di *descriptorInfo, kvs []api.KVWithMetadata, known []*node, wanted func(string) bool) ([]*node, []api.KeyWithError) {
-	var refreshed []*node
-	var errs []api.KeyWithError
+func (rs *refreshState) applyRetrieved(di *descriptorInfo, kvs []api.KVWithMetadata, known []*node) {
+	s := rs.s
 	bad := func(key, format string, args ...any) {
-		errs = append(errs, api.KeyWithError{Key: key, Error: fmt.Errorf("descriptor %s: Retrieve: "+format, append([]any{di.d.Name}, args...)...)})
+		rs.errs = append(rs.errs, api.KeyWithError{Key: key, Error: fmt.Errorf("descriptor %s: Retrieve: "+format, append([]any{di.d.Name}, args...)...)})
+	}
+	refresh := func(n *node) {
+		if di.d.DerivedValues != nil || len(n.derived) > 0 {
+			rs.refreshed = appendDoubling(rs.refreshed, n)
+		}
 	}
 	g := s.g
-	seen := make(map[string]struct{}, len(kvs))
+	// The nodes of the retrieved keys are marked (seen); when every known
+	// node was seen, none went missing.
+	g.epoch++
+	seen := g.epoch
+	seenKnown := 0
 	for _, kv := range kvs {
+		n := g.get(kv.Key)
+		if rs.isDerived(n, kv.Key) {
+			rs.retrievedDerived[kv.Key] = kv
+			continue
+		}
 		switch {
 		case kv.Key == "":
 			bad("", "returned a value with an empty key")
@@ -582,21 +716,23 @@ func (s *Scheduler) applyRetrieved(di *descriptorInfo, kvs []api.KVWithMetadata,
 			bad(kv.Key, "returned %s, which its KeySelector does not accept", kv.Key)
 			continue
 		}
-		if _, dup := seen[kv.Key]; dup {
+		if n != nil && n.mark == seen {
 			bad(kv.Key, "returned %s twice; the first is kept", kv.Key)
-			continue
-		}
-		seen[kv.Key] = struct{}{}
-		n := g.get(kv.Key)
-		if n != nil && (n.base != nil || (n.desc != nil && n.desc != di)) {
-			bad(kv.Key, "returned %s, which belongs to another value", kv.Key)
 			continue
 		}
 		if n == nil {
 			n = &node{key: kv.Key, desc: di}
 			g.addNode(n)
+		} else if n.base == nil && n.desc == di {
+			seenKnown++
 		}
-		if !retrievedIsOurs(n, kv.Origin, wanted(kv.Key)) {
+		n.mark = seen
+		if n.base != nil || (n.desc != nil && n.desc != di) {
+			bad(kv.Key, "returned %s, which belongs to another value", kv.Key)
+			continue
+		}
+		// (What the graph knows as the NB's needs no look at the NB values.)
+		if !(n.intended != nil && !n.obtained) && !retrievedIsOurs(n, kv.Origin, rs.wanted(kv.Key)) {
 			if !n.obtained {
 				g.setObtained(n, true)
 			}
@@ -610,7 +746,7 @@ func (s *Scheduler) applyRetrieved(di *descriptorInfo, kvs []api.KVWithMetadata,
 			if n.state != api.ValueStateObtained {
 				g.setStatus(n, status{state: api.ValueStateObtained})
 			}
-			refreshed = append(refreshed, n)
+			refresh(n)
 			continue
 		}
 		if n.obtained {
@@ -630,10 +766,13 @@ func (s *Scheduler) applyRetrieved(di *descriptorInfo, kvs []api.KVWithMetadata,
 				g.setDeps(n, validDeps(deps))
 			}
 		}
-		refreshed = append(refreshed, n)
+		refresh(n)
+	}
+	if seenKnown == len(known) {
+		return
 	}
 	for _, n := range known {
-		if _, ok := seen[n.key]; ok || n.applied == nil || g.get(n.key) != n {
+		if n.mark == seen || n.applied == nil || !n.inGraph {
 			continue
 		}
 		// Not in the SB any more.
@@ -648,9 +787,8 @@ func (s *Scheduler) applyRetrieved(di *descriptorInfo, kvs []api.KVWithMetadata,
 		if n.intended != nil {
 			g.setStatus(n, status{state: api.ValueStateMissing, lastOp: n.lastOp, err: n.err})
 		}
-		refreshed = append(refreshed, n)
+		refresh(n)
 	}
-	return refreshed, errs
 }
 
 // retrievedIsOurs tells whether a retrieved value belongs to the agent (to be
@@ -800,7 +938,7 @@ func (r *txnRun) refreshFailedBatch(failed []*node) {
 	byDesc := map[*descriptorInfo][]*node{}
 	var order []*descriptorInfo
 	for _, n := range failed {
-		if n.desc == nil || n.base != nil || n.desc.d.Retrieve == nil || r.g.get(n.key) != n {
+		if n.desc == nil || n.base != nil || n.desc.d.Retrieve == nil || !n.inGraph {
 			continue
 		}
 		if _, ok := byDesc[n.desc]; !ok {
@@ -887,7 +1025,7 @@ func (r *txnRun) afterVanished(n *node) {
 	if ok {
 		r.dropDerived(n)
 	}
-	for _, dep := range r.g.dependents(n.key) {
+	for _, dep := range r.g.dependents(n) {
 		if r.stopped {
 			return
 		}
@@ -921,7 +1059,7 @@ func (s *Scheduler) scheduleRetries(r *txnRun, qt *queuedTxn) {
 	opt := qt.retryOpt
 	var keys []retryKey
 	for _, n := range r.failed {
-		if n.state != api.ValueStateFailed || s.g.get(n.key) != n {
+		if n.state != api.ValueStateFailed || !n.inGraph {
 			continue
 		}
 		if opt == nil || qt.attempt >= opt.MaxCount || !isRetriable(n, n.err) {
@@ -1012,7 +1150,7 @@ func (s *Scheduler) revert(r *txnRun) {
 	// undo failed, which stay as the transaction left them.
 	for _, o := range outcomes {
 		n := o.n
-		if s.g.get(n.key) != n {
+		if !n.inGraph {
 			continue
 		}
 		if o.err != nil {
