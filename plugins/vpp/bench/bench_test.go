@@ -205,8 +205,8 @@ func (e *benchEnv) startAgent() {
 	}
 	quiet := slog.New(slog.DiscardHandler)
 	e.s = kvscheduler.New(kvscheduler.Options{Logger: quiet})
-	l3 := l3plugin.New(e.m, l3plugin.SchedulerInterfaces(e.s), quiet)
-	l3.SetInterfaceLister(l3plugin.SchedulerInterfaceNames(e.s))
+	l3 := l3plugin.New(e.m, ifplugin.SchedulerInterfaces(e.s), quiet)
+	l3.SetInterfaceLister(ifplugin.SchedulerInterfaceNames(e.s))
 	if err := e.s.RegisterKVDescriptor(ifplugin.New(e.m, quiet).Descriptors()...); err != nil {
 		e.b.Fatal(err)
 	}

@@ -4,8 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/netagent-io/netagent/plugins/vpp/vppconn"
 	"strings"
+
+	"github.com/netagent-io/netagent/plugins/vpp/vppconn"
 
 	govppapi "go.fd.io/govpp/api"
 	"go.fd.io/govpp/binapi/interface_types"

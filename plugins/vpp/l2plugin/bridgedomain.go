@@ -3,17 +3,18 @@ package l2plugin
 import (
 	"context"
 	"fmt"
-	"github.com/netagent-io/netagent/plugins/vpp/vppconn"
 	"maps"
 	"net"
 	"net/netip"
 	"sort"
 	"strings"
 
+	"github.com/netagent-io/netagent/plugins/vpp/internal/ipconv"
+	"github.com/netagent-io/netagent/plugins/vpp/vppconn"
+
 	govppapi "go.fd.io/govpp/api"
 	"go.fd.io/govpp/binapi/ethernet_types"
 	"go.fd.io/govpp/binapi/interface_types"
-	"go.fd.io/govpp/binapi/ip_types"
 	"go.fd.io/govpp/binapi/l2"
 	"google.golang.org/protobuf/proto"
 
@@ -214,7 +215,7 @@ func bdFromVPP(d *l2.BridgeDomainDetails, arp []*l2.BdIPMacDetails, names map[ui
 		if e.Entry.BdID != d.BdID {
 			continue
 		}
-		a, ok := fromVPPAddress(e.Entry.IP)
+		a, ok := ipconv.FromVPP(e.Entry.IP)
 		if !ok {
 			continue
 		}
@@ -370,7 +371,7 @@ func (p *Plugin) arpTerm(isAdd bool, id uint32, a netip.Addr, mac string) error 
 	var m ethernet_types.MacAddress
 	copy(m[:], hw)
 	return p.call(func(ctx context.Context, c l2.RPCService, _ govppapi.Connection) error {
-		_, err := c.BdIPMacAddDel(ctx, &l2.BdIPMacAddDel{IsAdd: isAdd, Entry: l2.BdIPMac{BdID: id, IP: toVPPAddress(a), Mac: m}})
+		_, err := c.BdIPMacAddDel(ctx, &l2.BdIPMacAddDel{IsAdd: isAdd, Entry: l2.BdIPMac{BdID: id, IP: ipconv.ToVPP(a), Mac: m}})
 		return err
 	})
 }
@@ -500,21 +501,4 @@ func (p *Plugin) reverseIndex(names map[string]struct{}) map[uint32]string {
 		out[md.SwIfIndex] = n
 	}
 	return out
-}
-
-func toVPPAddress(a netip.Addr) ip_types.Address {
-	if a.Is4() {
-		return ip_types.Address{Af: ip_types.ADDRESS_IP4, Un: ip_types.AddressUnionIP4(a.As4())}
-	}
-	return ip_types.Address{Af: ip_types.ADDRESS_IP6, Un: ip_types.AddressUnionIP6(a.As16())}
-}
-
-func fromVPPAddress(a ip_types.Address) (netip.Addr, bool) {
-	switch a.Af {
-	case ip_types.ADDRESS_IP4:
-		return netip.AddrFrom4(a.Un.GetIP4()), true
-	case ip_types.ADDRESS_IP6:
-		return netip.AddrFrom16(a.Un.GetIP6()), true
-	}
-	return netip.Addr{}, false
 }

@@ -4,8 +4,8 @@
 // ("vpp-bd-interface", key vpp/bd/<bd>/interface/<iface>, BDInterfaceKey),
 // through GoVPP (go.fd.io/govpp v0.13.0, VPP 25.10).
 //
-//	p := l2plugin.New(vppManager, l2plugin.SchedulerInterfaces(sched), logger)
-//	p.SetInterfaceLister(l2plugin.SchedulerInterfaceNames(sched)) // optional, see Retrieve
+//	p := l2plugin.New(vppManager, ifplugin.SchedulerInterfaces(sched), logger)
+//	p.SetInterfaceLister(ifplugin.SchedulerInterfaceNames(sched)) // optional, see Retrieve
 //	vppManager.AddArea(p.Area()) // before vppManager.Run
 //	sched.RegisterKVDescriptor(p.Descriptors()...) // after the VPP interface descriptor
 //

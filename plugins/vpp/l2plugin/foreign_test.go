@@ -39,8 +39,8 @@ func (e *env) startWithIfplugin() {
 	}
 	s := kvscheduler.New(kvscheduler.Options{Logger: logger(t, slog.LevelWarn)})
 	t.Cleanup(s.Close)
-	p := l2plugin.New(e.m, l2plugin.SchedulerInterfaces(s), logger(t, slog.LevelInfo))
-	p.SetInterfaceLister(l2plugin.SchedulerInterfaceNames(s))
+	p := l2plugin.New(e.m, ifplugin.SchedulerInterfaces(s), logger(t, slog.LevelInfo))
+	p.SetInterfaceLister(ifplugin.SchedulerInterfaceNames(s))
 	if err := s.RegisterKVDescriptor(ifplugin.New(e.m, logger(t, slog.LevelInfo)).Descriptors()...); err != nil {
 		t.Fatal(err)
 	}

@@ -55,14 +55,6 @@ type InterfaceLookup = ifplugin.InterfaceLookup
 // MetadataSource is the part of the scheduler the lookups need.
 type MetadataSource = ifplugin.MetadataSource
 
-// SchedulerInterfaces is ifplugin.SchedulerInterfaces.
-func SchedulerInterfaces(s MetadataSource) InterfaceLookup { return ifplugin.SchedulerInterfaces(s) }
-
-// SchedulerInterfaceNames is ifplugin.SchedulerInterfaceNames.
-func SchedulerInterfaceNames(s MetadataSource) func() []string {
-	return ifplugin.SchedulerInterfaceNames(s)
-}
-
 // Plugin holds the bridge domain and binding descriptors. It keeps no state
 // of its own beyond the metadata map the scheduler writes (the index of each
 // bridge domain).

@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"github.com/netagent-io/netagent/plugins/vpp/vppconn"
 	"net"
 	"net/netip"
 	"sort"
 	"strings"
+
+	"github.com/netagent-io/netagent/plugins/vpp/internal/ipconv"
+	"github.com/netagent-io/netagent/plugins/vpp/vppconn"
 
 	govppapi "go.fd.io/govpp/api"
 	"go.fd.io/govpp/binapi/ethernet_types"
@@ -112,7 +114,7 @@ func (p *Plugin) neighborAddDel(isAdd bool, s arpSpec, swIfIndex uint32) error {
 			IsAdd: isAdd,
 			Neighbor: ip_neighbor.IPNeighbor{
 				SwIfIndex: interface_types.InterfaceIndex(swIfIndex), Flags: flags,
-				MacAddress: mac, IPAddress: toVPPAddress(s.ip),
+				MacAddress: mac, IPAddress: ipconv.ToVPP(s.ip),
 			},
 		})
 		return err
@@ -208,7 +210,7 @@ func (p *Plugin) retrieveARPs(correlate []api.TypedKV[*vppl3.ARPEntry, any]) ([]
 			if !ok {
 				continue // an interface without a logical name, or not looked at
 			}
-			addr, ok := fromVPPAddress(n.IPAddress)
+			addr, ok := ipconv.FromVPP(n.IPAddress)
 			if !ok {
 				continue
 			}

@@ -3,8 +3,8 @@
 // and ARP / neighbour entries ("vpp-arp", config/vpp/v2/arp/<iface>/<ip>),
 // through GoVPP (go.fd.io/govpp v0.13.0, VPP 25.10).
 //
-//	p := l3plugin.New(vppManager, l3plugin.SchedulerInterfaces(sched), logger)
-//	p.SetInterfaceLister(l3plugin.SchedulerInterfaceNames(sched)) // optional (Retrieve, see Routes and ARP entries)
+//	p := l3plugin.New(vppManager, ifplugin.SchedulerInterfaces(sched), logger)
+//	p.SetInterfaceLister(ifplugin.SchedulerInterfaceNames(sched)) // optional (Retrieve, see Routes and ARP entries)
 //	vppManager.AddArea(p.Area()) // before vppManager.Run
 //	sched.RegisterKVDescriptor(p.Descriptors()...) // after the VPP interface descriptor
 //

@@ -8,6 +8,8 @@ import (
 	"sort"
 	"sync"
 
+	"github.com/netagent-io/netagent/plugins/vpp/internal/ipconv"
+
 	govppapi "go.fd.io/govpp/api"
 	"go.fd.io/govpp/binapi/ip"
 	"go.fd.io/govpp/binapi/ip_neighbor"
@@ -36,14 +38,6 @@ type InterfaceLookup = ifplugin.InterfaceLookup
 
 // MetadataSource is the part of the scheduler the lookups need.
 type MetadataSource = ifplugin.MetadataSource
-
-// SchedulerInterfaces is ifplugin.SchedulerInterfaces.
-func SchedulerInterfaces(s MetadataSource) InterfaceLookup { return ifplugin.SchedulerInterfaces(s) }
-
-// SchedulerInterfaceNames is ifplugin.SchedulerInterfaceNames.
-func SchedulerInterfaceNames(s MetadataSource) func() []string {
-	return ifplugin.SchedulerInterfaceNames(s)
-}
 
 // Plugin holds the VPP route and ARP descriptors. Its only state is a cache
 // of the VRF tables it made sure exist, per VPP process.
@@ -121,29 +115,12 @@ func isRetriable(err error) bool {
 
 // --- addresses ------------------------------------------------------------------
 
-func toVPPAddress(a netip.Addr) ip_types.Address {
-	if a.Is4() {
-		return ip_types.Address{Af: ip_types.ADDRESS_IP4, Un: ip_types.AddressUnionIP4(a.As4())}
-	}
-	return ip_types.Address{Af: ip_types.ADDRESS_IP6, Un: ip_types.AddressUnionIP6(a.As16())}
-}
-
-func fromVPPAddress(a ip_types.Address) (netip.Addr, bool) {
-	switch a.Af {
-	case ip_types.ADDRESS_IP4:
-		return netip.AddrFrom4(a.Un.GetIP4()), true
-	case ip_types.ADDRESS_IP6:
-		return netip.AddrFrom16(a.Un.GetIP6()), true
-	}
-	return netip.Addr{}, false
-}
-
 func toVPPPrefix(p netip.Prefix) ip_types.Prefix {
-	return ip_types.Prefix{Address: toVPPAddress(p.Addr()), Len: uint8(p.Bits())}
+	return ip_types.Prefix{Address: ipconv.ToVPP(p.Addr()), Len: uint8(p.Bits())}
 }
 
 func fromVPPPrefix(p ip_types.Prefix) (netip.Prefix, bool) {
-	a, ok := fromVPPAddress(p.Address)
+	a, ok := ipconv.FromVPP(p.Address)
 	if !ok || int(p.Len) > a.BitLen() {
 		return netip.Prefix{}, false
 	}

@@ -3,10 +3,12 @@ package l3plugin
 import (
 	"context"
 	"fmt"
-	"github.com/netagent-io/netagent/plugins/vpp/vppconn"
 	"net/netip"
 	"sort"
 	"strings"
+
+	"github.com/netagent-io/netagent/plugins/vpp/internal/ipconv"
+	"github.com/netagent-io/netagent/plugins/vpp/vppconn"
 
 	govppapi "go.fd.io/govpp/api"
 	"go.fd.io/govpp/binapi/fib_types"
@@ -123,7 +125,7 @@ func (s routeSpec) path(swIfIndex uint32) fib_types.FibPath {
 		fp.TableID = s.lookupTable()
 	}
 	if s.nh.IsValid() {
-		fp.Nh.Address = toVPPAddress(s.nh).Un
+		fp.Nh.Address = ipconv.ToVPP(s.nh).Un
 	}
 	return fp
 }
