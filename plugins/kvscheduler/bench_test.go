@@ -59,11 +59,35 @@ var benchSetupOnly = flag.Bool("kvbench.setuponly", false,
 // benchSizes are the N of the workloads: N interfaces, N addresses, N routes.
 var benchSizes = []int{1_000, 10_000, 100_000}
 
+// benchSizesFlag replaces the sizes of every benchmark, e.g. to measure at
+// the original's 50k: -kvbench.sizes=50000.
+var benchSizesFlag = flag.String("kvbench.sizes", "",
+	"comma-separated N to run every benchmark at, instead of 1000,10000,100000")
+
+// benchSizesOverride parses -kvbench.sizes (nil when it is not set).
+func benchSizesOverride(b *testing.B) []int {
+	if *benchSizesFlag == "" {
+		return nil
+	}
+	var sizes []int
+	for _, f := range strings.Split(*benchSizesFlag, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n <= 0 {
+			b.Fatalf("-kvbench.sizes=%q: %q is not a positive number of interfaces", *benchSizesFlag, f)
+		}
+		sizes = append(sizes, n)
+	}
+	return sizes
+}
+
 var benchStringValueType = string(proto.MessageName(&wrapperspb.StringValue{}))
 
-// benchRunSizes runs fn as one sub-benchmark per N; N=100k is skipped with
-// -short.
+// benchRunSizes runs fn as one sub-benchmark per N (those of -kvbench.sizes
+// when it is set); N=100k is skipped with -short.
 func benchRunSizes(b *testing.B, sizes []int, fn func(b *testing.B, n int)) {
+	if override := benchSizesOverride(b); override != nil {
+		sizes = override
+	}
 	for _, n := range sizes {
 		b.Run("N="+strconv.Itoa(n), func(b *testing.B) {
 			if testing.Short() && n >= 100_000 {
