@@ -16,6 +16,12 @@
 //
 //	func TestMain(m *testing.M) { netnstest.Main(m, "NETAGENT_E2E_ISOLATED") }
 //
+// and a test that calls Check, which fails when the tests do not run in a
+// namespace of their own although they should (a TestMain that lost its
+// call to Run):
+//
+//	func TestIsolated(t *testing.T) { netnstest.Check(t, "NETAGENT_E2E_ISOLATED") }
+//
 // Run runs the test binary a second time, with the same arguments, in a new
 // network namespace (CLONE_NEWNET) whose only link, lo, it brings up; the
 // first process only waits for the second and returns its exit code. So
@@ -62,6 +68,25 @@ var isolated bool
 // Isolated reports whether Run moved the tests of this process into a
 // network namespace of their own.
 func Isolated() bool { return isolated }
+
+// Check fails the test unless the tests of this process run in a network
+// namespace of their own: a package whose TestMain calls Run (or Main) with
+// envName has a test that calls Check, so that a TestMain that stops
+// isolating its tests is noticed. It skips when the tests may run in the
+// caller's namespace: the process is not root, or envName opts out (set to
+// anything but "1").
+func Check(t testing.TB, envName string) {
+	t.Helper()
+	switch mode := os.Getenv(envName); {
+	case isolated:
+	case os.Geteuid() != 0:
+		t.Skip("not root: the tests run in the caller's network namespace")
+	case mode != "" && mode != "1":
+		t.Skipf("%s=%s: the tests run in the caller's network namespace", envName, mode)
+	default:
+		t.Fatalf("the tests run in the network namespace of the caller, not in one of their own: the package's TestMain must call netnstest.Run or netnstest.Main with %q", envName)
+	}
+}
 
 // Main runs the tests as Run does and exits with their exit code.
 func Main(m *testing.M, envName string) {

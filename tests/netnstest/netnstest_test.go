@@ -1,6 +1,7 @@
 package netnstest
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"strconv"
@@ -56,5 +57,48 @@ func TestExitCode(t *testing.T) {
 		if got, _ := exitCode(exec.Command("sh", "-c", tc.script).Run()); got != tc.want {
 			t.Errorf("sh -c %q: exit code %d, want %d", tc.script, got, tc.want)
 		}
+	}
+}
+
+// recordingTB records what Check asks of its test.
+type recordingTB struct {
+	testing.TB
+	skipped, failed string
+}
+
+func (r *recordingTB) Helper()                           {}
+func (r *recordingTB) Skip(args ...any)                  { r.skipped = strings.TrimSpace(fmt.Sprintln(args...)) }
+func (r *recordingTB) Skipf(format string, args ...any)  { r.skipped = fmt.Sprintf(format, args...) }
+func (r *recordingTB) Fatalf(format string, args ...any) { r.failed = fmt.Sprintf(format, args...) }
+
+// TestCheck: Check passes in an isolated process, fails as root in one that
+// was not isolated, and skips when the caller opted out.
+func TestCheck(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root (not root, Check always skips)")
+	}
+	const env = "NETNSTEST_CHECK_TEST"
+	saved := isolated
+	t.Cleanup(func() { isolated = saved })
+
+	isolated = true
+	var r recordingTB
+	Check(&r, env)
+	if r.failed != "" || r.skipped != "" {
+		t.Errorf("isolated: failed %q, skipped %q; want a pass", r.failed, r.skipped)
+	}
+
+	isolated = false
+	r = recordingTB{}
+	Check(&r, env)
+	if !strings.Contains(r.failed, "netnstest.Run") || !strings.Contains(r.failed, env) {
+		t.Errorf("not isolated, %s unset: failed %q, want a failure naming netnstest.Run and %s", env, r.failed, env)
+	}
+
+	t.Setenv(env, "0")
+	r = recordingTB{}
+	Check(&r, env)
+	if r.failed != "" || !strings.Contains(r.skipped, env+"=0") {
+		t.Errorf("not isolated, %s=0: failed %q, skipped %q; want a skip naming %s=0", env, r.failed, r.skipped, env)
 	}
 }
