@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/protobuf/proto"
+
 	"github.com/netagent-io/netagent/plugins/kvscheduler"
 	"github.com/netagent-io/netagent/plugins/kvscheduler/api"
 	"github.com/netagent-io/netagent/plugins/kvscheduler/internal/mocksb"
@@ -355,4 +357,64 @@ func (w *syncWriter) Write(p []byte) (int, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.w.Write(p)
+}
+
+// A derived value that leaves the graph ends its timeline REMOVED, whether it
+// was applied (deleted with its base) or waiting (PENDING) when its base
+// stopped deriving it or went away.
+func TestKeyTimelineOfDerivedValuesEndsRemoved(t *testing.T) {
+	e, clock := newObsEnv(t, kvscheduler.Options{})
+	isBinding := func(key string) bool { return strings.Contains(key, "/interface/") }
+	e.register(
+		mocksb.Options{
+			Name: "bd", Prefix: "bd/", NB: true, Keys: func(key string) bool { return !isBinding(key) },
+			Derived: func(key string, v proto.Message) []api.KeyValuePair {
+				var out []api.KeyValuePair
+				for _, name := range list(v, "ifaces") {
+					out = append(out, kvp(key+"/interface/"+name, name+" dep=iface/"+name))
+				}
+				return out
+			},
+		},
+		mocksb.Options{Name: "bd-interface", Prefix: "bd/", Keys: isBinding, NoRetrieve: true, Deps: mocksb.DependsOn},
+	)
+	ctx := context.Background()
+	const (
+		bd       = "bd/bd1"
+		bindingA = "bd/bd1/interface/a"
+		bindingB = "bd/bd1/interface/b"
+		bindingC = "bd/bd1/interface/c"
+	)
+	e.mustCommit(ctx, set("iface/a", "a"), set("iface/c", "c"), set(bd, "bd ifaces=a,b,c"))
+	e.expectState(bindingA, api.ValueStateConfigured)
+	e.expectState(bindingB, api.ValueStatePending, "iface/b")
+	e.expectState(bindingC, api.ValueStateConfigured)
+
+	// bd1 no longer lists b (PENDING) nor c (applied): both go.
+	clock.advance(time.Second)
+	e.mustCommit(ctx, set(bd, "bd ifaces=a"))
+	e.expectGone(bindingB)
+	e.expectGone(bindingC)
+	for _, key := range []string{bindingB, bindingC} {
+		states := revStates(e.s.GetKeyTimeline(key))
+		if len(states) == 0 || states[len(states)-1] != "REMOVED" {
+			t.Errorf("timeline of %s (no longer derived): %v, want it to end REMOVED", key, states)
+		}
+	}
+
+	// bd1 deleted: its applied binding is deleted with it, REMOVED at once
+	// (not PENDING: nothing will create it again).
+	clock.advance(time.Second)
+	seq := e.mustCommit(ctx, del(bd))
+	e.expectGone(bindingA)
+	states := revStates(e.s.GetKeyTimeline(bindingA))
+	if want := []string{"CONFIGURED", "REMOVED"}; len(states) < 2 || !slices.Equal(states[len(states)-2:], want) {
+		t.Errorf("timeline of %s: %v, want it to end %v", bindingA, states, want)
+	}
+	rec := e.s.GetRecordedTransaction(seq)
+	for _, op := range rec.Executed {
+		if op.Key == bindingA && (op.NewState != api.ValueStateRemoved || op.IsPending) {
+			t.Errorf("deleting %s with its base recorded %v pending=%v, want REMOVED", bindingA, op.NewState, op.IsPending)
+		}
+	}
 }

@@ -457,7 +457,7 @@ func (r *txnRun) reconcile(n *node) {
 	}
 	if n.intended == nil {
 		r.adoptLeftover(n)
-		if n.applied != nil && !r.removeFromSB(n, false) {
+		if n.applied != nil && !r.removeFromSB(n, removeKeep) {
 			return
 		}
 		if n.base == nil {
@@ -478,7 +478,7 @@ func (r *txnRun) reconcile(n *node) {
 	}
 	if invalid := n.invalidErr(); invalid != nil {
 		r.adoptLeftover(n)
-		if n.applied != nil && !r.removeFromSB(n, false) {
+		if n.applied != nil && !r.removeFromSB(n, removeKeep) {
 			return
 		}
 		if n.state != api.ValueStateInvalid || n.err != invalid {
@@ -495,7 +495,7 @@ func (r *txnRun) reconcile(n *node) {
 	}
 	if !r.g.depsMet(n) {
 		r.adoptLeftover(n)
-		if n.applied != nil && !r.removeFromSB(n, false) {
+		if n.applied != nil && !r.removeFromSB(n, removeKeep) {
 			return
 		}
 		if r.createCycle(n) {
@@ -608,7 +608,7 @@ func (r *txnRun) fail(n *node, op api.TxnOperation, err error) {
 // update applies a changed intended value to an applied one.
 func (r *txnRun) update(n *node) {
 	if r.needsRecreate(n) {
-		if !r.removeFromSB(n, true) {
+		if !r.removeFromSB(n, removeRecreate) {
 			return
 		}
 		if !r.g.depsMet(n) {
@@ -655,15 +655,35 @@ func (r *txnRun) update(n *node) {
 	r.notifyAvailable(n)
 }
 
+// removal says what becomes of a value that removeFromSB deletes.
+type removal uint8
+
+const (
+	// removeKeep: the value stays in the graph, PENDING while it is still
+	// intended (REMOVED otherwise).
+	removeKeep removal = iota
+	// removeRecreate: the value keeps its state; the same transaction
+	// creates it again.
+	removeRecreate
+	// removeForGood: a derived value its base no longer derives: it leaves
+	// the graph, REMOVED.
+	removeForGood
+)
+
 // removeFromSB deletes an applied value: first its derived values, then every
 // applied value that can no longer stand without it, then the value itself.
 // It reports false when something could not be deleted; the value then stays
-// applied.
-func (r *txnRun) removeFromSB(n *node, recreate bool) bool {
+// applied. The derived values of a value being deleted leave the graph with
+// it (REMOVED): its next Create derives them again.
+func (r *txnRun) removeFromSB(n *node, how removal) bool {
+	if n.base != nil && n.base.removing {
+		how = removeForGood
+	}
+	recreate := how == removeRecreate
 	r.g.setRemoving(n, true)
 	ok := true
 	for i := len(n.derived) - 1; i >= 0; i-- {
-		if d := n.derived[i]; d.applied != nil && !d.removing && !r.removeFromSB(d, false) {
+		if d := n.derived[i]; d.applied != nil && !d.removing && !r.removeFromSB(d, removeKeep) {
 			ok = false
 		}
 	}
@@ -676,7 +696,7 @@ func (r *txnRun) removeFromSB(n *node, recreate bool) bool {
 			if r.g.depsMet(dep) {
 				continue // an AnyOf still satisfied by another key
 			}
-			if !r.removeFromSB(dep, false) {
+			if !r.removeFromSB(dep, removeKeep) {
 				ok, blockedByDependent = false, true
 			}
 		}
@@ -711,7 +731,7 @@ func (r *txnRun) removeFromSB(n *node, recreate bool) bool {
 	switch {
 	case recreate:
 		r.setStatus(n, n.state, api.OpDelete, nil, nil)
-	case n.intended != nil:
+	case n.intended != nil && how != removeForGood:
 		r.setStatus(n, api.ValueStatePending, api.OpDelete, nil, r.g.unmetDeps(n))
 	default:
 		r.setStatus(n, api.ValueStateRemoved, api.OpDelete, nil, nil)
@@ -738,6 +758,7 @@ func (r *txnRun) dropDerived(n *node) {
 	}
 	for _, d := range n.derived {
 		r.dropDerived(d)
+		r.endRemoved(d)
 		r.g.removeNode(d)
 		r.markChanged(n)
 	}
@@ -753,16 +774,24 @@ func (r *txnRun) dropNode(n *node) {
 		return
 	}
 	r.dropDerived(n)
-	if n.state != api.ValueStateRemoved {
-		prev := statusOf(n)
-		r.setStatus(n, api.ValueStateRemoved, api.OpDelete, nil, nil)
-		if prev.state == api.ValueStatePending || prev.state == api.ValueStateInvalid || prev.state == api.ValueStateUnimplemented ||
-			prev.state == api.ValueStateFailed || prev.state == api.ValueStateRetrying {
-			r.recordOp(n, api.OpDelete, nil, nil, prev, nil, opFlags{noop: true})
-		}
-	}
+	r.endRemoved(n)
 	r.g.removeNode(n)
 	r.markChanged(n)
+}
+
+// endRemoved marks a value that leaves the graph without a Delete REMOVED.
+// One that was waiting or refused (nothing of it in the SB) gets a no-op
+// Delete in the record, so that its history ends where it went.
+func (r *txnRun) endRemoved(n *node) {
+	if n.state == api.ValueStateRemoved {
+		return
+	}
+	prev := statusOf(n)
+	r.setStatus(n, api.ValueStateRemoved, api.OpDelete, nil, nil)
+	if prev.state == api.ValueStatePending || prev.state == api.ValueStateInvalid || prev.state == api.ValueStateUnimplemented ||
+		prev.state == api.ValueStateFailed || prev.state == api.ValueStateRetrying {
+		r.recordOp(n, api.OpDelete, nil, nil, prev, nil, opFlags{noop: true})
+	}
 }
 
 // notifyAvailable creates the values that waited for n.
@@ -837,11 +866,12 @@ func (r *txnRun) removeObsoleteDerived(n *node, want []api.KeyValuePair) bool {
 		if wants(want, d.key) || !d.inGraph {
 			continue
 		}
-		if d.applied != nil && !r.removeFromSB(d, false) {
+		if d.applied != nil && !r.removeFromSB(d, removeForGood) {
 			ok = false
 			continue
 		}
 		r.dropDerived(d)
+		r.endRemoved(d)
 		r.g.removeNode(d)
 		r.markChanged(n)
 	}

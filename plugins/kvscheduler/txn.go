@@ -382,7 +382,7 @@ func (r *txnRun) applySB(kv kvChange) {
 		if n == nil {
 			return
 		}
-		if n.applied != nil && !r.removeFromSB(n, false) {
+		if n.applied != nil && !r.removeFromSB(n, removeKeep) {
 			return
 		}
 		r.g.setIntended(n, nil)
@@ -441,7 +441,7 @@ func (r *txnRun) syncObtainedDerived(n *node) {
 	var list []*node
 	for _, d := range n.derived {
 		if !wants(want, d.key) {
-			if !r.removeFromSB(d, false) {
+			if !r.removeFromSB(d, removeForGood) {
 				list = append(list, d)
 				continue
 			}
@@ -1018,7 +1018,7 @@ func (r *txnRun) refreshFailedBatch(failed []*node) {
 func (r *txnRun) afterVanished(n *node) {
 	ok := true
 	for i := len(n.derived) - 1; i >= 0; i-- {
-		if d := n.derived[i]; d.applied != nil && !d.removing && !r.removeFromSB(d, false) {
+		if d := n.derived[i]; d.applied != nil && !d.removing && !r.removeFromSB(d, removeKeep) {
 			ok = false
 		}
 	}
@@ -1030,7 +1030,7 @@ func (r *txnRun) afterVanished(n *node) {
 			return
 		}
 		if dep.applied != nil && !dep.removing && !dep.obtained && dep != n && !r.g.depsMet(dep) {
-			r.removeFromSB(dep, false)
+			r.removeFromSB(dep, removeKeep)
 		}
 	}
 }
