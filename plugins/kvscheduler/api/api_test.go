@@ -14,7 +14,7 @@ func TestTransactionErrorNamesKeysAndUnwraps(t *testing.T) {
 		{Key: "config/vpp/v2/interfaces/a", Operation: OpValidate, Error: NewInvalidValueError(errors.New("bad mtu"), "mtu")},
 	}}
 	msg := te.Error()
-	for _, want := range []string{"2 value(s) failed", "CREATE config/vpp/v2/route/x", "no such interface", "fields mtu"} {
+	for _, want := range []string{"2 values failed", "CREATE config/vpp/v2/route/x", "no such interface", "fields mtu"} {
 		if !strings.Contains(msg, want) {
 			t.Errorf("Error() = %q, missing %q", msg, want)
 		}
@@ -28,6 +28,19 @@ func TestTransactionErrorNamesKeysAndUnwraps(t *testing.T) {
 	}
 	if te.ErrorOf("config/vpp/v2/route/x") != root || te.ErrorOf("nope") != nil {
 		t.Error("ErrorOf returns the wrong error")
+	}
+	// An error of the transaction itself (no key, e.g. a Retrieve that
+	// failed) is shown without an operation or an empty key.
+	mixed := &TransactionError{KVErrors: []KeyWithError{
+		{Error: errors.New("refresh after failure: VPP is not connected")},
+		{Key: "config/vpp/v2/interfaces/a", Error: root},
+	}}
+	if got, want := mixed.Error(), "1 value failed, and 1 other error: [refresh after failure: VPP is not connected] [config/vpp/v2/interfaces/a: vpp: no such interface]"; got != want {
+		t.Errorf("Error() = %q, want %q", got, want)
+	}
+	one := &TransactionError{KVErrors: []KeyWithError{{Key: "k", Operation: OpDelete, Error: root}}}
+	if got, want := one.Error(), "1 value failed: [DELETE k: vpp: no such interface]"; got != want {
+		t.Errorf("Error() = %q, want %q", got, want)
 	}
 	init := &TransactionError{TxnInitError: ErrRevertNotSupportedWithResync}
 	if !errors.Is(init, ErrRevertNotSupportedWithResync) || !strings.Contains(init.Error(), "not started") {

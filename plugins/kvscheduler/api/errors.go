@@ -70,14 +70,37 @@ func (e *TransactionError) Error() string {
 	if e.TxnInitError != nil {
 		return "transaction not started: " + e.TxnInitError.Error()
 	}
+	values := 0
+	for _, kv := range e.KVErrors {
+		if kv.Key != "" {
+			values++
+		}
+	}
+	// Errors without a key are the transaction's own (e.g. a Retrieve that
+	// failed), not a value's.
+	other := len(e.KVErrors) - values
 	var b strings.Builder
-	fmt.Fprintf(&b, "%d value(s) failed:", len(e.KVErrors))
+	switch {
+	case other == 0:
+		b.WriteString(plural(values, "value") + " failed:")
+	case values == 0:
+		b.WriteString("the transaction failed:")
+	default:
+		b.WriteString(plural(values, "value") + " failed, and " + plural(other, "other error") + ":")
+	}
 	for i, kv := range e.KVErrors {
 		if i == 10 {
 			fmt.Fprintf(&b, " ... and %d more", len(e.KVErrors)-i)
 			break
 		}
-		fmt.Fprintf(&b, " [%s %s: %v]", kv.Operation, kv.Key, kv.Error)
+		switch {
+		case kv.Key == "":
+			fmt.Fprintf(&b, " [%v]", kv.Error)
+		case kv.Operation == OpUndefined:
+			fmt.Fprintf(&b, " [%s: %v]", kv.Key, kv.Error)
+		default:
+			fmt.Fprintf(&b, " [%s %s: %v]", kv.Operation, kv.Key, kv.Error)
+		}
 	}
 	return b.String()
 }
@@ -102,4 +125,12 @@ func (e *TransactionError) ErrorOf(key string) error {
 		}
 	}
 	return nil
+}
+
+// plural is "1 value", "2 values".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }
