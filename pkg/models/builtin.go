@@ -70,7 +70,7 @@ var (
 		ConfigSection: "linux_config", ConfigField: "interfaces",
 		prototype:   &linuxif.Interface{},
 		keySuffix:   func(v proto.Message) (string, error) { return v.(*linuxif.Interface).GetName(), nil },
-		parseSuffix: nameSuffix,
+		parseSuffix: linuxIfNameSuffix,
 		validate:    validateLinuxInterface,
 	}
 	LinuxRoute = &Model{
@@ -121,6 +121,15 @@ func nameSuffix(s string) (KeyParts, error) {
 		return nil, err
 	}
 	return KeyParts{"name": s}, nil
+}
+
+// linuxIfNameSuffix is the logical name of a Linux interface, without "/"
+// (linuxIfName).
+func linuxIfNameSuffix(s string) (KeyParts, error) {
+	if strings.Contains(s, "/") {
+		return nil, fmt.Errorf("name %q %s", s, linuxIfNameSlash)
+	}
+	return nameSuffix(s)
 }
 
 // vppNameSuffix is the name of a VPP interface or bridge domain, which is
@@ -400,12 +409,12 @@ func validateVPPARP(v proto.Message, errs *fieldErrors) {
 
 func validateLinuxInterface(v proto.Message, errs *fieldErrors) {
 	i := v.(*linuxif.Interface)
-	errs.name("name", i.GetName())
+	nameOK := linuxIfName(errs, "name", i.GetName())
 	checkEnums(i.ProtoReflect(), "", errs)
 	// The name in the kernel: host_if_name, or the logical name.
 	if i.GetHostIfName() != "" {
 		hostIfName(errs, "host_if_name", i.GetHostIfName())
-	} else if i.GetName() != "" && checkName(i.GetName()) == nil && hostIfNameProblem(i.GetName()) != "" {
+	} else if nameOK && hostIfNameProblem(i.GetName()) != "" {
 		errs.add("host_if_name", "required: name %q cannot be the kernel name (%s)", i.GetName(), hostIfNameProblem(i.GetName()))
 	}
 	if ns := i.GetNamespace(); ns != nil {
@@ -437,7 +446,7 @@ func validateLinuxInterface(v proto.Message, errs *fieldErrors) {
 		if link != "veth" {
 			errs.add("veth", "required for a VETH interface (peer_if_name)")
 		} else {
-			errs.name("veth.peer_if_name", i.GetVeth().GetPeerIfName())
+			linuxIfName(errs, "veth.peer_if_name", i.GetVeth().GetPeerIfName())
 			if i.GetVeth().GetPeerIfName() == i.GetName() {
 				errs.add("veth.peer_if_name", "a veth end cannot be its own peer")
 			}
@@ -453,6 +462,23 @@ func validateLinuxInterface(v proto.Message, errs *fieldErrors) {
 			errs.add(link, "set, but the interface is of type %s", i.GetType())
 		}
 	}
+}
+
+// linuxIfNameSlash says why the logical name of a Linux interface cannot
+// contain "/".
+const linuxIfNameSlash = `contains "/" (a Linux interface's name is part of the alias "netagent/<label>/<name>" that marks its link as the agent's)`
+
+// linuxIfName checks the logical name of a Linux interface (its own or its
+// veth peer's): a name without "/", because the agent marks the links it
+// creates with the alias "netagent/[<label>/]<name>" and recognises its own
+// by that form. It tells whether the name is valid.
+func linuxIfName(errs *fieldErrors, field, s string) bool {
+	n := len(*errs)
+	errs.name(field, s)
+	if len(*errs) == n && strings.Contains(s, "/") {
+		errs.add(field, "name %q %s", s, linuxIfNameSlash)
+	}
+	return len(*errs) == n
 }
 
 func validateLinuxRoute(v proto.Message, errs *fieldErrors) {

@@ -41,7 +41,10 @@
 // interface and bridge domain names are at most 63 bytes (they are the VPP
 // tag), and a name that is also a Linux interface name in the kernel
 // (host_if_name, or the name when that is empty) is at most 15 bytes without
-// "/" or ":".
+// "/" or ":". The logical name of a Linux interface (its key, and a veth's
+// peer_if_name) has no "/" at all: the agent marks the links it creates
+// with the alias "netagent/<label>/<name>" and claims only links whose
+// alias has exactly that form.
 //
 // # Values
 //

@@ -214,14 +214,14 @@ var keyCases = []keyCase{
 		parts: models.KeyParts{"name": "eth0.100"},
 	},
 	{
-		name:  "linux interface name with slash",
+		name:  "linux interface in a namespace",
 		model: models.LinuxInterface,
 		value: &linuxif.Interface{
-			Name: "ns1/eth0", Type: linuxif.Interface_EXISTING, HostIfName: "eth0",
+			Name: "ns1-eth0", Type: linuxif.Interface_EXISTING, HostIfName: "eth0",
 			Namespace: &linuxns.NetNamespace{Type: linuxns.NetNamespace_NSID, Reference: "ns1"},
 		},
-		key:   "config/linux/interfaces/v2/interface/ns1/eth0",
-		parts: models.KeyParts{"name": "ns1/eth0"},
+		key:   "config/linux/interfaces/v2/interface/ns1-eth0",
+		parts: models.KeyParts{"name": "ns1-eth0"},
 	},
 	{
 		name:  "linux tap to vpp",
@@ -557,6 +557,7 @@ func TestParseKeyRejects(t *testing.T) {
 		{"config/vpp/l2/v2/bridge-domain/", nil},
 		{"config/linux/interfaces/v2/interface/", nil},
 		{"config/linux/interfaces/v2/interface/tab\tname", nil},
+		{"config/linux/interfaces/v2/interface/uplink/eth0", []string{`"uplink/eth0"`, `contains "/"`, "alias"}},
 	} {
 		m, parts, err := models.Default.ParseKey(c.key)
 		var ke *models.KeyError

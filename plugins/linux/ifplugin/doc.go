@@ -28,14 +28,22 @@
 //
 // MTU, MAC, admin state and the kernel name (host_if_name) are changed in
 // place; a change of type, namespace or link settings re-creates the
-// interface. Links the agent creates carry the alias "netagent/<label>/<logical
-// name>" (Plugin.SetLabel; "netagent/<logical name>" without a label), so
-// agents of different labels never take each other's links: Retrieve recognises them after a restart, returns them even when
-// no longer configured (so a resync deletes them), and Delete refuses to
-// delete a link without that mark. A named namespace that does not exist is
-// created at the first Create in it, and removed when the last interface the
-// agent configured there is deleted, if the agent created it (within the
-// process lifetime).
+// interface. A named namespace that does not exist is created at the first
+// Create in it, and removed when the last interface the agent configured
+// there is deleted, if the agent created it (within the process lifetime).
+//
+// # Ownership
+//
+// Links the agent creates carry the alias "netagent/<label>/<logical name>"
+// (Plugin.SetLabel; "netagent/<logical name>" without a label). The agent
+// claims a link only when its alias is exactly its own form: its prefix and
+// then a name without "/" (logical names of Linux interfaces never contain
+// "/", models.LinuxInterface refuses them). So agents of different labels,
+// or with and without a label, never take each other's links, although
+// "netagent/" is a prefix of every other agent's alias. Retrieve recognises
+// the agent's links after a restart and returns them even when no longer
+// configured (so a resync deletes them); Delete refuses to delete a link
+// whose alias is not the value's own.
 //
 // # Derived values
 //

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -47,6 +48,8 @@ type agent struct {
 	ns     *nsplugin.Manager
 	cancel context.CancelFunc
 	done   chan struct{}
+
+	closeOnce sync.Once
 }
 
 func newAgent(t testing.TB) *agent { return newLabelledAgent(t, "") }
@@ -78,11 +81,15 @@ func newLabelledAgent(t testing.TB, label string) *agent {
 	return a
 }
 
+// close stops the agent; it may be called again (cleanup after a test
+// closed it).
 func (a *agent) close() {
-	a.cancel()
-	<-a.done
-	a.s.Close()
-	a.ns.Close()
+	a.closeOnce.Do(func() {
+		a.cancel()
+		<-a.done
+		a.s.Close()
+		a.ns.Close()
+	})
 }
 
 func (a *agent) commit(ctx context.Context, kvs ...proto.Message) (uint64, error) {
@@ -112,6 +119,17 @@ func (a *agent) delete(names ...string) {
 	if _, err := txn.Commit(context.Background()); err != nil {
 		a.t.Fatalf("delete: %v", err)
 	}
+}
+
+// executed lists the operations a transaction executed ("DELETE <key>").
+func (a *agent) executed(seq uint64) []string {
+	var ops []string
+	for _, op := range a.s.GetRecordedTransaction(seq).Executed {
+		if !op.NOOP {
+			ops = append(ops, op.Operation.String()+" "+op.Key)
+		}
+	}
+	return ops
 }
 
 func (a *agent) state(name string) api.ValueState {
@@ -350,13 +368,7 @@ func TestResyncRestoresAndRestartIsQuiet(t *testing.T) {
 	if err != nil {
 		t.Fatalf("resync after restart: %v", err)
 	}
-	var ops []string
-	for _, op := range b.s.GetRecordedTransaction(seq).Executed {
-		if !op.NOOP {
-			ops = append(ops, op.Operation.String()+" "+op.Key)
-		}
-	}
-	if len(ops) > 0 {
+	if ops := b.executed(seq); len(ops) > 0 {
 		t.Errorf("resync of an in-sync kernel after a restart executed %v", ops)
 	}
 }
@@ -371,6 +383,9 @@ func TestUnsupportedValuesAreInvalid(t *testing.T) {
 		{&linuxif.Interface{Name: "d0", Type: linuxif.Interface_VRF_DEVICE}, "VRF_DEVICE"},
 		{&linuxif.Interface{Name: "m0", Type: linuxif.Interface_LOOPBACK, Namespace: &linuxns.NetNamespace{Type: linuxns.NetNamespace_MICROSERVICE, Reference: "vnf1"}}, "container runtime"},
 		{&linuxif.Interface{Name: "v0", Type: linuxif.Interface_VETH}, "veth"},
+		// The alias would read as another agent's ("netagent/<label>/<name>").
+		{&linuxif.Interface{Name: "vpp1/x0", HostIfName: "x0", Type: linuxif.Interface_EXISTING}, `contains "/"`},
+		{&linuxif.Interface{Name: "x1", Type: linuxif.Interface_VETH, Link: &linuxif.Interface_Veth{Veth: &linuxif.VethLink{PeerIfName: "vpp1/x2"}}}, `contains "/"`},
 		{&linuxif.Interface{Name: "v1", Type: linuxif.Interface_VETH, Mtu: 1, IpAddresses: []string{"10.0.0.1/33"}, Link: &linuxif.Interface_Veth{Veth: &linuxif.VethLink{PeerIfName: "v2"}}}, "ip_addresses[0]"},
 	} {
 		_, err := a.commit(context.Background(), c.v)
@@ -479,31 +494,50 @@ func TestTapToVPP(t *testing.T) {
 }
 
 // TestAgentsOfOtherLabelsAreLeftAlone: the links of an agent with another
-// microservice label are not this agent's: its full resync keeps them.
+// microservice label, or with none, are not this agent's: its full resync
+// keeps them, whichever alias is a prefix of the other's
+// ("netagent/<name>" of an agent without a label is a prefix of every
+// "netagent/<label>/<name>"). The agent of the same label deletes them
+// (its own links, no longer configured).
 func TestAgentsOfOtherLabelsAreLeftAlone(t *testing.T) {
 	needRoot(t)
-	t.Cleanup(func() { _ = exec.Command("ip", "link", "del", "lbl0").Run() })
-	a := newLabelledAgent(t, "agent-a")
-	a.mustCommit(
-		&linuxif.Interface{Name: "lbl0", Type: linuxif.Interface_VETH, Enabled: true, Link: &linuxif.Interface_Veth{Veth: &linuxif.VethLink{PeerIfName: "lbl1"}}},
-		&linuxif.Interface{Name: "lbl1", Type: linuxif.Interface_VETH, Link: &linuxif.Interface_Veth{Veth: &linuxif.VethLink{PeerIfName: "lbl0"}}},
-	)
-	if l := link(t, "", "lbl0"); l == nil || l.Attrs().Alias != "netagent/agent-a/lbl0" {
-		t.Fatalf("lbl0: %v", l)
-	}
-	b := newLabelledAgent(t, "agent-b")
-	if _, err := b.commit(api.WithResync(context.Background(), api.FullResync, false)); err != nil {
-		t.Fatal(err)
-	}
-	if link(t, "", "lbl0") == nil {
-		t.Error("an agent of another label deleted lbl0 in its resync")
-	}
-	// The same label would (it is its own link, no longer configured).
-	c := newLabelledAgent(t, "agent-a")
-	if _, err := c.commit(api.WithResync(context.Background(), api.FullResync, false)); err != nil {
-		t.Fatal(err)
-	}
-	if link(t, "", "lbl0") != nil {
-		t.Error("the agent of the same label kept its unconfigured link")
+	for _, c := range []struct {
+		owner, other, alias string
+	}{
+		{owner: "vpp1", other: "", alias: "netagent/vpp1/lbl0"},
+		{owner: "", other: "vpp1", alias: "netagent/lbl0"},
+		{owner: "vpp1", other: "vpp", alias: "netagent/vpp1/lbl0"},
+		{owner: "vpp", other: "vpp1", alias: "netagent/vpp/lbl0"},
+	} {
+		t.Run(fmt.Sprintf("owner %q, other %q", c.owner, c.other), func(t *testing.T) {
+			t.Cleanup(func() { _ = exec.Command("ip", "link", "del", "lbl0").Run() })
+			owner := newLabelledAgent(t, c.owner)
+			owner.mustCommit(
+				&linuxif.Interface{Name: "lbl0", Type: linuxif.Interface_VETH, Enabled: true, Link: &linuxif.Interface_Veth{Veth: &linuxif.VethLink{PeerIfName: "lbl1"}}},
+				&linuxif.Interface{Name: "lbl1", Type: linuxif.Interface_VETH, Link: &linuxif.Interface_Veth{Veth: &linuxif.VethLink{PeerIfName: "lbl0"}}},
+			)
+			if l := link(t, "", "lbl0"); l == nil || l.Attrs().Alias != c.alias {
+				t.Fatalf("lbl0: %v, want the alias %q", l, c.alias)
+			}
+			owner.close()
+
+			other := newLabelledAgent(t, c.other)
+			seq, err := other.commit(api.WithResync(context.Background(), api.FullResync, false))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if link(t, "", "lbl0") == nil || link(t, "", "lbl1") == nil {
+				t.Errorf("an agent labelled %q deleted the links of the agent labelled %q in its resync: %v", c.other, c.owner, other.executed(seq))
+			}
+			other.close()
+
+			same := newLabelledAgent(t, c.owner)
+			if _, err := same.commit(api.WithResync(context.Background(), api.FullResync, false)); err != nil {
+				t.Fatal(err)
+			}
+			if link(t, "", "lbl0") != nil || link(t, "", "lbl1") != nil {
+				t.Error("the agent of the same label kept its unconfigured links")
+			}
+		})
 	}
 }

@@ -64,6 +64,20 @@ func (p *Plugin) SetLabel(label string) {
 
 func (p *Plugin) alias(name string) string { return p.aliasPrefix + name }
 
+// ownName returns the logical name in the alias of a link when the alias
+// marks the link as this agent's: exactly its prefix and a name without
+// "/" (logical names have none, models.LinuxInterface). So an agent
+// without a label ("netagent/<name>") never takes the links of a labelled
+// one ("netagent/vpp1/<name>"), nor an agent labelled "vpp" those of
+// "vpp/x".
+func (p *Plugin) ownName(alias string) (string, bool) {
+	name, ok := strings.CutPrefix(alias, p.aliasPrefix)
+	if !ok || name == "" || strings.Contains(name, "/") {
+		return "", false
+	}
+	return name, true
+}
+
 // Descriptors returns the interface and address descriptors.
 func (p *Plugin) Descriptors() []*api.KVDescriptor {
 	return []*api.KVDescriptor{p.interfaceDescriptor(), p.addressDescriptor()}
@@ -595,14 +609,14 @@ func (p *Plugin) retrieve(correlate []api.TypedKV[*linuxif.Interface, *Metadata]
 		for _, link := range links {
 			attrs := link.Attrs()
 			var want *linuxif.Interface
-			if name, ok := strings.CutPrefix(attrs.Alias, p.aliasPrefix); ok {
+			if name, ok := p.ownName(attrs.Alias); ok {
 				want = byName[name]
 				if want == nil {
 					// Ours, but no longer configured: returned so that a
 					// resync deletes it.
 					want = &linuxif.Interface{Name: name, Type: linuxType(link)}
 					if want.Type == linuxif.Interface_VETH {
-						want.Link = &linuxif.Interface_Veth{Veth: &linuxif.VethLink{PeerIfName: peerFromAlias(h, link, p.aliasPrefix)}}
+						want.Link = &linuxif.Interface_Veth{Veth: &linuxif.VethLink{PeerIfName: p.peerFromAlias(h, link)}}
 					}
 				}
 			} else {
@@ -687,8 +701,8 @@ func linuxType(link netlink.Link) linuxif.Interface_Type {
 }
 
 // peerFromAlias reads the logical name of a veth's peer from its alias, when
-// the peer is in the same namespace.
-func peerFromAlias(h *netlink.Handle, link netlink.Link, aliasPrefix string) string {
+// the peer is in the same namespace and this agent's.
+func (p *Plugin) peerFromAlias(h *netlink.Handle, link netlink.Link) string {
 	idx, err := netlink.VethPeerIndex(&netlink.Veth{LinkAttrs: *link.Attrs()})
 	if err != nil {
 		return ""
@@ -697,7 +711,8 @@ func peerFromAlias(h *netlink.Handle, link netlink.Link, aliasPrefix string) str
 	if err != nil {
 		return ""
 	}
-	return strings.TrimPrefix(peer.Attrs().Alias, aliasPrefix)
+	name, _ := p.ownName(peer.Attrs().Alias)
+	return name
 }
 
 // dump retries a netlink dump that the kernel interrupted (the data changed

@@ -16,8 +16,9 @@ const (
 )
 
 // AliasPrefix starts the alias of every link the agent creates
-// ("netagent/<logical name>"): it marks the link as the agent's, so that it
-// is recognised after a restart and nothing else is ever deleted.
+// ("netagent/<label>/<logical name>", or "netagent/<logical name>" without a
+// label): it marks the link as the agent's, so that it is recognised after
+// a restart and nothing else is ever deleted.
 const AliasPrefix = "netagent/"
 
 // Key prefixes of the derived and SB values (shared/spec/models.md).
