@@ -17,7 +17,9 @@
 //     link VPP made in the agent's namespace under host_if_name (the VPP TAP
 //     must use the same host name), moves it into its namespace and
 //     configures it. Delete gives it back to the agent's namespace, down.
-//   - LOOPBACK: the lo of a namespace (host_if_name empty or lo).
+//   - LOOPBACK: the lo of a namespace (host_if_name empty or lo); no other
+//     type may be called lo. Deleting the value leaves lo as it is, without
+//     the addresses the value added.
 //   - EXISTING: a link the agent did not create, configured in place. In the
 //     agent's namespace it waits for the watcher to report the link, so it is
 //     PENDING until the link exists and again after it is deleted. Deleting
@@ -31,6 +33,22 @@
 // interface. A named namespace that does not exist is created at the first
 // Create in it, and removed when the last interface the agent configured
 // there is deleted, if the agent created it (within the process lifetime).
+//
+// # The agent's own loopback
+//
+// The agent serves its API and the embedded etcd on 127.0.0.1, the lo of
+// the namespace it runs in: taking that lo down would cut the agent off
+// from its own control plane. So a value for that lo — LOOPBACK, or
+// EXISTING on lo, with no namespace (the agent's own) or a reference that
+// resolves to the agent's namespace at validation (its PID, a namespace
+// file, a named namespace bound to it) — is INVALID when enabled is false
+// or unset ("enabled: false (or unset) would take down the loopback of the
+// agent's own network namespace ..."), and when ip_addresses lists the
+// kernel's own 127.0.0.1/8 or ::1/128 (deleting the value would remove
+// them). Should a reference come to resolve to the agent's namespace only
+// after validation, Create and Update refuse to set its loopback down
+// (non-retriable error). The loopback of any other namespace may be set
+// down.
 //
 // # Ownership
 //
@@ -67,7 +85,8 @@
 // Create and Update are idempotent: they find what a failed earlier attempt
 // left (a veth under its temporary name, a link already moved or renamed).
 // Errors are retriable unless marked (a link of the same name that is not
-// ours, an invalid MAC). Retrieve reads the agent's namespace and every
-// namespace the configuration references, and retries dumps the kernel
-// interrupted (netlink.ErrDumpInterrupted) instead of trusting them.
+// ours, an invalid MAC, the agent's own loopback set down). Retrieve reads
+// the agent's namespace and every namespace the configuration references,
+// and retries dumps the kernel interrupted (netlink.ErrDumpInterrupted)
+// instead of trusting them.
 package ifplugin

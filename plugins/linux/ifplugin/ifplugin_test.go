@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"os/exec"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -22,6 +24,7 @@ import (
 	"github.com/netagent-io/netagent/plugins/linux/nsplugin"
 	linuxif "github.com/netagent-io/netagent/proto/linux/interfaces"
 	linuxns "github.com/netagent-io/netagent/proto/linux/namespace"
+	"github.com/netagent-io/netagent/tests/netnstest"
 )
 
 func needRoot(t testing.TB) {
@@ -539,5 +542,98 @@ func TestAgentsOfOtherLabelsAreLeftAlone(t *testing.T) {
 				t.Error("the agent of the same label kept its unconfigured links")
 			}
 		})
+	}
+}
+
+// TestAgentsOwnLoopbackStaysUp: a value that would take down the loopback
+// of the agent's own namespace (where its API and etcd listen) is INVALID,
+// naming the field, whichever way it names that namespace, and lo stays
+// up; the loopback of another namespace may be set down. The test sets the
+// agent's namespace's lo down if the rail fails, so it runs only in a
+// namespace of its own.
+func TestAgentsOwnLoopbackStaysUp(t *testing.T) {
+	needRoot(t)
+	if !netnstest.Isolated() {
+		t.Skip("runs only in a network namespace of its own (netnstest): a failure would take down the caller's lo")
+	}
+	a := newAgent(t)
+	loUp := func() bool {
+		t.Helper()
+		l := link(t, "", "lo")
+		return l != nil && l.Attrs().Flags&net.FlagUp != 0
+	}
+	if !loUp() {
+		t.Fatal("lo of the tests' namespace is down before the test")
+	}
+	const enabledWhy = "enabled: false (or unset) would take down the loopback of the agent's own network namespace (127.0.0.1: its API and etcd)"
+	pid := &linuxns.NetNamespace{Type: linuxns.NetNamespace_PID, Reference: strconv.Itoa(os.Getpid())}
+	self := &linuxns.NetNamespace{Type: linuxns.NetNamespace_FD, Reference: "/proc/self/ns/net"}
+	for _, c := range []struct {
+		v            *linuxif.Interface
+		field, error string
+	}{
+		// The operator's repro: no namespace, enabled omitted.
+		{&linuxif.Interface{Name: "lo", Type: linuxif.Interface_LOOPBACK}, "enabled", enabledWhy},
+		{&linuxif.Interface{Name: "lo-pid", HostIfName: "lo", Type: linuxif.Interface_LOOPBACK, Namespace: pid}, "enabled", enabledWhy},
+		{&linuxif.Interface{Name: "lo-fd", HostIfName: "lo", Type: linuxif.Interface_LOOPBACK, Namespace: self}, "enabled", enabledWhy},
+		{&linuxif.Interface{Name: "lo-existing", HostIfName: "lo", Type: linuxif.Interface_EXISTING}, "enabled", enabledWhy},
+		// Deleting the value would remove the kernel's own address.
+		{&linuxif.Interface{Name: "lo", Type: linuxif.Interface_LOOPBACK, Enabled: true, IpAddresses: []string{"10.99.0.1/32", "127.0.0.1/8"}},
+			"ip_addresses[1]", "ip_addresses[1]: 127.0.0.1/8 is the kernel's own address of the loopback of the agent's network namespace"},
+		{&linuxif.Interface{Name: "lo", Type: linuxif.Interface_LOOPBACK, Enabled: true, IpAddresses: []string{"::1/128"}},
+			"ip_addresses[0]", "ip_addresses[0]: ::1/128 is the kernel's own address"},
+		// Only LOOPBACK (or EXISTING) is a namespace's lo.
+		{&linuxif.Interface{Name: "v-lo", HostIfName: "lo", Type: linuxif.Interface_VETH, Link: &linuxif.Interface_Veth{Veth: &linuxif.VethLink{PeerIfName: "v-lo-peer"}}},
+			"host_if_name", "host_if_name: lo is the loopback every namespace already has"},
+		{&linuxif.Interface{Name: "t-lo", HostIfName: "lo", Type: linuxif.Interface_TAP_TO_VPP, Link: &linuxif.Interface_Tap{Tap: &linuxif.TapLink{VppTapIfName: "tap0"}}},
+			"host_if_name", "host_if_name: lo is the loopback every namespace already has"},
+	} {
+		_, err := a.commit(context.Background(), c.v)
+		st := a.s.GetValueStatus(ifplugin.InterfaceKey(c.v.GetName())).GetValue()
+		if err == nil || st.GetState() != api.ValueStateInvalid || !strings.Contains(st.GetError(), c.error) || !slices.Equal(st.GetDetails(), []string{c.field}) {
+			t.Errorf("%v: commit error %v, status %v %q %q; want INVALID, details [%s], error containing %q", c.v, err, st.GetState(), st.GetError(), st.GetDetails(), c.field, c.error)
+		}
+		if !loUp() {
+			t.Fatalf("%v took lo down", c.v)
+		}
+		a.delete(c.v.GetName())
+	}
+
+	// Up, with an address of its own: fine; set down later: INVALID, and
+	// lo stays up.
+	lo := &linuxif.Interface{Name: "lo", Type: linuxif.Interface_LOOPBACK, Enabled: true, IpAddresses: []string{"10.99.0.1/32"}}
+	a.mustCommit(lo)
+	if st := a.state("lo"); st != api.ValueStateConfigured {
+		t.Fatalf("lo enabled: %v (%v)", st, a.s.GetValueStatus(ifplugin.InterfaceKey("lo")))
+	}
+	if got := addrs(t, "", "lo"); !slices.Contains(got, "10.99.0.1/32") || !slices.Contains(got, "127.0.0.1/8") {
+		t.Errorf("addresses of lo: %v", got)
+	}
+	down := proto.Clone(lo).(*linuxif.Interface)
+	down.Enabled = false
+	if _, err := a.commit(context.Background(), down); err == nil || a.state("lo") != api.ValueStateInvalid {
+		t.Errorf("lo set down: commit error %v, state %v; want INVALID", err, a.state("lo"))
+	}
+	if !loUp() {
+		t.Fatal("lo went down")
+	}
+	a.delete("lo")
+	if got := addrs(t, "", "lo"); !slices.Equal(got, []string{"127.0.0.1/8", "::1/128"}) {
+		t.Errorf("addresses of lo after the value was deleted: %v, want the kernel's", got)
+	}
+
+	// The loopback of another namespace may be set down.
+	ns := namespace(t, "ifp-lo")
+	run(t, "ip", "netns", "add", ns)
+	run(t, "ip", "-n", ns, "link", "set", "lo", "up")
+	a.mustCommit(&linuxif.Interface{Name: "lo-other", HostIfName: "lo", Type: linuxif.Interface_LOOPBACK, Namespace: nsRef(ns)})
+	if st := a.state("lo-other"); st != api.ValueStateConfigured {
+		t.Fatalf("lo of another namespace, disabled: %v (%v)", st, a.s.GetValueStatus(ifplugin.InterfaceKey("lo-other")))
+	}
+	if l := link(t, ns, "lo"); l == nil || l.Attrs().Flags&net.FlagUp != 0 {
+		t.Errorf("lo of %s: %v, want down", ns, l)
+	}
+	if !loUp() {
+		t.Error("the agent's lo went down with another namespace's")
 	}
 }

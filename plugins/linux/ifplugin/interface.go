@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/netip"
 	"os"
 	"slices"
 	"strings"
@@ -161,9 +162,49 @@ func (p *Plugin) validate(key string, v *linuxif.Interface) error {
 	if v.GetType() == linuxif.Interface_LOOPBACK && len(v.GetPhysAddress()) > 0 {
 		return &api.InvalidValueError{Err: errors.New("lo has no MAC address"), InvalidFields: []string{"phys_address"}}
 	}
+	if err := p.validateLoopback(v); err != nil {
+		return err
+	}
 	p.hintsMu.Lock()
 	p.hints[v.GetName()] = nsplugin.RefOf(v.GetNamespace())
 	p.hintsMu.Unlock()
+	return nil
+}
+
+// kernelLoopbackAddrs are the addresses the kernel gives every loopback.
+var kernelLoopbackAddrs = []netip.Prefix{netip.MustParsePrefix("127.0.0.1/8"), netip.MustParsePrefix("::1/128")}
+
+// validateLoopback keeps the agent's own control plane reachable: it
+// listens on the loopback of its network namespace (REST, gRPC, embedded
+// etcd on 127.0.0.1). A value for that lo (LOOPBACK, or EXISTING on lo)
+// with a namespace that is the agent's own (unset, or a reference that
+// resolves to it) must keep it up and must not list the kernel's own
+// loopback addresses (deleting the value would remove them). A link of
+// another type cannot be a namespace's lo. The loopback of another
+// namespace may be set down.
+func (p *Plugin) validateLoopback(v *linuxif.Interface) error {
+	isLo := v.GetType() == linuxif.Interface_LOOPBACK || (v.GetType() == linuxif.Interface_EXISTING && HostName(v) == "lo")
+	if !isLo {
+		if HostName(v) == "lo" {
+			return &api.InvalidValueError{Err: fmt.Errorf("host_if_name: lo is the loopback every namespace already has; a %s interface cannot be it (use type LOOPBACK)", v.GetType()), InvalidFields: []string{"host_if_name"}}
+		}
+		return nil
+	}
+	if !p.ns.IsOwn(nsplugin.RefOf(v.GetNamespace())) {
+		return nil
+	}
+	if !v.GetEnabled() {
+		return &api.InvalidValueError{Err: errors.New("enabled: false (or unset) would take down the loopback of the agent's own network namespace (127.0.0.1: its API and etcd); set enabled: true, or a namespace that is not the agent's"), InvalidFields: []string{"enabled"}}
+	}
+	if v.GetLinkOnly() {
+		return nil
+	}
+	for i, cidr := range v.GetIpAddresses() {
+		if a, err := netip.ParsePrefix(cidr); err == nil && slices.Contains(kernelLoopbackAddrs, a) {
+			field := fmt.Sprintf("ip_addresses[%d]", i)
+			return &api.InvalidValueError{Err: fmt.Errorf("%s: %s is the kernel's own address of the loopback of the agent's network namespace, which the agent's API and etcd listen on: deleting the value would remove it; leave it out (lo always has it)", field, cidr), InvalidFields: []string{field}}
+		}
+	}
 	return nil
 }
 
@@ -251,7 +292,7 @@ func (p *Plugin) create(key string, v *linuxif.Interface) (*Metadata, error) {
 	if err != nil {
 		return nil, fmt.Errorf("interface %s: %w", v.GetName(), err)
 	}
-	if err := p.configure(h, link, nil, v); err != nil {
+	if err := p.configure(ref, h, link, nil, v); err != nil {
 		return nil, fmt.Errorf("interface %s: %w", v.GetName(), err)
 	}
 	p.use(ref, v.GetName(), true)
@@ -438,9 +479,10 @@ func (p *Plugin) adoptTap(v *linuxif.Interface, ref nsplugin.Ref) (netlink.Link,
 	return p.moveAndRename(nsplugin.Ref{}, root, link, ref, host)
 }
 
-// configure brings a link to the value: alias (links the agent owns), MTU,
-// MAC, admin state. old is the previous value (nil at creation).
-func (p *Plugin) configure(h *netlink.Handle, link netlink.Link, old, v *linuxif.Interface) error {
+// configure brings a link of namespace ref (handle h) to the value: alias
+// (links the agent owns), MTU, MAC, admin state. old is the previous value
+// (nil at creation).
+func (p *Plugin) configure(ref nsplugin.Ref, h *netlink.Handle, link netlink.Link, old, v *linuxif.Interface) error {
 	attrs := link.Attrs()
 	owned := v.GetType() == linuxif.Interface_VETH || v.GetType() == linuxif.Interface_DUMMY || v.GetType() == linuxif.Interface_TAP_TO_VPP
 	if owned && attrs.Alias != p.alias(v.GetName()) {
@@ -471,6 +513,11 @@ func (p *Plugin) configure(h *netlink.Handle, link netlink.Link, old, v *linuxif
 			return fmt.Errorf("setting %s up: %w", attrs.Name, err)
 		}
 	case !v.GetEnabled() && up && (old == nil || old.GetEnabled() || v.GetType() != linuxif.Interface_EXISTING):
+		// Validate refuses such values; a namespace reference (a PID, say)
+		// may have come to resolve to the agent's own namespace since.
+		if attrs.Flags&net.FlagLoopback != 0 && p.ns.IsOwn(ref) {
+			return api.NonRetriable(fmt.Errorf("refusing to set %s down: it is the loopback of the agent's own network namespace (its API and etcd)", attrs.Name))
+		}
 		if err := h.LinkSetDown(link); err != nil {
 			return fmt.Errorf("setting %s down: %w", attrs.Name, err)
 		}
@@ -502,7 +549,7 @@ func (p *Plugin) update(key string, old, v *linuxif.Interface, md *Metadata) (*M
 			return md, err
 		}
 	}
-	if err := p.configure(h, link, old, v); err != nil {
+	if err := p.configure(ref, h, link, old, v); err != nil {
 		return md, fmt.Errorf("interface %s: %w", v.GetName(), err)
 	}
 	return p.metadata(h, v, ref)

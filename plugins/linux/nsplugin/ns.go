@@ -142,10 +142,11 @@ type entry struct {
 // Manager opens namespaces and keeps one netlink handle per namespace. It
 // is safe for concurrent use.
 type Manager struct {
-	mu      sync.Mutex
-	origin  netns.NsHandle // the agent's own namespace
-	entries map[Ref]*entry
-	created map[string]bool
+	mu       sync.Mutex
+	origin   netns.NsHandle // the agent's own namespace
+	originID nsID
+	entries  map[Ref]*entry
+	created  map[string]bool
 }
 
 // NewManager opens the agent's own namespace.
@@ -154,7 +155,26 @@ func NewManager() (*Manager, error) {
 	if err != nil {
 		return nil, fmt.Errorf("opening the agent's network namespace: %w", err)
 	}
-	return &Manager{origin: origin, entries: map[Ref]*entry{}, created: map[string]bool{}}, nil
+	var st syscall.Stat_t
+	if err := syscall.Fstat(int(origin), &st); err != nil {
+		origin.Close()
+		return nil, fmt.Errorf("the agent's network namespace: %w", err)
+	}
+	return &Manager{origin: origin, originID: nsID{uint64(st.Dev), st.Ino}, entries: map[Ref]*entry{}, created: map[string]bool{}}, nil
+}
+
+// IsOwn tells whether r is the agent's own namespace: the default Ref, or
+// a reference (a PID, a namespace file, a named namespace) that resolves to
+// the same namespace now. A reference that does not resolve is not.
+func (m *Manager) IsOwn(r Ref) bool {
+	if r.IsDefault() {
+		return true
+	}
+	if Check(r) != nil {
+		return false
+	}
+	id, err := statNS(r.path())
+	return err == nil && id == m.originID
 }
 
 // Close closes every handle.

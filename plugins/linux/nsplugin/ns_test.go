@@ -192,3 +192,41 @@ func TestOtherReferences(t *testing.T) {
 		t.Error("MICROSERVICE is not ErrUnsupported")
 	}
 }
+
+// TestIsOwn: the default Ref and references that resolve to the agent's
+// namespace (its PID, its namespace file, a named namespace bound to it) are
+// its own; other namespaces and references that resolve to nothing are not.
+func TestIsOwn(t *testing.T) {
+	needRoot(t)
+	m := newManager(t)
+	other := uniqueName(t, "nstest-other")
+	t.Cleanup(func() { _ = exec.Command("ip", "netns", "del", other).Run() })
+	if _, err := m.Handle(named(other), true); err != nil {
+		t.Fatal(err)
+	}
+	// `ip netns attach NAME PID` names the namespace of a process: here the
+	// test's own.
+	self := uniqueName(t, "nstest-self")
+	if out, err := exec.Command("ip", "netns", "attach", self, strconv.Itoa(os.Getpid())).CombinedOutput(); err != nil {
+		t.Fatalf("ip netns attach %s: %v: %s", self, err, out)
+	}
+	t.Cleanup(func() { _ = exec.Command("ip", "netns", "del", self).Run() })
+
+	for _, c := range []struct {
+		ref  nsplugin.Ref
+		want bool
+	}{
+		{nsplugin.Ref{}, true},
+		{nsplugin.Ref{Type: linuxns.NetNamespace_PID, Reference: strconv.Itoa(os.Getpid())}, true},
+		{nsplugin.Ref{Type: linuxns.NetNamespace_FD, Reference: "/proc/self/ns/net"}, true},
+		{named(self), true},
+		{named(other), false},
+		{named(uniqueName(t, "nstest-missing")), false},
+		{nsplugin.Ref{Type: linuxns.NetNamespace_PID, Reference: "999999999"}, false},
+		{nsplugin.Ref{Type: linuxns.NetNamespace_MICROSERVICE, Reference: "vnf1"}, false},
+	} {
+		if got := m.IsOwn(c.ref); got != c.want {
+			t.Errorf("IsOwn(%s) = %v, want %v", c.ref, got, c.want)
+		}
+	}
+}
