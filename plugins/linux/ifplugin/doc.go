@@ -22,17 +22,27 @@
 //     the addresses the value added.
 //   - EXISTING: a link the agent did not create, configured in place. In the
 //     agent's namespace it waits for the watcher to report the link, so it is
-//     PENDING until the link exists and again after it is deleted. Deleting
-//     the value never deletes the link.
+//     PENDING until the link exists and again after it is deleted. A new
+//     host_if_name is another link to adopt (the value is re-created; the
+//     link adopted before keeps its name). Deleting the value never deletes
+//     the link and does not restore it either: the addresses the value added
+//     are removed (derived values), but MTU, MAC and admin state stay as the
+//     value set them. The agent does not record what the link had before
+//     (neither did the original agent, and the specs promise no more): to
+//     give the link its old settings back, set them in the value before
+//     deleting it.
 //   - DUMMY when the kernel has dummy links (probed at start); otherwise, and
 //     for VRF_DEVICE, vrf_master_interface and checksum offloading, the value
-//     is INVALID with the reason.
+//     is INVALID with the reason. A link of the dummy's name that is not
+//     this dummy (another kind, or not marked as this value's) is never
+//     taken.
 //
-// MTU, MAC, admin state and the kernel name (host_if_name) are changed in
-// place; a change of type, namespace or link settings re-creates the
-// interface. A named namespace that does not exist is created at the first
-// Create in it, and removed when the last interface the agent configured
-// there is deleted, if the agent created it (within the process lifetime).
+// MTU, MAC, admin state and the kernel name (host_if_name, but for
+// EXISTING) are changed in place; a change of type, namespace or link
+// settings re-creates the interface. A named namespace that does not exist
+// is created at the first Create in it, and removed when the last interface
+// the agent configured there is deleted, if the agent created it (within
+// the process lifetime).
 //
 // # The agent's own loopback
 //

@@ -310,6 +310,55 @@ func TestExistingInterfaceFollowsTheLink(t *testing.T) {
 	}
 }
 
+// TestExistingHostNameChangeAdoptsTheOtherLink: host_if_name of an EXISTING
+// interface says which link it adopts; a new one is another link, and the
+// link adopted before is left under its name, not renamed. Deleting the
+// value leaves the link as the value set it (MTU, up), without the
+// addresses it added.
+func TestExistingHostNameChangeAdoptsTheOtherLink(t *testing.T) {
+	needRoot(t)
+	a := newAgent(t)
+	t.Cleanup(func() {
+		_ = exec.Command("ip", "link", "del", "exa0").Run()
+		_ = exec.Command("ip", "link", "del", "exb0").Run()
+	})
+	run(t, "ip", "link", "add", "exa0", "type", "veth", "peer", "name", "exa1")
+	run(t, "ip", "link", "add", "exb0", "type", "veth", "peer", "name", "exb1")
+	ex := &linuxif.Interface{Name: "ex", HostIfName: "exa0", Type: linuxif.Interface_EXISTING, Enabled: true, Mtu: 1400,
+		IpAddresses: []string{"10.31.0.1/24"}}
+	a.mustCommit(ex)
+	a.waitState("ex", api.ValueStateConfigured)
+	before := link(t, "", "exa0")
+
+	moved := proto.Clone(ex).(*linuxif.Interface)
+	moved.HostIfName = "exb0"
+	a.mustCommit(moved)
+	a.waitState("ex", api.ValueStateConfigured) // the watcher may not have reported exb0 yet
+	a.s.TransactionBarrier()
+	if l := link(t, "", "exa0"); l == nil || l.Attrs().Index != before.Attrs().Index {
+		t.Errorf("exa0 after ex moved to exb0: %v, want the same link under its name", l)
+	}
+	if got := addrs(t, "", "exa0"); len(got) != 0 {
+		t.Errorf("addresses left on exa0: %v", got)
+	}
+	b := link(t, "", "exb0")
+	if b == nil || b.Attrs().MTU != 1400 || b.Attrs().Flags&net.FlagUp == 0 {
+		t.Errorf("exb0: %v, want MTU 1400, up", b)
+	}
+	if got := addrs(t, "", "exb0"); !slices.Equal(got, []string{"10.31.0.1/24"}) {
+		t.Errorf("addresses of exb0: %v", got)
+	}
+
+	a.delete("ex")
+	b = link(t, "", "exb0")
+	if b == nil || b.Attrs().MTU != 1400 || b.Attrs().Flags&net.FlagUp == 0 {
+		t.Errorf("exb0 after its value was deleted: %v, want it left as the value set it (MTU 1400, up)", b)
+	}
+	if got := addrs(t, "", "exb0"); len(got) != 0 {
+		t.Errorf("addresses left on exb0 after delete: %v", got)
+	}
+}
+
 func TestWatcherReportsForeignLinks(t *testing.T) {
 	needRoot(t)
 	a := newAgent(t)
@@ -635,5 +684,27 @@ func TestAgentsOwnLoopbackStaysUp(t *testing.T) {
 	}
 	if !loUp() {
 		t.Error("the agent's lo went down with another namespace's")
+	}
+}
+
+// TestDummyNeverTakesAForeignLink: a DUMMY value whose name is taken by a
+// link the agent did not create fails without marking, changing or (when
+// the value is deleted) deleting that link.
+func TestDummyNeverTakesAForeignLink(t *testing.T) {
+	needRoot(t)
+	a := newAgent(t)
+	t.Cleanup(func() { _ = exec.Command("ip", "link", "del", "dmy0").Run() })
+	run(t, "ip", "link", "add", "dmy0", "type", "veth", "peer", "name", "dmy1")
+	_, err := a.commit(context.Background(), &linuxif.Interface{Name: "dmy0", Type: linuxif.Interface_DUMMY, Mtu: 1300})
+	st := a.s.GetValueStatus(ifplugin.InterfaceKey("dmy0")).GetValue()
+	if st.GetState() == api.ValueStateInvalid && strings.Contains(st.GetError(), "no dummy links") {
+		t.Skip("this kernel has no dummy links: " + st.GetError())
+	}
+	if err == nil || !strings.Contains(st.GetError(), "is not this dummy") {
+		t.Errorf("DUMMY over a foreign veth: commit error %v, status %v %q; want a failure saying the link is not this dummy", err, st.GetState(), st.GetError())
+	}
+	a.delete("dmy0")
+	if l := link(t, "", "dmy0"); l == nil || l.Type() != "veth" || l.Attrs().Alias != "" || l.Attrs().MTU != 1500 {
+		t.Errorf("the foreign dmy0 after the DUMMY value: %v, want it untouched", l)
 	}
 }

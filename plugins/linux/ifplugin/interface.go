@@ -242,8 +242,11 @@ func (p *Plugin) derivedValues(key string, v *linuxif.Interface) []api.KeyValueP
 }
 
 // needsRecreate: what cannot change on a link in place.
+// An adopted link (EXISTING) is found by its kernel name: a new name is
+// another link to adopt, never a rename of the old one.
 func (p *Plugin) needsRecreate(key string, old, new *linuxif.Interface, _ *Metadata) bool {
 	return old.GetType() != new.GetType() ||
+		(old.GetType() == linuxif.Interface_EXISTING && HostName(old) != HostName(new)) ||
 		!proto.Equal(nsplugin.RefOf(old.GetNamespace()).Proto(), nsplugin.RefOf(new.GetNamespace()).Proto()) ||
 		!proto.Equal(old.GetVeth(), new.GetVeth()) || !proto.Equal(old.GetTap(), new.GetTap())
 }
@@ -272,13 +275,7 @@ func (p *Plugin) create(key string, v *linuxif.Interface) (*Metadata, error) {
 	case linuxif.Interface_VETH:
 		link, err = p.vethEnd(v, ref)
 	case linuxif.Interface_DUMMY:
-		link, err = h.LinkByName(host)
-		if isNotFound(err) {
-			err = h.LinkAdd(&netlink.Dummy{LinkAttrs: netlink.LinkAttrs{Name: host}})
-			if err == nil {
-				link, err = h.LinkByName(host)
-			}
-		}
+		link, err = p.dummy(h, v, ref)
 	case linuxif.Interface_TAP_TO_VPP:
 		link, err = p.adoptTap(v, ref)
 	case linuxif.Interface_LOOPBACK:
@@ -397,6 +394,28 @@ func (p *Plugin) vethEnd(v *linuxif.Interface, ref nsplugin.Ref) (netlink.Link, 
 		}
 	}
 	return link, nil
+}
+
+// dummy returns the dummy link of the value, created marked (so that no
+// failure leaves an unmarked link behind); a link of that name that is not
+// this dummy (another kind, or not marked as this value's) is an error: the
+// agent would otherwise take, and later delete, a link it does not own.
+func (p *Plugin) dummy(h *netlink.Handle, v *linuxif.Interface, ref nsplugin.Ref) (netlink.Link, error) {
+	host, alias := HostName(v), p.alias(v.GetName())
+	link, err := h.LinkByName(host)
+	if err == nil {
+		if link.Type() != "dummy" || link.Attrs().Alias != alias {
+			return nil, api.NonRetriable(fmt.Errorf("a link named %s already exists in the %s and is not this dummy (type %s, alias %q)", host, ref, link.Type(), link.Attrs().Alias))
+		}
+		return link, nil
+	}
+	if !isNotFound(err) {
+		return nil, err
+	}
+	if err := h.LinkAdd(&netlink.Dummy{LinkAttrs: netlink.LinkAttrs{Name: host, Alias: alias}}); err != nil {
+		return nil, fmt.Errorf("creating dummy %s in the %s: %w", host, ref, err)
+	}
+	return h.LinkByName(host)
 }
 
 func uniqueRefs(refs ...nsplugin.Ref) []nsplugin.Ref {
