@@ -45,6 +45,7 @@ import (
 	configuratorpb "github.com/netagent-io/netagent/proto/configurator"
 	linuxif "github.com/netagent-io/netagent/proto/linux/interfaces"
 	linuxl3 "github.com/netagent-io/netagent/proto/linux/l3"
+	"github.com/netagent-io/netagent/tests/vppsim"
 )
 
 // TestE2EEtcdVethAddressRoute: a veth pair with one end in a named
@@ -548,8 +549,10 @@ func TestE2EReadyzBeforeFirstSync(t *testing.T) {
 	health := healthpb.NewHealthClient(a.grpcConn())
 	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
 	defer cancel()
-	if hr, err := health.Check(ctx, &healthpb.HealthCheckRequest{}); err != nil || hr.GetStatus() != healthpb.HealthCheckResponse_NOT_SERVING {
-		t.Errorf("gRPC health without etcd: %v %v", hr, err)
+	for _, svc := range healthServices {
+		if hr, err := health.Check(ctx, &healthpb.HealthCheckRequest{Service: svc}); err != nil || hr.GetStatus() != healthpb.HealthCheckResponse_NOT_SERVING {
+			t.Errorf("gRPC health of %q without etcd: %v %v", svc, hr, err)
+		}
 	}
 
 	// etcd comes up where the agent looks for it.
@@ -562,13 +565,83 @@ func TestE2EReadyzBeforeFirstSync(t *testing.T) {
 	start := time.Now()
 	a.waitReady()
 	t.Logf("ready %v after etcd started", time.Since(start).Round(time.Millisecond))
-	eventually(t, "gRPC health SERVING", func() (bool, string) {
-		hr, err := health.Check(ctx, &healthpb.HealthCheckRequest{})
-		return err == nil && hr.GetStatus() == healthpb.HealthCheckResponse_SERVING, fmt.Sprintf("%v %v", hr, err)
-	})
+	for _, svc := range healthServices {
+		eventually(t, fmt.Sprintf("gRPC health of %q SERVING", svc), func() (bool, string) {
+			hr, err := health.Check(ctx, &healthpb.HealthCheckRequest{Service: svc})
+			return err == nil && hr.GetStatus() == healthpb.HealthCheckResponse_SERVING, fmt.Sprintf("%v %v", hr, err)
+		})
+	}
 	if err := a.stop(); err != nil { // before its etcd goes
 		t.Fatal(err)
 	}
+}
+
+// TestE2EHealthFollowsReadiness: with VPP (vppsim) connected the agent is
+// ready and gRPC health says SERVING, for the server ("") and the
+// configurator service; when VPP goes away /readyz answers 503 naming VPP
+// and health turns NOT_SERVING, seen by Check and by Watch streams; when a
+// VPP serves on the socket again both are back to ready and SERVING.
+func TestE2EHealthFollowsReadiness(t *testing.T) {
+	socket := filepath.Join(t.TempDir(), "api.sock")
+	sim, err := vppsim.Start(vppsim.Options{SocketPath: socket})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sim.Close() })
+	cfg := testConfig(t)
+	cfg.VPP.Disabled, cfg.VPP.Socket = false, socket
+	cfg.Linux.Disabled = os.Geteuid() != 0
+	a := startAgent(t, cfg, true)
+
+	health := healthpb.NewHealthClient(a.grpcConn())
+	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+	defer cancel()
+	watches := map[string]healthpb.Health_WatchClient{}
+	for _, svc := range healthServices {
+		w, err := health.Watch(ctx, &healthpb.HealthCheckRequest{Service: svc})
+		if err != nil {
+			t.Fatalf("Watch %q: %v", svc, err)
+		}
+		watches[svc] = w
+	}
+	// waitHealth waits until every Watch stream reports st, then checks
+	// Check and /readyz agree.
+	waitHealth := func(st healthpb.HealthCheckResponse_ServingStatus, readyz int) {
+		t.Helper()
+		for svc, w := range watches {
+			for {
+				hr, err := w.Recv()
+				if err != nil {
+					t.Fatalf("Watch %q waiting for %v: %v", svc, st, err)
+				}
+				if hr.GetStatus() == st {
+					break
+				}
+			}
+			if hr, err := health.Check(ctx, &healthpb.HealthCheckRequest{Service: svc}); err != nil || hr.GetStatus() != st {
+				t.Errorf("Check %q: %v %v, want %v", svc, hr, err, st)
+			}
+		}
+		code, body := a.do("GET", "/readyz", nil)
+		if code != readyz {
+			t.Errorf("/readyz while health is %v: %d %s, want %d", st, code, body, readyz)
+		}
+		if readyz != http.StatusOK && !strings.Contains(string(body), "VPP not connected") {
+			t.Errorf("/readyz without VPP: %s, want it named", body)
+		}
+	}
+	waitHealth(healthpb.HealthCheckResponse_SERVING, http.StatusOK)
+
+	if err := sim.Close(); err != nil {
+		t.Fatal(err)
+	}
+	waitHealth(healthpb.HealthCheckResponse_NOT_SERVING, http.StatusServiceUnavailable)
+
+	sim, err = vppsim.Start(vppsim.Options{SocketPath: socket})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitHealth(healthpb.HealthCheckResponse_SERVING, http.StatusOK)
 }
 
 // TestE2ESIGTERM: the real binary, started with a configuration file and

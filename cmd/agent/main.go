@@ -58,6 +58,7 @@ import (
 	vppl2 "github.com/netagent-io/netagent/plugins/vpp/l2plugin"
 	vppl3 "github.com/netagent-io/netagent/plugins/vpp/l3plugin"
 	"github.com/netagent-io/netagent/plugins/vpp/vppconn"
+	configuratorpb "github.com/netagent-io/netagent/proto/configurator"
 )
 
 func main() {
@@ -333,16 +334,9 @@ func run(ctx context.Context, cfg Config, logOut io.Writer, listening chan<- Lis
 		gsrc.Register(gs)
 		healthpb.RegisterHealthServer(gs, hs)
 		reflection.Register(gs)
-		hs.SetServingStatus("", healthpb.HealthCheckResponse_NOT_SERVING)
+		setHealth(hs, healthpb.HealthCheckResponse_NOT_SERVING)
 		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			select {
-			case <-o.Started():
-				hs.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
-			case <-bgCtx.Done():
-			}
-		}()
+		go func() { defer wg.Done(); followReadiness(bgCtx, hs, ready, readinessPoll) }()
 		go func() { _ = gs.Serve(ln) }()
 	}
 
@@ -408,7 +402,8 @@ func run(ctx context.Context, cfg Config, logOut io.Writer, listening chan<- Lis
 		_ = srv.Shutdown(shutdownCtx)
 	}
 	if gs != nil {
-		gsrc.Close() // ends the open WatchStatus and Notify streams
+		hs.Shutdown() // NOT_SERVING for every service from now on
+		gsrc.Close()  // ends the open WatchStatus and Notify streams
 		stopped := make(chan struct{})
 		go func() { gs.GracefulStop(); close(stopped) }()
 		select {
@@ -418,6 +413,48 @@ func run(ctx context.Context, cfg Config, logOut io.Writer, listening chan<- Lis
 		}
 	}
 	return nil
+}
+
+// healthServices are the services whose gRPC health status follows the
+// agent's readiness: "" (the server as a whole) and the configurator.
+var healthServices = []string{"", configuratorpb.Configurator_ServiceDesc.ServiceName}
+
+// readinessPoll is how often followReadiness evaluates the readiness. The
+// VPP connection manager tells nothing when the connection is lost, so the
+// health status is kept equal to what /readyz answers by evaluating the
+// same function (a few mutexes) this often.
+const readinessPoll = 200 * time.Millisecond
+
+// setHealth sets the health status of healthServices.
+func setHealth(hs *health.Server, st healthpb.HealthCheckResponse_ServingStatus) {
+	for _, svc := range healthServices {
+		hs.SetServingStatus(svc, st)
+	}
+}
+
+// followReadiness keeps the gRPC health status of healthServices equal to
+// the readiness (/readyz): SERVING when ready, NOT_SERVING when not, both
+// ways, until ctx ends. The caller sets NOT_SERVING before the gRPC server
+// serves; the health server notifies Watch streams of each change.
+func followReadiness(ctx context.Context, hs *health.Server, ready func() (bool, []string), every time.Duration) {
+	current := healthpb.HealthCheckResponse_NOT_SERVING
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	for {
+		st := healthpb.HealthCheckResponse_NOT_SERVING
+		if ok, _ := ready(); ok {
+			st = healthpb.HealthCheckResponse_SERVING
+		}
+		if st != current {
+			current = st
+			setHealth(hs, st)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
 }
 
 // httpErrorLog routes net/http's own messages (TLS handshake errors, bad
