@@ -687,8 +687,16 @@ func (a *app) printStatusEvent(vs *kvschedulerpb.ValueStatus) error {
 	if ev.Error != "" {
 		line += "  error: " + oneLine(ev.Error)
 	}
-	if len(ev.Details) > 0 {
+	// The details of a PENDING value are the dependencies it waits for, of
+	// an INVALID one its invalid fields.
+	switch {
+	case len(ev.Details) == 0:
+	case ev.State == kvschedulerpb.ValueState_PENDING.String():
 		line += "  waiting for: " + strings.Join(ev.Details, ", ")
+	case ev.State == kvschedulerpb.ValueState_INVALID.String():
+		line += "  invalid fields: " + strings.Join(ev.Details, ", ")
+	default:
+		line += "  details: " + strings.Join(ev.Details, ", ")
 	}
 	_, err := fmt.Fprintln(a.stdout, line)
 	return err

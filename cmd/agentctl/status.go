@@ -243,6 +243,8 @@ func (vs valueStatus) explanation() string {
 		return vs.Error
 	case len(vs.Details) > 0 && vs.state() == "PENDING":
 		return "waiting for " + strings.Join(vs.Details, ", ")
+	case len(vs.Details) > 0 && vs.state() == "INVALID":
+		return "invalid fields: " + strings.Join(vs.Details, ", ")
 	case len(vs.Details) > 0:
 		return strings.Join(vs.Details, ", ")
 	case vs.state() == "UNIMPLEMENTED":
