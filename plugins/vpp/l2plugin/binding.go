@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
 	"strings"
 
 	"github.com/netagent-io/netagent/plugins/vpp/vppconn"
@@ -27,11 +28,49 @@ func (p *Plugin) bdInterfaceDescriptor() *api.TypedDescriptor[*vppl2.BridgeDomai
 		KeySelector:        isBDInterfaceKey,
 		Create:             p.createBinding,
 		Delete:             p.deleteBinding,
+		Retrieve:           p.retrieveBindings,
 		IsRetriableFailure: isRetriable,
 		Dependencies: func(_ string, i *vppl2.BridgeDomain_Interface) []api.Dependency {
 			return []api.Dependency{{Label: "interface " + i.GetName(), Key: ifplugin.InterfaceKey(i.GetName())}}
 		},
+		RetrieveDependencies: []string{ifplugin.InterfaceDescriptorName, BridgeDomainDescriptorName},
 	}
+}
+
+// retrieveBindings reports the members of the agent's domains that VPP
+// has, as bindings: named like the bridge domain descriptor's Retrieve names
+// them, with the interfaces the domains' values name taken from the
+// metadata map (which the scheduler fills with what that Retrieve returned
+// before it calls this one).
+func (p *Plugin) retrieveBindings([]api.TypedKV[*vppl2.BridgeDomain_Interface, any]) ([]api.TypedKV[*vppl2.BridgeDomain_Interface, any], error) {
+	configured := map[string][]string{}
+	p.mu.Lock()
+	mm := p.bdMeta
+	p.mu.Unlock()
+	if mm != nil {
+		for _, label := range mm.ListLabels() {
+			if v, ok := mm.GetValue(label); ok {
+				if md, ok := v.(*BridgeDomainMetadata); ok && md != nil {
+					configured[label] = md.Interfaces
+				}
+			}
+		}
+	}
+	all, err := p.dumpBDs(noIndex)
+	if err != nil {
+		return nil, err
+	}
+	nm := p.newNamer(configured)
+	var out []api.TypedKV[*vppl2.BridgeDomain_Interface, any]
+	for _, d := range p.ourDomains(all) {
+		for _, m := range membersFromVPP(d, nm.nameIn(d.BdTag)) {
+			out = append(out, api.TypedKV[*vppl2.BridgeDomain_Interface, any]{
+				Key: BDInterfaceKey(d.BdTag, m.GetName()), Value: m, Origin: api.FromNB,
+			})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
+	return out, nil
 }
 
 // binding resolves a binding to the bd_id of its domain and the sw_if_index

@@ -30,9 +30,22 @@ const maxBdID = 1<<24 - 1
 
 // BridgeDomainMetadata is what the bridge domain descriptor keeps per bridge
 // domain: the VPP bd_id the plugin allocated (the lowest free one from 1) or
-// found (by tag), so that it survives updates.
+// found (by tag), so that it survives updates, and the interfaces the value
+// names (its bindings), for the binding descriptor's Retrieve.
 type BridgeDomainMetadata struct {
 	Index uint32
+	// Interfaces are the logical names of the value's interfaces, sorted.
+	Interfaces []string
+}
+
+// newMetadata is the metadata of the domain with bd_id id and value bd.
+func newMetadata(id uint32, bd *vppl2.BridgeDomain) *BridgeDomainMetadata {
+	md := &BridgeDomainMetadata{Index: id}
+	for _, i := range bd.GetInterfaces() {
+		md.Interfaces = append(md.Interfaces, i.GetName())
+	}
+	sort.Strings(md.Interfaces)
+	return md
 }
 
 // member is a bridge domain interface in comparable form.
@@ -194,22 +207,15 @@ func findByTag(all []*l2.BridgeDomainDetails, name string) *l2.BridgeDomainDetai
 	return nil
 }
 
-// bdFromVPP builds the value of a dumped bridge domain. Members are mapped
-// back to logical names with names (sw_if_index -> name); others are left
-// out.
-func bdFromVPP(d *l2.BridgeDomainDetails, arp []*l2.BdIPMacDetails, names map[uint32]string) *vppl2.BridgeDomain {
+// bdFromVPP builds the value of a dumped bridge domain with the members that
+// nameOf maps back to logical names (nil: none); others are left out.
+func bdFromVPP(d *l2.BridgeDomainDetails, arp []*l2.BdIPMacDetails, nameOf func(sw uint32) (string, bool)) *vppl2.BridgeDomain {
 	v := &vppl2.BridgeDomain{
 		Name: d.BdTag, Flood: d.Flood, UnknownUnicastFlood: d.UuFlood, Forward: d.Forward, Learn: d.Learn,
 		ArpTermination: d.ArpTerm, MacAge: uint32(d.MacAge),
 	}
-	for _, m := range d.SwIfDetails {
-		name, ok := names[uint32(m.SwIfIndex)]
-		if !ok {
-			continue
-		}
-		v.Interfaces = append(v.Interfaces, &vppl2.BridgeDomain_Interface{
-			Name: name, BridgedVirtualInterface: m.SwIfIndex == d.BviSwIfIndex, SplitHorizonGroup: uint32(m.Shg),
-		})
+	if nameOf != nil {
+		v.Interfaces = membersFromVPP(d, nameOf)
 	}
 	for _, e := range arp {
 		if e.Entry.BdID != d.BdID {
@@ -247,8 +253,7 @@ func (p *Plugin) createBD(key string, bd *vppl2.BridgeDomain) (*BridgeDomainMeta
 		}
 		have, _ := parseBD(bdFromVPP(d, arp, nil))
 		p.log.Info("bridge domain found in VPP by its tag; taking it over", "bridge-domain", name, "bd_id", d.BdID)
-		md := &BridgeDomainMetadata{Index: d.BdID}
-		return md, p.sync(name, d.BdID, have, want)
+		return newMetadata(d.BdID, bd), p.sync(name, d.BdID, have, want)
 	}
 	used := p.usedIndexes()
 	for _, d := range all {
@@ -276,8 +281,7 @@ func (p *Plugin) createBD(key string, bd *vppl2.BridgeDomain) (*BridgeDomainMeta
 	}
 	have := want
 	have.arp = map[netip.Addr]string{}
-	md := &BridgeDomainMetadata{Index: id}
-	return md, p.sync(name, id, have, want)
+	return newMetadata(id, bd), p.sync(name, id, have, want)
 }
 
 // updateBD changes flags, MAC age and the ARP termination table in place;
@@ -289,8 +293,10 @@ func (p *Plugin) updateBD(key string, oldValue, newValue *vppl2.BridgeDomain, ol
 	if err2 != nil {
 		return oldMd, api.NonRetriable(err2)
 	}
-	md := oldMd
-	if md == nil {
+	var id uint32
+	if oldMd != nil {
+		id = oldMd.Index
+	} else {
 		all, err := p.dumpBDs(noIndex)
 		if err != nil {
 			return oldMd, fmt.Errorf("bridge domain %s: %w", name, err)
@@ -299,12 +305,12 @@ func (p *Plugin) updateBD(key string, oldValue, newValue *vppl2.BridgeDomain, ol
 		if d == nil {
 			return oldMd, fmt.Errorf("bridge domain %s: not found in VPP", name)
 		}
-		md = &BridgeDomainMetadata{Index: d.BdID}
+		id = d.BdID
 	}
 	if err1 != nil {
 		have = bdSpec{arp: map[netip.Addr]string{}}
 	}
-	return md, p.sync(name, md.Index, have, want)
+	return newMetadata(id, newValue), p.sync(name, id, have, want)
 }
 
 // sync brings the attributes and ARP termination entries of bridge domain id
@@ -414,24 +420,24 @@ func (p *Plugin) deleteBD(key string, _ *vppl2.BridgeDomain, md *BridgeDomainMet
 
 // retrieveBDs reports the bridge domains of VPP tagged with a valid name
 // (the tag marks them as the agent's: origin FromNB); untagged ones are not
-// the agent's and are not reported. Members are mapped back to logical names
-// through the interfaces the expected domains name (all configured
-// interfaces with SetInterfaceLister); members that map to none are left
-// out. A value equivalent to the expected one is returned as the expected
-// one.
+// the agent's and are not reported. The interfaces of a domain the NB
+// expects are its expected ones, in their order, then the members VPP has
+// that the expected value does not name (see namer), so that a resync takes
+// them out: whether an expected interface is in VPP is the binding
+// descriptor's Retrieve's answer, and a binding that waits for its interface
+// or was refused does not make the domain differ. A domain the NB does not
+// expect gets the members VPP has. A value equivalent to the expected one is
+// returned as the expected one.
 func (p *Plugin) retrieveBDs(correlate []api.TypedKV[*vppl2.BridgeDomain, *BridgeDomainMetadata]) ([]api.TypedKV[*vppl2.BridgeDomain, *BridgeDomainMetadata], error) {
-	names := map[string]struct{}{}
 	expected := make(map[string]*vppl2.BridgeDomain, len(correlate))
+	configured := make(map[string][]string, len(correlate))
 	for _, c := range correlate {
 		if c.Value == nil {
 			continue
 		}
-		expected[c.Key] = c.Value
-		for _, i := range c.Value.GetInterfaces() {
-			names[i.GetName()] = struct{}{}
-		}
+		expected[bdName(c.Key)] = c.Value
+		configured[bdName(c.Key)] = newMetadata(0, c.Value).Interfaces
 	}
-	rev := p.reverseIndex(names)
 	all, err := p.dumpBDs(noIndex)
 	if err != nil {
 		return nil, err
@@ -442,44 +448,104 @@ func (p *Plugin) retrieveBDs(correlate []api.TypedKV[*vppl2.BridgeDomain, *Bridg
 			return nil, err
 		}
 	}
+	nm := p.newNamer(configured)
 	var out []api.TypedKV[*vppl2.BridgeDomain, *BridgeDomainMetadata]
-	seen := map[string]uint32{}
-	for _, d := range all {
-		if d.BdID == 0 || d.BdTag == "" {
-			continue
-		}
-		key := models.VPPBridgeDomain.KeyPrefix + d.BdTag
-		if _, err := models.VPPBridgeDomain.ParseKey(key); err != nil {
-			p.log.Debug("retrieve: bridge domain tag is not a name of ours, skipped", "bd_id", d.BdID, "tag", d.BdTag)
-			continue
-		}
-		if other, dup := seen[key]; dup {
-			p.log.Warn("retrieve: two bridge domains carry one tag; reporting the first", "tag", d.BdTag, "bd_ids", []uint32{other, d.BdID})
-			continue
-		}
-		seen[key] = d.BdID
-		v := bdFromVPP(d, arp, rev)
-		if exp, ok := expected[key]; ok && bdsEquivalent(exp, v) {
-			v = proto.Clone(exp).(*vppl2.BridgeDomain)
+	for _, d := range p.ourDomains(all) {
+		exp := expected[d.BdTag]
+		v := bdFromVPP(d, arp, nm.nameIn(d.BdTag))
+		if exp != nil {
+			v.Interfaces = withExpectedMembers(exp.GetInterfaces(), v.Interfaces)
+			if bdsEquivalent(exp, v) {
+				v = proto.Clone(exp).(*vppl2.BridgeDomain)
+			}
 		}
 		out = append(out, api.TypedKV[*vppl2.BridgeDomain, *BridgeDomainMetadata]{
-			Key: key, Value: v, Metadata: &BridgeDomainMetadata{Index: d.BdID}, Origin: api.FromNB,
+			Key: models.VPPBridgeDomain.KeyPrefix + d.BdTag, Value: v, Metadata: newMetadata(d.BdID, v), Origin: api.FromNB,
 		})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
 	return out, nil
 }
 
-// reverseIndex maps the sw_if_index of the named interfaces (and the
-// lister's, foreign ones aside: a foreign interface in a domain is left
-// there unless a configured domain names it) to their logical names; names
-// without metadata are left out.
-func (p *Plugin) reverseIndex(names map[string]struct{}) map[uint32]string {
+// ourDomains returns the dumped domains that are the agent's: tagged with a
+// valid name, the first of each tag.
+func (p *Plugin) ourDomains(all []*l2.BridgeDomainDetails) []*l2.BridgeDomainDetails {
+	var out []*l2.BridgeDomainDetails
+	seen := map[string]uint32{}
+	for _, d := range all {
+		if d.BdID == 0 || d.BdTag == "" {
+			continue
+		}
+		if _, err := models.VPPBridgeDomain.ParseKey(models.VPPBridgeDomain.KeyPrefix + d.BdTag); err != nil {
+			p.log.Debug("retrieve: bridge domain tag is not a name of ours, skipped", "bd_id", d.BdID, "tag", d.BdTag)
+			continue
+		}
+		if other, dup := seen[d.BdTag]; dup {
+			p.log.Warn("retrieve: two bridge domains carry one tag; reporting the first", "tag", d.BdTag, "bd_ids", []uint32{other, d.BdID})
+			continue
+		}
+		seen[d.BdTag] = d.BdID
+		out = append(out, d)
+	}
+	return out
+}
+
+// membersFromVPP lists the members of a dumped domain that nameOf maps back
+// to logical names, in VPP's order.
+func membersFromVPP(d *l2.BridgeDomainDetails, nameOf func(sw uint32) (string, bool)) []*vppl2.BridgeDomain_Interface {
+	var out []*vppl2.BridgeDomain_Interface
+	for _, m := range d.SwIfDetails {
+		name, ok := nameOf(uint32(m.SwIfIndex))
+		if !ok {
+			continue
+		}
+		out = append(out, &vppl2.BridgeDomain_Interface{
+			Name: name, BridgedVirtualInterface: m.SwIfIndex == d.BviSwIfIndex, SplitHorizonGroup: uint32(m.Shg),
+		})
+	}
+	return out
+}
+
+// withExpectedMembers is the expected interfaces followed by the members VPP
+// has that they do not name.
+func withExpectedMembers(expected, inVPP []*vppl2.BridgeDomain_Interface) []*vppl2.BridgeDomain_Interface {
+	out := make([]*vppl2.BridgeDomain_Interface, 0, len(expected)+len(inVPP))
+	names := make(map[string]bool, len(expected))
+	for _, i := range expected {
+		out = append(out, proto.Clone(i).(*vppl2.BridgeDomain_Interface))
+		names[i.GetName()] = true
+	}
+	for _, i := range inVPP {
+		if !names[i.GetName()] {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// namer maps the members of VPP's bridge domains back to logical names.
+// The agent's interfaces (every interface of the lister that is not
+// foreign, and the non-foreign interfaces the domains name) are named in
+// every domain. A foreign (OBTAINED) interface is named only in a domain
+// whose value names it: one someone else put into a domain of ours is left
+// there.
+type namer struct {
+	agent      map[uint32]string
+	foreign    map[uint32]string
+	configured map[string][]string // bridge domain -> the interfaces its value names, sorted
+}
+
+// newNamer resolves the interfaces for configured (bridge domain -> the
+// interfaces its value names, sorted); names without metadata are left out.
+func (p *Plugin) newNamer(configured map[string][]string) namer {
+	names := map[string]struct{}{}
+	for _, list := range configured {
+		for _, n := range list {
+			names[n] = struct{}{}
+		}
+	}
 	if p.names != nil {
 		for _, n := range p.names() {
-			if md, ok := p.ifaces(n); ok && md.Foreign {
-				continue
-			}
 			names[n] = struct{}{}
 		}
 	}
@@ -488,17 +554,37 @@ func (p *Plugin) reverseIndex(names map[string]struct{}) map[uint32]string {
 		sorted = append(sorted, n)
 	}
 	sort.Strings(sorted)
-	out := make(map[uint32]string, len(sorted))
+	nm := namer{agent: map[uint32]string{}, foreign: map[uint32]string{}, configured: configured}
 	for _, n := range sorted {
 		md, ok := p.ifaces(n)
 		if !ok {
 			continue
 		}
-		if other, dup := out[md.SwIfIndex]; dup {
+		into := nm.agent
+		if md.Foreign {
+			into = nm.foreign
+		}
+		if other, dup := into[md.SwIfIndex]; dup {
 			p.log.Warn("retrieve: two interfaces claim one sw_if_index", "interfaces", []string{other, n}, "sw_if_index", md.SwIfIndex)
 			continue
 		}
-		out[md.SwIfIndex] = n
+		into[md.SwIfIndex] = n
 	}
-	return out
+	return nm
+}
+
+// nameIn returns the name mapping of the members of bridge domain bd.
+func (nm namer) nameIn(bd string) func(sw uint32) (string, bool) {
+	return func(sw uint32) (string, bool) {
+		if n, ok := nm.agent[sw]; ok {
+			return n, true
+		}
+		n, ok := nm.foreign[sw]
+		if !ok {
+			return "", false
+		}
+		list := nm.configured[bd]
+		k := sort.SearchStrings(list, n)
+		return n, k < len(list) && list[k] == n
+	}
 }

@@ -34,8 +34,9 @@
 //     tag, then one bd_ip_mac_add_del per ARP termination entry. A domain
 //     already tagged with the name (an interrupted create, a lost reply) is
 //     taken over and brought to the value. The metadata
-//     (*BridgeDomainMetadata{Index}) keeps the bd_id across updates; the
-//     binding descriptor and BridgeDomainIndex read it from the metadata map.
+//     (*BridgeDomainMetadata{Index, Interfaces}) keeps the bd_id across
+//     updates, and the names of the value's interfaces; the binding
+//     descriptor and BridgeDomainIndex read it from the metadata map.
 //   - Update (in place, never a re-creation): bridge_flags once for the
 //     flags to set and once for those to clear, bridge_domain_set_mac_age
 //     when the age changes, and for the ARP termination table exactly the
@@ -49,11 +50,18 @@
 //   - Retrieve: bridge_domain_dump (all) and bd_ip_mac_dump (all); every
 //     domain whose tag is a valid name is reported with origin FromNB, its
 //     bd_id as metadata. Members are mapped back from sw_if_index to logical
-//     names through the interfaces the expected domains name (and every
-//     interface of the agent with SetInterfaceLister; a foreign, OBTAINED
-//     interface only when an expected domain names it); members that map to
-//     no name are left out, so left in the domain. Values equivalent to the expected one are returned
-//     as the expected one. RetrieveDependencies: the interface descriptor.
+//     names: the agent's interfaces (those the expected domains name, and
+//     every one with SetInterfaceLister) in any domain, a foreign (OBTAINED)
+//     interface only in a domain whose value names it; members that map to
+//     no name are left out, so left in the domain. The interfaces of an
+//     expected domain are its expected ones followed by the members VPP has
+//     that it does not name (a resync takes those out): the bindings carry
+//     the membership, and the binding descriptor's Retrieve says which of
+//     them VPP has. So a binding that waits for its interface, or that was
+//     refused, does not make the domain differ from its value: a resync of
+//     an in-sync VPP updates nothing. Values equivalent to the expected one
+//     are returned as the expected one. RetrieveDependencies: the interface
+//     descriptor.
 //   - ValueComparator: the order of interfaces and ARP termination entries,
 //     and the spelling of addresses and MACs, do not matter.
 //   - DerivedValues: one binding per interface, its value the
@@ -74,8 +82,13 @@
 //     it may have joined the new one before its old binding is deleted. An
 //     interface already gone is success.
 //   - No Update: a change of BVI or split-horizon group re-creates the
-//     binding. No Retrieve: the SB state of bindings is what the retrieved
-//     domain derives.
+//     binding.
+//   - Retrieve: the members VPP has in the agent's domains, named as the
+//     domain's Retrieve names them (the interfaces each domain's value
+//     names come from its metadata); a binding of the configuration that
+//     VPP lacks is created by a resync, one VPP has with another BVI role or
+//     split-horizon group is re-created. RetrieveDependencies: the
+//     interface and bridge domain descriptors.
 //
 // # Errors
 //
