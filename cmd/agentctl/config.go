@@ -137,40 +137,58 @@ type changeJSON struct {
 	Errors []keyErrorJSON `json:"errors,omitempty"`
 }
 
+func keyErrorsJSON(errs []*configuratorpb.KeyError) []keyErrorJSON {
+	out := make([]keyErrorJSON, 0, len(errs))
+	for _, e := range errs {
+		out = append(out, keyErrorJSON{Key: e.GetKey(), Operation: e.GetOperation(), State: stateName(e.GetState()), Error: e.GetError()})
+	}
+	return out
+}
+
+// printKeyErrors prints key errors as a table.
+func (a *app) printKeyErrors(errs []keyErrorJSON) error {
+	t := newTable(a.stdout, "KEY", "OPERATION", "STATE", "ERROR")
+	for _, e := range errs {
+		t.row(e.Key, e.Operation, e.State, e.Error)
+	}
+	return t.flush()
+}
+
 // reportChange prints the result of an Update or Delete; errors of keys end
-// the command with exit code 1.
+// the command with exit code 1. With wait, the errors are those of the
+// transaction's values and of the request's values it left in error (an
+// INVALID value sent again: no transaction, still INVALID).
 func (a *app) reportChange(verb string, n int, wait bool, seq uint64, errs []*configuratorpb.KeyError) error {
 	out := changeJSON{SeqNum: seq, Values: n, Waited: wait}
-	for _, e := range errs {
-		out.Errors = append(out.Errors, keyErrorJSON{Key: e.GetKey(), Operation: e.GetOperation(), State: stateName(e.GetState()), Error: e.GetError()})
+	if len(errs) > 0 {
+		out.Errors = keyErrorsJSON(errs)
 	}
 	if a.output != "table" {
 		if err := a.printData(out); err != nil {
 			return err
 		}
 	} else {
+		what := verb + " " + count(n, "value", "values")
 		switch {
+		case seq == 0 && wait && len(errs) > 0:
+			fmt.Fprintf(a.stdout, "%s: nothing to change\n", what)
 		case seq == 0 && wait:
-			fmt.Fprintf(a.stdout, "%s %d values: nothing to do (or kept until the agent's first full sync)\n", verb, n)
+			fmt.Fprintf(a.stdout, "%s: nothing to do (or kept until the agent's first full sync)\n", what)
 		case seq == 0:
-			fmt.Fprintf(a.stdout, "%s %d values: queued\n", verb, n)
+			fmt.Fprintf(a.stdout, "%s: queued\n", what)
 		case wait:
-			fmt.Fprintf(a.stdout, "%s %d values: transaction #%d done\n", verb, n, seq)
+			fmt.Fprintf(a.stdout, "%s: transaction #%d done\n", what, seq)
 		default:
-			fmt.Fprintf(a.stdout, "%s %d values: transaction #%d queued (--wait waits for it)\n", verb, n, seq)
+			fmt.Fprintf(a.stdout, "%s: transaction #%d queued (--wait waits for it)\n", what, seq)
 		}
 		if len(errs) > 0 {
-			t := newTable(a.stdout, "KEY", "OPERATION", "STATE", "ERROR")
-			for _, e := range out.Errors {
-				t.row(e.Key, e.Operation, e.State, e.Error)
-			}
-			if err := t.flush(); err != nil {
+			if err := a.printKeyErrors(out.Errors); err != nil {
 				return err
 			}
 		}
 	}
 	if len(errs) > 0 {
-		return fmt.Errorf("%d of the transaction's values failed", len(errs))
+		return fmt.Errorf("%s in error after the %s (see ERROR)", count(len(errs), "value is", "values are"), strings.TrimSuffix(verb, " of"))
 	}
 	return nil
 }
@@ -192,7 +210,9 @@ func (a *app) configUpdate() *cobra.Command {
 With --replace the document replaces everything set before through gRPC:
 values it no longer lists are removed (etcd and init-file values are not
 touched). With --wait the command returns once the transaction is done,
-derived values included, and lists the values that failed (exit code 1).`,
+derived values included, and lists the values that failed and those of the
+document that stay in error (an INVALID value sent again changes nothing
+and is still INVALID), with exit code 1.`,
 		Example: `  agentctl config update veth.yaml
   agentctl config update veth.yaml --wait
   agentctl config update all.yaml --replace --wait
@@ -300,9 +320,12 @@ Every operation listed is a change: the scheduler plans nothing for a value
 the agent already has. FLAGS tell more: IS-PENDING, the value would wait for
 its dependencies (nothing is executed for it yet); NOOP, nothing is executed
 (a pending or invalid value is only recorded); DERIVED, PROPERTY, RECREATE.
+Values of the document that the agent already has but holds in error (an
+INVALID value planned again) are listed after the plan.
 
 Exit codes: 0 no changes, 2 changes, 1 an error (also when an operation of
-the plan would fail, e.g. an invalid value).`,
+the plan would fail, e.g. an invalid value, or when a value of the document
+is in error in the agent and stays so).`,
 		Example: `  agentctl config plan veth.yaml
   agentctl config plan all.yaml --replace
   if agentctl config plan veth.yaml >/dev/null; then echo in sync; fi`,
@@ -327,6 +350,7 @@ the plan would fail, e.g. an invalid value).`,
 			var changes, failing, pending int
 			counts := map[string]int{}
 			out := []plannedJSON{}
+			unchanged := keyErrorsJSON(resp.GetUnchangedErrors())
 			for _, op := range resp.GetOperations() {
 				changes++
 				counts[op.GetOperation()]++
@@ -341,11 +365,13 @@ the plan would fail, e.g. an invalid value).`,
 				out = append(out, p)
 			}
 			if a.output != "table" {
-				if err := a.printData(map[string]any{"changes": changes, "operations": out}); err != nil {
+				if err := a.printData(map[string]any{"changes": changes, "operations": out, "unchanged_errors": unchanged}); err != nil {
 					return err
 				}
-			} else if changes == 0 {
+			} else if changes == 0 && len(unchanged) == 0 {
 				fmt.Fprintln(a.stdout, "No changes: the agent already has this configuration.")
+			} else if changes == 0 {
+				fmt.Fprintln(a.stdout, "No changes: the agent already has this configuration, but it is in error:")
 			} else {
 				t := newTable(a.stdout, "#", "OPERATION", "KEY", "FLAGS", "ERROR")
 				for i, op := range out {
@@ -360,15 +386,31 @@ the plan would fail, e.g. an invalid value).`,
 						parts = append(parts, fmt.Sprintf("%d %s", counts[name], strings.ToLower(name)))
 					}
 				}
-				summary := fmt.Sprintf("Plan: %d operations (%s)", changes, strings.Join(parts, ", "))
+				summary := fmt.Sprintf("Plan: %s (%s)", count(changes, "operation", "operations"), strings.Join(parts, ", "))
 				if pending > 0 {
 					summary += fmt.Sprintf("; %d would wait for dependencies (IS-PENDING)", pending)
 				}
 				fmt.Fprintln(a.stdout, summary+".")
+				if len(unchanged) > 0 {
+					fmt.Fprintln(a.stdout, "\nUnchanged, and in error in the agent:")
+				}
+			}
+			if a.output == "table" && len(unchanged) > 0 {
+				if err := a.printKeyErrors(unchanged); err != nil {
+					return err
+				}
+			}
+			var problems []string
+			if failing > 0 {
+				problems = append(problems, fmt.Sprintf("%d of %s would fail", failing, count(changes, "operation", "operations")))
+			}
+			if len(unchanged) > 0 {
+				problems = append(problems, count(len(unchanged), "value of the document is", "values of the document are")+
+					" in error in the agent and the update would not change that")
 			}
 			switch {
-			case failing > 0:
-				return fmt.Errorf("plan: %d of %d operations would fail (see ERROR)", failing, changes)
+			case len(problems) > 0:
+				return fmt.Errorf("plan: %s (see ERROR)", strings.Join(problems, "; "))
 			case changes > 0:
 				return &exitCodeError{code: exitChanges}
 			}

@@ -59,6 +59,15 @@ func (t *table) row(cells ...string) {
 
 func (t *table) flush() error { return t.w.Flush() }
 
+// count returns n with the noun that fits it: count(1, "value", "values")
+// is "1 value", count(2, ...) "2 values".
+func count(n int, singular, plural string) string {
+	if n == 1 {
+		return "1 " + singular
+	}
+	return fmt.Sprintf("%d %s", n, plural)
+}
+
 // clip shortens s to n runes with an ellipsis.
 func clip(s string, n int) string {
 	if utf8.RuneCountInString(s) <= n {

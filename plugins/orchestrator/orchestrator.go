@@ -304,6 +304,15 @@ func (o *Orchestrator) Get() []KV {
 	return out
 }
 
+// Value returns the effective value of a key: that of its highest-priority
+// source (nil: no source has the key; an api.UndecodableValue when that
+// source's value could not be decoded).
+func (o *Orchestrator) Value(key string) proto.Message {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.effective(key)
+}
+
 // SourceValue returns the value a source holds for a key (nil: none).
 func (o *Orchestrator) SourceValue(id SourceID, key string) proto.Message {
 	o.mu.Lock()

@@ -180,7 +180,10 @@ type UpdateResponse struct {
 	// seq_num is the sequence number of the transaction (0: nothing to do, or
 	// kept until the agent's first full sync).
 	SeqNum uint64 `protobuf:"varint,1,opt,name=seq_num,json=seqNum,proto3" json:"seq_num,omitempty"`
-	// errors of the keys that failed (only with wait_done).
+	// errors of the keys in error once the transaction is done (only with
+	// wait_done): those that failed in it, and those of the request that it
+	// left unchanged whose status carries an error (a value already INVALID
+	// stays INVALID when it is sent again).
 	Errors        []*KeyError `protobuf:"bytes,2,rep,name=errors,proto3" json:"errors,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -336,14 +339,16 @@ func (x *DeleteResponse) GetErrors() []*KeyError {
 	return nil
 }
 
-// KeyError is the failure of one key in a transaction.
+// KeyError is the error of one key: its failure in a transaction, or the
+// error its status carries.
 type KeyError struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Key   string                 `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
 	// operation that failed: CREATE, UPDATE, DELETE, VALIDATE.
 	Operation string `protobuf:"bytes,2,opt,name=operation,proto3" json:"operation,omitempty"`
 	Error     string `protobuf:"bytes,3,opt,name=error,proto3" json:"error,omitempty"`
-	// state of the key after the transaction.
+	// state of the key after the transaction (now, for a key the
+	// transaction or plan did not change).
 	State         kvscheduler.ValueState `protobuf:"varint,4,opt,name=state,proto3,enum=netagent.kvscheduler.ValueState" json:"state,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -580,9 +585,14 @@ func (x *Notification) GetStatus() *kvscheduler.ValueStatus {
 type PlanResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// operations in the order they would be executed.
-	Operations    []*PlannedOperation `protobuf:"bytes,1,rep,name=operations,proto3" json:"operations,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Operations []*PlannedOperation `protobuf:"bytes,1,rep,name=operations,proto3" json:"operations,omitempty"`
+	// unchanged_errors are the values of the request (and their derived
+	// values) that the plan leaves as they are, nothing being planned for
+	// them, but whose current status carries an error: INVALID (refused by
+	// validation), FAILED or RETRYING. The update would leave them in error.
+	UnchangedErrors []*KeyError `protobuf:"bytes,2,rep,name=unchanged_errors,json=unchangedErrors,proto3" json:"unchanged_errors,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *PlanResponse) Reset() {
@@ -618,6 +628,13 @@ func (*PlanResponse) Descriptor() ([]byte, []int) {
 func (x *PlanResponse) GetOperations() []*PlannedOperation {
 	if x != nil {
 		return x.Operations
+	}
+	return nil
+}
+
+func (x *PlanResponse) GetUnchangedErrors() []*KeyError {
+	if x != nil {
+		return x.UnchangedErrors
 	}
 	return nil
 }
@@ -791,11 +808,12 @@ const file_configurator_configurator_proto_rawDesc = "" +
 	"\rNotifyRequest\"[\n" +
 	"\fNotification\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x129\n" +
-	"\x06status\x18\x02 \x01(\v2!.netagent.kvscheduler.ValueStatusR\x06status\"W\n" +
+	"\x06status\x18\x02 \x01(\v2!.netagent.kvscheduler.ValueStatusR\x06status\"\xa3\x01\n" +
 	"\fPlanResponse\x12G\n" +
 	"\n" +
 	"operations\x18\x01 \x03(\v2'.netagent.configurator.PlannedOperationR\n" +
-	"operations\"\xb5\x01\n" +
+	"operations\x12J\n" +
+	"\x10unchanged_errors\x18\x02 \x03(\v2\x1f.netagent.configurator.KeyErrorR\x0funchangedErrors\"\xb5\x01\n" +
 	"\x10PlannedOperation\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x1c\n" +
 	"\toperation\x18\x02 \x01(\tR\toperation\x12\x1d\n" +
@@ -858,25 +876,26 @@ var file_configurator_configurator_proto_depIdxs = []int32{
 	14, // 6: netagent.configurator.DumpResponse.state:type_name -> netagent.config.Config
 	16, // 7: netagent.configurator.Notification.status:type_name -> netagent.kvscheduler.ValueStatus
 	12, // 8: netagent.configurator.PlanResponse.operations:type_name -> netagent.configurator.PlannedOperation
-	0,  // 9: netagent.configurator.Configurator.Get:input_type -> netagent.configurator.GetRequest
-	2,  // 10: netagent.configurator.Configurator.Update:input_type -> netagent.configurator.UpdateRequest
-	4,  // 11: netagent.configurator.Configurator.Delete:input_type -> netagent.configurator.DeleteRequest
-	7,  // 12: netagent.configurator.Configurator.Dump:input_type -> netagent.configurator.DumpRequest
-	9,  // 13: netagent.configurator.Configurator.Notify:input_type -> netagent.configurator.NotifyRequest
-	2,  // 14: netagent.configurator.Configurator.Plan:input_type -> netagent.configurator.UpdateRequest
-	13, // 15: netagent.configurator.Configurator.WatchStatus:input_type -> netagent.configurator.WatchStatusRequest
-	1,  // 16: netagent.configurator.Configurator.Get:output_type -> netagent.configurator.GetResponse
-	3,  // 17: netagent.configurator.Configurator.Update:output_type -> netagent.configurator.UpdateResponse
-	5,  // 18: netagent.configurator.Configurator.Delete:output_type -> netagent.configurator.DeleteResponse
-	8,  // 19: netagent.configurator.Configurator.Dump:output_type -> netagent.configurator.DumpResponse
-	10, // 20: netagent.configurator.Configurator.Notify:output_type -> netagent.configurator.Notification
-	11, // 21: netagent.configurator.Configurator.Plan:output_type -> netagent.configurator.PlanResponse
-	17, // 22: netagent.configurator.Configurator.WatchStatus:output_type -> netagent.kvscheduler.BaseValueStatus
-	16, // [16:23] is the sub-list for method output_type
-	9,  // [9:16] is the sub-list for method input_type
-	9,  // [9:9] is the sub-list for extension type_name
-	9,  // [9:9] is the sub-list for extension extendee
-	0,  // [0:9] is the sub-list for field type_name
+	6,  // 9: netagent.configurator.PlanResponse.unchanged_errors:type_name -> netagent.configurator.KeyError
+	0,  // 10: netagent.configurator.Configurator.Get:input_type -> netagent.configurator.GetRequest
+	2,  // 11: netagent.configurator.Configurator.Update:input_type -> netagent.configurator.UpdateRequest
+	4,  // 12: netagent.configurator.Configurator.Delete:input_type -> netagent.configurator.DeleteRequest
+	7,  // 13: netagent.configurator.Configurator.Dump:input_type -> netagent.configurator.DumpRequest
+	9,  // 14: netagent.configurator.Configurator.Notify:input_type -> netagent.configurator.NotifyRequest
+	2,  // 15: netagent.configurator.Configurator.Plan:input_type -> netagent.configurator.UpdateRequest
+	13, // 16: netagent.configurator.Configurator.WatchStatus:input_type -> netagent.configurator.WatchStatusRequest
+	1,  // 17: netagent.configurator.Configurator.Get:output_type -> netagent.configurator.GetResponse
+	3,  // 18: netagent.configurator.Configurator.Update:output_type -> netagent.configurator.UpdateResponse
+	5,  // 19: netagent.configurator.Configurator.Delete:output_type -> netagent.configurator.DeleteResponse
+	8,  // 20: netagent.configurator.Configurator.Dump:output_type -> netagent.configurator.DumpResponse
+	10, // 21: netagent.configurator.Configurator.Notify:output_type -> netagent.configurator.Notification
+	11, // 22: netagent.configurator.Configurator.Plan:output_type -> netagent.configurator.PlanResponse
+	17, // 23: netagent.configurator.Configurator.WatchStatus:output_type -> netagent.kvscheduler.BaseValueStatus
+	17, // [17:24] is the sub-list for method output_type
+	10, // [10:17] is the sub-list for method input_type
+	10, // [10:10] is the sub-list for extension type_name
+	10, // [10:10] is the sub-list for extension extendee
+	0,  // [0:10] is the sub-list for field type_name
 }
 
 func init() { file_configurator_configurator_proto_init() }

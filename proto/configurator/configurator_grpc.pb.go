@@ -64,7 +64,8 @@ type ConfiguratorClient interface {
 	// first, then every change.
 	Notify(ctx context.Context, in *NotifyRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[Notification], error)
 	// Plan is a dry run of an Update: the operations it would execute, in
-	// order; nothing is applied.
+	// order, and the values of the request it would leave unchanged although
+	// they are in error now; nothing is applied.
 	Plan(ctx context.Context, in *UpdateRequest, opts ...grpc.CallOption) (*PlanResponse, error)
 	// WatchStatus streams the status of the base values whose keys start with
 	// one of the prefixes (none: all), each with its derived values: the
@@ -194,7 +195,8 @@ type ConfiguratorServer interface {
 	// first, then every change.
 	Notify(*NotifyRequest, grpc.ServerStreamingServer[Notification]) error
 	// Plan is a dry run of an Update: the operations it would execute, in
-	// order; nothing is applied.
+	// order, and the values of the request it would leave unchanged although
+	// they are in error now; nothing is applied.
 	Plan(context.Context, *UpdateRequest) (*PlanResponse, error)
 	// WatchStatus streams the status of the base values whose keys start with
 	// one of the prefixes (none: all), each with its derived values: the

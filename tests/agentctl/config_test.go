@@ -204,7 +204,7 @@ func TestAgentctlConfig(t *testing.T) {
 			t.Errorf("plan of an invalid route: exit %d, want 1", code)
 		}
 		checkErrorLine(t, []string{"config", "plan"}, stdout, stderr)
-		if !strings.Contains(stderr, "1 of 1 operations would fail") ||
+		if !strings.Contains(stderr, "1 of 1 operation would fail") ||
 			!regexp.MustCompile(`VALIDATE\s+config/linux/l3/v2/route/10.202.0.0/16/\S+\s+NOOP\s+invalid value \(fields gw_addr\): a route of scope HOST cannot have a gateway`).MatchString(stdout) {
 			t.Errorf("plan of an invalid route: stdout %q, stderr %q; want the VALIDATE with its error", stdout, stderr)
 		}
@@ -399,4 +399,64 @@ func TestAgentctlConfig(t *testing.T) {
 		}
 		waitIP(t, route, "-n", n.NS, "route", "show", "proto", "181")
 	})
+}
+
+// TestAgentctlPlanStoredInvalid: a value the agent refuses (INVALID) stays
+// an error once it is stored: update --wait reports it (exit 1), and so do
+// a plan of the same document, which has nothing to change (exit 1, not 0),
+// and the same update sent again. Once fixed, the plan is a change again
+// and the update works.
+func TestAgentctlPlanStoredInvalid(t *testing.T) {
+	t.Parallel()
+	a := startAgent(t, agentOptions{})
+	env := a.env()
+	routeKey := "config/linux/l3/v2/route/10.204.0.0/16/pi0"
+	invalid := writeFile(t, "invalid.yaml", "linux_config:\n  routes:\n    - outgoing_interface: pi0\n      dst_network: 10.204.0.0/16\n      gw_addr: 172.30.72.1\n      scope: HOST\n")
+	invalidRow := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(routeKey) + `\s+\S+\s+INVALID\s+invalid value \(fields gw_addr\): a route of scope HOST cannot have a gateway$`)
+
+	stdout, stderr, code := agentctl(t, env, "config", "update", invalid, "--wait")
+	if code != 1 || !strings.HasPrefix(stdout, "update of 1 value: transaction #") || !invalidRow.MatchString(stdout) {
+		t.Errorf("update --wait of an invalid route: exit %d, %q; want 1 and the route INVALID", code, stdout)
+	}
+	checkErrorLine(t, []string{"config", "update"}, stdout, stderr)
+
+	stdout, stderr, code = agentctl(t, env, "config", "plan", invalid)
+	if code != 1 || !strings.HasPrefix(stdout, "No changes: the agent already has this configuration, but it is in error:\n") || !invalidRow.MatchString(stdout) {
+		t.Errorf("plan of the stored invalid route: exit %d, %q; want 1 and the route INVALID", code, stdout)
+	}
+	checkErrorLine(t, []string{"config", "plan"}, stdout, stderr)
+	if !strings.Contains(stderr, "1 value of the document is in error in the agent and the update would not change that") {
+		t.Errorf("plan of the stored invalid route: stderr %q", stderr)
+	}
+	var plan struct {
+		Changes         int            `json:"changes"`
+		UnchangedErrors []keyErrorJSON `json:"unchanged_errors"`
+	}
+	stdout, _, code = agentctl(t, env, "config", "plan", invalid, "-o", "json")
+	parseJSON(t, "plan -o json", stdout, &plan)
+	if code != 1 || plan.Changes != 0 || len(plan.UnchangedErrors) != 1 || plan.UnchangedErrors[0].Key != routeKey || plan.UnchangedErrors[0].State != "INVALID" {
+		t.Errorf("plan -o json of the stored invalid route: exit %d, %+v", code, plan)
+	}
+
+	stdout, _, code = agentctl(t, env, "config", "update", invalid, "--wait")
+	if code != 1 || !strings.HasPrefix(stdout, "update of 1 value: nothing to change\n") || !invalidRow.MatchString(stdout) {
+		t.Errorf("update --wait of the stored invalid route again: exit %d, %q; want 1 and the route INVALID", code, stdout)
+	}
+
+	fixed := writeFile(t, "fixed.yaml", "linux_config:\n  routes:\n    - outgoing_interface: pi0\n      dst_network: 10.204.0.0/16\n      gw_addr: 172.30.72.1\n")
+	stdout, _, code = agentctl(t, env, "config", "plan", fixed)
+	if code != 2 || !strings.Contains(stdout, routeKey) || strings.Contains(stdout, "INVALID") {
+		t.Errorf("plan of the fixed route: exit %d, %q; want 2 and its operation", code, stdout)
+	}
+	if out := mustCtl(t, env, "config", "update", fixed, "--wait"); !strings.HasPrefix(out, "update of 1 value: transaction #") {
+		t.Errorf("update --wait of the fixed route: %q", out)
+	}
+}
+
+// keyErrorJSON is an error of a key in agentctl's JSON output.
+type keyErrorJSON struct {
+	Key       string `json:"key"`
+	Operation string `json:"operation"`
+	State     string `json:"state"`
+	Error     string `json:"error"`
 }

@@ -160,11 +160,18 @@ func linuxStateKey(name string, up bool) string {
 	return "linux/interface/state/" + name + "/DOWN"
 }
 
-// descriptors returns the test descriptors: VPP interfaces, VPP routes
-// (depending on their outgoing interface), Linux interfaces (with their
-// admin-state property).
+// descriptors returns the test descriptors: VPP interfaces (refusing
+// VXLAN tunnels, as a plugin refuses a type it does not support), VPP
+// routes (depending on their outgoing interface), Linux interfaces (with
+// their admin-state property).
 func (f *fakeSB) descriptors() []*api.KVDescriptor {
 	vif := f.descriptor("test-vpp-interface", models.VPPInterface)
+	vif.Validate = func(_ string, v proto.Message) error {
+		if v.(*vppif.Interface).GetType() == vppif.Interface_VXLAN_TUNNEL {
+			return api.NewInvalidValueError(errors.New("VXLAN tunnels are not supported"), "type")
+		}
+		return nil
+	}
 	route := f.descriptor("test-vpp-route", models.VPPRoute)
 	route.Dependencies = func(_ string, v proto.Message) []api.Dependency {
 		if oif := v.(*vppl3.Route).GetOutgoingInterface(); oif != "" {

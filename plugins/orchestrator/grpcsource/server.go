@@ -19,7 +19,10 @@
 // transaction's sequence number only. With wait_done the reply comes once
 // the transaction is done (derived values included) and lists the keys that
 // failed, each with its operation, error and current state; the other keys
-// of the request are applied all the same. A committed change always runs:
+// of the request are applied all the same. It also lists the keys of an
+// Update that the transaction left as they were but whose status carries an
+// error: sending an INVALID value again changes nothing, and the reply says
+// it is still INVALID rather than nothing. A committed change always runs:
 // a client that goes away (or whose deadline passes) while waiting does not
 // cancel it, since the orchestrator already holds the new values.
 //
@@ -35,7 +38,9 @@
 // could not be decoded are left out: their keys are INVALID, see
 // WatchStatus). Dump returns what the southbound has now (the descriptors'
 // Retrieve). Plan returns the operations an Update would execute, in order,
-// without applying anything (a dry-run transaction).
+// without applying anything (a dry-run transaction), and the values of the
+// request for which nothing is planned but whose status carries an error
+// (an INVALID value planned again: no operation, still INVALID).
 //
 // WatchStatus and Notify stream value statuses: the current ones first, then
 // every change. The scheduler never waits for a stream: its watch coalesces
@@ -205,7 +210,48 @@ func (s *Server) Update(ctx context.Context, req *configuratorpb.UpdateRequest) 
 	if err != nil {
 		return nil, err
 	}
+	if req.GetWaitDone() {
+		listed := make(map[string]bool, len(errs))
+		for _, ke := range errs {
+			listed[ke.GetKey()] = true
+		}
+		errs = append(errs, s.statusErrors(kvs, listed)...)
+	}
 	return &configuratorpb.UpdateResponse{SeqNum: seq, Errors: errs}, nil
+}
+
+// statusErrors returns the errors that the current statuses of the values
+// of kvs (and of their derived values) carry, skipping the keys in skip and
+// the keys whose effective value is not the one of kvs (a source of higher
+// priority sets it: its error is not about this request's value).
+func (s *Server) statusErrors(kvs []orchestrator.KV, skip map[string]bool) []*configuratorpb.KeyError {
+	var out []*configuratorpb.KeyError
+	for _, kv := range kvs {
+		if kv.Value == nil || skip[kv.Key] || !proto.Equal(s.o.Value(kv.Key), kv.Value) {
+			continue
+		}
+		bs := s.s.GetValueStatus(kv.Key)
+		for _, st := range append([]*api.ValueStatus{bs.GetValue()}, bs.GetDerivedValues()...) {
+			if skip[st.GetKey()] || !inError(st) {
+				continue
+			}
+			ke := &configuratorpb.KeyError{Key: st.GetKey(), Error: st.GetError(), State: st.GetState()}
+			if op := st.GetLastOperation(); op != api.OpUndefined {
+				ke.Operation = op.String()
+			}
+			out = append(out, ke)
+		}
+	}
+	return out
+}
+
+// inError tells whether a status carries an error.
+func inError(st *api.ValueStatus) bool {
+	switch st.GetState() {
+	case api.ValueStateInvalid, api.ValueStateFailed, api.ValueStateRetrying:
+		return true
+	}
+	return st.GetError() != ""
 }
 
 // updateKVs checks a document of values and converts it.
@@ -459,6 +505,11 @@ func (s *Server) Plan(ctx context.Context, req *configuratorpb.UpdateRequest) (*
 		}
 		resp.Operations = append(resp.Operations, po)
 	}
+	planned := make(map[string]bool, len(rec.Planned))
+	for _, op := range rec.Planned {
+		planned[op.Key] = true
+	}
+	resp.UnchangedErrors = s.statusErrors(kvs, planned)
 	return resp, nil
 }
 

@@ -14,6 +14,7 @@ import (
 
 	"github.com/netagent-io/netagent/pkg/models"
 	"github.com/netagent-io/netagent/plugins/kvscheduler/api"
+	"github.com/netagent-io/netagent/plugins/orchestrator"
 	configpb "github.com/netagent-io/netagent/proto/config"
 	configuratorpb "github.com/netagent-io/netagent/proto/configurator"
 	kvschedulerpb "github.com/netagent-io/netagent/proto/kvscheduler"
@@ -253,6 +254,69 @@ func TestPlanChangesNothing(t *testing.T) {
 	}
 	if after := e.sb.Calls(); !slices.Equal(after, calls) {
 		t.Errorf("plan called the descriptors: %v", after[len(calls):])
+	}
+}
+
+// An INVALID value sent again changes nothing (the scheduler plans no
+// operation for it, unlike a FAILED value, which it retries), and both Plan
+// and Update with wait_done still report it with its error. A value of the
+// request that a source of higher priority overrides is not reported, and
+// a fixed value is planned, not reported.
+func TestUnchangedValuesInError(t *testing.T) {
+	e := newEnv(t)
+	e.start(t)
+	tunnel := &vppif.Interface{Name: "tun1", Type: vppif.Interface_VXLAN_TUNNEL}
+	doc := cfg(tunnel, loop("good1"))
+	first := update(t, e, &configuratorpb.UpdateRequest{Update: doc, WaitDone: true})
+	if first.GetSeqNum() == 0 || len(first.GetErrors()) != 1 {
+		t.Fatalf("first update: %v, want a transaction and the error of tun1", first)
+	}
+	wantTunnelError := func(what string, errs []*configuratorpb.KeyError) {
+		t.Helper()
+		if len(errs) != 1 || errs[0].GetKey() != vppKey("tun1") || errs[0].GetState() != kvschedulerpb.ValueState_INVALID ||
+			errs[0].GetOperation() == "" || !strings.Contains(errs[0].GetError(), "VXLAN tunnels are not supported") {
+			t.Errorf("%s: errors %v, want tun1 INVALID with its error", what, errs)
+		}
+	}
+
+	plan, err := e.client.Plan(context.Background(), &configuratorpb.UpdateRequest{Update: doc})
+	if err != nil {
+		t.Fatalf("Plan: %v", err)
+	}
+	if len(plan.GetOperations()) != 0 {
+		t.Errorf("plan of the same document: operations %v, want none", plan.GetOperations())
+	}
+	wantTunnelError("plan of the same document", plan.GetUnchangedErrors())
+
+	again := update(t, e, &configuratorpb.UpdateRequest{Update: doc, WaitDone: true})
+	if again.GetSeqNum() != 0 {
+		t.Errorf("update of the same document: transaction #%d, want none", again.GetSeqNum())
+	}
+	wantTunnelError("update of the same document", again.GetErrors())
+	if quiet := update(t, e, &configuratorpb.UpdateRequest{Update: doc}); len(quiet.GetErrors()) != 0 {
+		t.Errorf("update without wait_done: errors %v, want none (it does not wait)", quiet.GetErrors())
+	}
+
+	// Fixed: planned, nothing reported.
+	plan, err = e.client.Plan(context.Background(), &configuratorpb.UpdateRequest{Update: cfg(loop("tun1"))})
+	if err != nil {
+		t.Fatalf("Plan: %v", err)
+	}
+	if ops := plan.GetOperations(); len(ops) != 1 || ops[0].GetKey() != vppKey("tun1") || ops[0].GetError() != "" || len(plan.GetUnchangedErrors()) != 0 {
+		t.Errorf("plan of the fixed tunnel: %v, want its operation and no error", plan)
+	}
+
+	// The in-process client sets tun1 to a loopback: the gRPC value of tun1
+	// is not the one applied, its INVALID status is gone and not reported.
+	if _, err := e.o.Change(context.Background(), orchestrator.SourceLocal, kvsOf(t, loop("tun1"))); err != nil {
+		t.Fatal(err)
+	}
+	plan, err = e.client.Plan(context.Background(), &configuratorpb.UpdateRequest{Update: doc})
+	if err != nil {
+		t.Fatalf("Plan: %v", err)
+	}
+	if len(plan.GetOperations()) != 0 || len(plan.GetUnchangedErrors()) != 0 {
+		t.Errorf("plan of a value a source of higher priority overrides: %v, want nothing", plan)
 	}
 }
 
