@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -13,6 +14,7 @@ import (
 	"go.fd.io/govpp/binapi/interface_types"
 	"go.fd.io/govpp/binapi/l2"
 
+	"github.com/netagent-io/netagent/pkg/models"
 	"github.com/netagent-io/netagent/plugins/kvscheduler/api"
 	"github.com/netagent-io/netagent/plugins/vpp/ifplugin"
 	vppl2 "github.com/netagent-io/netagent/proto/vpp/l2"
@@ -94,7 +96,9 @@ func (p *Plugin) binding(key string, i *vppl2.BridgeDomain_Interface) (bd string
 var errNoInterface = errors.New("interface has no sw_if_index")
 
 // createBinding puts the interface into the bridge domain: as its BVI when
-// bridged_virtual_interface, with its split-horizon group.
+// bridged_virtual_interface, with its split-horizon group. An interface that
+// is in another domain is refused (*MembershipConflictError, see
+// checkNotElsewhere) unless it is moving.
 func (p *Plugin) createBinding(key string, i *vppl2.BridgeDomain_Interface) (any, error) {
 	bd, bdID, sw, err := p.binding(key, i)
 	if errors.Is(err, errNoInterface) {
@@ -102,6 +106,13 @@ func (p *Plugin) createBinding(key string, i *vppl2.BridgeDomain_Interface) (any
 		return nil, fmt.Errorf("binding %s: interface %s has no sw_if_index (no metadata of %s)", key, i.GetName(), ifplugin.InterfaceDescriptorName)
 	}
 	if err != nil {
+		return nil, err
+	}
+	if err := p.checkNotElsewhere(key, bd, bdID, i.GetName(), sw); err != nil {
+		var conflict *MembershipConflictError
+		if errors.As(err, &conflict) {
+			p.noteRefused(i.GetName(), key, true)
+		}
 		return nil, err
 	}
 	portType := l2.L2_API_PORT_TYPE_NORMAL
@@ -118,7 +129,170 @@ func (p *Plugin) createBinding(key string, i *vppl2.BridgeDomain_Interface) (any
 	if err != nil {
 		return nil, fmt.Errorf("sw_interface_set_l2_bridge (%s into %s, bd_id %d, sw_if_index %d): %w", i.GetName(), bd, bdID, sw, err)
 	}
+	p.noteRefused(i.GetName(), key, false)
 	return nil, nil
+}
+
+// MembershipConflictError is the refusal of a binding whose interface is a
+// member of another bridge domain that still wants it: VPP keeps an
+// interface in one bridge domain and would move it, and the other domain's
+// binding would move it back at the next resync. It is retriable: it goes
+// away when the other domain lets the interface go (see SetScheduler).
+type MembershipConflictError struct {
+	Interface    string
+	BridgeDomain string // the refused binding's domain
+	// Holder is the domain the interface is in: one of the agent's by name,
+	// or (HolderForeign) someone else's, by bd_id.
+	Holder        string
+	HolderID      uint32
+	HolderForeign bool
+}
+
+func (e *MembershipConflictError) Error() string {
+	holder := "bridge domain " + e.Holder
+	if e.HolderForeign {
+		holder = fmt.Sprintf("bridge domain with bd_id %d (not the agent's)", e.HolderID)
+	}
+	return fmt.Sprintf("interface %s not added to bridge domain %s: it is already a member of %s (an interface can be in one bridge domain)",
+		e.Interface, e.BridgeDomain, holder)
+}
+
+// checkNotElsewhere refuses a binding whose interface (sw) is in another
+// domain than bdID: a domain that is not the agent's, or one of the agent's
+// whose binding of the interface is still wanted. An interface in a domain
+// of the agent's that no longer wants it is moving (the other binding is
+// deleted later in the same transaction, or was left behind): VPP moves it.
+func (p *Plugin) checkNotElsewhere(key, bd string, bdID uint32, iface string, sw uint32) error {
+	in, err := p.domainsOf(sw)
+	if err != nil {
+		return fmt.Errorf("binding %s: %w", key, err)
+	}
+	for _, d := range in {
+		if d.BdID == bdID {
+			continue
+		}
+		conflict := &MembershipConflictError{Interface: iface, BridgeDomain: bd, Holder: d.BdTag, HolderID: d.BdID}
+		if !isOurTag(d.BdTag) {
+			conflict.HolderForeign = true
+			return conflict
+		}
+		if p.wanted(d.BdTag, iface) {
+			return conflict
+		}
+		p.log.Info("interface moves to another bridge domain", "interface", iface, "from", d.BdTag, "to", bd)
+	}
+	return nil
+}
+
+// isOurTag tells whether a bridge domain tag is one the agent gives (a
+// valid name).
+func isOurTag(tag string) bool {
+	if tag == "" {
+		return false
+	}
+	_, err := models.VPPBridgeDomain.ParseKey(models.VPPBridgeDomain.KeyPrefix + tag)
+	return err == nil
+}
+
+// wanted tells whether the binding of iface to bridge domain bd is still
+// wanted: the scheduler holds it (while a transaction runs, the scheduler
+// shows the state its plan leads to, so a binding the transaction deletes is
+// gone already), or, without SetScheduler, bd's value named iface when it
+// was last applied.
+func (p *Plugin) wanted(bd, iface string) bool {
+	key := BDInterfaceKey(bd, iface)
+	if s := p.scheduler(); s != nil {
+		for _, d := range s.GetValueStatus(key).GetDerivedValues() {
+			if d.GetKey() == key {
+				st := d.GetState()
+				return st != api.ValueStateNonexistent && st != api.ValueStateRemoved
+			}
+		}
+		return false
+	}
+	md, ok := p.domainMetadata(bd)
+	return ok && slices.Contains(md.Interfaces, iface)
+}
+
+// noteRefused records (refused) or forgets a refused binding of iface.
+func (p *Plugin) noteRefused(iface, key string, refused bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	keys := p.refused[iface]
+	if !refused {
+		delete(keys, key)
+		if len(keys) == 0 {
+			delete(p.refused, iface)
+		}
+		return
+	}
+	if p.refused == nil {
+		p.refused = map[string]map[string]bool{}
+	}
+	if keys == nil {
+		keys = map[string]bool{}
+		p.refused[iface] = keys
+	}
+	keys[key] = true
+}
+
+// releaseInterface is called when binding key of iface is deleted: when
+// other bindings of iface were refused, a downstream resync is queued to
+// apply them (the scheduler tries a FAILED value again on a resync, not when
+// the value it conflicted with goes).
+func (p *Plugin) releaseInterface(iface, key string) {
+	p.noteRefused(iface, key, false)
+	p.mu.Lock()
+	var refused []string
+	for k := range p.refused[iface] {
+		refused = append(refused, k)
+	}
+	s := p.sched
+	p.mu.Unlock()
+	if len(refused) == 0 || s == nil {
+		return
+	}
+	slices.Sort(refused)
+	var waiting []string
+	for _, k := range refused {
+		if stillRefused(s, k) {
+			waiting = append(waiting, k)
+		} else {
+			p.noteRefused(iface, k, false) // its domain dropped it meanwhile
+		}
+	}
+	if len(waiting) == 0 {
+		return
+	}
+	ctx := api.WithResync(context.Background(), api.DownstreamResync, false)
+	ctx = api.WithDescription(ctx, fmt.Sprintf("vpp-l2: %s deleted; applying the refused %s", key, strings.Join(waiting, ", ")))
+	if _, err := s.StartNBTransaction().Commit(api.WithoutBlocking(ctx)); err != nil {
+		p.log.Warn("resync to apply refused bindings not queued", "bindings", waiting, "error", err)
+	}
+}
+
+// stillRefused tells whether the scheduler holds binding key as failed.
+func stillRefused(s Scheduler, key string) bool {
+	for _, d := range s.GetValueStatus(key).GetDerivedValues() {
+		if d.GetKey() == key {
+			return d.GetState() == api.ValueStateFailed || d.GetState() == api.ValueStateRetrying
+		}
+	}
+	return false
+}
+
+// domainsOf lists the bridge domains interface sw is in (VPP keeps it in
+// one at most).
+func (p *Plugin) domainsOf(sw uint32) ([]*l2.BridgeDomainDetails, error) {
+	var in []*l2.BridgeDomainDetails
+	err := p.call(func(ctx context.Context, _ l2.RPCService, conn govppapi.Connection) (err error) {
+		in, err = vppconn.Dump[*l2.BridgeDomainDetails](ctx, conn, &l2.BridgeDomainDump{BdID: noIndex, SwIfIndex: interface_types.InterfaceIndex(sw)})
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("bridge_domain_dump of sw_if_index %d: %w", sw, err)
+	}
+	return in, nil
 }
 
 // deleteBinding takes the interface out of the bridge domain, if it is still
@@ -128,22 +302,20 @@ func (p *Plugin) deleteBinding(key string, i *vppl2.BridgeDomain_Interface, _ an
 	bd, bdID, sw, err := p.binding(key, i)
 	if errors.Is(err, errNoInterface) {
 		p.log.Debug("binding to delete: its interface is gone, and its membership with it", "binding", key)
+		p.noteRefused(i.GetName(), key, false)
 		return nil
 	}
 	if err != nil {
 		if _, ok := p.BridgeDomainIndex(bd); !ok {
 			p.log.Debug("binding to delete: its bridge domain is not known; nothing to do", "binding", key)
+			p.releaseInterface(i.GetName(), key)
 			return nil
 		}
 		return err
 	}
-	var in []*l2.BridgeDomainDetails
-	err = p.call(func(ctx context.Context, _ l2.RPCService, conn govppapi.Connection) (err error) {
-		in, err = vppconn.Dump[*l2.BridgeDomainDetails](ctx, conn, &l2.BridgeDomainDump{BdID: noIndex, SwIfIndex: interface_types.InterfaceIndex(sw)})
-		return err
-	})
+	in, err := p.domainsOf(sw)
 	if err != nil {
-		return fmt.Errorf("binding %s: bridge_domain_dump of sw_if_index %d: %w", key, sw, err)
+		return fmt.Errorf("binding %s: %w", key, err)
 	}
 	member := false
 	for _, d := range in {
@@ -151,6 +323,7 @@ func (p *Plugin) deleteBinding(key string, i *vppl2.BridgeDomain_Interface, _ an
 	}
 	if !member {
 		p.log.Debug("binding to delete: the interface is not in the bridge domain (any more)", "binding", key, "bd_id", bdID)
+		p.releaseInterface(i.GetName(), key)
 		return nil
 	}
 	err = p.call(func(ctx context.Context, c l2.RPCService, _ govppapi.Connection) error {
@@ -162,5 +335,6 @@ func (p *Plugin) deleteBinding(key string, i *vppl2.BridgeDomain_Interface, _ an
 	if err != nil && !vppconn.IsVPPError(err, govppapi.INVALID_SW_IF_INDEX) {
 		return fmt.Errorf("sw_interface_set_l2_bridge (%s out of %s, bd_id %d): %w", i.GetName(), bd, bdID, err)
 	}
+	p.releaseInterface(i.GetName(), key)
 	return nil
 }

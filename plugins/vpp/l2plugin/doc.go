@@ -6,6 +6,7 @@
 //
 //	p := l2plugin.New(vppManager, ifplugin.SchedulerInterfaces(sched), logger)
 //	p.SetInterfaceLister(ifplugin.SchedulerInterfaceNames(sched)) // optional, see Retrieve
+//	p.SetScheduler(sched) // see "One bridge domain per interface"
 //	vppManager.AddArea(p.Area()) // before vppManager.Run
 //	sched.RegisterKVDescriptor(p.Descriptors()...) // after the VPP interface descriptor
 //
@@ -75,7 +76,8 @@
 //     bindings work.
 //   - Create: sw_interface_set_l2_bridge with Enable, the bd_id from the
 //     domain's metadata, port type BVI when bridged_virtual_interface (else
-//     NORMAL) and Shg = split_horizon_group.
+//     NORMAL) and Shg = split_horizon_group, unless the interface is in
+//     another domain (see below).
 //   - Delete: sw_interface_set_l2_bridge with Enable false, only when the
 //     interface is still in that domain (bridge_domain_dump by sw_if_index):
 //     when an interface moves from one domain to another in one transaction,
@@ -90,13 +92,46 @@
 //     split-horizon group is re-created. RetrieveDependencies: the
 //     interface and bridge domain descriptors.
 //
+// # One bridge domain per interface
+//
+// VPP keeps an interface in one bridge domain: sw_interface_set_l2_bridge
+// moves it out of the one it is in. Two domains that name one interface
+// would take it from each other at every resync, so Create first asks VPP
+// which domain the interface is in (bridge_domain_dump by sw_if_index):
+//
+//   - none, or this one: it is put in;
+//   - one of the agent's whose binding of the interface the scheduler no
+//     longer holds: the interface is moving (the configuration took it out
+//     of that domain in the same transaction, whose plan the scheduler
+//     already shows, or left the binding behind), and VPP moves it;
+//   - one of the agent's that still wants it, or one that is not the
+//     agent's: the binding is refused with *MembershipConflictError ("interface
+//     loop2 not added to bridge domain bd2: it is already a member of bridge
+//     domain bd1 (an interface can be in one bridge domain)"), FAILED, and VPP
+//     is not touched. The first binding keeps the interface; which is first
+//     is what VPP has (after a restart too).
+//
+// The refusal is retriable: it goes away without a change of the refused
+// value, when the other domain lets the interface go. The scheduler tries a
+// failed value again on its retries and on every resync (each resync records
+// the refused Create again; it changes nothing), not when another value
+// goes, so when the deletion of a binding frees an interface for which a
+// binding was refused, the plugin queues a downstream resync, which applies
+// it (description "vpp-l2: <key> deleted; applying the refused <keys>").
+//
+// Whether the other domain still wants the interface, and the resync, need
+// SetScheduler. Without it, a domain wants an interface its last applied
+// value named, so an interface that moves to a domain whose key sorts
+// first, in the same transaction, is refused until a resync, and a refused
+// binding waits for its retries or a resync.
+//
 // # Errors
 //
 // Every callback is idempotent. Errors name the VPP message and the domain;
-// they are retriable (VPP not connected, an interface not yet there) except
-// when VPP lacks the area's messages (*vppconn.IncompatibleError, the area
-// is disabled until a compatible VPP connects) and values that do not parse
-// (api.NonRetriable).
+// they are retriable (VPP not connected, an interface not yet there, an
+// interface in another domain) except when VPP lacks the area's messages
+// (*vppconn.IncompatibleError, the area is disabled until a compatible VPP
+// connects) and values that do not parse (api.NonRetriable).
 //
 // # Limits
 //

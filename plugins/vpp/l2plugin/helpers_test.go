@@ -37,6 +37,8 @@ type env struct {
 	m   *vppconn.Manager
 	s   *kvscheduler.Scheduler
 	p   *l2plugin.Plugin
+	// noScheduler leaves the plugin without SetScheduler.
+	noScheduler bool
 }
 
 func newEnv(t *testing.T) *env {
@@ -61,6 +63,9 @@ func (e *env) startScheduler() {
 		e.s.Close()
 	}
 	e.s, e.p = vpptest.StartAgent(e.t, e.m, l2plugin.New, vpptest.InterfaceStandInValues(e.m))
+	if !e.noScheduler {
+		e.p.SetScheduler(e.s)
+	}
 }
 
 // kv is a value of a transaction (value nil: deleted).

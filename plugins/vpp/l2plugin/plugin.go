@@ -55,9 +55,9 @@ type InterfaceLookup = ifplugin.InterfaceLookup
 // MetadataSource is the part of the scheduler the lookups need.
 type MetadataSource = ifplugin.MetadataSource
 
-// Plugin holds the bridge domain and binding descriptors. It keeps no state
-// of its own beyond the metadata map the scheduler writes (the index of each
-// bridge domain).
+// Plugin holds the bridge domain and binding descriptors. Its state is the
+// metadata map the scheduler writes (the index of each bridge domain) and
+// the bindings it refused because their interface is in another domain.
 type Plugin struct {
 	m      *vppconn.Manager
 	ifaces InterfaceLookup
@@ -66,6 +66,19 @@ type Plugin struct {
 
 	mu     sync.Mutex
 	bdMeta *metadataMap // the bridge domain descriptor's, once registered
+	sched  Scheduler    // SetScheduler's, or nil
+	// refused holds, per interface, the keys of its bindings that were
+	// refused because it is a member of another domain (see createBinding).
+	refused map[string]map[string]bool
+}
+
+// Scheduler is what the plugin asks of the scheduler that runs its
+// descriptors (SetScheduler): whether a binding is still wanted, and a
+// transaction that applies refused bindings once their interface is free.
+// *kvscheduler.Scheduler implements it.
+type Scheduler interface {
+	GetValueStatus(key string) *api.BaseValueStatus
+	StartNBTransaction() api.Txn
 }
 
 // New returns the plugin: m carries the calls to VPP, ifaces maps logical
@@ -83,6 +96,28 @@ func New(m *vppconn.Manager, ifaces InterfaceLookup, log *slog.Logger) *Plugin {
 // while the agent was away is found (and removed by a full resync). Call it
 // before registering the descriptors.
 func (p *Plugin) SetInterfaceLister(names func() []string) { p.names = names }
+
+// SetScheduler gives the plugin the scheduler its descriptors are
+// registered with. The binding descriptor reads the status of the bindings
+// of an interface that is in another domain (is that binding still wanted,
+// or is the interface moving in this transaction?), and when a binding's
+// deletion frees an interface for which another binding was refused, it
+// queues a downstream resync, which applies that binding. Without it, a
+// binding is refused while the domain the interface is in named the
+// interface in its last applied value, and a refused binding is applied by
+// its retries or the next resync only. Call it before the first
+// transaction.
+func (p *Plugin) SetScheduler(s Scheduler) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.sched = s
+}
+
+func (p *Plugin) scheduler() Scheduler {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.sched
+}
 
 // Area returns the messages the plugin sends, to register with
 // vppconn.Manager.AddArea before Run: a VPP that lacks one disables the
@@ -108,21 +143,28 @@ func (p *Plugin) Descriptors() []*api.KVDescriptor {
 // BridgeDomainIndex returns the VPP bd_id of a bridge domain the scheduler
 // holds as created (from the descriptor's metadata map).
 func (p *Plugin) BridgeDomainIndex(name string) (uint32, bool) {
+	md, ok := p.domainMetadata(name)
+	if !ok {
+		return 0, false
+	}
+	return md.Index, true
+}
+
+// domainMetadata returns the metadata of a bridge domain the scheduler
+// holds as created.
+func (p *Plugin) domainMetadata(name string) (*BridgeDomainMetadata, bool) {
 	p.mu.Lock()
 	mm := p.bdMeta
 	p.mu.Unlock()
 	if mm == nil {
-		return 0, false
+		return nil, false
 	}
 	v, ok := mm.GetValue(name)
 	if !ok {
-		return 0, false
+		return nil, false
 	}
 	md, ok := v.(*BridgeDomainMetadata)
-	if !ok || md == nil {
-		return 0, false
-	}
-	return md.Index, true
+	return md, ok && md != nil
 }
 
 // usedIndexes returns the bd_ids in the metadata map.
