@@ -10,14 +10,17 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"net/url"
 	"os"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/connectivity"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
@@ -92,6 +95,11 @@ func (a *app) rest(ctx context.Context, method, path string, query url.Values) (
 	if len(query) > 0 {
 		u += "?" + query.Encode()
 	}
+	// connected tells a request that timed out after the connection was
+	// made (the agent is slow: raise --timeout) from one that never got a
+	// connection (the agent is not there).
+	var connected atomic.Bool
+	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{GotConn: func(httptrace.GotConnInfo) { connected.Store(true) }})
 	req, err := http.NewRequestWithContext(ctx, method, u, nil)
 	if err != nil {
 		return nil, nil, err
@@ -101,11 +109,17 @@ func (a *app) rest(ctx context.Context, method, path string, query url.Values) (
 	}
 	resp, err := c.Do(req)
 	if err != nil {
+		if connected.Load() && isTimeout(err) {
+			return nil, nil, fmt.Errorf("the agent did not answer %s %s within %v (raise --timeout)", method, path, a.timeout)
+		}
 		return nil, nil, a.unreachable("REST", a.restBase(), "--rest-port", "AGENT_REST_PORT", err)
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(resp.Body)
 	if err != nil {
+		if isTimeout(err) {
+			return nil, nil, fmt.Errorf("the agent did not finish answering %s %s within %v (raise --timeout)", method, path, a.timeout)
+		}
 		return nil, nil, fmt.Errorf("reading the answer of %s %s: %v", method, path, err)
 	}
 	if resp.StatusCode == http.StatusBadRequest && !a.tls && strings.Contains(string(body), "HTTP request to an HTTPS server") {
@@ -145,6 +159,11 @@ func (a *app) restJSON(ctx context.Context, method, path string, query url.Value
 	return nil
 }
 
+// isTimeout tells whether a request ended because --timeout passed.
+func isTimeout(err error) bool {
+	return errors.Is(err, context.DeadlineExceeded) || os.IsTimeout(err)
+}
+
 // unreachable explains a failed connection: which API, where, what went
 // wrong and what to change (the address flags, or the TLS flags when the
 // agent's TLS and agentctl's do not match).
@@ -163,8 +182,8 @@ func (a *app) unreachable(api, addr, portFlag, portEnv string, err error) error 
 	switch {
 	case errors.Is(err, syscall.ECONNREFUSED) || strings.Contains(msg, "connection refused"):
 		why, hint = "connection refused", "is the agent running? "+address
-	case errors.Is(err, context.DeadlineExceeded) || os.IsTimeout(err):
-		why, hint = fmt.Sprintf("no answer within %v (--timeout)", a.timeout), "is the agent running? "+address
+	case isTimeout(err):
+		why, hint = fmt.Sprintf("no connection within %v (--timeout)", a.timeout), "is the agent running? "+address
 	case strings.Contains(msg, "x509:") || strings.Contains(msg, "failed to verify certificate"):
 		why = "the agent's certificate is not trusted: " + from(msg, "x509:", "tls:")
 		hint = "--tls-ca names the CA that signed it; --tls-insecure skips the check"
@@ -205,9 +224,19 @@ func from(s string, markers ...string) string {
 
 func (a *app) grpcAddr() string { return net.JoinHostPort(a.host, strconv.Itoa(a.grpcPort)) }
 
+// configuratorClient is a Configurator client with its connection: the
+// state of the connection tells a call that timed out after it connected
+// (the agent is slow) from one that never connected (the agent is not
+// there).
+type configuratorClient struct {
+	configuratorpb.ConfiguratorClient
+	a    *app
+	conn *grpc.ClientConn
+}
+
 // configurator returns a Configurator client and the function that closes
 // its connection.
-func (a *app) configurator() (configuratorpb.ConfiguratorClient, func(), error) {
+func (a *app) configurator() (*configuratorClient, func(), error) {
 	creds := insecure.NewCredentials()
 	if a.tls {
 		cfg, err := a.tlsConfig()
@@ -220,13 +249,14 @@ func (a *app) configurator() (configuratorpb.ConfiguratorClient, func(), error) 
 	if err != nil {
 		return nil, nil, fmt.Errorf("gRPC address %s: %v", a.grpcAddr(), err)
 	}
-	return configuratorpb.NewConfiguratorClient(conn), func() { _ = conn.Close() }, nil
+	c := &configuratorClient{ConfiguratorClient: configuratorpb.NewConfiguratorClient(conn), a: a, conn: conn}
+	return c, func() { _ = conn.Close() }, nil
 }
 
 // configuratorCall returns a Configurator client, the context of one call
 // (bounded by --timeout, with the token) and the function that releases
 // both.
-func (a *app) configuratorCall(ctx context.Context) (configuratorpb.ConfiguratorClient, context.Context, func(), error) {
+func (a *app) configuratorCall(ctx context.Context) (*configuratorClient, context.Context, func(), error) {
 	client, closeConn, err := a.configurator()
 	if err != nil {
 		return nil, nil, nil, err
@@ -248,8 +278,26 @@ func (a *app) withToken(ctx context.Context) context.Context {
 	return ctx
 }
 
-// grpcError turns a gRPC error into one an operator can act on.
-func (a *app) grpcError(call string, err error) error {
+// error turns the error of a call into one an operator can act on.
+func (c *configuratorClient) error(call string, err error) error {
+	return c.a.grpcError(call, err, c.conn.GetState() == connectivity.Ready)
+}
+
+// changeError is the error of an Update or Delete call: one that timed out after
+// it reached the agent may still be applied (the agent runs a change it
+// got whether or not its client still waits).
+func (c *configuratorClient) changeError(call string, err error) error {
+	connected := c.conn.GetState() == connectivity.Ready
+	out := c.a.grpcError(call, err, connected)
+	if connected && status.Code(err) == codes.DeadlineExceeded {
+		out = fmt.Errorf("%w; the change may be applied all the same: agentctl config history shows it", out)
+	}
+	return out
+}
+
+// grpcError turns a gRPC error into one an operator can act on; connected
+// tells whether the connection to the agent was up when the call failed.
+func (a *app) grpcError(call string, err error, connected bool) error {
 	st, ok := status.FromError(err)
 	if !ok {
 		return fmt.Errorf("%s: %v", call, err)
@@ -258,7 +306,10 @@ func (a *app) grpcError(call string, err error) error {
 	case codes.Unavailable:
 		return a.unreachable("gRPC", a.grpcAddr(), "--grpc-port", "AGENT_GRPC_PORT", errors.New(st.Message()))
 	case codes.DeadlineExceeded:
-		return fmt.Errorf("%s: no answer from the agent at %s within %v (--timeout)", call, a.grpcAddr(), a.timeout)
+		if !connected {
+			return a.unreachable("gRPC", a.grpcAddr(), "--grpc-port", "AGENT_GRPC_PORT", context.DeadlineExceeded)
+		}
+		return fmt.Errorf("%s: the agent at %s did not answer within %v (raise --timeout)", call, a.grpcAddr(), a.timeout)
 	case codes.Unauthenticated:
 		return fmt.Errorf("%s: the agent wants a token: %s (--token, --token-file or NETAGENT_TOKEN)", call, st.Message())
 	}

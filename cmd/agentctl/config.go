@@ -96,7 +96,7 @@ With -o json it is printed as JSON (the same document).`,
 			defer done()
 			resp, err := client.Get(ctx, &configuratorpb.GetRequest{})
 			if err != nil {
-				return a.grpcError("config get", err)
+				return client.error("config get", err)
 			}
 			if a.output == "json" {
 				data, err := models.MarshalJSON(resp.GetConfig())
@@ -234,7 +234,7 @@ and is still INVALID), with exit code 1.`,
 			defer done()
 			resp, err := client.Update(ctx, &configuratorpb.UpdateRequest{Update: doc, FullResync: replace, WaitDone: wait})
 			if err != nil {
-				return a.grpcError("config update", err)
+				return client.changeError("config update", err)
 			}
 			return a.reportChange("update of", n, wait, resp.GetSeqNum(), resp.GetErrors())
 		},
@@ -271,7 +271,7 @@ its value applies again.`,
 			defer done()
 			resp, err := client.Delete(ctx, &configuratorpb.DeleteRequest{Delete: doc, WaitDone: wait})
 			if err != nil {
-				return a.grpcError("config delete", err)
+				return client.changeError("config delete", err)
 			}
 			return a.reportChange("delete of", n, wait, resp.GetSeqNum(), resp.GetErrors())
 		},
@@ -343,7 +343,7 @@ is in error in the agent and stays so).`,
 			defer done()
 			resp, err := client.Plan(ctx, &configuratorpb.UpdateRequest{Update: doc, FullResync: replace})
 			if err != nil {
-				return a.grpcError("config plan", err)
+				return client.error("config plan", err)
 			}
 			// Every planned operation is a change, NOOP ones too: a value
 			// that would be pending or invalid is still a new desired value.
@@ -508,7 +508,7 @@ with its executed operations. --details prints the transaction log format
 				q.Set("format", "text")
 				body, _, err := a.rest(ctx, "GET", "/scheduler/txn-history", q)
 				if err != nil {
-					return err
+					return a.withNewestTxn(ctx, err)
 				}
 				_, err = a.stdout.Write(body)
 				return err
@@ -518,7 +518,7 @@ with its executed operations. --details prints the transaction log format
 				Transactions []json.RawMessage `json:"transactions"`
 			}
 			if err := a.restJSON(ctx, "GET", "/scheduler/txn-history", q, &raw); err != nil {
-				return err
+				return a.withNewestTxn(ctx, err)
 			}
 			if last > 0 && len(raw.Transactions) > last {
 				raw.Transactions = raw.Transactions[len(raw.Transactions)-last:]
@@ -673,7 +673,7 @@ line; -o yaml one document per status.`,
 			defer cancel()
 			stream, err := client.WatchStatus(ctx, &configuratorpb.WatchStatusRequest{KeyPrefixes: prefixes})
 			if err != nil {
-				return a.grpcError("config watch", err)
+				return client.error("config watch", err)
 			}
 			printed := 0
 			for {
@@ -685,7 +685,7 @@ line; -o yaml one document per status.`,
 					if errors.Is(err, io.EOF) {
 						return errors.New("config watch: the agent ended the stream (stopping?)")
 					}
-					return a.grpcError("config watch", err)
+					return client.error("config watch", err)
 				}
 				for _, vs := range append([]*kvschedulerpb.ValueStatus{st.GetValue()}, st.GetDerivedValues()...) {
 					if err := a.printStatusEvent(vs); err != nil {

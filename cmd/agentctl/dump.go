@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -107,36 +109,72 @@ Models: ` + strings.Join(modelNames(), ", "),
 	return c
 }
 
+// graphFormats are the formats the agent renders the graph in, and
+// graphExtensions the file name extensions that stand for them.
+var (
+	graphFormats    = []string{"dot", "svg", "mermaid", "json"}
+	graphExtensions = map[string]string{".dot": "dot", ".gv": "dot", ".svg": "svg", ".mmd": "mermaid", ".mermaid": "mermaid", ".json": "json"}
+)
+
+// extensionsList names the extensions of graphExtensions for messages.
+const extensionsList = ".svg, .dot or .gv, .json, .mmd or .mermaid"
+
+// graphFormat returns the format of the graph: --format, else the one the
+// extension of the output file stands for, else dot. An extension that
+// stands for no format the agent renders (.png, .pdf...) is an error unless
+// --format is given, and --format must not contradict the extension.
+func graphFormat(format, file string) (string, error) {
+	if format != "" && !slices.Contains(graphFormats, format) {
+		return "", fmt.Errorf("--format %q: want %s", format, strings.Join(graphFormats, ", "))
+	}
+	ext := strings.ToLower(filepath.Ext(file))
+	if file == "" || file == "-" || ext == "" {
+		if format == "" {
+			format = "dot"
+		}
+		return format, nil
+	}
+	byExt, known := graphExtensions[ext]
+	switch {
+	case known && format == "":
+		return byExt, nil
+	case known && format != byExt:
+		return "", fmt.Errorf("--format %s contradicts -o %s (a %s file name): drop --format, or name the file for %s (%s)", format, file, byExt, format, extensionsList)
+	case known || format != "":
+		return format, nil
+	case ext == ".png" || ext == ".jpg" || ext == ".jpeg" || ext == ".gif" || ext == ".pdf":
+		return "", fmt.Errorf("-o %s: the agent renders the graph as %s, not %s; name the file %s, or convert the DOT text: agentctl graph | dot -T%s > %s",
+			file, strings.Join(graphFormats, ", "), strings.TrimPrefix(ext, "."), extensionsList, strings.TrimPrefix(ext, "."), file)
+	}
+	return "", fmt.Errorf("-o %s: no graph format is known for %s: name the file %s, or give --format (%s)", file, ext, extensionsList, strings.Join(graphFormats, ", "))
+}
+
 func (a *app) graphCommand() *cobra.Command {
 	var txn uint64
 	var format, file string
 	c := &cobra.Command{
 		Use:   "graph",
-		Short: "The dependency graph of the values, as DOT or SVG",
+		Short: "The dependency graph of the values, as DOT, SVG, Mermaid or JSON",
 		Long: `Print the scheduler's graph (values, their states, dependencies and derived
 values), now or as it was after transaction --txn N.
 
 --format dot (default) prints Graphviz DOT text; svg renders it in the agent
 (which needs Graphviz's dot there); mermaid and json are also available.
--o FILE writes the graph to FILE instead of standard output; a FILE ending
-in .svg chooses SVG. (In this command -o is the output file, not the output
-format.)`,
+-o FILE writes the graph to FILE instead of standard output, in the format
+its extension names unless --format is given: .svg, .dot or .gv, .json,
+.mmd or .mermaid (without extension: DOT). The agent renders no PNG or PDF:
+convert the DOT text with Graphviz (see the examples). (In this command -o
+is the output file, not the output format.)`,
 		Example: `  agentctl graph > graph.dot
   agentctl graph -o graph.svg
-  agentctl graph --txn 12 --format svg -o txn12.svg
+  agentctl graph --txn 12 -o txn12.svg
+  agentctl graph -o graph.mmd
   agentctl graph | dot -Tpng > graph.png`,
 		Args: argsNamed(),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if format == "" {
-				format = "dot"
-				if strings.EqualFold(filepath.Ext(file), ".svg") {
-					format = "svg"
-				}
-			}
-			switch format {
-			case "dot", "svg", "mermaid", "json":
-			default:
-				return fmt.Errorf("--format %q: want dot, svg, mermaid or json", format)
+			format, err := graphFormat(format, file)
+			if err != nil {
+				return err
 			}
 			q := url.Values{"format": {format}}
 			if cmd.Flags().Changed("txn") {
@@ -148,7 +186,9 @@ format.)`,
 			ctx, cancel := context.WithTimeout(cmd.Context(), a.timeout)
 			defer cancel()
 			body, _, err := a.rest(ctx, "GET", "/scheduler/graph", q)
-			if err != nil {
+			if err != nil && q.Has("txn") {
+				return a.withNewestTxn(ctx, err)
+			} else if err != nil {
 				return err
 			}
 			if file == "" || file == "-" {
@@ -158,13 +198,32 @@ format.)`,
 			if err := os.WriteFile(file, body, 0o644); err != nil {
 				return fmt.Errorf("writing the graph: %v", err)
 			}
-			fmt.Fprintf(a.stderr, "graph written to %s (%s, %d bytes)\n", file, format, len(body))
+			fmt.Fprintf(a.stderr, "graph written to %s (%s, %s)\n", file, format, count(len(body), "byte", "bytes"))
 			return nil
 		},
 	}
 	c.Flags().Uint64Var(&txn, "txn", 0, "the graph as it was after transaction N")
-	c.Flags().StringVar(&format, "format", "", "dot, svg, mermaid or json (default dot, or svg for -o *.svg)")
-	c.Flags().StringVarP(&file, "output", "o", "", "write the graph to this file")
-	_ = c.RegisterFlagCompletionFunc("format", fixedCompletion("dot", "svg", "mermaid", "json"))
+	c.Flags().StringVar(&format, "format", "", "dot, svg, mermaid or json (default: from the -o file's extension, else dot)")
+	c.Flags().StringVarP(&file, "output", "o", "", "write the graph to this file (.svg, .dot, .gv, .json, .mmd, .mermaid)")
+	_ = c.RegisterFlagCompletionFunc("format", fixedCompletion(graphFormats...))
 	return c
+}
+
+// withNewestTxn adds the number of the newest transaction to the error of
+// a request for a transaction that is not in the history (404): the agent
+// says where its history starts.
+func (a *app) withNewestTxn(ctx context.Context, err error) error {
+	var re *restError
+	if !errors.As(err, &re) || re.status != http.StatusNotFound {
+		return err
+	}
+	var stats struct {
+		History struct {
+			NewestSeq uint64 `json:"newest_seq"`
+		} `json:"history"`
+	}
+	if serr := a.restJSON(ctx, "GET", "/scheduler/stats", nil, &stats); serr != nil || stats.History.NewestSeq == 0 {
+		return err
+	}
+	return fmt.Errorf("%w; the newest transaction is #%d", err, stats.History.NewestSeq)
 }

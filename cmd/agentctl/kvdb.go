@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+	"google.golang.org/grpc/connectivity"
 	"sigs.k8s.io/yaml"
 
 	"github.com/netagent-io/netagent/pkg/models"
@@ -61,9 +62,16 @@ func (a *app) etcdCall(ctx context.Context) (*clientv3.Client, context.Context, 
 	return cli, ctx, func() { cancel(); _ = cli.Close() }, nil
 }
 
-func (a *app) etcdError(op string, err error) error {
+// etcdError explains a failed etcd request; a timeout says whether the
+// client had a connection to etcd (etcd is slow) or none (etcd is not
+// there).
+func (a *app) etcdError(cli *clientv3.Client, op string, err error) error {
 	if errors.Is(err, context.DeadlineExceeded) {
-		return fmt.Errorf("%s: etcd at %s did not answer within %v (is it running? --etcd-endpoints or ETCD_ENDPOINTS)", op, strings.Join(a.etcdEndpoints, ","), a.timeout)
+		endpoints := strings.Join(a.etcdEndpoints, ",")
+		if cli.ActiveConnection().GetState() == connectivity.Ready {
+			return fmt.Errorf("%s: etcd at %s did not answer within %v (raise --timeout)", op, endpoints, a.timeout)
+		}
+		return fmt.Errorf("%s: no connection to etcd at %s within %v (is it running? --etcd-endpoints or ETCD_ENDPOINTS)", op, endpoints, a.timeout)
 	}
 	return fmt.Errorf("%s: etcd: %v", op, err)
 }
@@ -163,7 +171,7 @@ func (a *app) kvdbList() *cobra.Command {
 			}
 			resp, err := cli.Get(ctx, prefix, opts...)
 			if err != nil {
-				return a.etcdError("kvdb list", err)
+				return a.etcdError(cli, "kvdb list", err)
 			}
 			base := models.EtcdKeyPrefix(a.label)
 			if a.output != "table" {
@@ -221,7 +229,7 @@ func (a *app) kvdbGet() *cobra.Command {
 			defer done()
 			resp, err := cli.Get(ctx, ek)
 			if err != nil {
-				return a.etcdError("kvdb get", err)
+				return a.etcdError(cli, "kvdb get", err)
 			}
 			if len(resp.Kvs) == 0 {
 				return fmt.Errorf("key %s: not in etcd", ek)
@@ -293,7 +301,7 @@ as canonical JSON.`,
 			defer done()
 			resp, err := cli.Put(ctx, ek, string(canonical))
 			if err != nil {
-				return a.etcdError("kvdb put", err)
+				return a.etcdError(cli, "kvdb put", err)
 			}
 			if a.output != "table" {
 				return a.printData(map[string]any{"key": mk, "value": json.RawMessage(canonical), "revision": resp.Header.GetRevision()})
@@ -329,7 +337,7 @@ func (a *app) kvdbDel() *cobra.Command {
 			}
 			resp, err := cli.Delete(ctx, ek, opts...)
 			if err != nil {
-				return a.etcdError("kvdb del", err)
+				return a.etcdError(cli, "kvdb del", err)
 			}
 			if resp.Deleted == 0 && !prefix {
 				return fmt.Errorf("key %s: not in etcd", ek)

@@ -74,7 +74,7 @@ func TestAgentctlOutput(t *testing.T) {
 		{"AGENT_GRPC_PORT", "--grpc-port", strconv.Itoa(a.GRPCPort), free, []string{"config", "get"}, "name: loop9", []string{"gRPC API at 127.0.0.1:" + free}},
 		{"ETCD_ENDPOINTS", "--etcd-endpoints", a.EtcdEndpoint, "127.0.0.1:" + free, []string{"kvdb", "list", "--keys-only", "--timeout", "1s"}, loopKey, []string{"etcd at 127.0.0.1:" + free}},
 		{"MICROSERVICE_LABEL", "--label", a.Label, "other", []string{"kvdb", "get", loopKey}, "loop9", []string{"/vnf-agent/other/" + loopKey, "not in etcd"}},
-		{"AGENTCTL_TIMEOUT", "--timeout", "10s", "300ms", []string{"status", "--rest-port", silent}, "", []string{"no answer within 300ms (--timeout)"}},
+		{"AGENTCTL_TIMEOUT", "--timeout", "10s", "300ms", []string{"status", "--rest-port", silent}, "", []string{"the agent did not answer GET /info/status within 300ms (raise --timeout)"}},
 	} {
 		t.Run(s.env, func(t *testing.T) {
 			others := withoutVars(a.env(), s.env)

@@ -4,6 +4,7 @@ package agentctl_test
 // started with a configuration.
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -264,10 +265,45 @@ func TestAgentctlStatus(t *testing.T) {
 		if out := mustCtl(t, env, "graph", "--format", "svg"); !strings.Contains(out, "<svg") {
 			t.Errorf("graph --format svg: %q, want SVG", testsupport.Tail(out, 300))
 		}
-		dotFile := filepath.Join(t.TempDir(), "graph.dot")
-		mustCtl(t, env, "graph", "--output", dotFile)
-		if b, err := os.ReadFile(dotFile); err != nil || !strings.Contains(string(b), "digraph kvscheduler {") {
-			t.Errorf("graph --output %s: %v, want DOT", dotFile, err)
+		// The format of -o FILE is its extension's.
+		dir := t.TempDir()
+		for _, c := range []struct{ file, format, want string }{
+			{"graph.dot", "dot", "digraph kvscheduler {"},
+			{"graph.gv", "dot", "digraph kvscheduler {"},
+			{"graph.mmd", "mermaid", "flowchart LR"},
+			{"graph.mermaid", "mermaid", "flowchart LR"},
+			{"graph.json", "json", `"nodes"`},
+			{"graph", "dot", "digraph kvscheduler {"},
+		} {
+			file := filepath.Join(dir, c.file)
+			_, stderr, code := agentctl(t, env, "graph", "--output", file)
+			b, err := os.ReadFile(file)
+			if code != 0 || err != nil || !strings.Contains(string(b), c.want) || !strings.HasPrefix(stderr, "graph written to "+file+" ("+c.format+", ") {
+				t.Errorf("graph --output %s: exit %d, %q, %v, want %s with %q", file, code, stderr, err, c.format, c.want)
+			}
+			if c.format == "json" && !json.Valid(b) {
+				t.Errorf("graph --output %s: not JSON: %q", file, testsupport.Tail(string(b), 300))
+			}
+		}
+		// An extension the agent does not render, or one --format
+		// contradicts, is refused and nothing is written.
+		for _, c := range []struct {
+			args  []string
+			wants []string
+		}{
+			{[]string{"-o", filepath.Join(dir, "g.png")}, []string{"g.png: the agent renders the graph as dot, svg, mermaid, json, not png", ".svg, .dot or .gv, .json, .mmd or .mermaid", "agentctl graph | dot -Tpng"}},
+			{[]string{"-o", filepath.Join(dir, "g.pdf")}, []string{"not pdf"}},
+			{[]string{"-o", filepath.Join(dir, "g.txt")}, []string{"no graph format is known for .txt", "--format"}},
+			{[]string{"--format", "dot", "-o", filepath.Join(dir, "g.svg")}, []string{"--format dot contradicts -o", "g.svg (a svg file name)"}},
+			{[]string{"--format", "json", "-o", filepath.Join(dir, "g.mmd")}, []string{"--format json contradicts -o"}},
+		} {
+			wantError(t, env, "", append([]string{"graph"}, c.args...), c.wants...)
+			if file := c.args[len(c.args)-1]; fileExists(file) {
+				t.Errorf("graph %s wrote %s", strings.Join(c.args, " "), file)
+			}
+		}
+		if out := mustCtl(t, env, "graph", "--format", "mermaid", "-o", "-"); !strings.Contains(out, "flowchart LR") {
+			t.Errorf("graph --format mermaid -o -: %q", testsupport.Tail(out, 300))
 		}
 
 		// As of the init file's transaction: the first NB transaction with operations.
@@ -290,6 +326,26 @@ func TestAgentctlStatus(t *testing.T) {
 		if out := mustCtl(t, env, "graph", "--txn", seq, "--format", "svg"); !strings.Contains(out, "<svg") {
 			t.Errorf("graph --txn %s --format svg: %q", seq, testsupport.Tail(out, 300))
 		}
+		// A transaction not in the history: where it starts and ends (the
+		// newest as it was between the two reads of the history around).
+		newestSeq := func() uint64 {
+			var h historyJSON
+			parseJSON(t, "config history -o json", mustCtl(t, env, "config", "history", "--last", "1", "-o", "json"), &h)
+			return h.History.NewestSeq
+		}
+		for _, args := range [][]string{{"graph", "--txn", "99999"}, {"config", "history", "99999"}} {
+			before := newestSeq()
+			line := wantError(t, env, "", args, "#99999", "history starts at #1", "the newest transaction is #")
+			after := newestSeq()
+			m := regexp.MustCompile(`the newest transaction is #(\d+)$`).FindStringSubmatch(line)
+			if m == nil {
+				t.Errorf("agentctl %s: %q does not end with the newest transaction", strings.Join(args, " "), line)
+				continue
+			}
+			if n, _ := strconv.ParseUint(m[1], 10, 64); n < before || n > after {
+				t.Errorf("agentctl %s: newest transaction #%d, want #%d to #%d", strings.Join(args, " "), n, before, after)
+			}
+		}
 	})
 
 	t.Run("values in states other than CONFIGURED", func(t *testing.T) {
@@ -311,4 +367,10 @@ func TestAgentctlStatus(t *testing.T) {
 			t.Errorf("status -o json: values by state %v, want 1 PENDING", st.ValuesByState)
 		}
 	})
+}
+
+// fileExists tells whether a file exists.
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
 }
