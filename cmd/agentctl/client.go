@@ -125,26 +125,46 @@ func (a *app) rest(ctx context.Context, method, path string, query url.Values) (
 	if resp.StatusCode == http.StatusBadRequest && !a.tls && strings.Contains(string(body), "HTTP request to an HTTPS server") {
 		return nil, nil, fmt.Errorf("the agent's REST API at %s uses TLS: give --tls-ca with the CA that signed its certificate (or --tls, --tls-insecure)", a.restBase())
 	}
+	if resp.StatusCode == http.StatusUnauthorized {
+		return body, resp.Header, &restError{resp.StatusCode, a.tokenError(method+" "+path+" (401)", restMessage(body, resp.StatusCode))}
+	}
 	if resp.Header.Get("Grpc-Status") != "" || strings.HasPrefix(resp.Header.Get("Content-Type"), "application/grpc") {
 		return nil, nil, fmt.Errorf("cannot reach the agent's REST API at %s: a gRPC server answers there, not REST (is --rest-port the agent's gRPC port? the address is --host and --rest-port, or AGENT_HOST and AGENT_REST_PORT)", a.restBase())
 	}
 	if resp.StatusCode/100 != 2 {
-		var e struct {
-			Error string `json:"error"`
-		}
-		msg := strings.TrimSpace(string(body))
-		if json.Unmarshal(body, &e) == nil && e.Error != "" {
-			msg = e.Error
-		}
-		if len(msg) > 300 {
-			msg = msg[:300] + "..."
-		}
-		if msg == "" {
-			msg = http.StatusText(resp.StatusCode)
-		}
+		msg := restMessage(body, resp.StatusCode)
 		return body, resp.Header, &restError{resp.StatusCode, fmt.Sprintf("agent answered %s %s with %d: %s", method, path, resp.StatusCode, msg)}
 	}
 	return body, resp.Header, nil
+}
+
+// restMessage is the agent's message in an answer other than 2xx: its
+// "error" field, else the body (clipped), else the status text.
+func restMessage(body []byte, status int) string {
+	var e struct {
+		Error string `json:"error"`
+	}
+	msg := strings.TrimSpace(string(body))
+	if json.Unmarshal(body, &e) == nil && e.Error != "" {
+		msg = e.Error
+	}
+	if len(msg) > 300 {
+		msg = msg[:300] + "..."
+	}
+	if msg == "" {
+		msg = http.StatusText(status)
+	}
+	return msg
+}
+
+// tokenError explains a request refused for its token: none was sent (the
+// agent's message says what it wants), or the one sent is wrong (where it
+// came from).
+func (a *app) tokenError(request, agentMsg string) string {
+	if a.token == "" {
+		return fmt.Sprintf("%s: the agent wants a token: %s (--token, --token-file or NETAGENT_TOKEN)", request, agentMsg)
+	}
+	return fmt.Sprintf("%s: the agent rejected the token (from %s): it is not the agent's token", request, a.tokenFrom)
 }
 
 // restJSON gets a JSON answer into out.
@@ -311,7 +331,7 @@ func (a *app) grpcError(call string, err error, connected bool) error {
 		}
 		return fmt.Errorf("%s: the agent at %s did not answer within %v (raise --timeout)", call, a.grpcAddr(), a.timeout)
 	case codes.Unauthenticated:
-		return fmt.Errorf("%s: the agent wants a token: %s (--token, --token-file or NETAGENT_TOKEN)", call, st.Message())
+		return errors.New(a.tokenError(call, st.Message()))
 	}
 	return fmt.Errorf("%s: %s", call, st.Message())
 }

@@ -604,10 +604,6 @@ the agent log the state it read.`,
 				Error       string          `json:"error"`
 			}
 			if err := a.restJSON(ctx, "POST", "/scheduler/downstream-resync", q, &raw); err != nil {
-				var re *restError
-				if errors.As(err, &re) && re.status == 401 {
-					return fmt.Errorf("%v (--token, --token-file or NETAGENT_TOKEN)", err)
-				}
 				return err
 			}
 			if a.output != "table" {

@@ -39,13 +39,16 @@ type app struct {
 	etcdEndpoints []string
 	token         string
 	tokenFile     string
-	tls           bool
-	tlsCA         string
-	tlsCert       string
-	tlsKey        string
-	tlsInsecure   bool
-	timeout       time.Duration
-	output        string
+	// tokenFrom says where the token came from, for the error of a token
+	// the agent rejects: "--token", "NETAGENT_TOKEN", "--token-file FILE"...
+	tokenFrom   string
+	tls         bool
+	tlsCA       string
+	tlsCert     string
+	tlsKey      string
+	tlsInsecure bool
+	timeout     time.Duration
+	output      string
 
 	stdin          io.Reader
 	stdout, stderr io.Writer
@@ -285,6 +288,12 @@ func (a *app) resolve(pf *pflag.FlagSet) error {
 	if err := models.ValidLabel(a.label); err != nil {
 		return fmt.Errorf("--label: %v", err)
 	}
+	switch {
+	case a.token != "" && pf.Changed("token"):
+		a.tokenFrom = "--token"
+	case a.token != "":
+		a.tokenFrom = envOf("token")
+	}
 	if a.tokenFile != "" {
 		data, err := os.ReadFile(a.tokenFile)
 		if err != nil {
@@ -292,6 +301,10 @@ func (a *app) resolve(pf *pflag.FlagSet) error {
 		}
 		if a.token == "" {
 			a.token = strings.TrimSpace(string(data))
+			a.tokenFrom = "--token-file " + a.tokenFile
+			if !pf.Changed("token-file") {
+				a.tokenFrom = envOf("token-file") + "=" + a.tokenFile
+			}
 		}
 	}
 	if a.tlsCA != "" || a.tlsCert != "" || a.tlsInsecure {

@@ -5,13 +5,15 @@ package agentctl_test
 
 import (
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
 
 // TestAgentctlToken: changes (REST resync, gRPC update and delete) without
-// the token, or with a wrong one, fail with one line naming the token
-// flags and change nothing; each way of giving the token works; reads need
+// the token fail with one line naming the token flags, with a wrong one
+// with one line saying it was rejected and where it came from, and change
+// nothing; each way of giving the token works; reads need
 // none.
 func TestAgentctlToken(t *testing.T) {
 	t.Parallel()
@@ -29,16 +31,18 @@ func TestAgentctlToken(t *testing.T) {
 	})
 
 	t.Run("resync", func(t *testing.T) {
-		wantError(t, noToken, "", []string{"config", "resync"}, "401", "--token, --token-file or NETAGENT_TOKEN")
-		wantError(t, noToken, "", []string{"config", "resync", "--token", "wrong"}, "401", "--token")
+		wantError(t, noToken, "", []string{"config", "resync"}, "401", "the agent wants a token", "--token, --token-file or NETAGENT_TOKEN")
+		if line := wantError(t, noToken, "", []string{"config", "resync", "--token", "wrong"}, "401", "the agent rejected the token (from --token)"); strings.Contains(line, "wants a token") {
+			t.Errorf("resync with a wrong token: %q says the agent wants one", line)
+		}
 		for name, run := range map[string]struct {
 			env  []string
 			args []string
 		}{
 			"--token":             {noToken, []string{"config", "resync", "--token", token}},
-			"NETAGENT_TOKEN":      {append(noToken, "NETAGENT_TOKEN="+token), []string{"config", "resync"}},
+			"NETAGENT_TOKEN":      {slices.Concat(noToken, []string{"NETAGENT_TOKEN=" + token}), []string{"config", "resync"}},
 			"--token-file":        {noToken, []string{"config", "resync", "--token-file", tokenFile}},
-			"NETAGENT_TOKEN_FILE": {append(noToken, "NETAGENT_TOKEN_FILE="+tokenFile), []string{"config", "resync"}},
+			"NETAGENT_TOKEN_FILE": {slices.Concat(noToken, []string{"NETAGENT_TOKEN_FILE=" + tokenFile}), []string{"config", "resync"}},
 		} {
 			if out := mustCtl(t, run.env, run.args...); !strings.Contains(out, "(downstream resync)") {
 				t.Errorf("resync with %s: %q, want the resync transaction", name, out)
@@ -49,7 +53,22 @@ func TestAgentctlToken(t *testing.T) {
 
 	t.Run("update and delete", func(t *testing.T) {
 		wantError(t, noToken, "", []string{"config", "update", doc, "--wait"}, "config update", "wants a token", "--token, --token-file or NETAGENT_TOKEN")
-		wantError(t, noToken, "", []string{"config", "update", doc, "--token", "wrong"}, "wants a token")
+		wrongFile := writeFile(t, "wrong-token", "wrong\n")
+		for _, c := range []struct {
+			env  []string
+			args []string
+			from string
+		}{
+			{noToken, []string{"--token", "wrong"}, "(from --token)"},
+			{slices.Concat(noToken, []string{"NETAGENT_TOKEN=wrong"}), nil, "(from NETAGENT_TOKEN)"},
+			{noToken, []string{"--token-file", wrongFile}, "(from --token-file " + wrongFile + ")"},
+			{slices.Concat(noToken, []string{"NETAGENT_TOKEN_FILE=" + wrongFile}), nil, "(from NETAGENT_TOKEN_FILE=" + wrongFile + ")"},
+		} {
+			line := wantError(t, c.env, "", append([]string{"config", "update", doc}, c.args...), "config update", "the agent rejected the token "+c.from)
+			if strings.Contains(line, "wants a token") {
+				t.Errorf("update with a wrong token %s: %q says the agent wants one", c.from, line)
+			}
+		}
 		if out := mustCtl(t, noToken, "config", "get"); strings.Contains(out, "loop77") {
 			t.Fatalf("config get after refused updates: %q holds loop77", out)
 		}
