@@ -4,7 +4,10 @@ import (
 	"fmt"
 	"net/netip"
 
+	govppapi "go.fd.io/govpp/api"
+
 	"github.com/netagent-io/netagent/plugins/kvscheduler/api"
+	"github.com/netagent-io/netagent/plugins/vpp/ifplugin/vppcalls"
 	vppif "github.com/netagent-io/netagent/proto/vpp/interfaces"
 )
 
@@ -25,12 +28,15 @@ import (
 // admin flag to the value's state; Delete of UP sets the interface down
 // (DOWN needs nothing). The UP value of a sub-interface depends on the UP
 // value of its parent: VPP refuses to bring a sub-interface up while its
-// parent is down.
+// parent is down. Retrieve reports the admin state of the agent's
+// interfaces that VPP has as their values ask (see retrieveAdminStates).
 func (p *Plugin) adminStateDescriptor() *api.KVDescriptor {
 	d := &api.TypedDescriptor[*vppif.Interface, any]{
-		Name:               AdminStateDescriptorName,
-		KeySelector:        func(key string) bool { return classify(key) == kindAdminState },
-		IsRetriableFailure: isRetriable,
+		Name:                 AdminStateDescriptorName,
+		KeySelector:          func(key string) bool { return classify(key) == kindAdminState },
+		IsRetriableFailure:   isRetriable,
+		Retrieve:             p.retrieveAdminStates,
+		RetrieveDependencies: []string{InterfaceDescriptorName},
 		Create: func(key string, v *vppif.Interface) (any, error) {
 			idx, err := p.ownSwIfIndex(v.GetName())
 			if err != nil {
@@ -62,6 +68,53 @@ func (p *Plugin) adminStateDescriptor() *api.KVDescriptor {
 		},
 	}
 	return d.KVDescriptor()
+}
+
+// retrieveAdminStates reports, for each of the agent's interfaces whose
+// admin state in VPP is the one its value asks for (Metadata.Value, which
+// the interface descriptor's Retrieve sets before this runs), the admin
+// state value under the key the interface value derives. An interface whose
+// admin state differs reports nothing: its value is not applied, so a
+// resync applies it, or it waits (PENDING) for its parent.
+func (p *Plugin) retrieveAdminStates([]api.TypedKV[*vppif.Interface, any]) ([]api.TypedKV[*vppif.Interface, any], error) {
+	m := p.index.Load()
+	if m == nil {
+		return nil, nil
+	}
+	all, err := p.h.ListInterfaces(opCtx())
+	if err != nil {
+		return nil, err
+	}
+	var out []api.TypedKV[*vppif.Interface, any]
+	for _, i := range all {
+		name, md, ok := p.ownInterfaceAt(m, i)
+		if !ok || i.AdminUp != md.Value.GetEnabled() {
+			continue
+		}
+		v := &vppif.Interface{Name: name, Enabled: i.AdminUp}
+		if i.Kind == vppcalls.KindSub && i.Sub != nil {
+			parent, _ := m.lookupIndex(i.Sub.Parent)
+			v.Type = vppif.Interface_SUB_INTERFACE
+			v.Link = &vppif.Interface_Sub{Sub: &vppif.SubInterface{ParentName: parent}}
+		}
+		out = append(out, api.TypedKV[*vppif.Interface, any]{Key: AdminStateKey(name, i.AdminUp), Value: v, Origin: api.FromNB})
+	}
+	return out, nil
+}
+
+// ownInterfaceAt returns the logical name and metadata of a dumped
+// interface when it is one of the agent's that the metadata map knows at
+// that index (and VPP still tags it so).
+func (p *Plugin) ownInterfaceAt(m *indexMap, i *vppcalls.Interface) (string, *Metadata, bool) {
+	name, ok := m.lookupIndex(i.SwIfIndex)
+	if !ok || i.Tag != name {
+		return "", nil, false
+	}
+	md, ok := p.lookup(name)
+	if !ok || md.Foreign {
+		return "", nil, false
+	}
+	return name, md, true
 }
 
 // ---- VRF
@@ -106,12 +159,15 @@ func (p *Plugin) vrfDescriptor() *api.KVDescriptor {
 // addressDescriptor handles AddressKey(iface, cidr): Create adds the address
 // (one already there is success), Delete removes it (a missing address or
 // interface is success). An address of an interface in a non-zero VRF
-// depends on the VRF value.
+// depends on the VRF value. Retrieve reports the addresses VPP has on the
+// agent's interfaces (see retrieveAddresses).
 func (p *Plugin) addressDescriptor() *api.KVDescriptor {
 	d := &api.TypedDescriptor[*vppif.Interface, any]{
-		Name:               AddressDescriptorName,
-		KeySelector:        func(key string) bool { return classify(key) == kindAddress },
-		IsRetriableFailure: isRetriable,
+		Name:                 AddressDescriptorName,
+		KeySelector:          func(key string) bool { return classify(key) == kindAddress },
+		IsRetriableFailure:   isRetriable,
+		Retrieve:             p.retrieveAddresses,
+		RetrieveDependencies: []string{InterfaceDescriptorName},
 		Create: func(key string, v *vppif.Interface) (any, error) {
 			addr, err := addressOf(v)
 			if err != nil {
@@ -122,6 +178,9 @@ func (p *Plugin) addressDescriptor() *api.KVDescriptor {
 				return nil, err
 			}
 			if err := p.h.AddAddress(opCtx(), idx, addr); err != nil {
+				if holder, other, ok := p.overlapping(idx, addr, err); ok {
+					return nil, fmt.Errorf("interface %s: address %s overlaps %s of interface %s (VPP keeps a subnet on one interface per VRF): %w", v.GetName(), addr, other, holder, err)
+				}
 				return nil, fmt.Errorf("interface %s: address %s: %w", v.GetName(), addr, err)
 			}
 			return nil, nil
@@ -148,6 +207,104 @@ func (p *Plugin) addressDescriptor() *api.KVDescriptor {
 		},
 	}
 	return d.KVDescriptor()
+}
+
+// retrieveAddresses reports the addresses VPP has on the agent's
+// interfaces (ip_address_dump), spelled as their values spell them
+// (Metadata.Value, which the interface descriptor's Retrieve sets
+// before this runs), leaving out what the interface descriptor's Retrieve
+// leaves out: IPv6 link-local addresses the value does not name, and a
+// donor's addresses on an unnumbered interface.
+func (p *Plugin) retrieveAddresses([]api.TypedKV[*vppif.Interface, any]) ([]api.TypedKV[*vppif.Interface, any], error) {
+	m := p.index.Load()
+	if m == nil {
+		return nil, nil
+	}
+	c := opCtx()
+	all, err := p.h.ListInterfaces(c)
+	if err != nil {
+		return nil, err
+	}
+	unnumbered, err := p.h.DumpUnnumbered(c)
+	if err != nil {
+		return nil, err
+	}
+	dumped := map[uint32][]netip.Prefix{}
+	dump := func(idx uint32) ([]netip.Prefix, error) {
+		if a, ok := dumped[idx]; ok {
+			return a, nil
+		}
+		a, err := p.h.DumpAddresses(c, idx)
+		dumped[idx] = a
+		return a, err
+	}
+	var out []api.TypedKV[*vppif.Interface, any]
+	for _, i := range all {
+		name, md, ok := p.ownInterfaceAt(m, i)
+		if !ok {
+			continue
+		}
+		withAddrs := *i
+		if withAddrs.Addresses, err = dump(i.SwIfIndex); err != nil {
+			return nil, err
+		}
+		var donor *vppcalls.Interface
+		if from, ok := unnumbered[i.SwIfIndex]; ok {
+			withAddrs.Unnumbered, withAddrs.UnnumberedFrom = true, from
+			a, err := dump(from)
+			if err != nil {
+				return nil, err
+			}
+			donor = &vppcalls.Interface{SwIfIndex: from, Addresses: a}
+		}
+		want := md.Value.GetIpAddresses()
+		have := ownAddresses(&withAddrs, func(uint32) *vppcalls.Interface { return donor }, want)
+		for _, a := range observedAddresses(have, want) {
+			out = append(out, api.TypedKV[*vppif.Interface, any]{
+				Key: AddressKey(name, a), Value: &vppif.Interface{Name: name, IpAddresses: []string{a}, Vrf: md.Vrf}, Origin: api.FromNB,
+			})
+		}
+	}
+	return out, nil
+}
+
+// overlapping finds, when VPP refused addr on interface idx as in use, the
+// interface (its logical name, else VPP's) that has an overlapping address
+// in the same table, to name it in the error.
+func (p *Plugin) overlapping(idx uint32, addr netip.Prefix, err error) (holder string, other netip.Prefix, ok bool) {
+	if !isVPPError(err, govppapi.ADDRESS_IN_USE) {
+		return "", netip.Prefix{}, false
+	}
+	all, derr := p.h.DumpInterfaces(opCtx())
+	if derr != nil {
+		return "", netip.Prefix{}, false
+	}
+	table := func(i *vppcalls.Interface) uint32 {
+		if addr.Addr().Is6() {
+			return i.IP6Table
+		}
+		return i.IP4Table
+	}
+	var own *vppcalls.Interface
+	for _, i := range all {
+		if i.SwIfIndex == idx {
+			own = i
+		}
+	}
+	if own == nil {
+		return "", netip.Prefix{}, false
+	}
+	for _, i := range all {
+		if i.SwIfIndex == idx || table(i) != table(own) {
+			continue
+		}
+		for _, a := range i.Addresses {
+			if a.Overlaps(addr) {
+				return logicalName(i), a, true
+			}
+		}
+	}
+	return "", netip.Prefix{}, false
 }
 
 func addressOf(v *vppif.Interface) (netip.Prefix, error) {

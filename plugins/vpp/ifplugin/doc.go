@@ -13,7 +13,7 @@
 //
 // Other plugins find an interface by logical name in the scheduler's
 // metadata map of InterfaceDescriptorName (*Metadata: sw_if_index, VPP's
-// name, VRF), and by sw_if_index with LookupBySwIfIndex. They depend on
+// name, VRF, the value), and by sw_if_index with LookupBySwIfIndex. They depend on
 // InterfaceKey(name) ("the interface exists"), AdminStateKey(name, true)
 // ("it is up"), AddressKey / HasIPAddressKey ("it has addresses"). Register
 // a Plugin's descriptors with one scheduler only: the derived descriptors
@@ -111,14 +111,20 @@
 //   - Retrieve: dumps every interface with its addresses, VRF, unnumbered
 //     state and type details; returns the agent's (origin FromNB) and the
 //     foreign ones (origin FromSB, as VPP has them; see Ownership). For the
-//     agent's, fields VPP reports are taken from VPP (admin state,
-//     addresses, VRF, type, link settings, and MAC / MTU when the
-//     configuration sets them); what VPP does not report (memif secret and
-//     queue counts, TAP version) and VPP's defaults for unset fields (memif
-//     ring 1024 and buffer 2048, TAP rings 256, TAP host name) keep the
-//     configuration's spelling, so that an in-sync VPP retrieves exactly the
-//     configured values. The unnumbered field is the configuration's: the
-//     unnumbered derived value has its own Retrieve.
+//     agent's, fields VPP reports are taken from VPP (VRF, type, link
+//     settings, and MAC / MTU when the configuration sets them); what VPP
+//     does not report (memif secret and queue counts, TAP version) and
+//     VPP's defaults for unset fields (memif ring 1024 and buffer 2048, TAP
+//     rings 256, TAP host name) keep the configuration's spelling, so that
+//     an in-sync VPP retrieves exactly the configured values. The admin
+//     state, the addresses (followed by those VPP has beyond them, which a
+//     resync removes) and unnumbered are the configuration's: their derived
+//     values have Retrieves of their own, which say whether VPP has them. So
+//     a derived value that waits (a sub-interface's admin-up while its
+//     parent is down) or that VPP refused (an address whose subnet another
+//     interface has) does not make the interface differ from its value, and
+//     a resync of that state updates nothing. The metadata carries the
+//     value (Metadata.Value) for those Retrieves.
 //   - Errors are retriable (VPP not connected, a VPP error), except when VPP
 //     lacks the plugin's messages (*vppconn.IncompatibleError) or the value
 //     cannot be applied at all (api.NonRetriable).
@@ -136,16 +142,26 @@
 //     (sw_interface_set_flags); Delete of UP sets the interface down, of DOWN
 //     does nothing. A sub-interface's UP depends on its parent's UP (VPP
 //     refuses otherwise): it waits PENDING while the parent is down, and goes
-//     down (PENDING) when the parent does.
+//     down (PENDING) when the parent does. Retrieve (sw_interface_dump)
+//     reports the key of each of the agent's interfaces whose admin state in
+//     VPP is the one its value asks for (Metadata.Value); an interface that
+//     differs reports none, so a resync sets it, or it keeps waiting.
 //   - VRFKey(name, vrf, "both"), VRFDescriptorName, for vrf != 0: Create
 //     makes the IPv4 and IPv6 tables when VPP lacks them (ip_table_add_del)
 //     and binds the interface to both (sw_interface_set_table); Delete binds
 //     it back to table 0 and leaves the tables (routes may use them).
 //   - AddressKey(name, cidr), AddressDescriptorName: Create adds the
 //     address (already there: success); Delete removes it (missing address or
-//     interface: success). In a non-zero VRF an address depends on the VRF
-//     value, so addresses are added after the interface moved and removed
-//     before it moves again, as VPP requires. The property
+//     interface: success). VPP keeps a subnet on one interface per VRF: an
+//     address that overlaps another interface's is refused (ADDRESS_IN_USE),
+//     the error naming that interface and its address; it is retriable (it
+//     goes when the other interface lets the subnet go: the retries or the
+//     next resync apply it). Retrieve (ip_address_dump per interface of the
+//     agent's) reports the addresses VPP has, spelled as the value spells
+//     them, without what the interface's Retrieve leaves out. In a
+//     non-zero VRF an address depends on the VRF value, so addresses are
+//     added after the interface moved and removed before it moves again, as
+//     VPP requires. The property
 //     HasIPAddressKey(name) (no descriptor) exists while the interface has at
 //     least one address.
 //   - UnnumberedKey(name), UnnumberedDescriptorName: the interface borrows

@@ -88,6 +88,8 @@ func normalized(i *vppif.Interface) *vppif.Interface {
 	return c
 }
 
+func cloneValue(v *vppif.Interface) *vppif.Interface { return proto.Clone(v).(*vppif.Interface) }
+
 func invalid(field, format string, args ...any) error {
 	return &api.InvalidValueError{Err: fmt.Errorf(format, args...), InvalidFields: []string{field}}
 }
@@ -337,7 +339,7 @@ func (p *Plugin) configureNew(v *vppif.Interface, idx uint32) (*Metadata, error)
 	if cur == nil {
 		return nil, fmt.Errorf("sw_if_index %d vanished right after its creation", idx)
 	}
-	return &Metadata{SwIfIndex: idx, InternalName: cur.Name, Vrf: v.GetVrf()}, nil
+	return &Metadata{SwIfIndex: idx, InternalName: cur.Name, Vrf: v.GetVrf(), Value: cloneValue(v)}, nil
 }
 
 // deleteByType deletes the interface idx with the call of its type.
@@ -413,7 +415,7 @@ func (p *Plugin) delete(key string, v *vppif.Interface, md *Metadata) error {
 // (0, "") leaves VPP's as it is.
 func (p *Plugin) update(key string, old, v *vppif.Interface, md *Metadata) (*Metadata, error) {
 	c := opCtx()
-	n := &Metadata{Vrf: v.GetVrf()}
+	n := &Metadata{Vrf: v.GetVrf(), Value: cloneValue(v)}
 	if md != nil {
 		n.SwIfIndex, n.InternalName = md.SwIfIndex, md.InternalName
 	}
@@ -513,7 +515,7 @@ func (p *Plugin) retrieve(correlate []api.TypedKV[*vppif.Interface, *Metadata]) 
 		v := observed(i, i.Tag, want[i.Tag], false, nameOf, donorOf)
 		out = append(out, api.TypedKV[*vppif.Interface, *Metadata]{
 			Key: InterfaceKey(i.Tag), Value: v, Origin: api.FromNB,
-			Metadata: &Metadata{SwIfIndex: i.SwIfIndex, InternalName: i.Name, Vrf: v.GetVrf()},
+			Metadata: &Metadata{SwIfIndex: i.SwIfIndex, InternalName: i.Name, Vrf: v.GetVrf(), Value: cloneValue(v)},
 		})
 	}
 	for _, i := range all {
@@ -535,7 +537,7 @@ func (p *Plugin) retrieve(correlate []api.TypedKV[*vppif.Interface, *Metadata]) 
 		v := observed(i, i.Name, nil, true, nameOf, donorOf)
 		out = append(out, api.TypedKV[*vppif.Interface, *Metadata]{
 			Key: InterfaceKey(i.Name), Value: v, Origin: api.FromSB,
-			Metadata: &Metadata{SwIfIndex: i.SwIfIndex, InternalName: i.Name, Vrf: v.GetVrf(), Foreign: true},
+			Metadata: &Metadata{SwIfIndex: i.SwIfIndex, InternalName: i.Name, Vrf: v.GetVrf(), Foreign: true, Value: cloneValue(v)},
 		})
 	}
 	return out, nil
@@ -551,15 +553,22 @@ const (
 // observed builds the value of an interface, named name, as VPP has it.
 // want is the expected value (nil when the configuration has none); its
 // spelling is kept where VPP's state is the same, and fields VPP does not
-// report (memif secret and queues, TAP version, unnumbered — which has its
-// own descriptor with Retrieve) come from it. raw (a foreign interface)
-// reports what VPP has as it has it: MAC, MTU, ring sizes and TAP host name
-// included.
+// report (memif secret and queues, TAP version) come from it, as do the
+// fields whose derived values have a Retrieve of their own, which says
+// whether VPP has them: the admin state, the addresses (followed by those
+// VPP has beyond them) and unnumbered. So a derived value that waits for a
+// dependency, or that VPP refused, does not make the interface differ from
+// its value. raw (a foreign interface) reports what VPP has as it has it:
+// MAC, MTU, ring sizes and TAP host name included.
 func observed(i *vppcalls.Interface, name string, want *vppif.Interface, raw bool, nameOf func(uint32) string, donorOf func(uint32) *vppcalls.Interface) *vppif.Interface {
+	configured := want != nil && !raw
 	if want == nil {
 		want = &vppif.Interface{}
 	}
 	v := &vppif.Interface{Name: name, Enabled: i.AdminUp}
+	if configured {
+		v.Enabled = want.GetEnabled()
+	}
 	if (want.GetPhysAddress() != "" || raw && !zeroMAC(i.MAC)) && i.Kind != vppcalls.KindSub {
 		v.PhysAddress = i.MAC.String()
 		if strings.EqualFold(v.PhysAddress, want.GetPhysAddress()) {
@@ -570,6 +579,9 @@ func observed(i *vppcalls.Interface, name string, want *vppif.Interface, raw boo
 		v.Mtu = i.MTU
 	}
 	v.IpAddresses = observedAddresses(ownAddresses(i, donorOf, want.GetIpAddresses()), want.GetIpAddresses())
+	if configured {
+		v.IpAddresses = append(slices.Clone(want.GetIpAddresses()), addressesBeyond(v.IpAddresses, want.GetIpAddresses())...)
+	}
 	v.Vrf = i.IP4Table
 	if i.IP6Table != i.IP4Table && i.IP4Table == want.GetVrf() {
 		v.Vrf = i.IP6Table // drift in IPv6 only: show it
@@ -677,6 +689,24 @@ func ownAddresses(i *vppcalls.Interface, donorOf func(uint32) *vppcalls.Interfac
 			continue
 		}
 		out = append(out, a)
+	}
+	return out
+}
+
+// addressesBeyond returns the addresses of have that want does not list.
+func addressesBeyond(have, want []string) []string {
+	var out []string
+	for _, h := range have {
+		hp, err := netip.ParsePrefix(h)
+		if err != nil {
+			continue
+		}
+		if !slices.ContainsFunc(want, func(w string) bool {
+			wp, err := netip.ParsePrefix(w)
+			return err == nil && wp == hp
+		}) {
+			out = append(out, h)
+		}
 	}
 	return out
 }

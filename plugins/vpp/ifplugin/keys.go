@@ -2,6 +2,7 @@ package ifplugin
 
 import (
 	"github.com/netagent-io/netagent/pkg/models"
+	vppif "github.com/netagent-io/netagent/proto/vpp/interfaces"
 )
 
 // Descriptor names.
@@ -84,4 +85,11 @@ type Metadata struct {
 	// named (a bridge domain member, a route's outgoing interface, a
 	// sub-interface's parent, an unnumbered donor) but is never changed.
 	Foreign bool
+	// Value is the interface's value as created, updated or retrieved (for
+	// the agent's interfaces the configuration's admin state and addresses,
+	// with the addresses VPP has beyond them; VPP's for a foreign one). The
+	// Retrieves of the admin state and address values report VPP's state
+	// under the keys it derives. Read-only; a pointer, so that Metadata
+	// stays comparable.
+	Value *vppif.Interface
 }

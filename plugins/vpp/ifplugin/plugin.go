@@ -72,9 +72,12 @@ func isRetriable(err error) bool {
 }
 
 // isMissingInterface tells whether VPP says the interface does not exist.
-func isMissingInterface(err error) bool {
+func isMissingInterface(err error) bool { return isVPPError(err, govppapi.INVALID_SW_IF_INDEX) }
+
+// isVPPError tells whether err is VPP's error code.
+func isVPPError(err error, code govppapi.VPPApiError) bool {
 	var e govppapi.VPPApiError
-	return errors.As(err, &e) && e == govppapi.INVALID_SW_IF_INDEX
+	return errors.As(err, &e) && e == code
 }
 
 // metadataMap builds the interface descriptor's metadata map and keeps it

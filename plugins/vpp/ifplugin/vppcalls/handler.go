@@ -588,42 +588,64 @@ func (h *handler) DumpUnnumbered(ctx context.Context) (map[uint32]uint32, error)
 	return out, err
 }
 
-func (h *handler) DumpInterfaces(ctx context.Context) ([]*Interface, error) {
+func (h *handler) ListInterfaces(ctx context.Context) ([]*Interface, error) {
 	ds, err := h.swInterfaceDump(ctx, NoIndex)
 	if err != nil {
 		return nil, err
 	}
-	byIdx := make(map[uint32]*Interface, len(ds))
+	seen := make(map[uint32]bool, len(ds))
 	out := make([]*Interface, 0, len(ds))
 	for _, d := range ds {
 		i := basic(d)
-		if byIdx[i.SwIfIndex] != nil {
+		if seen[i.SwIfIndex] {
 			continue
 		}
-		byIdx[i.SwIfIndex] = i
+		seen[i.SwIfIndex] = true
 		out = append(out, i)
 	}
 	slices.SortFunc(out, func(a, b *Interface) int { return int(int64(a.SwIfIndex) - int64(b.SwIfIndex)) })
+	return out, nil
+}
+
+func (h *handler) DumpAddresses(ctx context.Context, idx uint32) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for _, ipv6 := range []bool{false, true} {
+		err := h.call(ctx, "ip_address_dump", func(ctx context.Context, c govppapi.Connection) error {
+			s, err := ip.NewServiceClient(c).IPAddressDump(ctx, &ip.IPAddressDump{SwIfIndex: ifIndex(idx), IsIPv6: ipv6})
+			if err != nil {
+				return err
+			}
+			as, err := recvAll(s)
+			for _, a := range as {
+				if p, ok := fromAddressWithPrefix(a.Prefix); ok {
+					out = append(out, p)
+				}
+			}
+			return err
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+func (h *handler) DumpInterfaces(ctx context.Context) ([]*Interface, error) {
+	out, err := h.ListInterfaces(ctx)
+	if err != nil {
+		return nil, err
+	}
+	byIdx := make(map[uint32]*Interface, len(out))
+	for _, i := range out {
+		byIdx[i.SwIfIndex] = i
+	}
 
 	// Addresses and tables, per interface.
 	for _, i := range out {
+		if i.Addresses, err = h.DumpAddresses(ctx, i.SwIfIndex); err != nil {
+			return nil, err
+		}
 		for _, ipv6 := range []bool{false, true} {
-			err := h.call(ctx, "ip_address_dump", func(ctx context.Context, c govppapi.Connection) error {
-				s, err := ip.NewServiceClient(c).IPAddressDump(ctx, &ip.IPAddressDump{SwIfIndex: ifIndex(i.SwIfIndex), IsIPv6: ipv6})
-				if err != nil {
-					return err
-				}
-				as, err := recvAll(s)
-				for _, a := range as {
-					if p, ok := fromAddressWithPrefix(a.Prefix); ok {
-						i.Addresses = append(i.Addresses, p)
-					}
-				}
-				return err
-			})
-			if err != nil {
-				return nil, err
-			}
 			var vrf uint32
 			err = h.call(ctx, "sw_interface_get_table", func(ctx context.Context, c govppapi.Connection) error {
 				r, err := interfaces.NewServiceClient(c).SwInterfaceGetTable(ctx, &interfaces.SwInterfaceGetTable{SwIfIndex: ifIndex(i.SwIfIndex), IsIPv6: ipv6})

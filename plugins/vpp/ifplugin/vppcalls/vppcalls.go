@@ -199,6 +199,13 @@ type Handler interface {
 	// DumpInterfaces returns every interface with its details, ordered by
 	// index.
 	DumpInterfaces(ctx context.Context) ([]*Interface, error)
+	// ListInterfaces returns every interface as sw_interface_dump reports
+	// it (no addresses, tables or unnumbered: GetInterface's fields),
+	// ordered by index.
+	ListInterfaces(ctx context.Context) ([]*Interface, error)
+	// DumpAddresses returns the addresses of an interface, IPv4 then IPv6,
+	// in VPP's order, with host bits.
+	DumpAddresses(ctx context.Context, idx uint32) ([]netip.Prefix, error)
 	// DumpUnnumbered returns the unnumbered interfaces: index -> donor.
 	DumpUnnumbered(ctx context.Context) (map[uint32]uint32, error)
 }
