@@ -35,6 +35,11 @@
 // (InterfaceKey("local0"), InterfaceKey("tap0"),
 // InterfaceKey("GigabitEthernet0/8/0")), its value as VPP has it (MAC, MTU,
 // addresses, VRF, type and link details) and its Metadata with Foreign set.
+// The type is the model's where the model has one (loopback, AF_PACKET,
+// memif, TAP, sub-interface, DPDK); local0, VPP's own interface, and kinds
+// the model lacks are UNDEFINED_TYPE (JSON leaves the zero value out), and
+// Metadata.DevType, shown with the value in dumps, says what VPP calls them
+// ("local" for local0).
 // The scheduler keeps it OBTAINED, with its derived values (admin state,
 // addresses, ...): it shows in status and dumps, satisfies dependencies (a
 // sub-interface's parent, an unnumbered donor, a bridge domain member, a

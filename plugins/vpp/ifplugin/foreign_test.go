@@ -2,12 +2,15 @@ package ifplugin_test
 
 import (
 	"context"
+	"encoding/json"
+	"net/http/httptest"
 	"net/netip"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/netagent-io/netagent/plugins/kvscheduler/api"
+	"github.com/netagent-io/netagent/plugins/kvscheduler/rest"
 	"github.com/netagent-io/netagent/plugins/vpp/ifplugin"
 	"github.com/netagent-io/netagent/plugins/vpp/ifplugin/vppcalls"
 	"github.com/netagent-io/netagent/plugins/vpp/internal/vpptest"
@@ -291,5 +294,62 @@ func TestForeignNameTakenByConfiguration(t *testing.T) {
 				t.Errorf("foreign interfaces changed by the delete:\n%s", strings.Join(got, "\n"))
 			}
 		})
+	}
+}
+
+// TestLocal0InDumps: local0, VPP's own interface, is OBTAINED. The model has
+// no interface type for it, so its value says UNDEFINED_TYPE (which JSON
+// leaves out) and its metadata says what VPP calls it (DevType "local"),
+// in the scheduler's SB dump as in the REST dump.
+func TestLocal0InDumps(t *testing.T) {
+	e := newEnv(t, vppsim.Options{})
+	fullResync(t, e.s, nil)
+	key := ifplugin.InterfaceKey("local0")
+	if got, st := stateOf(e.s, key); got != api.ValueStateObtained {
+		t.Fatalf("local0: %v, want OBTAINED (%v)", got, st)
+	}
+	kvs, err := e.s.DumpValuesByDescriptor(ifplugin.InterfaceDescriptorName, api.SBView)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := slices.IndexFunc(kvs, func(kv api.KVWithMetadata) bool { return kv.Key == key })
+	if k < 0 {
+		t.Fatalf("SB dump has no %s: %v", key, kvs)
+	}
+	v, _ := kvs[k].Value.(*vppif.Interface)
+	md, _ := kvs[k].Metadata.(*ifplugin.Metadata)
+	if v.GetName() != "local0" || v.GetType() != vppif.Interface_UNDEFINED_TYPE || kvs[k].Origin != api.FromSB {
+		t.Errorf("local0 in the SB dump: %v (origin %v), want name local0, UNDEFINED_TYPE, from-SB", v, kvs[k].Origin)
+	}
+	if md == nil || md.DevType != "local" || !md.Foreign || md.SwIfIndex != 0 || md.InternalName != "local0" {
+		t.Errorf("local0's metadata %+v, want DevType local, foreign, sw_if_index 0", md)
+	}
+
+	rec := httptest.NewRecorder()
+	rest.NewHandler(e.s, rest.Options{}).ServeHTTP(rec, httptest.NewRequest("GET", "/scheduler/dump?descriptor="+ifplugin.InterfaceDescriptorName+"&view=SB", nil))
+	type dumped struct {
+		Key      string          `json:"key"`
+		Origin   string          `json:"origin"`
+		Metadata json.RawMessage `json:"metadata"`
+	}
+	var ans struct {
+		Values []dumped `json:"values"`
+	}
+	if err := json.Unmarshal(rec.Body.Bytes(), &ans); err != nil || rec.Code != 200 {
+		t.Fatalf("REST dump: %d %v: %s", rec.Code, err, rec.Body)
+	}
+	k = slices.IndexFunc(ans.Values, func(x dumped) bool { return x.Key == key })
+	if k < 0 {
+		t.Fatalf("REST dump has no %s: %s", key, rec.Body)
+	}
+	var restMD map[string]any
+	if err := json.Unmarshal(ans.Values[k].Metadata, &restMD); err != nil {
+		t.Fatal(err)
+	}
+	if restMD["DevType"] != "local" || ans.Values[k].Origin != "from-SB" {
+		t.Errorf("local0 in the REST dump: origin %s, metadata %s; want from-SB and DevType local", ans.Values[k].Origin, ans.Values[k].Metadata)
+	}
+	if _, ok := restMD["Value"]; ok {
+		t.Errorf("local0's REST metadata repeats the value: %s", ans.Values[k].Metadata)
 	}
 }

@@ -339,7 +339,7 @@ func (p *Plugin) configureNew(v *vppif.Interface, idx uint32) (*Metadata, error)
 	if cur == nil {
 		return nil, fmt.Errorf("sw_if_index %d vanished right after its creation", idx)
 	}
-	return &Metadata{SwIfIndex: idx, InternalName: cur.Name, Vrf: v.GetVrf(), Value: cloneValue(v)}, nil
+	return &Metadata{SwIfIndex: idx, InternalName: cur.Name, DevType: cur.DevType, Vrf: v.GetVrf(), Value: cloneValue(v)}, nil
 }
 
 // deleteByType deletes the interface idx with the call of its type.
@@ -417,7 +417,7 @@ func (p *Plugin) update(key string, old, v *vppif.Interface, md *Metadata) (*Met
 	c := opCtx()
 	n := &Metadata{Vrf: v.GetVrf(), Value: cloneValue(v)}
 	if md != nil {
-		n.SwIfIndex, n.InternalName = md.SwIfIndex, md.InternalName
+		n.SwIfIndex, n.InternalName, n.DevType = md.SwIfIndex, md.InternalName, md.DevType
 	}
 	setMAC := v.GetPhysAddress() != "" && !strings.EqualFold(v.GetPhysAddress(), old.GetPhysAddress())
 	setMTU := v.GetMtu() != 0 && v.GetMtu() != old.GetMtu()
@@ -515,7 +515,7 @@ func (p *Plugin) retrieve(correlate []api.TypedKV[*vppif.Interface, *Metadata]) 
 		v := observed(i, i.Tag, want[i.Tag], false, nameOf, donorOf)
 		out = append(out, api.TypedKV[*vppif.Interface, *Metadata]{
 			Key: InterfaceKey(i.Tag), Value: v, Origin: api.FromNB,
-			Metadata: &Metadata{SwIfIndex: i.SwIfIndex, InternalName: i.Name, Vrf: v.GetVrf(), Value: cloneValue(v)},
+			Metadata: &Metadata{SwIfIndex: i.SwIfIndex, InternalName: i.Name, DevType: i.DevType, Vrf: v.GetVrf(), Value: cloneValue(v)},
 		})
 	}
 	for _, i := range all {
@@ -537,7 +537,7 @@ func (p *Plugin) retrieve(correlate []api.TypedKV[*vppif.Interface, *Metadata]) 
 		v := observed(i, i.Name, nil, true, nameOf, donorOf)
 		out = append(out, api.TypedKV[*vppif.Interface, *Metadata]{
 			Key: InterfaceKey(i.Name), Value: v, Origin: api.FromSB,
-			Metadata: &Metadata{SwIfIndex: i.SwIfIndex, InternalName: i.Name, Vrf: v.GetVrf(), Foreign: true, Value: cloneValue(v)},
+			Metadata: &Metadata{SwIfIndex: i.SwIfIndex, InternalName: i.Name, DevType: i.DevType, Vrf: v.GetVrf(), Foreign: true, Value: cloneValue(v)},
 		})
 	}
 	return out, nil
@@ -649,6 +649,9 @@ func observed(i *vppcalls.Interface, name string, want *vppif.Interface, raw boo
 			v.Link = &vppif.Interface_Tap{Tap: t}
 		}
 	case vppcalls.KindOther:
+		// The model has a type for DPDK ports; for the rest (local0, VPP's
+		// own, and kinds the agent does not manage) UNDEFINED_TYPE is the
+		// truth, and Metadata.DevType says what VPP calls it.
 		if i.DevType == "dpdk" {
 			v.Type = vppif.Interface_DPDK
 		}

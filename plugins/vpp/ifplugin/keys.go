@@ -79,7 +79,13 @@ type Metadata struct {
 	SwIfIndex uint32
 	// InternalName is VPP's name (loop0, host-veth1, memif1/0, tap0, ...).
 	InternalName string
-	Vrf          uint32
+	// DevType is VPP's device type (interface_dev_type: "Loopback",
+	// "af-packet", "memif", "virtio", "dpdk", "local" for local0, ...). It
+	// says what an interface is where the model's type cannot: a foreign
+	// interface of a kind the model has no type for (local0, VPP's own) is
+	// UNDEFINED_TYPE.
+	DevType string
+	Vrf     uint32
 	// Foreign: the interface is not the agent's (doc.go, Ownership). Its
 	// value is OBTAINED and its logical name is VPP's name; it may be
 	// named (a bridge domain member, a route's outgoing interface, a
@@ -90,6 +96,6 @@ type Metadata struct {
 	// with the addresses VPP has beyond them; VPP's for a foreign one). The
 	// Retrieves of the admin state and address values report VPP's state
 	// under the keys it derives. Read-only; a pointer, so that Metadata
-	// stays comparable.
-	Value *vppif.Interface
+	// stays comparable. Left out of JSON: dumps show the value itself.
+	Value *vppif.Interface `json:"-"`
 }
