@@ -1,16 +1,22 @@
 package main
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"os"
+	"path/filepath"
+	"reflect"
 	"strings"
 	"time"
 
 	"sigs.k8s.io/yaml"
+	yamlv3 "sigs.k8s.io/yaml/goyaml.v3"
 
 	"github.com/netagent-io/netagent/pkg/models"
 )
@@ -150,8 +156,8 @@ func loadConfig(args []string, getenv func(string) string) (Config, error) {
 		if err != nil {
 			return cfg, fmt.Errorf("config file: %w", err)
 		}
-		if err := yaml.UnmarshalStrict(data, &cfg); err != nil {
-			return cfg, fmt.Errorf("config file %s: %w", *configFile, err)
+		if err := decodeConfigFile(*configFile, data, &cfg); err != nil {
+			return cfg, err
 		}
 	}
 	if v := getenv("MICROSERVICE_LABEL"); v != "" {
@@ -266,4 +272,134 @@ func loopbackOnly(addr string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
+}
+
+// decodeConfigFile decodes the configuration file (YAML, or JSON) into cfg.
+// Unknown fields are an error. Its errors name the file, its format, the
+// line and the field when the file has them ("config file agent.yaml
+// (YAML): line 2: rest.adress: unknown field"), without the decoders'
+// prefixes.
+func decodeConfigFile(name string, data []byte, cfg *Config) error {
+	format := "YAML"
+	if strings.EqualFold(filepath.Ext(name), ".json") {
+		format = "JSON"
+	}
+	fail := func(msg string) error { return fmt.Errorf("config file %s (%s): %s", name, format, msg) }
+	js, err := yaml.YAMLToJSONStrict(data)
+	if err != nil {
+		return fail(strings.TrimPrefix(err.Error(), "yaml: "))
+	}
+	dec := json.NewDecoder(bytes.NewReader(js))
+	dec.DisallowUnknownFields()
+	err = dec.Decode(cfg)
+	if err == nil || errors.Is(err, io.EOF) { // EOF: an empty file
+		return nil
+	}
+	var root *yamlv3.Node
+	var doc yamlv3.Node
+	if yamlv3.Unmarshal(data, &doc) == nil && len(doc.Content) == 1 {
+		root = doc.Content[0]
+	}
+	at := func(path []string, line int, msg string) error {
+		where := strings.Join(path, ".")
+		if line > 0 {
+			return fail(fmt.Sprintf("line %d: %s: %s", line, where, msg))
+		}
+		return fail(where + ": " + msg)
+	}
+	var typeErr *json.UnmarshalTypeError
+	if errors.As(err, &typeErr) && typeErr.Field != "" {
+		path := strings.Split(typeErr.Field, ".")
+		return at(path, keyLine(root, path), fmt.Sprintf("want %s, got %s", typeName(typeErr.Type), jsonValueName(typeErr.Value)))
+	}
+	msg := strings.TrimPrefix(err.Error(), "json: ")
+	if field, ok := strings.CutPrefix(msg, "unknown field "); ok {
+		field = strings.Trim(field, `"`)
+		if path, line := findEntry(root, nil, func(k, _ *yamlv3.Node) bool { return k.Value == field }); line > 0 {
+			return at(path, line, "unknown field")
+		}
+		return fail(field + ": unknown field")
+	}
+	// A value's own error (a duration): the line of the value it quotes.
+	if i, j := strings.IndexByte(msg, '"'), strings.LastIndexByte(msg, '"'); i >= 0 && j > i {
+		quoted := msg[i+1 : j]
+		isQuoted := func(_, v *yamlv3.Node) bool { return v.Kind == yamlv3.ScalarNode && v.Value == quoted }
+		if path, line := findEntry(root, nil, isQuoted); line > 0 {
+			return at(path, line, msg)
+		}
+	}
+	return fail(msg)
+}
+
+// keyLine returns the line of the key a path of field names leads to (0:
+// none).
+func keyLine(n *yamlv3.Node, path []string) int {
+	line := 0
+	for _, name := range path {
+		if n == nil || n.Kind != yamlv3.MappingNode {
+			return line
+		}
+		var next *yamlv3.Node
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if n.Content[i].Value == name {
+				line, next = n.Content[i].Line, n.Content[i+1]
+				break
+			}
+		}
+		if next == nil {
+			return line
+		}
+		n = next
+	}
+	return line
+}
+
+// findEntry returns the path and the line of the key of the first entry of
+// the mappings under n (depth first) that match accepts; 0 when none does.
+func findEntry(n *yamlv3.Node, path []string, match func(key, value *yamlv3.Node) bool) ([]string, int) {
+	if n == nil || n.Kind != yamlv3.MappingNode {
+		return nil, 0
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		here := append(append([]string(nil), path...), k.Value)
+		if match(k, v) {
+			return here, k.Line
+		}
+		if p, line := findEntry(v, here, match); line > 0 {
+			return p, line
+		}
+	}
+	return nil, 0
+}
+
+// jsonValueName names what encoding/json found ("array", "number -1") in
+// the words of a YAML file.
+func jsonValueName(v string) string {
+	kind, rest, _ := strings.Cut(v, " ")
+	name := map[string]string{"array": "a list", "object": "a mapping", "number": "a number", "string": "a string", "bool": "true or false"}[kind]
+	if name == "" {
+		return v
+	}
+	if rest != "" {
+		name += " (" + rest + ")"
+	}
+	return name
+}
+
+// typeName names a Go type of the configuration for an error.
+func typeName(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Int, reflect.Int64, reflect.Int32, reflect.Uint, reflect.Uint32, reflect.Uint64:
+		return "a number"
+	case reflect.Slice:
+		return "a list"
+	case reflect.Struct, reflect.Map:
+		return "a mapping"
+	}
+	return t.String()
 }

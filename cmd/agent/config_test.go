@@ -60,9 +60,12 @@ func TestBadConfigIsAClearError(t *testing.T) {
 		args       []string
 		want       string
 	}{
-		{"unknown field", "label: x\nrestt: {address: 1.2.3.4:5}\n", nil, `unknown field "restt"`},
-		{"wrong type", "scheduler: {history_size: many}\n", nil, "history_size"},
-		{"bad duration", "shutdown_grace: soon\n", nil, "want e.g. 30s"},
+		{"unknown field", "label: x\nrestt: {address: 1.2.3.4:5}\n", nil, "agent.yaml (YAML): line 2: restt: unknown field"},
+		{"unknown nested field", "rest:\n  address: 127.0.0.1:1\n  adress: x\n", nil, "agent.yaml (YAML): line 3: rest.adress: unknown field"},
+		{"wrong type", "scheduler: {history_size: many}\n", nil, "agent.yaml (YAML): line 1: scheduler.history_size: want a number, got a string"},
+		{"wrong type of a list", "etcd:\n  endpoints: 5\n", nil, "agent.yaml (YAML): line 2: etcd.endpoints: want a list, got a number"},
+		{"bad duration", "label: x\nshutdown_grace: soon\n", nil, `agent.yaml (YAML): line 2: shutdown_grace: duration "soon": want e.g. 30s`},
+		{"YAML syntax", "rest:\n  address: 1\n bad\n", nil, "agent.yaml (YAML): line 2: did not find expected key"},
 		{"bad label", "label: a/b\n", nil, "label"},
 		{"bad address", "rest: {address: nowhere}\n", nil, `rest.address "nowhere"`},
 		{"half TLS", "grpc: {address: 127.0.0.1:1, tls_cert: c.pem}\n", nil, "set both tls_cert and tls_key"},
@@ -81,7 +84,18 @@ func TestBadConfigIsAClearError(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), c.want) {
 				t.Errorf("error %v, want one containing %q", err, c.want)
 			}
+			// The decoders' own prefixes stay out of it.
+			for _, noise := range []string{"unmarshaling", "while decoding", "json:", "yaml:", "converting"} {
+				if err != nil && strings.Contains(err.Error(), noise) {
+					t.Errorf("error %q contains %q", err, noise)
+				}
+			}
 		})
+	}
+	// A JSON file is named as one.
+	if _, err := loadConfig([]string{"--config", writeFile(t, "agent.json", "{\"label\": \"x\",\n \"rest\": {\"adress\": 1}}")}, env(nil)); err == nil ||
+		!strings.Contains(err.Error(), "agent.json (JSON): line 2: rest.adress: unknown field") {
+		t.Errorf("unknown field in a JSON file: %v", err)
 	}
 	if _, err := loadConfig([]string{"--config", "/nonexistent/agent.yaml"}, env(nil)); err == nil || !strings.Contains(err.Error(), "no such file") {
 		t.Errorf("missing file: %v", err)

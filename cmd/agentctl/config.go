@@ -6,16 +6,19 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/url"
-	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/netagent-io/netagent/pkg/models"
-	configpb "github.com/netagent-io/netagent/proto/config"
 	configuratorpb "github.com/netagent-io/netagent/proto/configurator"
 	kvschedulerpb "github.com/netagent-io/netagent/proto/kvscheduler"
 )
@@ -51,30 +54,6 @@ FILE "-" reads the document from standard input.`,
 	c.AddCommand(a.configGet(), a.configUpdate(), a.configDelete(), a.configPlan(), a.configHistory(),
 		a.configResync(), a.configWatch())
 	return c
-}
-
-// readDocument reads and parses a configuration document ("-": stdin).
-func (a *app) readDocument(file string) (*configpb.Config, int, error) {
-	var data []byte
-	var err error
-	if file == "-" {
-		data, err = io.ReadAll(a.stdin)
-		file = "standard input"
-	} else {
-		data, err = os.ReadFile(file)
-	}
-	if err != nil {
-		return nil, 0, fmt.Errorf("reading the configuration: %v", err)
-	}
-	kvs, err := models.Default.ParseConfig(data)
-	if err != nil {
-		return nil, 0, fmt.Errorf("%s: %v", file, err)
-	}
-	cfg, err := models.Default.BuildConfig(kvs)
-	if err != nil {
-		return nil, 0, fmt.Errorf("%s: %v", file, err)
-	}
-	return cfg, len(kvs), nil
 }
 
 func (a *app) configGet() *cobra.Command {
@@ -131,10 +110,34 @@ type keyErrorJSON struct {
 }
 
 type changeJSON struct {
-	SeqNum uint64         `json:"seq_num"`
-	Values int            `json:"values"`
-	Waited bool           `json:"waited"`
-	Errors []keyErrorJSON `json:"errors,omitempty"`
+	SeqNum  uint64         `json:"seq_num"`
+	Values  int            `json:"values"`
+	Waited  bool           `json:"waited"`
+	Errors  []keyErrorJSON `json:"errors,omitempty"`
+	Removed []string       `json:"removed,omitempty"`
+	Kept    []keptKey      `json:"kept,omitempty"`
+}
+
+// keptKey is a key that a change took out of the gRPC source (or that the
+// source did not have) but that another source of the agent still sets.
+type keptKey struct {
+	Key string `json:"key"`
+	// By is "etcd" when the key is in etcd (at --etcd-endpoints), else
+	// "another source" (the init file, or an etcd agentctl does not see).
+	By string `json:"by"`
+}
+
+// change is the result of an Update or Delete, as reportChange prints it.
+type change struct {
+	verb   string // "update of", "delete of"
+	values int
+	wait   bool
+	seq    uint64
+	errs   []*configuratorpb.KeyError
+	// removed lists the keys an update --replace removed from the desired
+	// configuration, kept those that another source still sets.
+	removed []string
+	kept    []keptKey
 }
 
 func keyErrorsJSON(errs []*configuratorpb.KeyError) []keyErrorJSON {
@@ -157,40 +160,129 @@ func (a *app) printKeyErrors(errs []keyErrorJSON) error {
 // reportChange prints the result of an Update or Delete; errors of keys end
 // the command with exit code 1. With wait, the errors are those of the
 // transaction's values and of the request's values it left in error (an
-// INVALID value sent again: no transaction, still INVALID).
-func (a *app) reportChange(verb string, n int, wait bool, seq uint64, errs []*configuratorpb.KeyError) error {
-	out := changeJSON{SeqNum: seq, Values: n, Waited: wait}
-	if len(errs) > 0 {
-		out.Errors = keyErrorsJSON(errs)
+// INVALID value sent again: no transaction, still INVALID). A transaction
+// number 0 means nothing changed, or that the agent keeps the change until
+// its first full sync.
+func (a *app) reportChange(c change) error {
+	out := changeJSON{SeqNum: c.seq, Values: c.values, Waited: c.wait, Removed: c.removed, Kept: c.kept}
+	if len(c.errs) > 0 {
+		out.Errors = keyErrorsJSON(c.errs)
 	}
 	if a.output != "table" {
 		if err := a.printData(out); err != nil {
 			return err
 		}
 	} else {
-		what := verb + " " + count(n, "value", "values")
+		what := c.verb + " " + count(c.values, "value", "values")
 		switch {
-		case seq == 0 && wait && len(errs) > 0:
+		case c.seq == 0 && (len(c.errs) > 0 || len(c.kept) > 0):
 			fmt.Fprintf(a.stdout, "%s: nothing to change\n", what)
-		case seq == 0 && wait:
+		case c.seq == 0:
 			fmt.Fprintf(a.stdout, "%s: nothing to do (or kept until the agent's first full sync)\n", what)
-		case seq == 0:
-			fmt.Fprintf(a.stdout, "%s: queued\n", what)
-		case wait:
-			fmt.Fprintf(a.stdout, "%s: transaction #%d done\n", what, seq)
+		case c.wait:
+			fmt.Fprintf(a.stdout, "%s: transaction #%d done\n", what, c.seq)
 		default:
-			fmt.Fprintf(a.stdout, "%s: transaction #%d queued (--wait waits for it)\n", what, seq)
+			fmt.Fprintf(a.stdout, "%s: transaction #%d queued (--wait waits for it)\n", what, c.seq)
 		}
-		if len(errs) > 0 {
+		if len(c.removed) > 0 {
+			fmt.Fprintf(a.stdout, "removed %s that the document no longer lists:\n", count(len(c.removed), "value", "values"))
+			for _, key := range c.removed {
+				fmt.Fprintln(a.stdout, "  "+key)
+			}
+		}
+		for _, k := range c.kept {
+			fmt.Fprintln(a.stdout, keptLine(k, c.seq != 0))
+		}
+		if len(c.errs) > 0 {
 			if err := a.printKeyErrors(out.Errors); err != nil {
 				return err
 			}
 		}
 	}
-	if len(errs) > 0 {
-		return fmt.Errorf("%s in error after the %s (see ERROR)", count(len(errs), "value is", "values are"), strings.TrimSuffix(verb, " of"))
+	if len(c.errs) > 0 {
+		return fmt.Errorf("%s in error after the %s (see ERROR)", count(len(c.errs), "value is", "values are"), strings.TrimSuffix(c.verb, " of"))
 	}
 	return nil
+}
+
+// keptLine says which source still sets a key and where to delete it;
+// fallback tells that the change took the gRPC source's value away (the
+// other source's value applies now).
+func keptLine(k keptKey, fallback bool) string {
+	switch {
+	case k.By == "etcd" && fallback:
+		return fmt.Sprintf("%s: etcd's value applies now (etcd sets it too; delete it there: agentctl kvdb del %s)", k.Key, k.Key)
+	case k.By == "etcd":
+		return fmt.Sprintf("%s is set by etcd, not by agentctl's gRPC source; delete it there: agentctl kvdb del %s", k.Key, k.Key)
+	case fallback:
+		return fmt.Sprintf("%s: the value of another source of the agent (the init file, or etcd) applies now", k.Key)
+	}
+	return fmt.Sprintf("%s is set by another source of the agent (the init file, or etcd), not by agentctl's gRPC source", k.Key)
+}
+
+// desiredValues returns the agent's desired configuration (Get), by key.
+func desiredValues(ctx context.Context, client *configuratorClient) (map[string]proto.Message, error) {
+	resp, err := client.Get(ctx, &configuratorpb.GetRequest{})
+	if err != nil {
+		return nil, client.error("config get", err)
+	}
+	kvs, err := models.Default.ConfigKVs(resp.GetConfig())
+	if err != nil {
+		return nil, fmt.Errorf("the agent's desired configuration: %v", err)
+	}
+	out := make(map[string]proto.Message, len(kvs))
+	for _, kv := range kvs {
+		out[kv.Key] = kv.Value
+	}
+	return out, nil
+}
+
+// afterChange reads the desired configuration after a change, in a call of
+// its own (the change may have used up the first call's time). It returns
+// nil, with a warning on stderr, when it cannot: the change is made, only
+// its report is shorter.
+func (a *app) afterChange(cmd *cobra.Command, client *configuratorClient) map[string]proto.Message {
+	ctx, cancel := a.callContext(cmd.Context())
+	defer cancel()
+	after, err := desiredValues(ctx, client)
+	if err != nil {
+		fmt.Fprintf(a.stderr, "agentctl: warning: reading the desired configuration after the change: %v\n", oneLine(err.Error()))
+	}
+	return after
+}
+
+// etcdLookupTimeout bounds the look-ups of keptBy in etcd: they only
+// refine a report.
+const etcdLookupTimeout = 2 * time.Second
+
+// keptBy tells which source sets each of keys: etcd when etcd (at
+// --etcd-endpoints) has it, else another source. Once etcd cannot be
+// asked, the other keys are "another source" too.
+func (a *app) keptBy(ctx context.Context, keys []string) []keptKey {
+	out := make([]keptKey, len(keys))
+	for i, key := range keys {
+		out[i] = keptKey{Key: key, By: "another source"}
+	}
+	if len(keys) == 0 {
+		return out
+	}
+	cli, err := clientv3.New(clientv3.Config{Endpoints: a.etcdEndpoints, DialTimeout: min(a.timeout, etcdLookupTimeout), Logger: zap.NewNop()})
+	if err != nil {
+		return out
+	}
+	defer cli.Close()
+	ctx, cancel := context.WithTimeout(ctx, min(a.timeout, etcdLookupTimeout))
+	defer cancel()
+	for i, key := range keys {
+		resp, err := cli.Get(ctx, models.EtcdKey(a.label, key), clientv3.WithKeysOnly())
+		if err != nil {
+			break
+		}
+		if len(resp.Kvs) > 0 {
+			out[i].By = "etcd"
+		}
+	}
+	return out
 }
 
 func stateName(s kvschedulerpb.ValueState) string {
@@ -209,7 +301,8 @@ func (a *app) configUpdate() *cobra.Command {
 
 With --replace the document replaces everything set before through gRPC:
 values it no longer lists are removed (etcd and init-file values are not
-touched). With --wait the command returns once the transaction is done,
+touched), and the command lists them (and the keys where the value of etcd
+or the init file applies again). With --wait the command returns once the transaction is done,
 derived values included, and lists the values that failed and those of the
 document that stay in error (an INVALID value sent again changes nothing
 and is still INVALID), with exit code 1.`,
@@ -220,10 +313,11 @@ and is still INVALID), with exit code 1.`,
 		Args:              argsNamed("FILE"),
 		ValidArgsFunction: yamlFiles,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			doc, n, err := a.readDocument(args[0])
+			doc, kvs, err := a.readDocument(args[0])
 			if err != nil {
 				return err
 			}
+			n := len(kvs)
 			if n == 0 && !replace {
 				return fmt.Errorf("%s has no values: nothing to update (with --replace, an empty document removes every value set through gRPC)", args[0])
 			}
@@ -232,11 +326,38 @@ and is still INVALID), with exit code 1.`,
 				return err
 			}
 			defer done()
+			// --replace: what the desired configuration loses is reported,
+			// from the desired configuration before and after.
+			var before map[string]proto.Message
+			if replace {
+				if before, err = desiredValues(ctx, client); err != nil {
+					return err
+				}
+			}
 			resp, err := client.Update(ctx, &configuratorpb.UpdateRequest{Update: doc, FullResync: replace, WaitDone: wait})
 			if err != nil {
 				return client.changeError("config update", err)
 			}
-			return a.reportChange("update of", n, wait, resp.GetSeqNum(), resp.GetErrors())
+			c := change{verb: "update of", values: n, wait: wait, seq: resp.GetSeqNum(), errs: resp.GetErrors()}
+			if after := a.afterChange(cmd, client); replace && after != nil {
+				listed := map[string]bool{}
+				for _, kv := range kvs {
+					listed[kv.Key] = true
+				}
+				var fallback []string
+				for _, key := range slices.Sorted(maps.Keys(before)) {
+					now, still := after[key]
+					switch {
+					case listed[key]:
+					case !still:
+						c.removed = append(c.removed, key)
+					case !proto.Equal(now, before[key]):
+						fallback = append(fallback, key)
+					}
+				}
+				c.kept = a.keptBy(cmd.Context(), fallback)
+			}
+			return a.reportChange(c)
 		},
 	}
 	c.Flags().BoolVar(&replace, "replace", false, "replace all the values set through gRPC with the document's")
@@ -252,15 +373,17 @@ func (a *app) configDelete() *cobra.Command {
 		Long: `Remove the values of the items of a configuration document from the agent's
 gRPC source. Only the fields that make an item's key matter (an interface's
 name, a route's destination...). Where etcd or the init file also has the key,
-its value applies again.`,
+its value applies again, and the command says so: such a key is deleted from
+etcd with "agentctl kvdb del KEY".`,
 		Example:           `  agentctl config delete veth.yaml --wait`,
 		Args:              argsNamed("FILE"),
 		ValidArgsFunction: yamlFiles,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			doc, n, err := a.readDocument(args[0])
+			doc, kvs, err := a.readDocument(args[0])
 			if err != nil {
 				return err
 			}
+			n := len(kvs)
 			if n == 0 {
 				return fmt.Errorf("%s has no values: nothing to delete", args[0])
 			}
@@ -273,7 +396,19 @@ its value applies again.`,
 			if err != nil {
 				return client.changeError("config delete", err)
 			}
-			return a.reportChange("delete of", n, wait, resp.GetSeqNum(), resp.GetErrors())
+			c := change{verb: "delete of", values: n, wait: wait, seq: resp.GetSeqNum(), errs: resp.GetErrors()}
+			// A key the desired configuration still has is set by another
+			// source: say which, and where to delete it.
+			if after := a.afterChange(cmd, client); after != nil {
+				var kept []string
+				for _, kv := range kvs {
+					if _, still := after[kv.Key]; still {
+						kept = append(kept, kv.Key)
+					}
+				}
+				c.kept = a.keptBy(cmd.Context(), kept)
+			}
+			return a.reportChange(c)
 		},
 	}
 	c.Flags().BoolVar(&wait, "wait", false, "wait until the transaction is done and report failed values")

@@ -345,7 +345,7 @@ func (a *app) kvdbDel() *cobra.Command {
 			if a.output != "table" {
 				return a.printData(map[string]any{"deleted": resp.Deleted, "revision": resp.Header.GetRevision()})
 			}
-			fmt.Fprintf(a.stdout, "deleted %d keys (etcd revision %d)\n", resp.Deleted, resp.Header.GetRevision())
+			fmt.Fprintf(a.stdout, "deleted %s (etcd revision %d)\n", count(int(resp.Deleted), "key", "keys"), resp.Header.GetRevision())
 			return nil
 		},
 	}

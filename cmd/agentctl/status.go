@@ -164,7 +164,7 @@ func (a *app) printStatus(st agentStatus) error {
 	vpp := "disabled"
 	if st.VPP.Enabled {
 		if st.VPP.Connected {
-			vpp = fmt.Sprintf("connected to %s (VPP %s, PID %d, %d reconnects)", st.VPP.Socket, st.VPP.Version, st.VPP.PID, st.VPP.Reconnects)
+			vpp = fmt.Sprintf("connected to %s (VPP %s, PID %d, %s)", st.VPP.Socket, st.VPP.Version, st.VPP.PID, count(st.VPP.Reconnects, "reconnect", "reconnects"))
 		} else {
 			vpp = "NOT CONNECTED (" + st.VPP.Socket + ")"
 			if st.VPP.Error != "" {
@@ -182,7 +182,7 @@ func (a *app) printStatus(st agentStatus) error {
 	}
 	w.row("VPP:", vpp)
 	w.row("Values:", countsLine(st.ValuesByState))
-	w.row("Queue:", strconv.Itoa(st.QueueLength)+" transactions waiting")
+	w.row("Queue:", count(st.QueueLength, "transaction", "transactions")+" waiting")
 	var txns uint64
 	for _, n := range st.Transactions {
 		txns += n

@@ -337,8 +337,10 @@ func TestAgentctlConfig(t *testing.T) {
 			!regexp.MustCompile(`DELETE\s+`+regexp.QuoteMeta(arpKey)).MatchString(stdout) {
 			t.Errorf("plan --replace: exit %d, %q; want 2 and the DELETEs of the route and the ARP entry", code, stdout)
 		}
-		if out := mustCtl(t, env, "config", "update", interfaces, "--replace", "--wait"); !strings.HasPrefix(out, "update of 3 values: transaction #") {
-			t.Errorf("update --replace: %q", out)
+		replaced := regexp.MustCompile(`^update of 3 values: transaction #\d+ done\nremoved 2 values that the document no longer lists:\n  ` +
+			regexp.QuoteMeta(arpKey) + `\n  ` + regexp.QuoteMeta(routeKey) + `\n$`)
+		if out := mustCtl(t, env, "config", "update", interfaces, "--replace", "--wait"); !replaced.MatchString(out) {
+			t.Errorf("update --replace: %q, want the update and the route and ARP entry removed", out)
 		}
 		if out, err := ip("-n", n.NS, "route", "show"); err != nil || strings.Contains(out, "10.200.0.0/16") {
 			t.Errorf("ip route after update --replace: %q %v, want no 10.200.0.0/16", out, err)
@@ -448,8 +450,68 @@ func TestAgentctlPlanStoredInvalid(t *testing.T) {
 	if code != 2 || !strings.Contains(stdout, routeKey) || strings.Contains(stdout, "INVALID") {
 		t.Errorf("plan of the fixed route: exit %d, %q; want 2 and its operation", code, stdout)
 	}
+	if !regexp.MustCompile(`(?m)^Plan: 1 operation \(`).MatchString(stdout) {
+		t.Errorf("plan of the fixed route: %q, want \"Plan: 1 operation (...\"", stdout)
+	}
 	if out := mustCtl(t, env, "config", "update", fixed, "--wait"); !strings.HasPrefix(out, "update of 1 value: transaction #") {
 		t.Errorf("update --wait of the fixed route: %q", out)
+	}
+}
+
+// TestAgentctlKeysOfOtherSources: config delete of a key that etcd sets
+// says so and how to delete it there, whether agentctl's gRPC source had
+// the key (etcd's value applies again) or not (nothing changes); update
+// --replace says which values it removed and where etcd's value applies
+// again; a delete of a key no source has is nothing to do.
+func TestAgentctlKeysOfOtherSources(t *testing.T) {
+	t.Parallel()
+	a := startAgent(t, agentOptions{})
+	env := a.env()
+	// VPP values: no effect on the kernel (VPP is off: UNIMPLEMENTED).
+	const key = "config/vpp/v2/interfaces/lp"
+	mustCtl(t, env, "kvdb", "put", key, `{"name":"lp","type":"SOFTWARE_LOOPBACK"}`)
+	waitCtl(t, "etcd's lp in the desired configuration", env, contains("name: lp"), "config", "get")
+	loop := writeFile(t, "lp.yaml", "vpp_config:\n  interfaces:\n    - name: lp\n      type: SOFTWARE_LOOPBACK\n      mtu: 1400\n")
+	setByEtcd := key + " is set by etcd, not by agentctl's gRPC source; delete it there: agentctl kvdb del " + key + "\n"
+
+	// Only etcd has it.
+	if out := mustCtl(t, env, "config", "delete", loop, "--wait"); out != "delete of 1 value: nothing to change\n"+setByEtcd {
+		t.Errorf("delete of a key only etcd sets: %q, want it to say so", out)
+	}
+	var res struct {
+		SeqNum uint64 `json:"seq_num"`
+		Kept   []struct {
+			Key string `json:"key"`
+			By  string `json:"by"`
+		} `json:"kept"`
+	}
+	parseJSON(t, "config delete -o json", mustCtl(t, env, "config", "delete", loop, "-o", "json"), &res)
+	if res.SeqNum != 0 || len(res.Kept) != 1 || res.Kept[0].Key != key || res.Kept[0].By != "etcd" {
+		t.Errorf("config delete -o json of a key only etcd sets: %+v", res)
+	}
+
+	// gRPC overrides it; deleting that brings etcd's value back.
+	mustCtl(t, env, "config", "update", loop, "--wait")
+	out := mustCtl(t, env, "config", "delete", loop, "--wait")
+	if want := regexp.MustCompile(`^delete of 1 value: transaction #\d+ done\n` + regexp.QuoteMeta(key+": etcd's value applies now (etcd sets it too; delete it there: agentctl kvdb del "+key+")") + `\n$`); !want.MatchString(out) {
+		t.Errorf("delete of a gRPC override of an etcd key: %q", out)
+	}
+
+	// update --replace: lp (gRPC over etcd) and lq (gRPC only) are not in
+	// the document: lq is removed, etcd's lp applies again.
+	both := writeFile(t, "both.yaml", "vpp_config:\n  interfaces:\n    - {name: lp, type: SOFTWARE_LOOPBACK, mtu: 1400}\n    - {name: lq, type: SOFTWARE_LOOPBACK}\n")
+	mustCtl(t, env, "config", "update", both, "--wait")
+	other := writeFile(t, "other.yaml", "vpp_config:\n  interfaces:\n    - {name: lr, type: SOFTWARE_LOOPBACK}\n")
+	out = mustCtl(t, env, "config", "update", other, "--replace", "--wait")
+	if want := regexp.MustCompile(`^update of 1 value: transaction #\d+ done\nremoved 1 value that the document no longer lists:\n  config/vpp/v2/interfaces/lq\n` +
+		regexp.QuoteMeta(key+": etcd's value applies now (etcd sets it too; delete it there: agentctl kvdb del "+key+")") + `\n$`); !want.MatchString(out) {
+		t.Errorf("update --replace: %q, want lq removed and etcd's lp applying again", out)
+	}
+
+	// No source has it.
+	nobody := writeFile(t, "nobody.yaml", "vpp_config:\n  interfaces:\n    - {name: lz, type: SOFTWARE_LOOPBACK}\n")
+	if out := mustCtl(t, env, "config", "delete", nobody); out != "delete of 1 value: nothing to do (or kept until the agent's first full sync)\n" {
+		t.Errorf("delete of a key no source has: %q", out)
 	}
 }
 

@@ -7,6 +7,7 @@ package agentctl_test
 import (
 	"fmt"
 	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -56,13 +57,13 @@ func TestAgentctlErrors(t *testing.T) {
 		{name: "missing file", args: []string{"config", "update", missing}, wants: []string{"reading the configuration", "no such file"}},
 		{name: "missing file (plan)", args: []string{"config", "plan", missing}, wants: []string{"no such file"}},
 		{name: "missing file (delete)", args: []string{"config", "delete", missing}, wants: []string{"no such file"}},
-		{name: "invalid YAML", args: []string{"config", "update", badYAML}, wants: []string{badYAML, "yaml"}},
+		{name: "invalid YAML", args: []string{"config", "update", badYAML}, wants: []string{badYAML + " (YAML): line 1: "}},
 		{name: "empty document (update)", args: []string{"config", "update", writeFile(t, "empty-update.yaml", "# nothing\n")}, wants: []string{"has no values", "nothing to update", "--replace"}},
 		{name: "empty document (delete)", args: []string{"config", "delete", writeFile(t, "empty-delete.yaml", "{}\n")}, wants: []string{"has no values", "nothing to delete"}},
-		{name: "invalid YAML on stdin", stdin: "linux_config: [\n", args: []string{"config", "plan", "-"}, wants: []string{"standard input", "yaml"}},
-		{name: "unknown field", args: []string{"config", "plan", unknownField}, wants: []string{unknownField, "linux_config.interfaces[0]", `unknown field "bogus"`}},
+		{name: "invalid YAML on stdin", stdin: "linux_config: [\n", args: []string{"config", "plan", "-"}, wants: []string{"standard input (YAML): line 1: "}},
+		{name: "unknown field", args: []string{"config", "plan", unknownField}, wants: []string{unknownField + " (YAML): line 5: linux_config.interfaces[0]: " + `unknown field "bogus"`}},
 		{name: "unknown section", args: []string{"config", "update", unknownSection}, wants: []string{"bogus_config", "unknown section"}},
-		{name: "invalid value", args: []string{"config", "update", invalidValue, "--wait"}, wants: []string{"linux_config.routes[0]", "gw_addr", "300.1.1.1"}},
+		{name: "invalid value", args: []string{"config", "update", invalidValue, "--wait"}, wants: []string{invalidValue + " (YAML): line 5: linux_config.routes[0]: ", "gw_addr", "300.1.1.1"}},
 		// Unknown models, commands, flags.
 		{name: "values: unknown model", args: []string{"values", "bogus.model"}, wants: []string{`unknown model "bogus.model"`, "linux.l3.route", "vpp.interfaces"}},
 		{name: "dump: unknown model", args: []string{"dump", "bogus.model"}, wants: []string{`unknown model "bogus.model"`, "linux.interfaces.interface"}},
@@ -111,4 +112,42 @@ func TestAgentctlErrors(t *testing.T) {
 	}
 	// A bad environment value does not matter when the flag is given.
 	mustCtl(t, append(a.env(), "AGENT_GRPC_PORT=abc"), "config", "get", "--grpc-port", fmt.Sprint(a.GRPCPort))
+}
+
+// TestAgentctlDocumentErrors: an error in a configuration document names
+// the file, its format (YAML or JSON) and the line of the item or field,
+// without the decoders' prefixes ("configuration document:", "yaml:",
+// "proto: (line 1:21)", whose position is in agentctl's JSON of one item).
+func TestAgentctlDocumentErrors(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name, file, content string
+		want                string // after "agentctl: <file> "
+	}{
+		{"enum value", "enum.yaml", "vpp_config:\n  interfaces:\n    - name: lp\n      type: NOPE\n",
+			`(YAML): line 4: vpp_config.interfaces[0]: invalid value for enum field type: "NOPE"`},
+		{"number", "mtu.yaml", "vpp_config:\n  interfaces:\n    - name: lp\n      type: SOFTWARE_LOOPBACK\n      mtu: abc\n",
+			`(YAML): line 5: vpp_config.interfaces[0]: invalid value for uint32 field mtu: "abc"`},
+		{"second item, list element", "addr.yaml", "vpp_config:\n  interfaces:\n    - {name: a, type: SOFTWARE_LOOPBACK}\n    - name: b\n      type: SOFTWARE_LOOPBACK\n      ip_addresses:\n        - 10.0.0.1/24\n        - 10.0.0.300/24\n",
+			`(YAML): line 8: vpp_config.interfaces[1]: invalid vpp.interfaces value: ip_addresses[1]: "10.0.0.300/24" is not an IP address`},
+		{"unknown section", "section.yaml", "vpp_config: {}\nbogus_config:\n  x: 1\n", "(YAML): line 2: bogus_config: unknown section"},
+		{"key twice", "twice.yaml", "vpp_config:\n  interfaces:\n    - name: lp\n      name: lq\n", `(YAML): line 4: key "name" already set in map`},
+		{"YAML syntax", "syntax.yaml", "vpp_config:\n  interfaces:\n    - name: lp\n   type: X\n", "(YAML): line 3: did not find expected key"},
+		{"JSON enum value", "enum.json", "{\"vpp_config\": {\"interfaces\": [\n  {\"name\": \"lp\",\n   \"type\": \"NOPE\"}]}}\n",
+			`(JSON): line 3: vpp_config.interfaces[0]: invalid value for enum field type: "NOPE"`},
+		{"JSON camelCase names", "camel.json", "{\"vppConfig\": {\"interfaces\": [\n  {\"name\": \"lp\", \"type\": \"SOFTWARE_LOOPBACK\",\n   \"ipAddresses\": [\"x\"]}]}}\n",
+			`(JSON): line 3: vpp_config.interfaces[0]: invalid vpp.interfaces value: ip_addresses[0]: "x" is not an IP address`},
+		{"JSON bad character", "character.json", "{\"vpp_config\": {\"interfaces\": [\n  {\"name\": \"lp\" x}]}}\n", "(JSON): line 2, column 17: invalid character 'x'"},
+		{"JSON syntax", "syntax.json", "{\"vpp_config\": {\"interfaces\": [\n  {\"name\": \"lp\"}\n", "(JSON): line 2: unexpected end of JSON input"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			file := writeFile(t, c.file, c.content)
+			line := wantError(t, nil, "", []string{"config", "plan", file}, "agentctl: "+file+" "+c.want)
+			for _, noise := range []string{"configuration document", "yaml:", "proto:", "json:", "(line 1:"} {
+				if strings.Contains(line, noise) {
+					t.Errorf("error %q contains %q", line, noise)
+				}
+			}
+		})
+	}
 }

@@ -197,7 +197,7 @@ func TestAgentctlKVDB(t *testing.T) {
 	})
 
 	t.Run("del: the agent removes the values", func(t *testing.T) {
-		if out := mustCtl(t, env, "kvdb", "del", routeKey); !regexp.MustCompile(`^deleted 1 keys \(etcd revision \d+\)\n$`).MatchString(out) {
+		if out := mustCtl(t, env, "kvdb", "del", routeKey); !regexp.MustCompile(`^deleted 1 key \(etcd revision \d+\)\n$`).MatchString(out) {
 			t.Errorf("kvdb del %s: %q", routeKey, out)
 		}
 		waitFor(t, "the route removed from "+n.NS, func() (bool, string) {
