@@ -22,6 +22,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -45,6 +46,7 @@ import (
 	configuratorpb "github.com/netagent-io/netagent/proto/configurator"
 	linuxif "github.com/netagent-io/netagent/proto/linux/interfaces"
 	linuxl3 "github.com/netagent-io/netagent/proto/linux/l3"
+	vppif "github.com/netagent-io/netagent/proto/vpp/interfaces"
 	"github.com/netagent-io/netagent/tests/vppsim"
 )
 
@@ -579,8 +581,9 @@ func TestE2EReadyzBeforeFirstSync(t *testing.T) {
 // TestE2EHealthFollowsReadiness: with VPP (vppsim) connected the agent is
 // ready and gRPC health says SERVING, for the server ("") and the
 // configurator service; when VPP goes away /readyz answers 503 naming VPP
-// and health turns NOT_SERVING, seen by Check and by Watch streams; when a
-// VPP serves on the socket again both are back to ready and SERVING.
+// and health turns NOT_SERVING, seen by Check and by Watch streams, and a
+// VPP value put meanwhile is FAILED; when a VPP serves on the socket again
+// both are back to ready and SERVING, and the value is applied.
 func TestE2EHealthFollowsReadiness(t *testing.T) {
 	socket := filepath.Join(t.TempDir(), "api.sock")
 	sim, err := vppsim.Start(vppsim.Options{SocketPath: socket})
@@ -637,11 +640,26 @@ func TestE2EHealthFollowsReadiness(t *testing.T) {
 	}
 	waitHealth(healthpb.HealthCheckResponse_NOT_SERVING, http.StatusServiceUnavailable)
 
+	// A VPP value put while VPP is away is not held back: its operation
+	// fails (README: the agent), and the resync at the reconnect applies it.
+	loop := &vppif.Interface{Name: "away1", Type: vppif.Interface_SOFTWARE_LOOPBACK}
+	loopKey := keyOf(t, loop)
+	if _, err := a.configurator().Update(ctx, &configuratorpb.UpdateRequest{Update: &configpb.Config{VppConfig: &configpb.VppConfig{Interfaces: []*vppif.Interface{loop}}}}); err != nil {
+		t.Fatal(err)
+	}
+	if st := a.waitState(loopKey, "FAILED"); !strings.Contains(st.Value.Error, "VPP is not connected") {
+		t.Errorf("%s put while VPP is away: %+v, want FAILED as VPP is not connected", loopKey, st.Value)
+	}
+
 	sim, err = vppsim.Start(vppsim.Options{SocketPath: socket})
 	if err != nil {
 		t.Fatal(err)
 	}
 	waitHealth(healthpb.HealthCheckResponse_SERVING, http.StatusOK)
+	a.waitState(loopKey, "CONFIGURED")
+	if !slices.ContainsFunc(sim.Interfaces(), func(i vppsim.Interface) bool { return i.Tag == "away1" }) {
+		t.Errorf("VPP has no interface tagged away1 after the reconnect: %+v", sim.Interfaces())
+	}
 }
 
 // TestE2ESIGTERM: the real binary, started with a configuration file and

@@ -205,9 +205,11 @@ func run(ctx context.Context, cfg Config, logOut io.Writer, listening chan<- Lis
 		go func() { defer wg.Done(); w.Run(bgCtx) }()
 	}
 
-	// VPP: connected in the background; values wait while it is away. Each
-	// (re)connect after the first sync runs a downstream resync: after a VPP
-	// restart (empty) it re-creates everything in dependency order.
+	// VPP: connected in the background. While it is away the operations of
+	// VPP values fail (FAILED, "VPP is not connected"); each (re)connect
+	// after the first sync runs a downstream resync with retries, which
+	// applies them, and after a VPP restart (empty) re-creates everything
+	// in dependency order.
 	var vppm *vppconn.Manager
 	var o *orchestrator.Orchestrator
 	var linkWatcher *vppif.LinkStateWatcher

@@ -29,8 +29,10 @@ func (a *app) kvdbCommand() *cobra.Command {
 KEY is a model key such as config/vpp/v2/interfaces/loop1, or the full etcd
 key /vnf-agent/<label>/config/vpp/v2/interfaces/loop1. "put" checks the value
 with the model codec before writing: a value that does not decode, does not
-fit its key or has invalid fields is refused with the reason, and nothing is
-written.`,
+fit its key or fails the model's field checks is refused with the reason, and
+nothing is written. The plugins' own checks (an interface type a plugin does
+not support) run in the agent: such a value is written and becomes INVALID
+there (agentctl values --state INVALID; config plan reports it beforehand).`,
 		Example: `  agentctl kvdb list
   agentctl kvdb list config/linux/
   agentctl kvdb get config/vpp/v2/interfaces/loop1
@@ -252,10 +254,12 @@ func (a *app) kvdbPut() *cobra.Command {
 		Short: "Write the value of a key, checked by the model codec first",
 		Long: `Write the value of a key. VALUE is JSON (or YAML) with the model's field
 names; "-" or no VALUE reads it from standard input. The value is checked
-before it is written: it must decode as the key's model, have valid fields
-and be the value of that key (its name and key fields match). A value that
-fails is refused with the reason and nothing is written. The value is stored
-as canonical JSON.`,
+before it is written: it must decode as the key's model, pass the model's
+field checks (IP and MAC addresses, names, required fields) and be the value
+of that key (its name and key fields match). A value that fails is refused
+with the reason and nothing is written. The value is stored as canonical
+JSON. The plugins' own checks run in the agent only: a value they refuse is
+written and shows INVALID in "agentctl values".`,
 		Example: `  agentctl kvdb put config/vpp/v2/interfaces/loop1 '{"name":"loop1","type":"SOFTWARE_LOOPBACK"}'
   agentctl kvdb put config/linux/interfaces/v2/interface/veth1 - < veth1.yaml`,
 		Args:              argsNamed("KEY", "[VALUE]"),

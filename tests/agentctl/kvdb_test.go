@@ -8,9 +8,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/netagent-io/netagent/tests/vppsim"
 )
 
 // etcdValue reads a model key of the agent's label from its etcd, without
@@ -225,4 +228,42 @@ func TestAgentctlKVDB(t *testing.T) {
 			t.Errorf("values linux.interfaces.interface after del: %q", out)
 		}
 	})
+}
+
+// TestAgentctlPluginChecks: against an agent with VPP (vppsim), a value
+// that passes the model's checks but not its plugin's (a VXLAN_TUNNEL
+// interface: the VPP plugin creates none) is written by kvdb put and is
+// INVALID in the agent (README: kvdb put); a configuration document with
+// such a value plans with exit 1, before and after it is stored.
+func TestAgentctlPluginChecks(t *testing.T) {
+	t.Parallel()
+	sim, err := vppsim.Start(vppsim.Options{SocketPath: filepath.Join(t.TempDir(), "api.sock")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sim.Close() })
+	a := startAgent(t, agentOptions{VPPSocket: sim.SocketPath()})
+	env := a.env()
+	const unsupported = "type VXLAN_TUNNEL is not supported by this agent"
+
+	const key = "config/vpp/v2/interfaces/tun1"
+	if out := mustCtl(t, env, "kvdb", "put", key, `{"name":"tun1","type":"VXLAN_TUNNEL"}`); !strings.HasPrefix(out, "put /vnf-agent/"+a.Label+"/"+key) {
+		t.Errorf("kvdb put of a VXLAN tunnel: %q, want it written", out)
+	}
+	waitCtl(t, "tun1 INVALID", env, contains(unsupported), "values", "--state", "INVALID")
+
+	doc := writeFile(t, "b.yaml", "vpp_config:\n  interfaces:\n    - name: lp\n      type: VXLAN_TUNNEL\n")
+	for _, when := range []string{"before update", "after update"} {
+		stdout, stderr, code := agentctl(t, env, "config", "plan", doc)
+		if code != 1 || !strings.Contains(stdout, unsupported) {
+			t.Errorf("plan of a VXLAN tunnel %s: exit %d, %q; want 1 and the plugin's error", when, code, stdout)
+		}
+		checkErrorLine(t, []string{"config", "plan"}, stdout, stderr)
+		if when == "before update" {
+			if _, _, code := agentctl(t, env, "config", "update", doc); code != 0 {
+				t.Fatalf("update without --wait: exit %d", code)
+			}
+			waitCtl(t, "lp INVALID", env, contains("config/vpp/v2/interfaces/lp"), "values", "--state", "INVALID")
+		}
+	}
 }
