@@ -62,7 +62,8 @@ func slowGRPC(t *testing.T, register func(*grpc.Server)) int {
 // TestAgentctlTimeouts: REST, gRPC and etcd requests that connected but got
 // no answer within --timeout name the request and --timeout; those that
 // never connected (a listener that accepts and never speaks: no HTTP/2,
-// so no gRPC connection) say the API cannot be reached.
+// so no gRPC connection) say the API cannot be reached. The gRPC servers
+// get 2 s: time to connect on a loaded machine.
 func TestAgentctlTimeouts(t *testing.T) {
 	t.Parallel()
 	silent := strconv.Itoa(silentListener(t))
@@ -74,15 +75,15 @@ func TestAgentctlTimeouts(t *testing.T) {
 			wants: []string{"the agent did not answer GET /scheduler/graph within 500ms (raise --timeout)"}},
 		{name: "REST: connected, no answer (status)", args: []string{"status", "--rest-port", silent, "--timeout", "500ms"},
 			wants: []string{"the agent did not answer GET /info/status within 500ms (raise --timeout)"}},
-		{name: "gRPC: connected, no answer", args: []string{"config", "get", "--grpc-port", slowAgent, "--timeout", "500ms"},
-			wants: []string{"config get: the agent at 127.0.0.1:" + slowAgent + " did not answer within 500ms (raise --timeout)"}},
-		{name: "gRPC: a change connected, no answer", args: []string{"config", "update", doc, "--grpc-port", slowAgent, "--timeout", "500ms"},
-			wants: []string{"config update: the agent at 127.0.0.1:" + slowAgent + " did not answer within 500ms (raise --timeout)",
+		{name: "gRPC: connected, no answer", args: []string{"config", "get", "--grpc-port", slowAgent, "--timeout", "2s"},
+			wants: []string{"config get: the agent at 127.0.0.1:" + slowAgent + " did not answer within 2s (raise --timeout)"}},
+		{name: "gRPC: a change connected, no answer", args: []string{"config", "update", doc, "--grpc-port", slowAgent, "--timeout", "2s"},
+			wants: []string{"config update: the agent at 127.0.0.1:" + slowAgent + " did not answer within 2s (raise --timeout)",
 				"the change may be applied all the same: agentctl config history shows it"}},
 		{name: "gRPC: no connection", args: []string{"config", "get", "--grpc-port", silent, "--timeout", "500ms"},
 			wants: []string{"cannot reach the agent's gRPC API at 127.0.0.1:" + silent, "no connection within 500ms (--timeout)", "is the agent running?"}},
-		{name: "etcd: connected, no answer", args: []string{"kvdb", "list", "--etcd-endpoints", "127.0.0.1:" + slowKV, "--timeout", "500ms"},
-			wants: []string{"kvdb list: etcd at 127.0.0.1:" + slowKV + " did not answer within 500ms (raise --timeout)"}},
+		{name: "etcd: connected, no answer", args: []string{"kvdb", "list", "--etcd-endpoints", "127.0.0.1:" + slowKV, "--timeout", "2s"},
+			wants: []string{"kvdb list: etcd at 127.0.0.1:" + slowKV + " did not answer within 2s (raise --timeout)"}},
 		{name: "etcd: no connection", args: []string{"kvdb", "list", "--etcd-endpoints", "127.0.0.1:" + silent, "--timeout", "500ms"},
 			wants: []string{"kvdb list: no connection to etcd at 127.0.0.1:" + silent + " within 500ms", "is it running?"}},
 	} {
