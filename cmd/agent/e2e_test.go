@@ -42,11 +42,13 @@ import (
 	"github.com/netagent-io/netagent/pkg/models"
 	"github.com/netagent-io/netagent/plugins/kvscheduler/api"
 	"github.com/netagent-io/netagent/plugins/orchestrator/etcdsource"
+	"github.com/netagent-io/netagent/plugins/vpp/l2plugin"
 	configpb "github.com/netagent-io/netagent/proto/config"
 	configuratorpb "github.com/netagent-io/netagent/proto/configurator"
 	linuxif "github.com/netagent-io/netagent/proto/linux/interfaces"
 	linuxl3 "github.com/netagent-io/netagent/proto/linux/l3"
 	vppif "github.com/netagent-io/netagent/proto/vpp/interfaces"
+	vppl2 "github.com/netagent-io/netagent/proto/vpp/l2"
 	"github.com/netagent-io/netagent/tests/vppsim"
 )
 
@@ -1102,4 +1104,105 @@ func TestE2ERunFailingAfterTheLinuxPlugins(t *testing.T) {
 			t.Fatalf("run: %v, want the embedded etcd's error", err)
 		}
 	}
+}
+
+// The agent wires the VPP L2 plugin to its scheduler: an interface moved
+// from one bridge domain to another in one transaction is moved at once,
+// also when the new domain sorts first (without the wiring the new binding
+// is refused while the old one is still in place), and an interface in two
+// bridge domains is refused with both named.
+func TestE2EBridgeDomainMoveAndConflict(t *testing.T) {
+	socket := filepath.Join(t.TempDir(), "api.sock")
+	sim, err := vppsim.Start(vppsim.Options{SocketPath: socket})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sim.Close() })
+	cfg := testConfig(t)
+	cfg.VPP.Disabled, cfg.VPP.Socket = false, socket
+	cfg.Linux.Disabled = true
+	a := startAgent(t, cfg, true)
+	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+	defer cancel()
+	update := func(full bool, bds ...*vppl2.BridgeDomain) *configuratorpb.UpdateResponse {
+		t.Helper()
+		loops := []*vppif.Interface{
+			{Name: "mv1", Type: vppif.Interface_SOFTWARE_LOOPBACK, Enabled: true},
+			{Name: "mv2", Type: vppif.Interface_SOFTWARE_LOOPBACK, Enabled: true},
+		}
+		resp, err := a.configurator().Update(ctx, &configuratorpb.UpdateRequest{WaitDone: true, FullResync: full,
+			Update: &configpb.Config{VppConfig: &configpb.VppConfig{Interfaces: loops, BridgeDomains: bds}}})
+		if err != nil {
+			t.Fatalf("update: %v", err)
+		}
+		return resp
+	}
+	bd := func(name string, ifaces ...string) *vppl2.BridgeDomain {
+		b := &vppl2.BridgeDomain{Name: name, Forward: true}
+		for _, i := range ifaces {
+			b.Interfaces = append(b.Interfaces, &vppl2.BridgeDomain_Interface{Name: i})
+		}
+		return b
+	}
+	noFailure := func(step string, seq uint64) {
+		t.Helper()
+		recs := a.history(fmt.Sprintf("?seq-num=%d", seq))
+		if len(recs) != 1 {
+			t.Fatalf("%s: history of transaction %d: %d records", step, seq, len(recs))
+		}
+		for _, op := range recs[0].Executed {
+			if op.Error != "" {
+				t.Errorf("%s: %s %s failed: %s", step, op.Operation, op.Key, op.Error)
+			}
+		}
+	}
+	binding := func(bdName, iface string) string { return l2plugin.BDInterfaceKey(bdName, iface) }
+	// bindingStatus is the status of a binding (a derived value: the REST
+	// status of its key is its bridge domain's, with the bindings in it).
+	bindingStatus := func(key string) valueStatus {
+		t.Helper()
+		st := a.status(key)
+		for _, d := range st.DerivedValues {
+			if d.Key == key {
+				return d
+			}
+		}
+		return valueStatus{}
+	}
+	waitBinding := func(key, state string) valueStatus {
+		t.Helper()
+		var st valueStatus
+		eventually(t, fmt.Sprintf("state of %s is %s", key, state), func() (bool, string) {
+			st = bindingStatus(key)
+			return st.State == state, fmt.Sprintf("%+v", st)
+		})
+		return st
+	}
+
+	resp := update(true, bd("bd-z", "mv1"))
+	noFailure("mv1 in bd-z", resp.GetSeqNum())
+	waitBinding(binding("bd-z", "mv1"), "CONFIGURED")
+
+	// Move mv1 to bd-a (sorts before bd-z) in one transaction.
+	resp = update(true, bd("bd-a", "mv1"), bd("bd-z"))
+	if len(resp.GetErrors()) != 0 {
+		t.Errorf("move: errors %v", resp.GetErrors())
+	}
+	noFailure("move to bd-a", resp.GetSeqNum())
+	if st := bindingStatus(binding("bd-a", "mv1")); st.State != "CONFIGURED" {
+		t.Errorf("binding bd-a/mv1 right after the move: %+v, want CONFIGURED", st)
+	}
+
+	// mv1 in bd-a and bd-b: the second binding is refused, naming both.
+	update(true, bd("bd-a", "mv1"), bd("bd-b", "mv1"), bd("bd-z"))
+	st := waitBinding(binding("bd-b", "mv1"), "FAILED")
+	if !strings.Contains(st.Error, "bd-a") || !strings.Contains(st.Error, "one bridge domain") {
+		t.Errorf("refused binding: error %q, want it to name bd-a and say why", st.Error)
+	}
+	if st := bindingStatus(binding("bd-a", "mv1")); st.State != "CONFIGURED" {
+		t.Errorf("binding bd-a/mv1 after the conflict: %+v, want CONFIGURED", st)
+	}
+	// bd-a lets mv1 go: the refused binding is applied.
+	update(true, bd("bd-a"), bd("bd-b", "mv1"), bd("bd-z"))
+	waitBinding(binding("bd-b", "mv1"), "CONFIGURED")
 }

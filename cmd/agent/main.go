@@ -233,6 +233,7 @@ func run(ctx context.Context, cfg Config, logOut io.Writer, listening chan<- Lis
 		vif := vppif.New(vppm, log)
 		l2 := vppl2.New(vppm, vppif.SchedulerInterfaces(s), log)
 		l2.SetInterfaceLister(vppif.SchedulerInterfaceNames(s))
+		l2.SetScheduler(s)
 		l3 := vppl3.New(vppm, vppif.SchedulerInterfaces(s), log)
 		l3.SetInterfaceLister(vppif.SchedulerInterfaceNames(s))
 		for _, a := range []vppconn.Area{vif.Area(), l2.Area(), l3.Area()} {
