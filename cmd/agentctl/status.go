@@ -202,12 +202,9 @@ func (a *app) printStatus(st agentStatus) error {
 	}
 	sort.Strings(descs)
 	for _, d := range descs {
-		name := d
-		if name == "" {
-			// Properties (an interface's UP state) and UNIMPLEMENTED values.
-			name = "(no descriptor)"
-		}
-		t.row(name, countsLine(st.ValuesByDescriptor[d]))
+		// (The agent names the groups of properties, such as an interface's
+		// UP state, and of values no descriptor claims.)
+		t.row(d, countsLine(st.ValuesByDescriptor[d]))
 	}
 	return t.flush()
 }

@@ -305,6 +305,12 @@ func (s *Scheduler) GetStats() api.SchedulerStats {
 		state := n.state.String()
 		st.ValuesByState[state]++
 		d := n.descName()
+		if d == "" {
+			d = api.StatsNoDescriptor
+			if n.base != nil {
+				d = api.StatsProperties
+			}
+		}
 		if st.ValuesByDescriptor[d] == nil {
 			st.ValuesByDescriptor[d] = map[string]int{}
 		}

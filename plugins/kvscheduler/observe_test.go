@@ -418,3 +418,28 @@ func TestKeyTimelineOfDerivedValuesEndsRemoved(t *testing.T) {
 		}
 	}
 }
+
+// Properties (derived values without a descriptor) and values no descriptor
+// claims are counted under names of their own, not under "".
+func TestStatsGroupsPropertiesAndUnclaimedValues(t *testing.T) {
+	e := newEnv(t)
+	e.register(mocksb.Options{
+		Name: "iface", Prefix: "iface/", NB: true,
+		Derived: func(key string, v proto.Message) []api.KeyValuePair {
+			return []api.KeyValuePair{kvp("state/"+strings.TrimPrefix(key, "iface/")+"/UP", "up")}
+		},
+	})
+	ctx := context.Background()
+	e.mustCommit(ctx, set("iface/a", "a"), set("iface/b", "b"))
+	_, _ = e.commit(ctx, set("nobody/x", "x"))
+	st := e.s.GetStats()
+	if got := st.ValuesByDescriptor[api.StatsProperties]; got["CONFIGURED"] != 2 || len(got) != 1 {
+		t.Errorf("properties: %v, want 2 CONFIGURED", got)
+	}
+	if got := st.ValuesByDescriptor[api.StatsNoDescriptor]; got["UNIMPLEMENTED"] != 1 || len(got) != 1 {
+		t.Errorf("values without a descriptor: %v, want 1 UNIMPLEMENTED", got)
+	}
+	if _, ok := st.ValuesByDescriptor[""]; ok {
+		t.Errorf("a group without a name: %v", st.ValuesByDescriptor)
+	}
+}

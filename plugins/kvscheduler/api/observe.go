@@ -116,10 +116,18 @@ type GraphNode struct {
 	Dependencies []DependencyInfo `json:",omitempty"`
 }
 
+// The groups of SchedulerStats.ValuesByDescriptor that are not descriptors.
+const (
+	StatsProperties   = "(properties)"
+	StatsNoDescriptor = "(no descriptor)"
+)
+
 // SchedulerStats are counters of the scheduler's state.
 type SchedulerStats struct {
 	// ValuesByState counts values by state name, ValuesByDescriptor by
-	// descriptor then state name (derived values included).
+	// descriptor then state name (derived values included; properties, the
+	// derived values without a descriptor, under StatsProperties, and values
+	// no descriptor claims under StatsNoDescriptor).
 	ValuesByState      map[string]int
 	ValuesByDescriptor map[string]map[string]int
 	// QueueLength is the number of transactions waiting.
