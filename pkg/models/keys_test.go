@@ -806,3 +806,24 @@ func TestVPPRouteKeyOfTheOriginalAgent(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckKeyReportsFieldsFirst: CheckKey validates the value as Validate
+// does (callers need not call both), and a value's field problems come
+// before a key that does not parse or disagrees.
+func TestCheckKeyReportsFieldsFirst(t *testing.T) {
+	bad := &vppl3.Route{DstNetwork: "10.1.0.0/33", NextHopAddr: "10.0.0.1"}
+	for _, key := range []string{"config/vpp/v2/route/vrf/0/dst/10.1.0.0/33/gw/10.0.0.1", "config/vpp/v2/route/garbage", "config/vpp/v2/route/vrf/0/dst/10.2.0.0/16/gw/10.0.0.1"} {
+		err := models.VPPRoute.CheckKey(key, bad)
+		var ve *models.ValidationError
+		if !errors.As(err, &ve) || !strings.Contains(err.Error(), "dst_network") {
+			t.Errorf("CheckKey(%q) of an invalid value: %v, want the field error of dst_network", key, err)
+		}
+		if verr := models.VPPRoute.Validate(bad); verr == nil {
+			t.Error("Validate accepts the invalid route")
+		}
+	}
+	good := &vppl3.Route{DstNetwork: "10.1.0.0/16", NextHopAddr: "10.0.0.1"}
+	if err := models.VPPRoute.CheckKey("config/vpp/v2/route/garbage", good); err == nil || errors.As(err, new(*models.ValidationError)) {
+		t.Errorf("CheckKey of a valid value under a bad key: %v, want a key error", err)
+	}
+}

@@ -114,17 +114,23 @@ func (m *Model) Validate(v proto.Message) error {
 	return errs.err(m, "")
 }
 
-// CheckKey tells whether key is the key of value v: v must be valid and key
-// must be (a spelling of) the key Key(v) returns. The error says which part
-// disagrees.
+// CheckKey tells whether key is the key of value v: v must be valid (as
+// Validate checks it: callers need not call both) and key must be (a
+// spelling of) the key Key(v) returns. Problems of the value's fields are
+// reported first; the error says which part disagrees.
 func (m *Model) CheckKey(key string, v proto.Message) error {
 	if err := m.checkType(v); err != nil {
 		return &KeyError{Key: key, Problem: err.Error()}
 	}
+	var errs fieldErrors
+	m.validate(v, &errs)
+	if err := errs.err(m, key); err != nil {
+		return err
+	}
 	if _, err := m.ParseKey(key); err != nil {
 		return err
 	}
-	return m.checkParsedKey(key, v)
+	return m.checkKeyOf(key, v)
 }
 
 // checkParsedKey is CheckKey for a key that parses and a value of the model.
@@ -134,6 +140,12 @@ func (m *Model) checkParsedKey(key string, v proto.Message) error {
 	if err := errs.err(m, key); err != nil {
 		return err
 	}
+	return m.checkKeyOf(key, v)
+}
+
+// checkKeyOf tells whether key is (a spelling of) the key of the valid
+// value v.
+func (m *Model) checkKeyOf(key string, v proto.Message) error {
 	suffix, err := m.keySuffix(v)
 	if err != nil {
 		return &KeyError{Key: key, Problem: err.Error()}

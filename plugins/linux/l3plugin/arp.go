@@ -93,9 +93,6 @@ func (p *Plugin) arpDescriptor() *api.TypedDescriptor[*linuxl3.ARPEntry, *Placem
 }
 
 func validateARP(key string, a *linuxl3.ARPEntry) error {
-	if err := models.LinuxARP.Validate(a); err != nil {
-		return invalid(err)
-	}
 	if err := models.LinuxARP.CheckKey(key, a); err != nil {
 		return invalid(err)
 	}

@@ -197,9 +197,6 @@ func (p *Plugin) routeDescriptor() *api.TypedDescriptor[*linuxl3.Route, *Placeme
 }
 
 func validateRoute(key string, r *linuxl3.Route) error {
-	if err := models.LinuxRoute.Validate(r); err != nil {
-		return invalid(err)
-	}
 	if err := models.LinuxRoute.CheckKey(key, r); err != nil {
 		return invalid(err)
 	}

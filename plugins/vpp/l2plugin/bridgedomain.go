@@ -144,9 +144,7 @@ func (p *Plugin) bridgeDomainDescriptor() *api.TypedDescriptor[*vppl2.BridgeDoma
 
 func validateBD(key string, bd *vppl2.BridgeDomain) error {
 	var pr validate.Problems
-	if err := models.VPPBridgeDomain.Validate(bd); err != nil {
-		pr.Model(err)
-	} else if err := models.VPPBridgeDomain.CheckKey(key, bd); err != nil {
+	if err := models.VPPBridgeDomain.CheckKey(key, bd); err != nil {
 		pr.Model(err)
 	}
 	if bd.GetMacAge() > 255 {

@@ -86,9 +86,6 @@ func (p *Plugin) arpDescriptor() *api.TypedDescriptor[*vppl3.ARPEntry, any] {
 }
 
 func validateARP(key string, a *vppl3.ARPEntry) error {
-	if err := models.VPPARP.Validate(a); err != nil {
-		return validate.Invalid(err)
-	}
 	if err := models.VPPARP.CheckKey(key, a); err != nil {
 		return validate.Invalid(err)
 	}

@@ -194,9 +194,6 @@ func (p *Plugin) routeDescriptor() *api.TypedDescriptor[*vppl3.Route, *RouteMeta
 }
 
 func validateRoute(key string, r *vppl3.Route) error {
-	if err := models.VPPRoute.Validate(r); err != nil {
-		return validate.Invalid(err)
-	}
 	if err := models.VPPRoute.CheckKey(key, r); err != nil {
 		return validate.Invalid(err)
 	}
