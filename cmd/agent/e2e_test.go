@@ -588,11 +588,7 @@ func TestE2EReadyzBeforeFirstSync(t *testing.T) {
 // both are back to ready and SERVING, and the value is applied.
 func TestE2EHealthFollowsReadiness(t *testing.T) {
 	socket := filepath.Join(t.TempDir(), "api.sock")
-	sim, err := vppsim.Start(vppsim.Options{SocketPath: socket})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = sim.Close() })
+	sim := startSim(t, socket)
 	cfg := testConfig(t)
 	cfg.VPP.Disabled, cfg.VPP.Socket = false, socket
 	cfg.Linux.Disabled = os.Geteuid() != 0
@@ -653,10 +649,7 @@ func TestE2EHealthFollowsReadiness(t *testing.T) {
 		t.Errorf("%s put while VPP is away: %+v, want FAILED as VPP is not connected", loopKey, st.Value)
 	}
 
-	sim, err = vppsim.Start(vppsim.Options{SocketPath: socket})
-	if err != nil {
-		t.Fatal(err)
-	}
+	sim = startSim(t, socket)
 	waitHealth(healthpb.HealthCheckResponse_SERVING, http.StatusOK)
 	a.waitState(loopKey, "CONFIGURED")
 	if !slices.ContainsFunc(sim.Interfaces(), func(i vppsim.Interface) bool { return i.Tag == "away1" }) {
@@ -1113,11 +1106,7 @@ func TestE2ERunFailingAfterTheLinuxPlugins(t *testing.T) {
 // bridge domains is refused with both named.
 func TestE2EBridgeDomainMoveAndConflict(t *testing.T) {
 	socket := filepath.Join(t.TempDir(), "api.sock")
-	sim, err := vppsim.Start(vppsim.Options{SocketPath: socket})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = sim.Close() })
+	startSim(t, socket)
 	cfg := testConfig(t)
 	cfg.VPP.Disabled, cfg.VPP.Socket = false, socket
 	cfg.Linux.Disabled = true
@@ -1205,4 +1194,15 @@ func TestE2EBridgeDomainMoveAndConflict(t *testing.T) {
 	// bd-a lets mv1 go: the refused binding is applied.
 	update(true, bd("bd-a"), bd("bd-b", "mv1"), bd("bd-z"))
 	waitBinding(binding("bd-b", "mv1"), "CONFIGURED")
+}
+
+// startSim serves a simulated VPP on socket until the test ends.
+func startSim(t *testing.T, socket string) *vppsim.Sim {
+	t.Helper()
+	sim, err := vppsim.Start(vppsim.Options{SocketPath: socket})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sim.Close() })
+	return sim
 }

@@ -364,20 +364,7 @@ func (w *syncWriter) Write(p []byte) (int, error) {
 // stopped deriving it or went away.
 func TestKeyTimelineOfDerivedValuesEndsRemoved(t *testing.T) {
 	e, clock := newObsEnv(t, kvscheduler.Options{})
-	isBinding := func(key string) bool { return strings.Contains(key, "/interface/") }
-	e.register(
-		mocksb.Options{
-			Name: "bd", Prefix: "bd/", NB: true, Keys: func(key string) bool { return !isBinding(key) },
-			Derived: func(key string, v proto.Message) []api.KeyValuePair {
-				var out []api.KeyValuePair
-				for _, name := range list(v, "ifaces") {
-					out = append(out, kvp(key+"/interface/"+name, name+" dep=iface/"+name))
-				}
-				return out
-			},
-		},
-		mocksb.Options{Name: "bd-interface", Prefix: "bd/", Keys: isBinding, NoRetrieve: true, Deps: mocksb.DependsOn},
-	)
+	e.register(bridgeDomainDescriptors("bd/", "iface/")...)
 	ctx := context.Background()
 	const (
 		bd       = "bd/bd1"

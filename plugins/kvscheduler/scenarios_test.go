@@ -529,30 +529,35 @@ func TestScenario02_AFPacketWaitsForHostInterface(t *testing.T) {
 	e.expectSB("host back", map[string]string{host: "eth1", afp: afpVal})
 }
 
+// bridgeDomainDescriptors are the mock descriptors of bridge domains
+// "<bdPrefix><bd>", whose value "bd ifaces=a,b" derives one binding
+// "<bdPrefix><bd>/interface/<if>" per interface, and of the bindings (put the
+// interface into the BD), which depend on "<ifacePrefix><if>".
+func bridgeDomainDescriptors(bdPrefix, ifacePrefix string) []mocksb.Options {
+	isBinding := func(key string) bool { return strings.Contains(key, "/interface/") }
+	return []mocksb.Options{
+		{
+			Name: "bd", Prefix: bdPrefix, NB: true, WithMetadata: true,
+			Keys: func(key string) bool { return !isBinding(key) },
+			Derived: func(key string, v proto.Message) []api.KeyValuePair {
+				var out []api.KeyValuePair
+				for _, name := range list(v, "ifaces") {
+					out = append(out, kvp(key+"/interface/"+name, name+" dep="+ifacePrefix+name))
+				}
+				return out
+			},
+		},
+		{Name: "bd-interface", Prefix: bdPrefix, Keys: isBinding, NoRetrieve: true, Deps: mocksb.DependsOn},
+	}
+}
+
 // Scenario 3 (seed 002, "Bridge Domain"): the bridge domain is created at
 // once; each BD-interface binding is a derived value with its own descriptor,
 // PENDING until its interface exists; deleting an interface unbinds only it.
 func TestScenario03_BridgeDomainBindings(t *testing.T) {
 	e := newEnv(t)
-	isBinding := func(key string) bool { return strings.Contains(key, "/interface/") }
-	e.register(
-		mocksb.Options{Name: "vpp-iface", Prefix: "vpp/interface/", NB: true, WithMetadata: true},
-		// Bridge domains "vpp/bd/<bd>"; value "bd ifaces=a,b" derives one
-		// binding "vpp/bd/<bd>/interface/<if>" per interface.
-		mocksb.Options{
-			Name: "bd", Prefix: "vpp/bd/", NB: true, WithMetadata: true,
-			Keys: func(key string) bool { return !isBinding(key) },
-			Derived: func(key string, v proto.Message) []api.KeyValuePair {
-				var out []api.KeyValuePair
-				for _, name := range list(v, "ifaces") {
-					out = append(out, kvp(key+"/interface/"+name, name+" dep=vpp/interface/"+name))
-				}
-				return out
-			},
-		},
-		// Bindings: put the interface into the BD; depend on the interface.
-		mocksb.Options{Name: "bd-interface", Prefix: "vpp/bd/", Keys: isBinding, NoRetrieve: true, Deps: mocksb.DependsOn},
-	)
+	e.register(mocksb.Options{Name: "vpp-iface", Prefix: "vpp/interface/", NB: true, WithMetadata: true})
+	e.register(bridgeDomainDescriptors("vpp/bd/", "vpp/interface/")...)
 	ctx := context.Background()
 	const (
 		bd       = "vpp/bd/bd1"
