@@ -127,13 +127,19 @@ func TestInitFileFormats(t *testing.T) {
 		}
 	}
 	for name, c := range map[string]struct{ content, want string }{
-		"bad value":     {"- key: config/vpp/v2/interfaces/loop1\n  value: {name: loop2}\n", "item 0"},
+		"bad value":     {"- key: config/vpp/v2/interfaces/loop1\n  value: {name: loop2}\n", "f.yaml (YAML): line 1: item 0: "},
+		"bad syntax":    {"- key: a\n  value: [\n", "f.yaml (YAML): "},
 		"other label":   {"- key: /vnf-agent/vpp2/config/vpp/v2/interfaces/loop1\n  value: {name: loop1}\n", `label "vpp2"`},
-		"unknown field": {"- key: config/vpp/v2/interfaces/loop1\n  valu: {}\n", "unknown field"},
+		"unknown field": {"- key: config/vpp/v2/interfaces/loop1\n  valu: {}\n", "line 2: valu: unknown field"},
 		"bad document":  {"vpp_config: {interfacez: []}\n", "interfacez"},
+		"bad item":      {"vpp_config:\n  interfaces:\n    - {name: loop1, type: NOPE}\n", `f.yaml (YAML): line 3: vpp_config.interfaces[0]: invalid value for enum field type: "NOPE"`},
 	} {
-		if _, err := readInitFile(writeFile(t, "f.yaml", c.content), "vpp1"); err == nil || !strings.Contains(err.Error(), c.want) {
+		_, err := readInitFile(writeFile(t, "f.yaml", c.content), "vpp1")
+		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %v, want an error containing %q", name, err, c.want)
+		}
+		if err != nil && (strings.Contains(err.Error(), "configuration document:") || strings.Contains(err.Error(), " yaml: ") || strings.Contains(err.Error(), " json: ")) {
+			t.Errorf("%s: %v carries a decoder's prefix", name, err)
 		}
 	}
 }

@@ -23,7 +23,6 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
-	"sort"
 	"strings"
 	"sync"
 	"syscall"
@@ -41,7 +40,6 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/reflection"
 	"google.golang.org/grpc/status"
-	"sigs.k8s.io/yaml"
 
 	"github.com/netagent-io/netagent/pkg/models"
 	"github.com/netagent-io/netagent/plugins/kvscheduler"
@@ -476,69 +474,6 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 	w.WriteHeader(code)
 	data, _ := json.MarshalIndent(v, "", "  ")
 	_, _ = w.Write(append(data, '\n'))
-}
-
-// readInitFile reads the init file: a configuration document (YAML or
-// JSON, grouped by model as in examples/veth-route.yaml) or a list of
-// key/value pairs, keys being model keys or etcd keys of this agent:
-//
-//   - key: config/linux/interfaces/v2/interface/veth1
-//     value: {name: veth1, type: VETH, veth: {peer_if_name: veth2}}
-func readInitFile(path, label string) ([]orchestrator.KV, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("init file: %w", err)
-	}
-	js, err := yaml.YAMLToJSONStrict(data)
-	if err != nil {
-		return nil, fmt.Errorf("init file %s: %w", path, err)
-	}
-	var out []orchestrator.KV
-	if trimmed := strings.TrimSpace(string(js)); strings.HasPrefix(trimmed, "[") {
-		var items []struct {
-			Key   string          `json:"key"`
-			Value json.RawMessage `json:"value"`
-		}
-		dec := json.NewDecoder(strings.NewReader(trimmed))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&items); err != nil {
-			return nil, fmt.Errorf("init file %s: a list of {key, value}: %w", path, err)
-		}
-		var errs []error
-		for i, it := range items {
-			key := it.Key
-			if strings.HasPrefix(key, models.EtcdPrefix) {
-				l, mk, err := models.ParseEtcdKey(key)
-				if err == nil && l != label {
-					err = fmt.Errorf("etcd key of label %q, this agent is %q", l, label)
-				}
-				if err != nil {
-					errs = append(errs, fmt.Errorf("item %d: %w", i, err))
-					continue
-				}
-				key = mk
-			}
-			_, v, err := models.Default.DecodeValue(key, it.Value)
-			if err != nil {
-				errs = append(errs, fmt.Errorf("item %d: %w", i, err))
-				continue
-			}
-			out = append(out, orchestrator.KV{Key: key, Value: v})
-		}
-		if len(errs) > 0 {
-			return nil, fmt.Errorf("init file %s: %w", path, errors.Join(errs...))
-		}
-	} else {
-		kvs, err := models.Default.ParseConfig(data)
-		if err != nil {
-			return nil, fmt.Errorf("init file %s: %w", path, err)
-		}
-		for _, kv := range kvs {
-			out = append(out, orchestrator.KV{Key: kv.Key, Value: kv.Value})
-		}
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
-	return out, nil
 }
 
 // validToken compares a presented bearer token in constant time.
