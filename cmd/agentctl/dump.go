@@ -151,12 +151,15 @@ func graphFormat(format, file string) (string, error) {
 
 func (a *app) graphCommand() *cobra.Command {
 	var txn uint64
-	var format, file string
+	var format, file, keyPrefix string
 	c := &cobra.Command{
 		Use:   "graph",
 		Short: "The dependency graph of the values, as DOT, SVG, Mermaid or JSON",
 		Long: `Print the scheduler's graph (values, their states, dependencies and derived
-values), now or as it was after transaction --txn N.
+values), now or as it was after transaction --txn N. --key-prefix narrows it
+to the values under a prefix and the values they touch (their bases and
+derived values, what they depend on, what depends on them): Graphviz takes
+long to lay out thousands of values, and a picture of them is hard to read.
 
 --format dot (default) prints Graphviz DOT text; svg renders it in the agent
 (which needs Graphviz's dot there); mermaid and json are also available.
@@ -168,6 +171,7 @@ is the output file, not the output format.)`,
 		Example: `  agentctl graph > graph.dot
   agentctl graph -o graph.svg
   agentctl graph --txn 12 -o txn12.svg
+  agentctl graph --key-prefix config/vpp/v2/interfaces/loop1 -o loop1.svg
   agentctl graph -o graph.mmd
   agentctl graph | dot -Tpng > graph.png`,
 		Args: argsNamed(),
@@ -177,6 +181,9 @@ is the output file, not the output format.)`,
 				return err
 			}
 			q := url.Values{"format": {format}}
+			if keyPrefix != "" {
+				q.Set("key-prefix", keyPrefix)
+			}
 			if cmd.Flags().Changed("txn") {
 				if txn == 0 {
 					return errors.New("--txn 0: want a transaction sequence number (1, 2, ...)")
@@ -203,6 +210,7 @@ is the output file, not the output format.)`,
 		},
 	}
 	c.Flags().Uint64Var(&txn, "txn", 0, "the graph as it was after transaction N")
+	c.Flags().StringVar(&keyPrefix, "key-prefix", "", "only the values whose keys start with this, and the values they touch")
 	c.Flags().StringVar(&format, "format", "", "dot, svg, mermaid or json (default: from the -o file's extension, else dot)")
 	c.Flags().StringVarP(&file, "output", "o", "", "write the graph to this file (.svg, .dot, .gv, .json, .mmd, .mermaid)")
 	_ = c.RegisterFlagCompletionFunc("format", fixedCompletion(graphFormats...))

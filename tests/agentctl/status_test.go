@@ -305,6 +305,11 @@ func TestAgentctlStatus(t *testing.T) {
 		if out := mustCtl(t, env, "graph", "--format", "mermaid", "-o", "-"); !strings.Contains(out, "flowchart LR") {
 			t.Errorf("graph --format mermaid -o -: %q", testsupport.Tail(out, 300))
 		}
+		// --key-prefix: the route and what it touches, not the ARP entry.
+		if focused := mustCtl(t, env, "graph", "--key-prefix", routeKey); !strings.Contains(focused, routeKey) ||
+			!strings.Contains(focused, `values under \"`+routeKey) || strings.Contains(focused, "config/linux/l3/v2/arp/") || len(focused) >= len(dot) {
+			t.Errorf("graph --key-prefix %s: %q", routeKey, testsupport.Tail(focused, 2000))
+		}
 
 		// As of the init file's transaction: the first NB transaction with operations.
 		var h historyJSON

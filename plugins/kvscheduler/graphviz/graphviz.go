@@ -346,7 +346,9 @@ func title(s *api.GraphSnapshot) []string {
 	}
 	lines := []string{t}
 	if s.Note != "" {
-		lines = append(lines, "note: "+oneLine(s.Note, 2*maxText))
+		for _, note := range strings.Split(s.Note, "; ") {
+			lines = append(lines, "note: "+oneLine(note, 2*maxText))
+		}
 	}
 	return lines
 }
@@ -786,4 +788,68 @@ func Mermaid(w io.Writer, s *api.GraphSnapshot) error {
 // quoted.
 func mermaidTitle(lines []string) string {
 	return strconv.Quote(strings.Join(lines, " — "))
+}
+
+// Focus returns the part of a snapshot about the values whose keys start
+// with prefix: those values, and the values they touch (their bases and
+// derived values, the targets of their dependencies, and the values that
+// depend on them), so that each kept value is drawn with its neighbours. The
+// Note says what was left out. An empty prefix, or one that matches every
+// value, returns s itself.
+func Focus(s *api.GraphSnapshot, prefix string) *api.GraphSnapshot {
+	if prefix == "" {
+		return s
+	}
+	inFocus := map[string]bool{}
+	for i := range s.Nodes {
+		if strings.HasPrefix(s.Nodes[i].Key, prefix) {
+			inFocus[s.Nodes[i].Key] = true
+		}
+	}
+	if len(inFocus) == len(s.Nodes) {
+		return s
+	}
+	keep := map[string]bool{}
+	for i := range s.Nodes {
+		gn := &s.Nodes[i]
+		focused := inFocus[gn.Key]
+		if focused {
+			keep[gn.Key] = true
+			if gn.Base != "" {
+				keep[gn.Base] = true
+			}
+		}
+		if inFocus[gn.Base] {
+			keep[gn.Key] = true // a derived value of a focused one
+		}
+		for _, d := range gn.Dependencies {
+			for _, target := range d.Targets {
+				if focused {
+					keep[target] = true
+				}
+				if inFocus[target] {
+					keep[gn.Key] = true // depends on a focused one
+				}
+			}
+		}
+	}
+	out := *s
+	out.Nodes = nil
+	for i := range s.Nodes {
+		if keep[s.Nodes[i].Key] {
+			out.Nodes = append(out.Nodes, s.Nodes[i])
+		}
+	}
+	out.Changed = nil
+	for _, k := range s.Changed {
+		if keep[k] {
+			out.Changed = append(out.Changed, k)
+		}
+	}
+	note := fmt.Sprintf("values under %q and those they touch: %d of %d", prefix, len(out.Nodes), len(s.Nodes))
+	if out.Note != "" {
+		note = out.Note + "; " + note
+	}
+	out.Note = note
+	return &out
 }

@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -400,5 +401,55 @@ func TestSVGCanceled(t *testing.T) {
 	cancel()
 	if _, err := graphviz.SVG(ctx, smallSnapshot()); !errors.Is(err, context.Canceled) {
 		t.Errorf("err = %v, want context.Canceled", err)
+	}
+}
+
+// Focus keeps the values under a prefix and the values they touch: bases,
+// derived values, dependency targets and dependents.
+func TestFocus(t *testing.T) {
+	keys := func(s *api.GraphSnapshot) []string {
+		var out []string
+		for _, n := range s.Nodes {
+			out = append(out, n.Key)
+		}
+		slices.Sort(out)
+		return out
+	}
+	for _, c := range []struct {
+		prefix string
+		want   []string
+	}{
+		// tap0: its derived addresses, the linux side it depends on, the
+		// route that depends on it.
+		{tap0, []string{tap0Host, addr4, addr6, tap0, route1}},
+		// route2: memif1, its target; the unsatisfied AnyOf has none.
+		{route2, []string{memif1, route2}},
+		// An address: its base, and route1 (its AnyOf dependency's target).
+		{addr4, []string{addr4, tap0, route1}},
+		{"nothing/", nil},
+	} {
+		s := smallSnapshot()
+		f := graphviz.Focus(s, c.prefix)
+		want := slices.Clone(c.want)
+		slices.Sort(want)
+		if got := keys(f); !slices.Equal(got, want) {
+			t.Errorf("Focus(%q) = %v, want %v", c.prefix, got, want)
+		}
+		if !strings.Contains(f.Note, c.prefix) || len(s.Nodes) != len(smallSnapshot().Nodes) {
+			t.Errorf("Focus(%q): note %q, original %d nodes", c.prefix, f.Note, len(s.Nodes))
+		}
+		for _, k := range f.Changed {
+			if !slices.ContainsFunc(f.Nodes, func(n api.GraphNode) bool { return n.Key == k }) {
+				t.Errorf("Focus(%q): changed key %s is not in the graph", c.prefix, k)
+			}
+		}
+	}
+	if s := smallSnapshot(); graphviz.Focus(s, "") != s || graphviz.Focus(s, "") == nil {
+		t.Error("an empty prefix must return the snapshot itself")
+	}
+	// The focused graph renders.
+	var b bytes.Buffer
+	if err := graphviz.DOT(&b, graphviz.Focus(smallSnapshot(), route2)); err != nil || !strings.Contains(b.String(), "memif1") {
+		t.Errorf("DOT of a focused graph: %v", err)
 	}
 }

@@ -5,7 +5,7 @@
 //	GET  /scheduler/txn-history          ?seq-num= | ?since=&until=, &format=json|text
 //	GET  /scheduler/key-timeline         ?key= [&time=] [&format=json|text]
 //	GET  /scheduler/graph-snapshot       [?time=]
-//	GET  /scheduler/graph                [?txn=] [&format=svg|dot|mermaid|json]
+//	GET  /scheduler/graph                [?txn=] [&key-prefix=] [&format=svg|dot|mermaid|json]
 //	GET  /scheduler/dump                 ?descriptor= | ?key-prefix= [&view=SB|NB|cached]; no arguments: an index
 //	GET  /scheduler/status               [?key= | ?descriptor= | ?key-prefix=]
 //	GET  /scheduler/stats
@@ -376,7 +376,7 @@ func (h *Handler) index(w http.ResponseWriter, r *http.Request) {
 		"GET /scheduler/txn-history?seq-num=|since=&until=&format=json|text",
 		"GET /scheduler/key-timeline?key=&time=&format=json|text",
 		"GET /scheduler/graph-snapshot?time=",
-		"GET /scheduler/graph?txn=&format=svg|dot|mermaid|json",
+		"GET /scheduler/graph?txn=&key-prefix=&format=svg|dot|mermaid|json",
 		"GET /scheduler/dump?descriptor=|key-prefix=&view=SB|NB|cached",
 		"GET /scheduler/status?key=|descriptor=|key-prefix=",
 		"GET /scheduler/stats",
@@ -590,7 +590,7 @@ func (h *Handler) graphSnapshot(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *Handler) graph(w http.ResponseWriter, r *http.Request) {
-	q, err := query(r, "txn", "format")
+	q, err := query(r, "txn", "format", "key-prefix")
 	if err != nil {
 		fail(w, err)
 		return
@@ -618,6 +618,7 @@ func (h *Handler) graph(w http.ResponseWriter, r *http.Request) {
 		fail(w, err)
 		return
 	}
+	snap = graphviz.Focus(snap, q.Get("key-prefix"))
 	switch format {
 	case "json":
 		writeJSON(w, snapshotJSON(snap))

@@ -1415,3 +1415,24 @@ func TestDownstreamResyncClosed(t *testing.T) {
 		t.Errorf("history after Close: %v", got)
 	}
 }
+
+// key-prefix narrows the graph to the values under it and those they touch.
+func TestGraphKeyPrefix(t *testing.T) {
+	e := newEnv(t, kvscheduler.Options{})
+	e.standard()
+	const ct = "text/vnd.graphviz; charset=utf-8"
+	dot := e.getText("/scheduler/graph?format=dot&key-prefix=route/", ct)
+	for key, want := range map[string]bool{"route/r1": true, "iface/a": true, "iface/b": false} {
+		if got := dotNodeLine(dot, key) != ""; got != want {
+			t.Errorf("graph of route/: node %s shown %v, want %v\n%s", key, got, want, dot)
+		}
+	}
+	if !strings.Contains(dot, `values under \"route/\" and those they touch: 2 of 3`) {
+		t.Errorf("graph of route/ does not say what it shows:\n%s", dot)
+	}
+	// Also as of an older transaction; an unknown parameter is refused.
+	if old := e.getText("/scheduler/graph?format=dot&txn=2&key-prefix=iface/", ct); dotNodeLine(old, "route/r1") == "" || dotNodeLine(old, "iface/b") != "" {
+		t.Errorf("graph of iface/ as of #2: want route/r1 (it depends on iface/a), not iface/b (not yet there):\n%s", old)
+	}
+	e.wantError("GET", "/scheduler/graph?key_prefix=route/", 400, "key_prefix")
+}
