@@ -36,6 +36,7 @@ import (
 	"log/slog"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 
 	"google.golang.org/protobuf/proto"
@@ -234,7 +235,18 @@ func (o *Orchestrator) Resync(ctx context.Context, id SourceID, kvs []KV) (uint6
 			}
 		}
 	}
-	seq, err := o.fullResync(ctx, fmt.Sprintf("full resync (source %s)", id))
+	description := fmt.Sprintf("full resync (source %s)", id)
+	if !o.started {
+		// The first one applies every source's state, not only the last
+		// to deliver.
+		ids := make([]string, 0, len(o.sources))
+		for src := range o.sources {
+			ids = append(ids, string(src))
+		}
+		sort.Strings(ids)
+		description = "first full resync (sources " + strings.Join(ids, ", ") + ")"
+	}
+	seq, err := o.fullResync(ctx, description)
 	if !o.started && (err == nil || isValueErrors(err)) {
 		o.markStarted(seq)
 	}

@@ -97,7 +97,7 @@ func kv(key, value string) orchestrator.KV {
 }
 
 func TestNothingBeforeEverySourceIsSynced(t *testing.T) {
-	o, _, b := newEnv(t, map[string]string{"item/a": "a", "item/old": "x"})
+	o, s, b := newEnv(t, map[string]string{"item/a": "a", "item/old": "x"})
 	ctx := context.Background()
 	o.Register(orchestrator.SourceEtcd, orchestrator.SourceInitFile)
 	if ready, why := o.Ready(); ready || !slices.Equal(why, []string{"first state of source etcd", "first state of source init-file"}) {
@@ -124,6 +124,14 @@ func TestNothingBeforeEverySourceIsSynced(t *testing.T) {
 	}
 	if ready, _ := o.Ready(); !ready {
 		t.Error("not ready after the first full resync")
+	}
+	// The first full resync applies every source; a later one, one source.
+	if rec := s.GetRecordedTransaction(seq); rec == nil || rec.Description != "first full resync (sources etcd, init-file)" {
+		t.Errorf("record of the first full resync: %+v", rec)
+	}
+	seq, err = o.Resync(ctx, orchestrator.SourceEtcd, []orchestrator.KV{kv("item/a", "a")})
+	if rec := s.GetRecordedTransaction(seq); err != nil || rec == nil || rec.Description != "full resync (source etcd)" {
+		t.Errorf("record of a later resync of etcd: %+v, %v", rec, err)
 	}
 }
 
