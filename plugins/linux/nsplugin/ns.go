@@ -13,7 +13,10 @@
 //
 // Named namespaces that do not exist are created when first used, and the
 // Manager remembers which ones it created, so that RemoveIfCreated deletes
-// only those.
+// only those. It remembers them in memory only: a namespace an earlier run
+// of the agent created stays when its last interface goes (a namespace
+// cannot tell who made it, and deleting one that a process or an operator
+// uses would cut it off); `ip netns del NAME` removes it.
 package nsplugin
 
 import (
