@@ -289,7 +289,7 @@ func validateVPPInterface(v proto.Message, errs *fieldErrors) {
 	}
 	checkEnums(i.ProtoReflect(), "", errs)
 	if i.GetPhysAddress() != "" {
-		errs.mac("phys_address", i.GetPhysAddress())
+		errs.interfaceMAC("phys_address", i.GetPhysAddress())
 	}
 	addresses(errs, "ip_addresses", i.GetIpAddresses())
 	if i.GetMtu() > 9216 {
@@ -430,7 +430,7 @@ func validateLinuxInterface(v proto.Message, errs *fieldErrors) {
 		}
 	}
 	if i.GetPhysAddress() != "" {
-		errs.mac("phys_address", i.GetPhysAddress())
+		errs.interfaceMAC("phys_address", i.GetPhysAddress())
 	}
 	addresses(errs, "ip_addresses", i.GetIpAddresses())
 	errs.optName("vrf_master_interface", i.GetVrfMasterInterface())

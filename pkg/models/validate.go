@@ -147,6 +147,21 @@ func (f *fieldErrors) mac(field, v string) {
 	}
 }
 
+// interfaceMAC checks the MAC address of an interface: a 48-bit unicast
+// address other than all zeros (the kernel and VPP refuse the others, and a
+// kernel that refuses it after creating the link leaves it half made).
+func (f *fieldErrors) interfaceMAC(field, v string) {
+	hw, err := net.ParseMAC(v)
+	switch {
+	case err != nil || len(hw) != 6:
+		f.add(field, "%q is not a MAC address (e.g. 02:00:00:00:00:01)", v)
+	case hw[0]&1 != 0:
+		f.add(field, "%s is a multicast address; an interface needs a unicast one (the first byte even, e.g. 02:00:00:00:00:01)", v)
+	case string(hw) == "\x00\x00\x00\x00\x00\x00":
+		f.add(field, "%s is not an address an interface can have", v)
+	}
+}
+
 // required reports an empty required field.
 func (f *fieldErrors) required(field, v string) bool {
 	if v == "" {
