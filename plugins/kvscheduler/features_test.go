@@ -324,3 +324,86 @@ func TestCommitErrorsCoverDerivedAndTriggeredValues(t *testing.T) {
 	})
 	e.expectState("iface/a", api.ValueStateConfigured)
 }
+
+// pairSB is an SB whose two values are the ends of one object (as a veth
+// pair): creating either end makes both, deleting either deletes both, and
+// creating end a fails after making the pair, leaving a as it should not
+// be. The ends depend on each other.
+type pairSB struct {
+	mu      sync.Mutex
+	sb      map[string]string
+	creates int
+}
+
+func (p *pairSB) descriptor() *api.KVDescriptor {
+	const a, b = "pair/a", "pair/b"
+	other := map[string]string{a: b, b: a}
+	return &api.KVDescriptor{
+		Name:        "pair",
+		NBKeyPrefix: "pair/",
+		KeySelector: func(key string) bool { return strings.HasPrefix(key, "pair/") },
+		Create: func(key string, v proto.Message) (any, error) {
+			p.mu.Lock()
+			defer p.mu.Unlock()
+			p.creates++
+			if p.creates > 1000 {
+				return nil, api.NonRetriable(errors.New("runaway: 1000 creates"))
+			}
+			if _, ok := p.sb[a]; !ok {
+				p.sb[a], p.sb[b] = "partial", "partial"
+			}
+			if key == a {
+				return nil, errors.New("address not available") // retriable
+			}
+			p.sb[key] = mocksb.Text(v)
+			return nil, nil
+		},
+		Delete: func(key string, _ proto.Message, _ any) error {
+			p.mu.Lock()
+			defer p.mu.Unlock()
+			delete(p.sb, key)
+			delete(p.sb, other[key])
+			return nil
+		},
+		Retrieve: func([]api.KVWithMetadata) ([]api.KVWithMetadata, error) {
+			p.mu.Lock()
+			defer p.mu.Unlock()
+			var out []api.KVWithMetadata
+			for k, v := range p.sb {
+				out = append(out, api.KVWithMetadata{Key: k, Value: mocksb.Str(v), Origin: api.FromNB})
+			}
+			return out, nil
+		},
+		Dependencies: func(key string, _ proto.Message) []api.Dependency {
+			return []api.Dependency{{Label: "peer", Key: other[key]}}
+		},
+	}
+}
+
+// A failure whose refresh finds a half-made object that the next attempt
+// breaks again does not loop inside the transaction: each failed value is
+// refreshed once per transaction, and its retry comes later.
+func TestRefreshAfterFailureEnds(t *testing.T) {
+	e := newEnv(t)
+	p := &pairSB{sb: map[string]string{}}
+	if err := e.s.RegisterKVDescriptor(p.descriptor()); err != nil {
+		t.Fatal(err)
+	}
+	var err error
+	mustReturn(t, "commit", func() {}, func() {
+		_, err = e.commit(api.WithRetry(context.Background(), time.Hour, 3, false), set("pair/a", "a"), set("pair/b", "b"))
+	})
+	if te := txnErr(t, err); te.ErrorOf("pair/a") == nil {
+		t.Errorf("commit: %v, want pair/a's error", err)
+	}
+	p.mu.Lock()
+	creates := p.creates
+	p.mu.Unlock()
+	t.Logf("%d creates", creates)
+	if creates > 6 {
+		t.Errorf("%d creates in one transaction, want a few", creates)
+	}
+	if st := e.s.GetValueStatus("pair/a").GetValue().GetState(); st != api.ValueStateRetrying && st != api.ValueStateFailed {
+		t.Errorf("pair/a is %v, want it to wait for its retry", st)
+	}
+}

@@ -927,10 +927,26 @@ func retrieveOrder(descs *descriptorSet) ([]*descriptorInfo, error) {
 // failed keys only, and completes values that turn out to be in place.
 func (r *txnRun) refreshFailed() {
 	// In rounds: completing a value may create others, which may fail too.
+	// A value is refreshed once per transaction: one that fails again when
+	// it is completed (a half-made object that the next attempt breaks
+	// again, as a veth pair whose MAC the kernel refuses) waits for its
+	// retry, so that the transaction ends.
+	var refreshed map[*node]bool
 	for done := 0; done < len(r.failed); {
-		batch := r.failed[done:]
+		var batch []*node
+		for _, n := range r.failed[done:] {
+			if refreshed == nil {
+				refreshed = map[*node]bool{}
+			}
+			if !refreshed[n] {
+				refreshed[n] = true
+				batch = append(batch, n)
+			}
+		}
 		done = len(r.failed)
-		r.refreshFailedBatch(batch)
+		if len(batch) > 0 {
+			r.refreshFailedBatch(batch)
+		}
 	}
 }
 
