@@ -1023,8 +1023,10 @@ func TestE2EStatusIsNotAheadOfTheKernel(t *testing.T) {
 	if len(up.GetErrors()) != 1 || up.GetErrors()[0].GetKey() != blockedKey {
 		t.Errorf("errors of the Update: %v, want one, of %s", up.GetErrors(), blockedKey)
 	}
-	if st := a.status(blockedKey); st.Value.State != "FAILED" || !strings.Contains(st.Value.Error, "foreign route") {
-		t.Errorf("status of the blocked route after the transaction: %+v, want FAILED naming the foreign route", st.Value)
+	// (RETRYING: gRPC changes are committed with the default retry; the
+	// foreign route may go away.)
+	if st := a.status(blockedKey); (st.Value.State != "RETRYING" && st.Value.State != "FAILED") || !strings.Contains(st.Value.Error, "foreign route") {
+		t.Errorf("status of the blocked route after the transaction: %+v, want RETRYING (or FAILED) naming the foreign route", st.Value)
 	}
 	if seen["CONFIGURED"] > 0 {
 		t.Errorf("BUG: /scheduler/status said CONFIGURED %d times for %s while its transaction ran, but its Create failed "+

@@ -21,6 +21,16 @@
 // no operation; nothing is deleted before the first full sync. Changes that
 // arrive before are kept and included.
 //
+// # Failures
+//
+// Every transaction the sources' changes make (and the full resyncs) is
+// committed with the scheduler's default retry (api.WithRetryDefault),
+// unless the caller's context carries a retry option of its own: a value
+// whose operation fails in a way worth retrying (a namespace that is not
+// there yet, a link the kernel is still setting up) is tried again with
+// backoff, as when VPP reconnects, instead of staying FAILED until the next
+// resync.
+//
 // # Bad values
 //
 // A source passes a value it could not decode as a KV with Err set: the key
@@ -208,7 +218,7 @@ func (o *Orchestrator) Change(ctx context.Context, id SourceID, kvs []KV) (uint6
 	if changed == 0 {
 		return 0, nil
 	}
-	return txn.Commit(ctx)
+	return txn.Commit(withRetry(ctx))
 }
 
 // Resync replaces all the values of one source with kvs. Before the first
@@ -285,8 +295,17 @@ func isValueErrors(err error) bool {
 	return errors.As(err, &te) && te.TxnInitError == nil
 }
 
+// withRetry adds the default retry to the context of a commit, unless it
+// has a retry option already.
+func withRetry(ctx context.Context) context.Context {
+	if _, ok := api.IsWithRetry(ctx); ok {
+		return ctx
+	}
+	return api.WithRetryDefault(ctx)
+}
+
 func (o *Orchestrator) fullResync(ctx context.Context, why string) (uint64, error) {
-	ctx = api.WithResync(ctx, api.FullResync, false)
+	ctx = withRetry(api.WithResync(ctx, api.FullResync, false))
 	ctx = api.WithDescription(ctx, why)
 	txn := o.s.StartNBTransaction()
 	for _, key := range o.keysLocked() {

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"go.uber.org/goleak"
 	"google.golang.org/protobuf/proto"
@@ -26,6 +27,8 @@ type sb struct {
 	mu    sync.Mutex
 	items map[string]string
 	ops   []string
+	// failOnce: the next Create of these keys fails (retriable).
+	failOnce map[string]bool
 }
 
 func (b *sb) descriptor() *api.KVDescriptor {
@@ -36,6 +39,11 @@ func (b *sb) descriptor() *api.KVDescriptor {
 		Create: func(k string, v proto.Message) (any, error) {
 			b.mu.Lock()
 			defer b.mu.Unlock()
+			if b.failOnce[k] {
+				delete(b.failOnce, k)
+				b.ops = append(b.ops, "create "+k+" failed")
+				return nil, errors.New("not there yet")
+			}
 			b.items[k] = v.(*wrapperspb.StringValue).GetValue()
 			b.ops = append(b.ops, "create "+k+"="+b.items[k])
 			return nil, nil
@@ -270,5 +278,37 @@ func TestPlanChangesNothing(t *testing.T) {
 	}
 	if v := o.SourceValue(orchestrator.SourceGRPC, "item/a"); v.(*wrapperspb.StringValue).GetValue() != "a" {
 		t.Errorf("the plan changed the desired state: %v", v)
+	}
+}
+
+// A change whose operation fails (retriably) is retried: the orchestrator
+// commits with the scheduler's default retry.
+func TestFailedChangeIsRetried(t *testing.T) {
+	o, s, b := newEnv(t, nil)
+	ctx := context.Background()
+	o.Register(orchestrator.SourceEtcd)
+	if _, err := o.Resync(ctx, orchestrator.SourceEtcd, nil); err != nil {
+		t.Fatal(err)
+	}
+	b.mu.Lock()
+	b.failOnce = map[string]bool{"item/late": true}
+	b.mu.Unlock()
+	statuses := make(chan *api.BaseValueStatus, 16)
+	stop := s.WatchValueStatus(statuses, func(k string) bool { return k == "item/late" })
+	defer stop()
+	if _, err := o.Change(ctx, orchestrator.SourceEtcd, []orchestrator.KV{kv("item/late", "x")}); err == nil {
+		t.Fatal("the first create of item/late did not fail")
+	}
+	timeout := time.After(20 * time.Second)
+	for done := false; !done; {
+		select {
+		case st := <-statuses:
+			done = st.GetValue().GetState() == api.ValueStateConfigured
+		case <-timeout:
+			t.Fatalf("item/late after its failure: %v, want it CONFIGURED by the retry", s.GetValueStatus("item/late"))
+		}
+	}
+	if ops := b.takeOps(); !slices.Equal(ops, []string{"create item/late failed", "create item/late=x"}) {
+		t.Errorf("operations %v", ops)
 	}
 }
