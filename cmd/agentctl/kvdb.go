@@ -286,9 +286,13 @@ written and shows INVALID in "agentctl values".`,
 				var v any
 				return fmt.Errorf("refused: key %q: the value is not valid JSON: %v", mk, json.Unmarshal(data, &v))
 			}
-			js, err := yaml.YAMLToJSONStrict(data)
-			if err != nil {
-				return fmt.Errorf("refused: key %q: the value is neither JSON nor YAML: %v", mk, err)
+			// JSON is decoded as given, so that a decoder's position is in
+			// the text the user wrote; YAML is converted first.
+			js := data
+			if !json.Valid(data) {
+				if js, err = yaml.YAMLToJSONStrict(data); err != nil {
+					return fmt.Errorf("refused: key %q: the value is neither JSON nor YAML: %v", mk, err)
+				}
 			}
 			_, v, err := models.Default.DecodeValue(mk, js)
 			if err != nil {

@@ -163,7 +163,9 @@ func TestAgentctlKVDB(t *testing.T) {
 			{"neither JSON nor YAML", newKey, "a: [", []string{"neither JSON nor YAML"}},
 			{"empty", newKey, " ", []string{"empty value"}},
 			{"unknown field", newKey, fmt.Sprintf(`{"outgoing_interface":%q,"dst_network":"10.201.0.0/16","bogus":1}`, n.Peer), []string{`unknown field "bogus"`}},
-			{"wrong type", newKey, fmt.Sprintf(`{"outgoing_interface":%q,"dst_network":"10.201.0.0/16","metric":"high"}`, n.Peer), []string{"metric"}},
+			// The position is in the text given (column of "high").
+			{"wrong type", newKey, fmt.Sprintf(`{"outgoing_interface":%q,"dst_network":"10.201.0.0/16","metric":"high"}`, n.Peer),
+				[]string{"metric", fmt.Sprintf("(line 1:%d)", strings.Index(fmt.Sprintf(`{"outgoing_interface":%q,"dst_network":"10.201.0.0/16","metric":"high"}`, n.Peer), `"high"`)+1)}},
 			{"invalid field", newKey, fmt.Sprintf(`{"outgoing_interface":%q,"dst_network":"10.201.0.0/16","gw_addr":"300.1.1.1"}`, n.Peer), []string{"gw_addr", `"300.1.1.1" is not an IP address`}},
 			{"key and value do not match", newKey, fmt.Sprintf(`{"outgoing_interface":%q,"dst_network":"10.202.0.0/16"}`, n.Peer), []string{"the value belongs under config/linux/l3/v2/route/10.202.0.0/16/", "dst_network"}},
 			{"unknown key prefix", "config/bogus/v1/thing/x", `{"name":"x"}`, []string{`"config/bogus/v1/thing/x": matches no model`, "config/linux/l3/v2/route/"}},
