@@ -20,9 +20,26 @@ import (
 // the interface's logical name, kernel name and namespace, and the address.
 //
 // Contract: Create is idempotent (an address already there, EEXIST, is
-// success; IPv6 is enabled on the link first), Delete of an address or a link
-// that is gone is success. Failures are retriable: the link may be renamed
+// success), Delete of an address or a link that is gone is success. Update
+// follows a rename of the link (the only change an address value can have
+// under one key): the address is made sure of on the link's new name, not
+// removed and added again, which would flush what depends on it in the
+// kernel (removing the last IPv4 address of a link flushes all its IPv4
+// routes and ARP entries). Failures are retriable: the link may be renamed
 // or moved by its interface in the same transaction.
+//
+// Two link settings keep the addresses as their values say (both per link,
+// in the link's namespace, left set when the value goes):
+//
+//   - net.ipv6.conf.<link>.keep_addr_on_down = 1, set before the first IPv6
+//     address is added (with disable_ipv6 = 0): without it the kernel
+//     removes every IPv6 address of a link that goes down, so disabling and
+//     enabling the interface would lose them while their values still say
+//     CONFIGURED.
+//   - net.ipv4.conf.<link>.promote_secondaries = 1, set before an IPv4
+//     address is removed: without it the kernel removes the secondary
+//     addresses of a subnet with its primary, the agent's other addresses
+//     as well as an operator's on an adopted link.
 func (p *Plugin) addressDescriptor() *api.KVDescriptor {
 	d := &api.TypedDescriptor[*linuxif.Interface, any]{
 		Name: AddressDescriptorName,
@@ -31,6 +48,7 @@ func (p *Plugin) addressDescriptor() *api.KVDescriptor {
 			return ok
 		},
 		Create: func(key string, v *linuxif.Interface) (any, error) { return nil, p.addAddress(v) },
+		Update: func(key string, _, v *linuxif.Interface, _ any) (any, error) { return nil, p.addAddress(v) },
 		Delete: func(key string, v *linuxif.Interface, _ any) error { return p.delAddress(v) },
 	}
 	return d.KVDescriptor()
@@ -62,7 +80,7 @@ func (p *Plugin) addAddress(v *linuxif.Interface) error {
 		return fmt.Errorf("address %s of %s: link %s: %w", v.GetIpAddresses()[0], v.GetName(), v.GetHostIfName(), err)
 	}
 	if a.IP.To4() == nil {
-		if err := p.enableIPv6(ref, v.GetHostIfName()); err != nil {
+		if err := p.linkSysctls(ref, v.GetHostIfName(), ipv6Settings); err != nil {
 			return err
 		}
 	}
@@ -92,28 +110,58 @@ func (p *Plugin) delAddress(v *linuxif.Interface) error {
 	if err != nil {
 		return err
 	}
+	if a.IP.To4() != nil {
+		if err := p.linkSysctls(ref, v.GetHostIfName(), ipv4DelSettings); err != nil {
+			return err
+		}
+	}
 	if err := h.AddrDel(link, a); err != nil && !errors.Is(err, syscall.EADDRNOTAVAIL) && !errors.Is(err, syscall.ENOENT) && !errors.Is(err, syscall.ESRCH) {
 		return fmt.Errorf("removing %s from %s: %w", a.IPNet, v.GetHostIfName(), err)
 	}
 	return nil
 }
 
-// enableIPv6 clears disable_ipv6 of a link (some distributions disable IPv6
-// on new links), inside its namespace.
-func (p *Plugin) enableIPv6(ref nsplugin.Ref, host string) error {
-	if strings.ContainsAny(host, "/") || host == "." || host == ".." {
+// linkSysctl is one per-link setting under /proc/sys/net: path/<link>/name.
+type linkSysctl struct{ dir, name, value string }
+
+// ipv6Settings are set before an IPv6 address is added: IPv6 on (some
+// distributions disable it on new links), and the addresses kept when the
+// link goes down.
+var ipv6Settings = []linkSysctl{
+	{"ipv6/conf", "disable_ipv6", "0"},
+	{"ipv6/conf", "keep_addr_on_down", "1"},
+}
+
+// ipv4DelSettings are set before an IPv4 address is removed: the other
+// addresses of its subnet stay.
+var ipv4DelSettings = []linkSysctl{{"ipv4/conf", "promote_secondaries", "1"}}
+
+// linkSysctls sets per-link sysctls of link host in namespace ref (one
+// namespace switch for all; a setting already right is not written). A
+// setting the kernel does not have (IPv6 not built in) is skipped: the
+// netlink request that follows says what is missing.
+func (p *Plugin) linkSysctls(ref nsplugin.Ref, host string, settings []linkSysctl) error {
+	if strings.ContainsAny(host, "/") || host == "" || host == "." || host == ".." {
 		return api.NonRetriable(fmt.Errorf("link name %q", host))
 	}
-	path := "/proc/sys/net/ipv6/conf/" + host + "/disable_ipv6"
 	return p.ns.Do(ref, func() error {
-		data, err := os.ReadFile(path)
-		if errors.Is(err, os.ErrNotExist) {
-			return nil // IPv6 is not built in: AddrAdd will say so
+		for _, s := range settings {
+			path := "/proc/sys/net/" + s.dir + "/" + host + "/" + s.name
+			data, err := os.ReadFile(path)
+			if errors.Is(err, os.ErrNotExist) {
+				continue
+			}
+			if err != nil {
+				return fmt.Errorf("reading %s: %w", path, err)
+			}
+			if strings.TrimSpace(string(data)) == s.value {
+				continue
+			}
+			if err := os.WriteFile(path, []byte(s.value), 0); err != nil {
+				return fmt.Errorf("setting %s to %s: %w", path, s.value, err)
+			}
 		}
-		if err != nil || strings.TrimSpace(string(data)) == "0" {
-			return err
-		}
-		return os.WriteFile(path, []byte("0"), 0)
+		return nil
 	})
 }
 

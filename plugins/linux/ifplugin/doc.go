@@ -73,12 +73,32 @@
 // configured (so a resync deletes them); Delete refuses to delete a link
 // whose alias is not the value's own.
 //
+// # Addresses: which are the agent's
+//
+// On a link the agent creates (VETH, DUMMY) every address but the IPv6
+// link-local ones is the value's: Retrieve reports them all, and a resync
+// removes one the value does not list. On a link someone else made
+// (EXISTING, LOOPBACK, TAP_TO_VPP) only the addresses the value lists are
+// the agent's: Retrieve reports those alone, so the addresses the link had
+// before it was adopted, or that the operator adds, are never removed, by a
+// resync or after a restart, as at creation. The kernel does not record
+// who added an address, so an address the NB stops listing while the agent
+// is not running stays on such a link.
+//
 // # Derived values
 //
 //   - linux/interface/<iface>/address/static/<ip/len>, one per address
-//     (descriptor linux-interface-address): added with EEXIST tolerated,
-//     IPv6 enabled on the link first; removing a missing address or one on
-//     a missing link is success.
+//     (descriptor linux-interface-address): added with EEXIST tolerated;
+//     removing a missing address or one on a missing link is success; a
+//     rename of the link updates it in place (made sure of on the new name,
+//     never removed and added again). Two per-link sysctls, set in the
+//     link's namespace and left set when the value goes, keep the kernel as
+//     the address values say: before an IPv6 address is added, disable_ipv6
+//     = 0 and keep_addr_on_down = 1 (otherwise disabling and enabling the
+//     interface loses its IPv6 addresses); before an IPv4 address is
+//     removed, promote_secondaries = 1 (otherwise the kernel removes the
+//     other addresses of the subnet with a primary one, the agent's as well
+//     as an operator's).
 //   - linux/interface/state/<iface>/<UP|DOWN>: a property (no descriptor)
 //     that routes and ARP entries depend on ("interface is up").
 //

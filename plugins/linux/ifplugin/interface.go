@@ -735,23 +735,40 @@ func observed(want *linuxif.Interface, link netlink.Link, addrs []netlink.Addr, 
 		}
 	}
 	if !want.GetLinkOnly() {
-		for _, a := range addrs {
-			if a.LinkIndex != attrs.Index || a.IP.IsLinkLocalUnicast() || (a.IP.IsLoopback() && want.GetType() == linuxif.Interface_LOOPBACK && !slices.Contains(want.GetIpAddresses(), a.IPNet.String())) {
-				continue
-			}
-			cidr := a.IPNet.String()
-			// Keep the spelling of the configuration for the same address.
-			for _, w := range want.GetIpAddresses() {
-				if _, wn, err := net.ParseCIDR(w); err == nil && wn != nil {
-					if ip, _, _ := net.ParseCIDR(w); ip.Equal(a.IP) && wn.Mask.String() == a.Mask.String() {
-						cidr = w
-					}
-				}
-			}
-			v.IpAddresses = append(v.IpAddresses, cidr)
-		}
+		v.IpAddresses = observedAddresses(want, attrs.Index, addrs)
 	}
 	return v
+}
+
+// observedAddresses returns the addresses of the link (ifindex index) that
+// belong to the value, spelled as the value spells them. On a link the
+// agent created (VETH, DUMMY) every address is the value's but the IPv6
+// link-local ones the kernel adds: one the value does not list is removed
+// by a resync. On a link someone else made (EXISTING, LOOPBACK, the VPP
+// TAP's TAP_TO_VPP) only the addresses the value lists are: the others are
+// foreign (the operator's, the kernel's 127.0.0.1/8, VPP's) and never
+// reported, so neither a resync nor a restarted agent removes them. Which
+// of them the agent added is nowhere recorded in the kernel, so an address
+// the NB stops listing while the agent is not running stays on such a link.
+func observedAddresses(want *linuxif.Interface, index int, addrs []netlink.Addr) []string {
+	adopted := want.GetType() == linuxif.Interface_EXISTING || want.GetType() == linuxif.Interface_LOOPBACK || want.GetType() == linuxif.Interface_TAP_TO_VPP
+	var out []string
+	for _, a := range addrs {
+		if a.LinkIndex != index || a.IPNet == nil {
+			continue
+		}
+		cidr, listed := a.IPNet.String(), false
+		for _, w := range want.GetIpAddresses() {
+			if ip, wn, err := net.ParseCIDR(w); err == nil && ip.Equal(a.IP) && wn.Mask.String() == a.Mask.String() {
+				cidr, listed = w, true
+				break
+			}
+		}
+		if listed || (!adopted && !(a.IP.To4() == nil && a.IP.IsLinkLocalUnicast())) {
+			out = append(out, cidr)
+		}
+	}
+	return out
 }
 
 func linuxType(link netlink.Link) linuxif.Interface_Type {
