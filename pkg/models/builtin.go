@@ -411,10 +411,11 @@ func validateLinuxInterface(v proto.Message, errs *fieldErrors) {
 	i := v.(*linuxif.Interface)
 	nameOK := linuxIfName(errs, "name", i.GetName())
 	checkEnums(i.ProtoReflect(), "", errs)
-	// The name in the kernel: host_if_name, or the logical name.
+	// The name in the kernel: host_if_name, or the logical name (a
+	// LOOPBACK's is lo, whatever its logical name).
 	if i.GetHostIfName() != "" {
 		hostIfName(errs, "host_if_name", i.GetHostIfName())
-	} else if nameOK && hostIfNameProblem(i.GetName()) != "" {
+	} else if nameOK && i.GetType() != linuxif.Interface_LOOPBACK && hostIfNameProblem(i.GetName()) != "" {
 		errs.add("host_if_name", "required: name %q cannot be the kernel name (%s)", i.GetName(), hostIfNameProblem(i.GetName()))
 	}
 	if ns := i.GetNamespace(); ns != nil {

@@ -392,6 +392,7 @@ func TestValidateLinuxInterface(t *testing.T) {
 		})},
 		{name: "15-byte name", value: vtLinuxIf(strings.Repeat("n", 15))},
 		{name: "long name with host name", value: vtLinuxIf("a-rather-long-logical:name", func(i *linuxif.Interface) { i.HostIfName = "eth1" })},
+		{name: "long loopback name without host name (lo)", value: &linuxif.Interface{Name: "lo-of-a-rather-long:name", Type: linuxif.Interface_LOOPBACK}},
 		{name: "veth", value: &linuxif.Interface{Name: "veth1", Type: linuxif.Interface_VETH, HostIfName: "v1",
 			Link: &linuxif.Interface_Veth{Veth: &linuxif.VethLink{PeerIfName: "veth2",
 				RxChecksumOffloading: linuxif.VethLink_CHKSM_OFFLOAD_DISABLED, TxChecksumOffloading: linuxif.VethLink_CHKSM_OFFLOAD_ENABLED}}}},

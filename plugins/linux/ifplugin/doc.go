@@ -17,8 +17,9 @@
 //     link VPP made in the agent's namespace under host_if_name (the VPP TAP
 //     must use the same host name), moves it into its namespace and
 //     configures it. Delete gives it back to the agent's namespace, down.
-//   - LOOPBACK: the lo of a namespace (host_if_name empty or lo); no other
-//     type may be called lo. Deleting the value leaves lo as it is, without
+//   - LOOPBACK: the lo of a namespace, whatever its logical name
+//     (host_if_name empty or lo; any other is INVALID); no other type may
+//     be called lo. Deleting the value leaves lo as it is, without
 //     the addresses the value added.
 //   - EXISTING: a link the agent did not create, configured in place. In the
 //     agent's namespace it waits for the watcher to report the link, so it is
@@ -36,6 +37,12 @@
 //     is INVALID with the reason. A link of the dummy's name that is not
 //     this dummy (another kind, or not marked as this value's) is never
 //     taken.
+//
+// An unset mtu is the kernel's default (1500) on a link the agent creates
+// (VETH, DUMMY): such a link is kept at it, so a resync sets it back after
+// `ip link set ... mtu` by hand, and unsetting an mtu returns the link to
+// 1500. On a link someone else made (EXISTING, LOOPBACK, TAP_TO_VPP) an
+// unset mtu is not managed: the link keeps whatever MTU it has.
 //
 // MTU, MAC, admin state and the kernel name (host_if_name, but for
 // EXISTING) are changed in place; a change of type, namespace or link

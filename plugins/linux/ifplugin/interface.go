@@ -110,12 +110,35 @@ func (p *Plugin) interfaceDescriptor() *api.KVDescriptor {
 	return d.KVDescriptor()
 }
 
+// defaultMTU is the MTU the kernel gives a new veth or dummy link.
+const defaultMTU = 1500
+
+// managedMTU is the MTU the agent keeps a link at (0: it leaves the MTU
+// alone). An unset mtu means the kernel's default on a link the agent
+// creates (VETH, DUMMY): the value describes the whole link, so a resync
+// sets it back after a change by hand, and unsetting a configured mtu
+// returns the link to 1500. On a link someone else made (EXISTING,
+// LOOPBACK, TAP_TO_VPP) an unset mtu leaves the MTU as it is.
+func managedMTU(v *linuxif.Interface) uint32 {
+	if v.GetMtu() != 0 {
+		return v.GetMtu()
+	}
+	if v.GetType() == linuxif.Interface_VETH || v.GetType() == linuxif.Interface_DUMMY {
+		return defaultMTU
+	}
+	return 0
+}
+
 // normalized drops what does not change the kernel state (the order of
-// addresses, a host name equal to the logical name).
+// addresses, a host name equal to the logical name or, for LOOPBACK, lo,
+// an mtu equal to the default of a link the agent creates).
 func normalized(i *linuxif.Interface) *linuxif.Interface {
 	c := proto.Clone(i).(*linuxif.Interface)
-	if c.GetHostIfName() == c.GetName() {
+	if c.GetHostIfName() == c.GetName() || (c.GetType() == linuxif.Interface_LOOPBACK && c.GetHostIfName() == "lo") {
 		c.HostIfName = ""
+	}
+	if c.GetMtu() == defaultMTU && managedMTU(&linuxif.Interface{Type: c.GetType()}) == defaultMTU {
+		c.Mtu = 0
 	}
 	c.IpAddresses = slices.Clone(c.IpAddresses)
 	slices.Sort(c.IpAddresses)
@@ -157,7 +180,7 @@ func (p *Plugin) validate(key string, v *linuxif.Interface) error {
 		return &api.InvalidValueError{Err: errors.New("checksum offloading settings are not supported yet"), InvalidFields: []string{"veth.rx_checksum_offloading", "veth.tx_checksum_offloading"}}
 	}
 	if v.GetType() == linuxif.Interface_LOOPBACK && HostName(v) != "lo" {
-		return &api.InvalidValueError{Err: fmt.Errorf("a LOOPBACK interface is the namespace's lo: host_if_name must be empty or lo, not %q", HostName(v)), InvalidFields: []string{"host_if_name"}}
+		return &api.InvalidValueError{Err: fmt.Errorf("a LOOPBACK interface is the namespace's lo: host_if_name must be empty or lo, not %q", v.GetHostIfName()), InvalidFields: []string{"host_if_name"}}
 	}
 	if v.GetType() == linuxif.Interface_LOOPBACK && len(v.GetPhysAddress()) > 0 {
 		return &api.InvalidValueError{Err: errors.New("lo has no MAC address"), InvalidFields: []string{"phys_address"}}
@@ -509,7 +532,7 @@ func (p *Plugin) configure(ref nsplugin.Ref, h *netlink.Handle, link netlink.Lin
 			return fmt.Errorf("setting the alias of %s: %w", attrs.Name, err)
 		}
 	}
-	if mtu := int(v.GetMtu()); mtu > 0 && attrs.MTU != mtu {
+	if mtu := int(managedMTU(v)); mtu > 0 && attrs.MTU != mtu {
 		if err := h.LinkSetMTU(link, mtu); err != nil {
 			return fmt.Errorf("MTU %d on %s: %w", mtu, attrs.Name, err)
 		}
@@ -723,10 +746,8 @@ func observed(want *linuxif.Interface, link netlink.Link, addrs []netlink.Addr, 
 	if attrs.Name != want.GetName() {
 		v.HostIfName = attrs.Name
 	}
-	if want.GetMtu() != 0 || want.GetType() == linuxif.Interface_VETH || want.GetType() == linuxif.Interface_DUMMY {
-		if want.GetMtu() != 0 || attrs.MTU != 1500 {
-			v.Mtu = uint32(attrs.MTU)
-		}
+	if mtu := managedMTU(want); mtu != 0 && (want.GetMtu() != 0 || uint32(attrs.MTU) != mtu) {
+		v.Mtu = uint32(attrs.MTU)
 	}
 	if want.GetPhysAddress() != "" {
 		v.PhysAddress = attrs.HardwareAddr.String()

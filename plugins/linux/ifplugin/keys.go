@@ -87,10 +87,14 @@ type Metadata struct {
 }
 
 // HostName is the name of an interface in the kernel: host_if_name, else
-// the logical name.
+// lo for a LOOPBACK (the namespace's lo, whatever its logical name) and the
+// logical name for the others.
 func HostName(i *linuxif.Interface) string {
-	if i.GetHostIfName() != "" {
+	switch {
+	case i.GetHostIfName() != "":
 		return i.GetHostIfName()
+	case i.GetType() == linuxif.Interface_LOOPBACK:
+		return "lo"
 	}
 	return i.GetName()
 }
