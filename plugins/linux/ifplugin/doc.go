@@ -44,6 +44,16 @@
 // 1500. On a link someone else made (EXISTING, LOOPBACK, TAP_TO_VPP) an
 // unset mtu is not managed: the link keeps whatever MTU it has.
 //
+// A new host_if_name renames the link in place, up as it is (Linux 6.2
+// and later). An older kernel renames only a link that is down, and a link
+// that goes down loses its routes and neighbours: the rename then lists the
+// link's routes (but those the kernel makes itself) and permanent
+// neighbours, takes it down, renames it, sets it up and puts them back, so
+// the route and ARP values on the interface stay true. Nothing else an
+// Update does takes a link down, but enabled: false, whose DOWN state
+// takes the routes and ARP entries away first (they depend on "interface
+// up").
+//
 // MTU, MAC, admin state and the kernel name (host_if_name, but for
 // EXISTING) are changed in place; a change of type, namespace or link
 // settings re-creates the interface. A named namespace that does not exist

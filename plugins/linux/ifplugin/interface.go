@@ -451,18 +451,121 @@ func uniqueRefs(refs ...nsplugin.Ref) []nsplugin.Ref {
 	return out
 }
 
-// rename gives a link of handle h its name (down while renamed).
-func rename(h *netlink.Handle, link netlink.Link, host string) (netlink.Link, error) {
-	if link.Attrs().Name == host {
+// renameLink gives a link of handle h a new name. Linux renames a link that
+// is up as it is since 6.2; an older kernel refuses (EBUSY), and the link
+// goes down for the rename (renameDown). A link that is down is renamed as
+// it is.
+func renameLink(h *netlink.Handle, link netlink.Link, host string) (netlink.Link, error) {
+	name := link.Attrs().Name
+	if name == host {
 		return link, nil
 	}
-	if err := h.LinkSetDown(link); err != nil {
-		return nil, err
+	err := h.LinkSetName(link, host)
+	if errors.Is(err, syscall.EBUSY) && link.Attrs().Flags&net.FlagUp != 0 {
+		err = renameDown(h, link, host)
 	}
-	if err := h.LinkSetName(link, host); err != nil {
-		return nil, fmt.Errorf("renaming %s to %s: %w", link.Attrs().Name, host, err)
+	if err != nil {
+		return nil, fmt.Errorf("renaming %s to %s: %w", name, host, err)
 	}
 	return h.LinkByName(host)
+}
+
+// renameDown renames a link that is up by taking it down for the rename
+// and up again. A link that goes down loses its routes and neighbours, and
+// the routes and ARP entries configured on it would be gone while their
+// values still said CONFIGURED: they are listed first and put back after
+// (keptRoutes), as are the routes and permanent neighbours the kernel does
+// not add by itself. The link is set up again even when the rename fails.
+func renameDown(h *netlink.Handle, link netlink.Link, host string) error {
+	kept, err := keepRoutes(h, link.Attrs().Index)
+	if err != nil {
+		return fmt.Errorf("listing the routes and neighbours of %s before taking it down for the rename: %w", link.Attrs().Name, err)
+	}
+	if err := h.LinkSetDown(link); err != nil {
+		return err
+	}
+	renameErr := h.LinkSetName(link, host)
+	if err := h.LinkSetUp(link); err != nil {
+		return errors.Join(renameErr, fmt.Errorf("setting the link up again: %w", err))
+	}
+	return errors.Join(renameErr, kept.restore(h))
+}
+
+// keptRoutes are the routes and neighbours of a link that the kernel
+// flushes when it goes down and does not add again when it comes up.
+type keptRoutes struct {
+	routes []netlink.Route
+	neighs []netlink.Neigh
+}
+
+// keepRoutes lists what a link would lose by going down: its routes of
+// every table but those the kernel makes itself (for its addresses, from
+// router advertisements or redirects), which come back by themselves, and
+// its permanent neighbours. Routes over several links (multipath) are not
+// kept: the kernel keeps them while one of their links is up.
+func keepRoutes(h *netlink.Handle, index int) (keptRoutes, error) {
+	var kept keptRoutes
+	routes, err := dump(func() ([]netlink.Route, error) {
+		return h.RouteListFiltered(netlink.FAMILY_ALL, &netlink.Route{LinkIndex: index, Table: syscall.RT_TABLE_UNSPEC}, netlink.RT_FILTER_OIF|netlink.RT_FILTER_TABLE)
+	})
+	if err != nil {
+		return kept, err
+	}
+	for _, r := range routes {
+		switch r.Protocol {
+		case syscall.RTPROT_KERNEL, syscall.RTPROT_RA, syscall.RTPROT_REDIRECT:
+			continue
+		}
+		if r.LinkIndex == index && len(r.MultiPath) == 0 {
+			kept.routes = append(kept.routes, r)
+		}
+	}
+	// Routes without a gateway first: they may be what makes the gateway
+	// of another reachable.
+	slices.SortStableFunc(kept.routes, func(a, b netlink.Route) int {
+		return cmpBool(a.Gw != nil, b.Gw != nil)
+	})
+	for _, family := range []int{netlink.FAMILY_V4, netlink.FAMILY_V6} {
+		neighs, err := dump(func() ([]netlink.Neigh, error) { return h.NeighList(index, family) })
+		if err != nil {
+			return kept, err
+		}
+		for _, n := range neighs {
+			if n.State&netlink.NUD_PERMANENT != 0 && n.Flags&netlink.NTF_PROXY == 0 && len(n.HardwareAddr) > 0 {
+				kept.neighs = append(kept.neighs, n)
+			}
+		}
+	}
+	return kept, nil
+}
+
+func cmpBool(a, b bool) int {
+	switch {
+	case a == b:
+		return 0
+	case a:
+		return 1
+	}
+	return -1
+}
+
+// restore puts back what keepRoutes listed (one already there is fine) and
+// reports what it could not.
+func (k keptRoutes) restore(h *netlink.Handle) error {
+	var errs []error
+	for i := range k.routes {
+		r := k.routes[i]
+		if err := h.RouteAdd(&r); err != nil && !errors.Is(err, syscall.EEXIST) {
+			errs = append(errs, fmt.Errorf("restoring route %s: %w", r.String(), err))
+		}
+	}
+	for i := range k.neighs {
+		n := k.neighs[i]
+		if err := h.NeighSet(&n); err != nil {
+			errs = append(errs, fmt.Errorf("restoring neighbour %s: %w", n.String(), err))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // hint returns the namespace of an interface as last validated.
@@ -493,7 +596,7 @@ func (p *Plugin) moveAndRename(from nsplugin.Ref, fh *netlink.Handle, link netli
 			return nil, fmt.Errorf("%s after the move into the %s: %w", name, ref, err)
 		}
 	}
-	return rename(h, link, host)
+	return renameLink(h, link, host)
 }
 
 // adoptTap takes the host side of a VPP TAP: VPP creates it in the agent's
@@ -574,22 +677,14 @@ func (p *Plugin) update(key string, old, v *linuxif.Interface, md *Metadata) (*M
 		return md, err
 	}
 	link, err := h.LinkByName(HostName(old))
+	if isNotFound(err) && HostName(old) != HostName(v) {
+		link, err = h.LinkByName(HostName(v)) // renamed by a failed earlier attempt
+	}
 	if err != nil {
 		return md, fmt.Errorf("interface %s: link %s: %w", v.GetName(), HostName(old), err)
 	}
-	if HostName(old) != HostName(v) {
-		wasUp := link.Attrs().Flags&net.FlagUp != 0
-		if wasUp {
-			if err := h.LinkSetDown(link); err != nil {
-				return md, err
-			}
-		}
-		if err := h.LinkSetName(link, HostName(v)); err != nil {
-			return md, fmt.Errorf("renaming %s to %s: %w", HostName(old), HostName(v), err)
-		}
-		if link, err = h.LinkByName(HostName(v)); err != nil {
-			return md, err
-		}
+	if link, err = renameLink(h, link, HostName(v)); err != nil {
+		return md, fmt.Errorf("interface %s: %w", v.GetName(), err)
 	}
 	if err := p.configure(ref, h, link, old, v); err != nil {
 		return md, fmt.Errorf("interface %s: %w", v.GetName(), err)

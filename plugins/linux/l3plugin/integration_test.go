@@ -113,3 +113,166 @@ func TestWithTheInterfacePlugin(t *testing.T) {
 		t.Errorf("links left in %s: %s", name, out)
 	}
 }
+
+// realAgent is a scheduler with the real interface plugin and this plugin,
+// configuring a namespace of the test's own (removed at cleanup).
+type realAgent struct {
+	t  *testing.T
+	s  *kvscheduler.Scheduler
+	ns *linuxns.NetNamespace
+}
+
+func newRealAgent(t *testing.T, prefix string) *realAgent {
+	t.Helper()
+	needRoot(t)
+	name := fmt.Sprintf("%s-%d", prefix, os.Getpid())
+	t.Cleanup(func() { _ = exec.Command("ip", "netns", "del", name).Run() })
+	mgr, err := nsplugin.NewManager()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(mgr.Close)
+	log := logger(t, slog.LevelWarn)
+	s := kvscheduler.New(kvscheduler.Options{Logger: log})
+	t.Cleanup(s.Close)
+	l3 := l3plugin.New(mgr, l3plugin.SchedulerInterfaces(s), log)
+	l3.SetInterfaceLister(l3plugin.SchedulerInterfaceNames(s))
+	if err := s.RegisterKVDescriptor(ifplugin.New(mgr, log).Descriptors()...); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.RegisterKVDescriptor(l3.Descriptors()...); err != nil {
+		t.Fatal(err)
+	}
+	return &realAgent{t: t, s: s, ns: &linuxns.NetNamespace{Type: linuxns.NetNamespace_NSID, Reference: name}}
+}
+
+// commit applies the values (interfaces, routes, ARP entries) and returns
+// the operations executed.
+func (a *realAgent) commit(ctx context.Context, values ...proto.Message) []string {
+	a.t.Helper()
+	txn := a.s.StartNBTransaction()
+	for _, v := range values {
+		var key string
+		var err error
+		switch v := v.(type) {
+		case *linuxif.Interface:
+			key = ifplugin.InterfaceKey(v.GetName())
+		case *linuxl3.Route:
+			key, err = models.LinuxRoute.Key(v)
+		case *linuxl3.ARPEntry:
+			key, err = models.LinuxARP.Key(v)
+		}
+		if err != nil {
+			a.t.Fatal(err)
+		}
+		txn.SetValue(key, v)
+	}
+	seq, err := txn.Commit(ctx)
+	if err != nil {
+		a.t.Fatalf("commit: %v", err)
+	}
+	var ops []string
+	for _, op := range a.s.GetRecordedTransaction(seq).Executed {
+		if !op.NOOP {
+			ops = append(ops, op.Operation.String()+" "+op.Key)
+		}
+	}
+	return ops
+}
+
+// ip runs `ip -n <ns> args...`.
+func (a *realAgent) ip(args ...string) string {
+	a.t.Helper()
+	out, err := exec.Command("ip", append([]string{"-n", a.ns.GetReference()}, args...)...).CombinedOutput()
+	if err != nil {
+		a.t.Fatalf("ip -n %s %s: %v: %s", a.ns.GetReference(), strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}
+
+// mustHave fails unless `ip -n <ns> args...` prints every line wanted.
+func (a *realAgent) mustHave(what string, args []string, lines ...string) {
+	a.t.Helper()
+	out := a.ip(args...)
+	for _, l := range lines {
+		if !strings.Contains(out, l) {
+			a.t.Errorf("%s: %q missing from `ip %s`:\n%s", what, l, strings.Join(args, " "), out)
+		}
+	}
+}
+
+func (a *realAgent) mustBeConfigured(values ...proto.Message) {
+	a.t.Helper()
+	for _, v := range values {
+		var key string
+		switch v := v.(type) {
+		case *linuxl3.Route:
+			key, _ = models.LinuxRoute.Key(v)
+		case *linuxl3.ARPEntry:
+			key, _ = models.LinuxARP.Key(v)
+		}
+		if st := a.s.GetValueStatus(key).GetValue(); st.GetState() != api.ValueStateConfigured {
+			a.t.Errorf("%s: %v %q, want CONFIGURED", key, st.GetState(), st.GetError())
+		}
+	}
+}
+
+// TestRenameKeepsRoutesAndARPEntries: renaming an interface that is up
+// (host_if_name) keeps its routes (link scope, via a gateway outside its
+// subnet, IPv6) and ARP entries in the kernel, and a resync afterwards has
+// nothing to do.
+func TestRenameKeepsRoutesAndARPEntries(t *testing.T) {
+	a := newRealAgent(t, "l3ren")
+	x := &linuxif.Interface{Name: "rx", Type: linuxif.Interface_VETH, Enabled: true, Namespace: a.ns,
+		IpAddresses: []string{"10.63.0.1/24", "fd63::1/64"}, Link: &linuxif.Interface_Veth{Veth: &linuxif.VethLink{PeerIfName: "ry"}}}
+	y := &linuxif.Interface{Name: "ry", Type: linuxif.Interface_VETH, Enabled: true, Namespace: a.ns,
+		Link: &linuxif.Interface_Veth{Veth: &linuxif.VethLink{PeerIfName: "rx"}}}
+	values := []proto.Message{x, y,
+		&linuxl3.Route{OutgoingInterface: "rx", DstNetwork: "172.20.0.0/16", Scope: linuxl3.Route_LINK},
+		&linuxl3.Route{OutgoingInterface: "rx", DstNetwork: "10.64.0.0/24", GwAddr: "172.20.0.1", Metric: 5},
+		&linuxl3.Route{OutgoingInterface: "rx", DstNetwork: "10.65.0.0/24", GwAddr: "10.63.0.2"},
+		&linuxl3.Route{OutgoingInterface: "rx", DstNetwork: "fd64::/64", GwAddr: "fd63::2"},
+		&linuxl3.ARPEntry{Interface: "rx", IpAddress: "10.63.0.9", HwAddress: "02:00:00:00:63:09"},
+	}
+	a.commit(context.Background(), values...)
+	a.mustBeConfigured(values[2:]...)
+
+	renamed := proto.Clone(x).(*linuxif.Interface)
+	renamed.HostIfName = "rx-new"
+	values[0] = renamed
+	a.commit(context.Background(), renamed)
+	a.mustBeConfigured(values[2:]...)
+	a.mustHave("routes after the rename", []string{"-4", "route", "show", "proto", "181"},
+		"172.20.0.0/16 dev rx-new scope link", "10.64.0.0/24 via 172.20.0.1 dev rx-new", "10.65.0.0/24 via 10.63.0.2 dev rx-new")
+	a.mustHave("IPv6 routes after the rename", []string{"-6", "route", "show", "proto", "181"}, "fd64::/64 via fd63::2 dev rx-new")
+	a.mustHave("neighbours after the rename", []string{"neigh", "show", "dev", "rx-new"}, "10.63.0.9 lladdr 02:00:00:00:63:09 PERMANENT")
+	a.mustHave("addresses after the rename", []string{"addr", "show", "dev", "rx-new"}, "10.63.0.1/24", "fd63::1/64")
+	if ops := a.commit(api.WithResync(context.Background(), api.FullResync, false), values...); len(ops) > 0 {
+		t.Errorf("resync after the rename executed %v", ops)
+	}
+}
+
+// TestDisableEnableKeepsIPv6Routes: disabling an interface takes its routes
+// away (PENDING) and enabling it brings them back; its IPv6 address stays
+// (keep_addr_on_down), so a route via an IPv6 gateway in its subnet is
+// added again.
+func TestDisableEnableKeepsIPv6Routes(t *testing.T) {
+	a := newRealAgent(t, "l3kad")
+	x := &linuxif.Interface{Name: "kx", Type: linuxif.Interface_VETH, Enabled: true, Namespace: a.ns,
+		IpAddresses: []string{"fd66::1/64"}, Link: &linuxif.Interface_Veth{Veth: &linuxif.VethLink{PeerIfName: "ky"}}}
+	y := &linuxif.Interface{Name: "ky", Type: linuxif.Interface_VETH, Enabled: true, Namespace: a.ns,
+		Link: &linuxif.Interface_Veth{Veth: &linuxif.VethLink{PeerIfName: "kx"}}}
+	r := &linuxl3.Route{OutgoingInterface: "kx", DstNetwork: "fd67::/64", GwAddr: "fd66::2"}
+	a.commit(context.Background(), x, y, r)
+	a.mustBeConfigured(r)
+	down := proto.Clone(x).(*linuxif.Interface)
+	down.Enabled = false
+	a.commit(context.Background(), down)
+	a.commit(context.Background(), x)
+	a.mustBeConfigured(r)
+	a.mustHave("addresses after down and up", []string{"addr", "show", "dev", "kx"}, "fd66::1/64")
+	a.mustHave("IPv6 routes after down and up", []string{"-6", "route", "show", "proto", "181"}, "fd67::/64 via fd66::2 dev kx")
+	if ops := a.commit(api.WithResync(context.Background(), api.FullResync, false), x, y, r); len(ops) > 0 {
+		t.Errorf("resync after down and up executed %v", ops)
+	}
+}
