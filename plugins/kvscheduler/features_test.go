@@ -407,3 +407,34 @@ func TestRefreshAfterFailureEnds(t *testing.T) {
 		t.Errorf("pair/a is %v, want it to wait for its retry", st)
 	}
 }
+
+// After the SB lost everything (a VPP restart), a resync whose re-creation
+// of a value fails leaves its derived values showing that they are not in
+// the SB (MISSING), not CONFIGURED as before the loss.
+func TestDerivedValuesOfAValueLostAndNotRecreated(t *testing.T) {
+	e := newEnv(t)
+	isAddr := func(key string) bool { return strings.Contains(key, "/addr/") }
+	e.register(
+		mocksb.Options{Name: "vif", Prefix: "vif/", NB: true, Keys: func(key string) bool { return !isAddr(key) },
+			Derived: func(key string, v proto.Message) []api.KeyValuePair {
+				return []api.KeyValuePair{kvp(key+"/addr/10.0.0.1", "10.0.0.1")}
+			}},
+		mocksb.Options{Name: "vaddr", Prefix: "vif/", Keys: isAddr},
+	)
+	ctx := context.Background()
+	e.mustCommit(ctx, set("vif/tap1", "tap"))
+	e.expectState("vif/tap1/addr/10.0.0.1", api.ValueStateConfigured)
+
+	// The SB restarts empty; the base cannot be created again.
+	for _, k := range e.sb.Keys() {
+		e.sb.Remove(k)
+	}
+	e.sb.Fail("create", "vif/tap1", errors.New("tap_create_v3: busy"), 100)
+	_, _ = e.s.StartNBTransaction().Commit(api.WithResync(ctx, api.DownstreamResync, false))
+	if st := e.status("vif/tap1").GetState(); st != api.ValueStateFailed && st != api.ValueStateRetrying {
+		t.Errorf("vif/tap1 is %v, want FAILED", st)
+	}
+	if st := e.status("vif/tap1/addr/10.0.0.1"); st != nil && st.GetState() == api.ValueStateConfigured {
+		t.Errorf("the address of the lost, not re-created vif/tap1 is %v, want it not CONFIGURED", st)
+	}
+}

@@ -841,6 +841,11 @@ func (s *Scheduler) refreshDerived(n *node, retrieved map[string]api.KVWithMetad
 		case value == nil:
 			if d.applied != nil {
 				g.setApplied(d, nil)
+				if d.intended != nil && d.state == api.ValueStateConfigured {
+					// Gone from the SB (as base values, see applyRetrieved):
+					// until it is created again it is not CONFIGURED.
+					g.setStatus(d, status{state: api.ValueStateMissing, lastOp: d.lastOp})
+				}
 			}
 		case d.applied == nil || !proto.Equal(d.applied, value):
 			g.setApplied(d, value)
