@@ -7,11 +7,17 @@
 //
 //   - VETH: the two ends are two values that depend on each other, so the
 //     scheduler creates them together. The pair is created with each end
-//     directly in its namespace (moving a link costs the kernel ~20 ms):
-//     the first end under its final name, the peer under a temporary name
-//     ("na" + 12 hex digits of its logical name) that its own Create turns
-//     into its final name. Deleting either end deletes the pair; the
-//     other's Delete then finds nothing, which is success.
+//     directly in its namespace (moving a link costs the kernel ~20 ms),
+//     both under temporary names ("na" + 12 hex digits of the SHA-1 of the
+//     logical name); both are marked, then the first end is renamed, and
+//     the peer's own Create renames the peer. A step that fails leaves
+//     links under temporary names, which the next Create of either end
+//     finds. Deleting either end deletes the pair; the other's Delete then
+//     finds nothing, which is success. Retrieve reports each end with the
+//     peer the kernel pairs it with (from the peer's alias), so an end
+//     whose peer is gone (its namespace deleted with `ip netns del` while
+//     the agent held it open) or is not the value's peer is re-created,
+//     with its peer, by the next resync.
 //   - TAP_TO_VPP: the host side of a VPP TAP. It waits for the VPP
 //     interface (config/vpp/v2/interfaces/<vpp_tap_if_name>), then takes the
 //     link VPP made in the agent's namespace under host_if_name (the VPP TAP

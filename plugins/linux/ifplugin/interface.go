@@ -387,11 +387,14 @@ func (p *Plugin) vethEnd(v *linuxif.Interface, ref nsplugin.Ref) (netlink.Link, 
 		}
 		return p.moveAndRename(where, wh, link, ref, host)
 	}
-	// Neither end exists: make the pair.
+	// Neither end exists: make the pair, both ends under their temporary
+	// names, mark them, and give this end its name. Whatever step fails,
+	// what is left is found by the search above (this end's retry) and by
+	// the peer's Create, and never takes this end's final name unmarked.
 	if !hinted {
 		peerRef = ref
 	}
-	veth := &netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: host}, PeerName: tempName(peerName)}
+	veth := &netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: tmp}, PeerName: tempName(peerName)}
 	if peerRef != ref {
 		fd, err := p.ns.Fd(peerRef, true)
 		if err != nil {
@@ -400,14 +403,14 @@ func (p *Plugin) vethEnd(v *linuxif.Interface, ref nsplugin.Ref) (netlink.Link, 
 		veth.PeerNamespace = netlink.NsFd(fd)
 	}
 	if err := h.LinkAdd(veth); err != nil {
-		return nil, fmt.Errorf("creating veth %s with peer %s in the %s: %w", host, veth.PeerName, peerRef, err)
+		return nil, fmt.Errorf("creating veth %s with peer %s in the %s: %w", tmp, veth.PeerName, peerRef, err)
 	}
-	link, err := h.LinkByName(host)
+	link, err := h.LinkByName(tmp)
 	if err != nil {
 		return nil, err
 	}
 	if err := h.LinkSetAlias(link, alias); err != nil {
-		return nil, fmt.Errorf("marking %s: %w", host, err)
+		return nil, fmt.Errorf("marking %s: %w", tmp, err)
 	}
 	// Mark the peer too: a failure before its own Create must not leave an
 	// unmarked link behind.
@@ -416,7 +419,7 @@ func (p *Plugin) vethEnd(v *linuxif.Interface, ref nsplugin.Ref) (netlink.Link, 
 			_ = ph.LinkSetAlias(peer, p.alias(peerName))
 		}
 	}
-	return link, nil
+	return renameLink(h, link, host)
 }
 
 // dummy returns the dummy link of the value, created marked (so that no
@@ -713,15 +716,21 @@ func (p *Plugin) deleteLink(ref nsplugin.Ref, v *linuxif.Interface) error {
 	case linuxif.Interface_VETH, linuxif.Interface_DUMMY:
 		link, err := h.LinkByName(HostName(v))
 		if isNotFound(err) {
-			// Not configured yet: maybe still under its temporary name.
-			root, rerr := p.ns.Handle(nsplugin.Ref{}, false)
-			if rerr != nil {
-				return rerr
+			// Not configured yet: maybe still under its temporary name,
+			// here or in the agent's namespace.
+			for _, where := range uniqueRefs(ref, nsplugin.Ref{}) {
+				wh, werr := p.ns.Handle(where, false)
+				if werr != nil {
+					continue
+				}
+				if link, err = wh.LinkByName(tempName(v.GetName())); !isNotFound(err) {
+					h = wh
+					break
+				}
 			}
-			if link, err = root.LinkByName(tempName(v.GetName())); isNotFound(err) {
+			if isNotFound(err) {
 				return nil // gone with its peer, or never made
 			}
-			h = root
 		}
 		if err != nil {
 			return err
@@ -762,16 +771,23 @@ func (p *Plugin) deleteLink(ref nsplugin.Ref, v *linuxif.Interface) error {
 // retrieve reads the links of the agent (marked with the alias) and the
 // links the configuration adopts (EXISTING, LOOPBACK, TAP_TO_VPP) in the
 // agent's namespace and in every namespace the configuration references.
+//
+// A veth end is reported with the peer the kernel pairs it with (the
+// logical name in the peer's alias, found in one of these namespaces), so
+// an end whose peer is not the value's peer, or cannot be found (its
+// namespace deleted by hand while the agent held it open), differs from
+// its value and is re-created with its peer, as a pair.
 func (p *Plugin) retrieve(correlate []api.TypedKV[*linuxif.Interface, *Metadata]) ([]api.TypedKV[*linuxif.Interface, *Metadata], error) {
 	byName := map[string]*linuxif.Interface{}
-	refs := map[nsplugin.Ref]bool{{}: true}
+	refs := []nsplugin.Ref{{}}
 	for _, kv := range correlate {
 		byName[kv.Value.GetName()] = kv.Value
-		refs[nsplugin.RefOf(kv.Value.GetNamespace())] = true
+		if ref := nsplugin.RefOf(kv.Value.GetNamespace()); !slices.Contains(refs, ref) {
+			refs = append(refs, ref)
+		}
 	}
-	var out []api.TypedKV[*linuxif.Interface, *Metadata]
-	seen := map[string]bool{}
-	for ref := range refs {
+	var spaces []*nsLinks
+	for _, ref := range refs {
 		if !p.ns.Exists(ref) {
 			continue
 		}
@@ -790,7 +806,13 @@ func (p *Plugin) retrieve(correlate []api.TypedKV[*linuxif.Interface, *Metadata]
 		if err != nil {
 			return nil, fmt.Errorf("addresses of the %s: %w", ref, err)
 		}
-		for _, link := range links {
+		spaces = append(spaces, &nsLinks{ref: ref, h: h, links: links, addrs: addrs})
+	}
+	var out []api.TypedKV[*linuxif.Interface, *Metadata]
+	seen := map[string]bool{}
+	for _, space := range spaces {
+		ref := space.ref
+		for _, link := range space.links {
 			attrs := link.Attrs()
 			var want *linuxif.Interface
 			if name, ok := p.ownName(attrs.Alias); ok {
@@ -799,9 +821,6 @@ func (p *Plugin) retrieve(correlate []api.TypedKV[*linuxif.Interface, *Metadata]
 					// Ours, but no longer configured: returned so that a
 					// resync deletes it.
 					want = &linuxif.Interface{Name: name, Type: linuxType(link)}
-					if want.Type == linuxif.Interface_VETH {
-						want.Link = &linuxif.Interface_Veth{Veth: &linuxif.VethLink{PeerIfName: p.peerFromAlias(h, link)}}
-					}
 				}
 			} else {
 				for _, c := range byName {
@@ -815,7 +834,12 @@ func (p *Plugin) retrieve(correlate []api.TypedKV[*linuxif.Interface, *Metadata]
 				continue
 			}
 			seen[want.GetName()] = true
-			v := observed(want, link, addrs, ref)
+			v := observed(want, link, space.addrs, ref)
+			if v.GetType() == linuxif.Interface_VETH {
+				if peer := p.vethPeer(space, link, spaces); peer != want.GetVeth().GetPeerIfName() {
+					v.Link = &linuxif.Interface_Veth{Veth: &linuxif.VethLink{PeerIfName: peer}}
+				}
+			}
 			out = append(out, api.TypedKV[*linuxif.Interface, *Metadata]{
 				Key: InterfaceKey(v.GetName()), Value: v, Origin: api.FromNB,
 				Metadata: &Metadata{Index: attrs.Index, HostName: attrs.Name, Namespace: ref, Type: v.GetType()},
@@ -823,6 +847,64 @@ func (p *Plugin) retrieve(correlate []api.TypedKV[*linuxif.Interface, *Metadata]
 		}
 	}
 	return out, nil
+}
+
+// nsLinks is what retrieve read of one namespace.
+type nsLinks struct {
+	ref   nsplugin.Ref
+	h     *netlink.Handle
+	links []netlink.Link
+	addrs []netlink.Addr
+	// nsids caches the IDs that namespaces of the retrieve have here
+	// (IFLA_LINK_NETNSID of a link whose peer is there).
+	nsids map[nsplugin.Ref]int
+}
+
+// vethPeer returns the logical name of the peer of a veth end of namespace
+// space, from the peer's alias, when the peer is one of the agent's links
+// in one of the namespaces read; "" otherwise. The kernel tells the peer's
+// ifindex (IFLA_LINK) and, for a peer in another namespace, that
+// namespace's ID as seen from the end's (IFLA_LINK_NETNSID).
+func (p *Plugin) vethPeer(space *nsLinks, link netlink.Link, spaces []*nsLinks) string {
+	attrs := link.Attrs()
+	where := space
+	if attrs.NetNsID >= 0 {
+		where = nil
+		for _, other := range spaces {
+			if other != space && space.nsid(p.ns, other.ref) == attrs.NetNsID {
+				where = other
+				break
+			}
+		}
+	}
+	if where == nil {
+		return ""
+	}
+	for _, l := range where.links {
+		if l.Attrs().Index == attrs.ParentIndex {
+			name, _ := p.ownName(l.Attrs().Alias)
+			return name
+		}
+	}
+	return ""
+}
+
+// nsid returns the ID namespace ref has in this one (-1: none).
+func (s *nsLinks) nsid(m *nsplugin.Manager, ref nsplugin.Ref) int {
+	if id, ok := s.nsids[ref]; ok {
+		return id
+	}
+	id := -1
+	if fd, err := m.Fd(ref, false); err == nil {
+		if got, err := s.h.GetNetNsIdByFd(fd); err == nil {
+			id = got
+		}
+	}
+	if s.nsids == nil {
+		s.nsids = map[nsplugin.Ref]int{}
+	}
+	s.nsids[ref] = id
+	return id
 }
 
 // observed builds the value of a link as the kernel has it; what the kernel
@@ -897,21 +979,6 @@ func linuxType(link netlink.Link) linuxif.Interface_Type {
 		return linuxif.Interface_TAP_TO_VPP
 	}
 	return linuxif.Interface_UNDEFINED
-}
-
-// peerFromAlias reads the logical name of a veth's peer from its alias, when
-// the peer is in the same namespace and this agent's.
-func (p *Plugin) peerFromAlias(h *netlink.Handle, link netlink.Link) string {
-	idx, err := netlink.VethPeerIndex(&netlink.Veth{LinkAttrs: *link.Attrs()})
-	if err != nil {
-		return ""
-	}
-	peer, err := h.LinkByIndex(idx)
-	if err != nil {
-		return ""
-	}
-	name, _ := p.ownName(peer.Attrs().Alias)
-	return name
 }
 
 // dump retries a netlink dump that the kernel interrupted (the data changed
