@@ -63,9 +63,11 @@
 // MTU, MAC, admin state and the kernel name (host_if_name, but for
 // EXISTING) are changed in place; a change of type, namespace or link
 // settings re-creates the interface. A named namespace that does not exist
-// is created at the first Create in it, and removed when the last interface
-// the agent configured there is deleted, if the agent created it (within
-// the process lifetime).
+// is created at the first Create in it, and
+// removed when the last interface the agent configured there is deleted,
+// if the agent created it (within the process lifetime) and nothing else
+// uses it: a namespace that still holds a link other than lo (the
+// operator's) or a process is kept, and the log says why.
 //
 // # The agent's own loopback
 //

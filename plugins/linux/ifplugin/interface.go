@@ -320,7 +320,9 @@ func (p *Plugin) create(key string, v *linuxif.Interface) (*Metadata, error) {
 }
 
 // use counts the interfaces of a namespace; when the last one goes from a
-// named namespace the agent created, the namespace is removed.
+// named namespace the agent created, the namespace is removed, unless
+// something else uses it (a link but lo, a process): then it is kept, and
+// the log says why.
 func (p *Plugin) use(ref nsplugin.Ref, name string, on bool) {
 	p.usersMu.Lock()
 	defer p.usersMu.Unlock()
@@ -336,7 +338,12 @@ func (p *Plugin) use(ref nsplugin.Ref, name string, on bool) {
 		return
 	}
 	delete(p.users, ref)
-	if err := p.ns.RemoveIfCreated(ref.Reference); err != nil {
+	var inUse *nsplugin.InUseError
+	switch err := p.ns.RemoveIfCreated(ref.Reference); {
+	case errors.As(err, &inUse):
+		p.log.Info("the agent's last interface left a namespace it created, which is kept: something else uses it",
+			"netns", ref.Reference, "links", inUse.Links, "pids", inUse.PIDs)
+	case err != nil:
 		p.log.Warn("removing a namespace the agent created", "netns", ref.Reference, "error", err)
 	}
 }

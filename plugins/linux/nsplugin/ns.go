@@ -13,8 +13,11 @@
 //
 // Named namespaces that do not exist are created when first used, and the
 // Manager remembers which ones it created, so that RemoveIfCreated deletes
-// only those. It remembers them in memory only: a namespace an earlier run
-// of the agent created stays when its last interface goes (a namespace
+// only those, and only when nothing uses them: a namespace that holds a
+// link other than lo (an operator's, made with `ip netns exec` or moved
+// there) or a process is kept, and RemoveIfCreated says why
+// (*InUseError). It remembers them in memory only: a namespace an earlier
+// run of the agent created stays when its last interface goes (a namespace
 // cannot tell who made it, and deleting one that a process or an operator
 // uses would cut it off); `ip netns del NAME` removes it.
 package nsplugin
@@ -26,6 +29,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 
@@ -308,25 +312,107 @@ func (m *Manager) Created(name string) bool {
 	return m.created[name]
 }
 
-// RemoveIfCreated deletes a named namespace the Manager created (the caller
-// knows nothing uses it any more); others are left alone.
+// InUseError is what RemoveIfCreated returns for a namespace the Manager
+// created that it keeps because something else uses it: links other than
+// lo (an operator's, moved or made there), or processes.
+type InUseError struct {
+	Name  string
+	Links []string
+	PIDs  []int
+}
+
+func (e *InUseError) Error() string {
+	var what []string
+	if len(e.Links) > 0 {
+		what = append(what, "links "+strings.Join(e.Links, ", "))
+	}
+	if len(e.PIDs) > 0 {
+		pids := make([]string, len(e.PIDs))
+		for i, pid := range e.PIDs {
+			pids[i] = strconv.Itoa(pid)
+		}
+		what = append(what, "processes "+strings.Join(pids, ", "))
+	}
+	return fmt.Sprintf("netns %s is kept: it still holds %s", e.Name, strings.Join(what, " and "))
+}
+
+// RemoveIfCreated deletes a named namespace the Manager created, when the
+// caller no longer uses it and nothing else does: no link but lo, no
+// process (each /proc/<pid>/ns/net is compared, once per removal). A
+// namespace in use is kept and an *InUseError says why; it stays the
+// agent's, so a later call (when the agent uses it and stops again) may
+// remove it. A namespace the Manager did not create is left alone (nil),
+// as is one already gone.
 func (m *Manager) RemoveIfCreated(name string) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if !m.created[name] {
+	if !m.Created(name) {
 		return nil
 	}
 	r := Ref{Type: linuxns.NetNamespace_NSID, Reference: name}
+	id, err := statNS(r.path())
+	if errors.Is(err, os.ErrNotExist) {
+		m.forget(r)
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("netns %s: %w", name, err)
+	}
+	h, err := m.Handle(r, false)
+	if err != nil {
+		return err
+	}
+	links, err := h.LinkList()
+	if err != nil {
+		return fmt.Errorf("links of netns %s: %w", name, err)
+	}
+	inUse := &InUseError{Name: name}
+	for _, l := range links {
+		if l.Attrs().Name != "lo" {
+			inUse.Links = append(inUse.Links, l.Attrs().Name)
+		}
+	}
+	inUse.PIDs = processesIn(id)
+	if len(inUse.Links) > 0 || len(inUse.PIDs) > 0 {
+		return inUse
+	}
+	m.forget(r)
+	if err := netns.DeleteNamed(name); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("deleting netns %s: %w", name, err)
+	}
+	return nil
+}
+
+// forget closes the handle of a named namespace and drops it from those
+// the Manager created.
+func (m *Manager) forget(r Ref) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
 	if e := m.entries[r]; e != nil {
 		e.handle.Close()
 		e.ns.Close()
 		delete(m.entries, r)
 	}
-	if err := netns.DeleteNamed(name); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("deleting netns %s: %w", name, err)
+	delete(m.created, r.Reference)
+}
+
+// processesIn lists the processes whose network namespace is id (their
+// main thread's), from /proc; processes that end meanwhile or cannot be
+// read are skipped.
+func processesIn(id nsID) []int {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
 	}
-	delete(m.created, name)
-	return nil
+	var pids []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid <= 0 {
+			continue
+		}
+		if got, err := statNS("/proc/" + e.Name() + "/ns/net"); err == nil && got == id {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
 }
 
 // Do runs f with its OS thread inside namespace r (for what netlink cannot

@@ -1,10 +1,12 @@
 package nsplugin_test
 
 import (
+	"bufio"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -74,6 +76,9 @@ func TestNamedNamespaceIsCreatedAndRemoved(t *testing.T) {
 	}
 	if out, err := exec.Command("ip", "-n", name, "link", "show", "nst0").CombinedOutput(); err != nil {
 		t.Errorf("ip -n %s link show nst0: %s %v", name, out, err)
+	}
+	if err := h.LinkDel(&netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: "nst0"}}); err != nil {
+		t.Fatal(err)
 	}
 
 	if err := m.RemoveIfCreated(name); err != nil {
@@ -228,5 +233,64 @@ func TestIsOwn(t *testing.T) {
 		if got := m.IsOwn(c.ref); got != c.want {
 			t.Errorf("IsOwn(%s) = %v, want %v", c.ref, got, c.want)
 		}
+	}
+}
+
+// TestNamespaceInUseIsKept: a namespace the Manager created is not removed
+// while it holds a link other than lo, or a process: RemoveIfCreated keeps
+// it and says why (InUseError naming them), and removes it once nothing
+// uses it.
+func TestNamespaceInUseIsKept(t *testing.T) {
+	needRoot(t)
+	m := newManager(t)
+	name := uniqueName(t, "nstest-inuse")
+	t.Cleanup(func() { _ = exec.Command("ip", "netns", "del", name).Run() })
+	if _, err := m.Handle(named(name), true); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("ip", "-n", name, "link", "add", "op0", "type", "veth", "peer", "name", "op1").CombinedOutput(); err != nil {
+		t.Fatalf("%s %v", out, err)
+	}
+	var inUse *nsplugin.InUseError
+	err := m.RemoveIfCreated(name)
+	if !errors.As(err, &inUse) || !slices.Equal(inUse.Links, []string{"op0", "op1"}) && !slices.Equal(inUse.Links, []string{"op1", "op0"}) || len(inUse.PIDs) != 0 {
+		t.Fatalf("RemoveIfCreated with the operator's links: %v, want an InUseError naming op0 and op1", err)
+	}
+	if !m.Exists(named(name)) || !m.Created(name) {
+		t.Fatalf("after RemoveIfCreated kept it: exists %v, created %v; want both", m.Exists(named(name)), m.Created(name))
+	}
+	if out, err := exec.Command("ip", "-n", name, "link", "del", "op0").CombinedOutput(); err != nil {
+		t.Fatalf("%s %v", out, err)
+	}
+
+	// A process in it: wait until it says it is inside.
+	cmd := exec.Command("ip", "netns", "exec", name, "sh", "-c", "echo inside; exec cat")
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil || line != "inside\n" {
+		t.Fatalf("the process in %s said %q, %v", name, line, err)
+	}
+	err = m.RemoveIfCreated(name)
+	if !errors.As(err, &inUse) || !slices.Equal(inUse.PIDs, []int{cmd.Process.Pid}) || len(inUse.Links) != 0 ||
+		!strings.Contains(err.Error(), fmt.Sprintf("netns %s is kept: it still holds processes %d", name, cmd.Process.Pid)) {
+		t.Fatalf("RemoveIfCreated with a process inside: %v, want an InUseError naming PID %d", err, cmd.Process.Pid)
+	}
+	stdin.Close() // cat ends
+	if err := cmd.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.RemoveIfCreated(name); err != nil || m.Exists(named(name)) {
+		t.Errorf("RemoveIfCreated once nothing uses it: %v, exists %v", err, m.Exists(named(name)))
 	}
 }
