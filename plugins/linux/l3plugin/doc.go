@@ -68,7 +68,10 @@
 // # ARP entries
 //
 //   - Validate: models.LinuxARP.Validate and CheckKey.
-//   - Dependencies: "interface" (ifplugin.InterfaceKey(iface)).
+//   - Dependencies: "interface <iface> up" (ifplugin.StateKey(iface,
+//     true)), not merely the interface: the kernel flushes the permanent
+//     neighbours of a link that goes down, so the entry is deleted first
+//     (PENDING) and added again when the interface is up.
 //   - Create and Update: NeighSet (create or replace) of a PERMANENT entry:
 //     idempotent, and a new MAC is changed in place.
 //   - Delete: NeighDel; an entry already gone is success.
