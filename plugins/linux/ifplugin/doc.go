@@ -23,6 +23,8 @@
 //     link VPP made in the agent's namespace under host_if_name (the VPP TAP
 //     must use the same host name), moves it into its namespace and
 //     configures it. Delete gives it back to the agent's namespace, down.
+//     When the daemon runs without VPP (Plugin.SetVPPDisabled), it waits
+//     all the same, PENDING, and its reason says the TAP never comes.
 //   - LOOPBACK: the lo of a namespace, whatever its logical name
 //     (host_if_name empty or lo; any other is INVALID); no other type may
 //     be called lo. Deleting the value leaves lo as it is, without

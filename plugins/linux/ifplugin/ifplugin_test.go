@@ -708,3 +708,34 @@ func TestDummyNeverTakesAForeignLink(t *testing.T) {
 		t.Errorf("the foreign dmy0 after the DUMMY value: %v, want it untouched", l)
 	}
 }
+
+// TestTapToVPPWithoutVPP: with the agent running without VPP, a TAP_TO_VPP
+// value waits for a VPP TAP that never comes, and its PENDING reason says
+// so.
+func TestTapToVPPWithoutVPP(t *testing.T) {
+	needRoot(t)
+	ns, err := nsplugin.NewManager()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(ns.Close)
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	s := kvscheduler.New(kvscheduler.Options{Logger: log})
+	t.Cleanup(s.Close)
+	p := ifplugin.New(ns, log)
+	p.SetVPPDisabled(true)
+	if err := s.RegisterKVDescriptor(p.Descriptors()...); err != nil {
+		t.Fatal(err)
+	}
+	tap := &linuxif.Interface{Name: "tap-novpp", Type: linuxif.Interface_TAP_TO_VPP, Enabled: true,
+		Link: &linuxif.Interface_Tap{Tap: &linuxif.TapLink{VppTapIfName: "tap0"}}}
+	if _, err := s.StartNBTransaction().SetValue(ifplugin.InterfaceKey("tap-novpp"), tap).Commit(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	st := s.GetValueStatus(ifplugin.InterfaceKey("tap-novpp")).GetValue()
+	if st.GetState() != api.ValueStatePending || !slices.ContainsFunc(st.GetDetails(), func(d string) bool {
+		return strings.Contains(d, "VPP TAP tap0") && strings.Contains(d, "this agent runs without VPP")
+	}) {
+		t.Errorf("TAP_TO_VPP without VPP: %v, details %q; want PENDING saying the agent runs without VPP", st.GetState(), st.GetDetails())
+	}
+}

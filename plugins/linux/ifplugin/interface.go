@@ -42,6 +42,8 @@ type Plugin struct {
 	// namespace the agent created is removed with its last interface.
 	usersMu sync.Mutex
 	users   map[nsplugin.Ref]map[string]bool
+	// withoutVPP: the agent runs without VPP (SetVPPDisabled).
+	withoutVPP bool
 }
 
 // New returns the plugin. It probes which link kinds the kernel supports
@@ -62,6 +64,11 @@ func (p *Plugin) SetLabel(label string) {
 		p.aliasPrefix = AliasPrefix + label + "/"
 	}
 }
+
+// SetVPPDisabled tells the plugin that the agent runs without VPP, so that
+// a TAP_TO_VPP value, which waits for its VPP TAP, says in its PENDING
+// reason that the TAP never comes. Call before registering.
+func (p *Plugin) SetVPPDisabled(disabled bool) { p.withoutVPP = disabled }
 
 func (p *Plugin) alias(name string) string { return p.aliasPrefix + name }
 
@@ -238,7 +245,11 @@ func (p *Plugin) dependencies(key string, v *linuxif.Interface) []api.Dependency
 		// The two ends depend on each other: created together.
 		deps = append(deps, api.Dependency{Label: "veth peer " + v.GetVeth().GetPeerIfName(), Key: InterfaceKey(v.GetVeth().GetPeerIfName())})
 	case linuxif.Interface_TAP_TO_VPP:
-		deps = append(deps, api.Dependency{Label: "VPP TAP " + v.GetTap().GetVppTapIfName(), Key: models.VPPInterface.KeyPrefix + v.GetTap().GetVppTapIfName()})
+		label := "VPP TAP " + v.GetTap().GetVppTapIfName()
+		if p.withoutVPP {
+			label += " (never: this agent runs without VPP, vpp.disabled)"
+		}
+		deps = append(deps, api.Dependency{Label: label, Key: models.VPPInterface.KeyPrefix + v.GetTap().GetVppTapIfName()})
 	case linuxif.Interface_EXISTING:
 		if nsplugin.RefOf(v.GetNamespace()).IsDefault() {
 			deps = append(deps, api.Dependency{Label: "existing link " + HostName(v), Key: HostNameKey(HostName(v))})
