@@ -1208,3 +1208,51 @@ func startSim(t *testing.T, socket string) *vppsim.Sim {
 	t.Cleanup(func() { _ = sim.Close() })
 	return sim
 }
+
+// After VPP restarts (empty), the agent is not ready until the configuration
+// is back in VPP: /readyz never answers 200 while VPP lacks a value.
+func TestE2ENotReadyWhileVPPIsBeingRestored(t *testing.T) {
+	socket := filepath.Join(t.TempDir(), "api.sock")
+	sim := startSim(t, socket)
+	cfg := testConfig(t)
+	cfg.VPP.Disabled, cfg.VPP.Socket = false, socket
+	cfg.Linux.Disabled = true
+	a := startAgent(t, cfg, true)
+	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+	defer cancel()
+	loop := &vppif.Interface{Name: "back1", Type: vppif.Interface_SOFTWARE_LOOPBACK, Enabled: true}
+	if _, err := a.configurator().Update(ctx, &configuratorpb.UpdateRequest{WaitDone: true,
+		Update: &configpb.Config{VppConfig: &configpb.VppConfig{Interfaces: []*vppif.Interface{loop}}}}); err != nil {
+		t.Fatal(err)
+	}
+	hasLoop := func() bool {
+		return slices.ContainsFunc(sim.Interfaces(), func(i vppsim.Interface) bool { return i.Tag == "back1" })
+	}
+	if !hasLoop() {
+		t.Fatal("VPP has no back1 before the restart")
+	}
+	// The restarted VPP takes 1 s to create the loopback.
+	sim.Delay("create_loopback", time.Second)
+	if err := sim.Restart(0); err != nil {
+		t.Fatal(err)
+	}
+	// (Until the agent sees the connection drop it cannot know VPP
+	// restarted; from then on, 200 means VPP has the configuration.)
+	sawNotReady, sawApplying := false, false
+	eventually(t, "the agent not ready after the VPP restart, then ready with back1 back in VPP", func() (bool, string) {
+		code, body := a.do("GET", "/readyz", nil)
+		if code != http.StatusOK {
+			sawNotReady = true
+		}
+		if code == http.StatusOK && sawNotReady && !hasLoop() {
+			t.Fatalf("/readyz 200 while the restarted VPP lacks back1")
+		}
+		if strings.Contains(string(body), "being applied") {
+			sawApplying = true
+		}
+		return code == http.StatusOK && sawNotReady, fmt.Sprintf("%d %s", code, body)
+	})
+	if !sawApplying {
+		t.Error("/readyz never said the configuration was being applied to the restarted VPP")
+	}
+}

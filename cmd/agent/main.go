@@ -25,6 +25,7 @@ import (
 	"runtime/debug"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -209,6 +210,9 @@ func run(ctx context.Context, cfg Config, logOut io.Writer, listening chan<- Lis
 	// applies them, and after a VPP restart (empty) re-creates everything
 	// in dependency order.
 	var vppm *vppconn.Manager
+	// vppResyncs counts the resyncs after a VPP (re)connect under way: the
+	// agent is not ready while VPP is being brought back to the state.
+	var vppResyncs atomic.Int32
 	var o *orchestrator.Orchestrator
 	var linkWatcher *vppif.LinkStateWatcher
 	if !cfg.VPP.Disabled {
@@ -220,7 +224,9 @@ func run(ctx context.Context, cfg Config, logOut io.Writer, listening chan<- Lis
 				default:
 					return // the first full resync comes after
 				}
+				vppResyncs.Add(1)
 				go func() {
+					defer vppResyncs.Add(-1)
 					ctx := api.WithResync(context.Background(), api.DownstreamResync, false)
 					ctx = api.WithDescription(ctx, fmt.Sprintf("VPP connected (restarted: %v)", restarted))
 					if _, err := s.StartNBTransaction().Commit(api.WithRetryDefault(ctx)); err != nil && !isValueErr(err) {
@@ -309,6 +315,8 @@ func run(ctx context.Context, cfg Config, logOut io.Writer, listening chan<- Lis
 		if vppm != nil {
 			if nr := vppm.Status().NotReady(); len(nr) > 0 {
 				ok, why = false, append(why, nr...)
+			} else if vppResyncs.Load() > 0 {
+				ok, why = false, append(why, "VPP connected, its configuration being applied")
 			}
 		}
 		return ok, why
