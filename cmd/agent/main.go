@@ -191,6 +191,7 @@ func run(ctx context.Context, cfg Config, logOut io.Writer, listening chan<- Lis
 		closers = append(closers, nsm.Close)
 		ifp := ifplugin.New(nsm, log)
 		ifp.SetLabel(cfg.Label)
+		ifp.SetVPPDisabled(cfg.VPP.Disabled)
 		l3 := l3plugin.New(nsm, l3plugin.SchedulerInterfaces(s), log)
 		l3.SetInterfaceLister(l3plugin.SchedulerInterfaceNames(s))
 		if err := s.RegisterKVDescriptor(append(ifp.Descriptors(), ifplugin.WatcherDescriptor())...); err != nil {
