@@ -1256,3 +1256,22 @@ func TestE2ENotReadyWhileVPPIsBeingRestored(t *testing.T) {
 		t.Error("/readyz never said the configuration was being applied to the restarted VPP")
 	}
 }
+
+// Without VPP, a Linux TAP_TO_VPP value waits for a VPP TAP that never
+// comes, and its PENDING reason says so.
+func TestE2ETapToVPPWithoutVPP(t *testing.T) {
+	needRoot(t)
+	a := startAgent(t, testConfig(t), true) // testConfig: VPP disabled
+	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+	defer cancel()
+	tap := &linuxif.Interface{Name: "tapnovpp", Type: linuxif.Interface_TAP_TO_VPP, Enabled: true,
+		Link: &linuxif.Interface_Tap{Tap: &linuxif.TapLink{VppTapIfName: "tap9"}}}
+	if _, err := a.configurator().Update(ctx, &configuratorpb.UpdateRequest{WaitDone: true,
+		Update: &configpb.Config{LinuxConfig: &configpb.LinuxConfig{Interfaces: []*linuxif.Interface{tap}}}}); err != nil {
+		t.Fatal(err)
+	}
+	st := a.waitState(keyOf(t, tap), "PENDING")
+	if !strings.Contains(strings.Join(st.Value.Details, " "), "vpp.disabled") {
+		t.Errorf("TAP_TO_VPP without VPP: details %q, want them to say VPP is disabled", st.Value.Details)
+	}
+}
