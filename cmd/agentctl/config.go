@@ -63,6 +63,8 @@ func (a *app) configGet() *cobra.Command {
 		Long: `Print the desired configuration: the values of all the agent's sources
 (etcd, gRPC, init file) merged, each key with the value of its
 highest-priority source, as a document that "config update" reads back.
+Values that have no place in it (not decodable or not valid: INVALID in
+the agent) are left out, each named on standard error with the reason.
 With -o json it is printed as JSON (the same document).`,
 		Example: `  agentctl config get
   agentctl config get -o json > desired.json`,
@@ -76,6 +78,9 @@ With -o json it is printed as JSON (the same document).`,
 			resp, err := client.Get(ctx, &configuratorpb.GetRequest{})
 			if err != nil {
 				return client.error("config get", err)
+			}
+			for _, lo := range resp.GetLeftOut() {
+				fmt.Fprintf(a.stderr, "left out of the document: %s: %s\n", lo.GetKey(), oneLine(lo.GetReason()))
 			}
 			if a.output == "json" {
 				data, err := models.MarshalJSON(resp.GetConfig())

@@ -69,8 +69,12 @@ func (*GetRequest) Descriptor() ([]byte, []int) {
 }
 
 type GetResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Config        *config.Config         `protobuf:"bytes,1,opt,name=config,proto3" json:"config,omitempty"`
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Config *config.Config         `protobuf:"bytes,1,opt,name=config,proto3" json:"config,omitempty"`
+	// left_out are the keys of the sources that have no place in the
+	// document: values that could not be decoded or are not valid (INVALID in
+	// the agent), and values of models without a configuration section.
+	LeftOut       []*LeftOut `protobuf:"bytes,2,rep,name=left_out,json=leftOut,proto3" json:"left_out,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -112,6 +116,66 @@ func (x *GetResponse) GetConfig() *config.Config {
 	return nil
 }
 
+func (x *GetResponse) GetLeftOut() []*LeftOut {
+	if x != nil {
+		return x.LeftOut
+	}
+	return nil
+}
+
+// LeftOut is a key left out of a configuration document, and why.
+type LeftOut struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Key           string                 `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
+	Reason        string                 `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LeftOut) Reset() {
+	*x = LeftOut{}
+	mi := &file_configurator_configurator_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LeftOut) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LeftOut) ProtoMessage() {}
+
+func (x *LeftOut) ProtoReflect() protoreflect.Message {
+	mi := &file_configurator_configurator_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LeftOut.ProtoReflect.Descriptor instead.
+func (*LeftOut) Descriptor() ([]byte, []int) {
+	return file_configurator_configurator_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *LeftOut) GetKey() string {
+	if x != nil {
+		return x.Key
+	}
+	return ""
+}
+
+func (x *LeftOut) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
 type UpdateRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// update lists the values to set.
@@ -126,7 +190,7 @@ type UpdateRequest struct {
 
 func (x *UpdateRequest) Reset() {
 	*x = UpdateRequest{}
-	mi := &file_configurator_configurator_proto_msgTypes[2]
+	mi := &file_configurator_configurator_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -138,7 +202,7 @@ func (x *UpdateRequest) String() string {
 func (*UpdateRequest) ProtoMessage() {}
 
 func (x *UpdateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_configurator_configurator_proto_msgTypes[2]
+	mi := &file_configurator_configurator_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -151,7 +215,7 @@ func (x *UpdateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateRequest.ProtoReflect.Descriptor instead.
 func (*UpdateRequest) Descriptor() ([]byte, []int) {
-	return file_configurator_configurator_proto_rawDescGZIP(), []int{2}
+	return file_configurator_configurator_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *UpdateRequest) GetUpdate() *config.Config {
@@ -191,7 +255,7 @@ type UpdateResponse struct {
 
 func (x *UpdateResponse) Reset() {
 	*x = UpdateResponse{}
-	mi := &file_configurator_configurator_proto_msgTypes[3]
+	mi := &file_configurator_configurator_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -203,7 +267,7 @@ func (x *UpdateResponse) String() string {
 func (*UpdateResponse) ProtoMessage() {}
 
 func (x *UpdateResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_configurator_configurator_proto_msgTypes[3]
+	mi := &file_configurator_configurator_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -216,7 +280,7 @@ func (x *UpdateResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateResponse.ProtoReflect.Descriptor instead.
 func (*UpdateResponse) Descriptor() ([]byte, []int) {
-	return file_configurator_configurator_proto_rawDescGZIP(), []int{3}
+	return file_configurator_configurator_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *UpdateResponse) GetSeqNum() uint64 {
@@ -245,7 +309,7 @@ type DeleteRequest struct {
 
 func (x *DeleteRequest) Reset() {
 	*x = DeleteRequest{}
-	mi := &file_configurator_configurator_proto_msgTypes[4]
+	mi := &file_configurator_configurator_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -257,7 +321,7 @@ func (x *DeleteRequest) String() string {
 func (*DeleteRequest) ProtoMessage() {}
 
 func (x *DeleteRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_configurator_configurator_proto_msgTypes[4]
+	mi := &file_configurator_configurator_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -270,7 +334,7 @@ func (x *DeleteRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteRequest.ProtoReflect.Descriptor instead.
 func (*DeleteRequest) Descriptor() ([]byte, []int) {
-	return file_configurator_configurator_proto_rawDescGZIP(), []int{4}
+	return file_configurator_configurator_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *DeleteRequest) GetDelete() *config.Config {
@@ -297,7 +361,7 @@ type DeleteResponse struct {
 
 func (x *DeleteResponse) Reset() {
 	*x = DeleteResponse{}
-	mi := &file_configurator_configurator_proto_msgTypes[5]
+	mi := &file_configurator_configurator_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -309,7 +373,7 @@ func (x *DeleteResponse) String() string {
 func (*DeleteResponse) ProtoMessage() {}
 
 func (x *DeleteResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_configurator_configurator_proto_msgTypes[5]
+	mi := &file_configurator_configurator_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -322,7 +386,7 @@ func (x *DeleteResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteResponse.ProtoReflect.Descriptor instead.
 func (*DeleteResponse) Descriptor() ([]byte, []int) {
-	return file_configurator_configurator_proto_rawDescGZIP(), []int{5}
+	return file_configurator_configurator_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *DeleteResponse) GetSeqNum() uint64 {
@@ -356,7 +420,7 @@ type KeyError struct {
 
 func (x *KeyError) Reset() {
 	*x = KeyError{}
-	mi := &file_configurator_configurator_proto_msgTypes[6]
+	mi := &file_configurator_configurator_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -368,7 +432,7 @@ func (x *KeyError) String() string {
 func (*KeyError) ProtoMessage() {}
 
 func (x *KeyError) ProtoReflect() protoreflect.Message {
-	mi := &file_configurator_configurator_proto_msgTypes[6]
+	mi := &file_configurator_configurator_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -381,7 +445,7 @@ func (x *KeyError) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KeyError.ProtoReflect.Descriptor instead.
 func (*KeyError) Descriptor() ([]byte, []int) {
-	return file_configurator_configurator_proto_rawDescGZIP(), []int{6}
+	return file_configurator_configurator_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *KeyError) GetKey() string {
@@ -420,7 +484,7 @@ type DumpRequest struct {
 
 func (x *DumpRequest) Reset() {
 	*x = DumpRequest{}
-	mi := &file_configurator_configurator_proto_msgTypes[7]
+	mi := &file_configurator_configurator_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -432,7 +496,7 @@ func (x *DumpRequest) String() string {
 func (*DumpRequest) ProtoMessage() {}
 
 func (x *DumpRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_configurator_configurator_proto_msgTypes[7]
+	mi := &file_configurator_configurator_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -445,7 +509,7 @@ func (x *DumpRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DumpRequest.ProtoReflect.Descriptor instead.
 func (*DumpRequest) Descriptor() ([]byte, []int) {
-	return file_configurator_configurator_proto_rawDescGZIP(), []int{7}
+	return file_configurator_configurator_proto_rawDescGZIP(), []int{8}
 }
 
 type DumpResponse struct {
@@ -458,7 +522,7 @@ type DumpResponse struct {
 
 func (x *DumpResponse) Reset() {
 	*x = DumpResponse{}
-	mi := &file_configurator_configurator_proto_msgTypes[8]
+	mi := &file_configurator_configurator_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -470,7 +534,7 @@ func (x *DumpResponse) String() string {
 func (*DumpResponse) ProtoMessage() {}
 
 func (x *DumpResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_configurator_configurator_proto_msgTypes[8]
+	mi := &file_configurator_configurator_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -483,7 +547,7 @@ func (x *DumpResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DumpResponse.ProtoReflect.Descriptor instead.
 func (*DumpResponse) Descriptor() ([]byte, []int) {
-	return file_configurator_configurator_proto_rawDescGZIP(), []int{8}
+	return file_configurator_configurator_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *DumpResponse) GetState() *config.Config {
@@ -501,7 +565,7 @@ type NotifyRequest struct {
 
 func (x *NotifyRequest) Reset() {
 	*x = NotifyRequest{}
-	mi := &file_configurator_configurator_proto_msgTypes[9]
+	mi := &file_configurator_configurator_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -513,7 +577,7 @@ func (x *NotifyRequest) String() string {
 func (*NotifyRequest) ProtoMessage() {}
 
 func (x *NotifyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_configurator_configurator_proto_msgTypes[9]
+	mi := &file_configurator_configurator_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -526,7 +590,7 @@ func (x *NotifyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NotifyRequest.ProtoReflect.Descriptor instead.
 func (*NotifyRequest) Descriptor() ([]byte, []int) {
-	return file_configurator_configurator_proto_rawDescGZIP(), []int{9}
+	return file_configurator_configurator_proto_rawDescGZIP(), []int{10}
 }
 
 // Notification is the status of one interface value.
@@ -540,7 +604,7 @@ type Notification struct {
 
 func (x *Notification) Reset() {
 	*x = Notification{}
-	mi := &file_configurator_configurator_proto_msgTypes[10]
+	mi := &file_configurator_configurator_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -552,7 +616,7 @@ func (x *Notification) String() string {
 func (*Notification) ProtoMessage() {}
 
 func (x *Notification) ProtoReflect() protoreflect.Message {
-	mi := &file_configurator_configurator_proto_msgTypes[10]
+	mi := &file_configurator_configurator_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -565,7 +629,7 @@ func (x *Notification) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Notification.ProtoReflect.Descriptor instead.
 func (*Notification) Descriptor() ([]byte, []int) {
-	return file_configurator_configurator_proto_rawDescGZIP(), []int{10}
+	return file_configurator_configurator_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *Notification) GetKey() string {
@@ -597,7 +661,7 @@ type PlanResponse struct {
 
 func (x *PlanResponse) Reset() {
 	*x = PlanResponse{}
-	mi := &file_configurator_configurator_proto_msgTypes[11]
+	mi := &file_configurator_configurator_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -609,7 +673,7 @@ func (x *PlanResponse) String() string {
 func (*PlanResponse) ProtoMessage() {}
 
 func (x *PlanResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_configurator_configurator_proto_msgTypes[11]
+	mi := &file_configurator_configurator_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -622,7 +686,7 @@ func (x *PlanResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PlanResponse.ProtoReflect.Descriptor instead.
 func (*PlanResponse) Descriptor() ([]byte, []int) {
-	return file_configurator_configurator_proto_rawDescGZIP(), []int{11}
+	return file_configurator_configurator_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *PlanResponse) GetOperations() []*PlannedOperation {
@@ -659,7 +723,7 @@ type PlannedOperation struct {
 
 func (x *PlannedOperation) Reset() {
 	*x = PlannedOperation{}
-	mi := &file_configurator_configurator_proto_msgTypes[12]
+	mi := &file_configurator_configurator_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -671,7 +735,7 @@ func (x *PlannedOperation) String() string {
 func (*PlannedOperation) ProtoMessage() {}
 
 func (x *PlannedOperation) ProtoReflect() protoreflect.Message {
-	mi := &file_configurator_configurator_proto_msgTypes[12]
+	mi := &file_configurator_configurator_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -684,7 +748,7 @@ func (x *PlannedOperation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PlannedOperation.ProtoReflect.Descriptor instead.
 func (*PlannedOperation) Descriptor() ([]byte, []int) {
-	return file_configurator_configurator_proto_rawDescGZIP(), []int{12}
+	return file_configurator_configurator_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *PlannedOperation) GetKey() string {
@@ -739,7 +803,7 @@ type WatchStatusRequest struct {
 
 func (x *WatchStatusRequest) Reset() {
 	*x = WatchStatusRequest{}
-	mi := &file_configurator_configurator_proto_msgTypes[13]
+	mi := &file_configurator_configurator_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -751,7 +815,7 @@ func (x *WatchStatusRequest) String() string {
 func (*WatchStatusRequest) ProtoMessage() {}
 
 func (x *WatchStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_configurator_configurator_proto_msgTypes[13]
+	mi := &file_configurator_configurator_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -764,7 +828,7 @@ func (x *WatchStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchStatusRequest.ProtoReflect.Descriptor instead.
 func (*WatchStatusRequest) Descriptor() ([]byte, []int) {
-	return file_configurator_configurator_proto_rawDescGZIP(), []int{13}
+	return file_configurator_configurator_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *WatchStatusRequest) GetKeyPrefixes() []string {
@@ -780,9 +844,13 @@ const file_configurator_configurator_proto_rawDesc = "" +
 	"\n" +
 	"\x1fconfigurator/configurator.proto\x12\x15netagent.configurator\x1a\x13config/config.proto\x1a\x1ekvscheduler/value_status.proto\"\f\n" +
 	"\n" +
-	"GetRequest\">\n" +
+	"GetRequest\"y\n" +
 	"\vGetResponse\x12/\n" +
-	"\x06config\x18\x01 \x01(\v2\x17.netagent.config.ConfigR\x06config\"~\n" +
+	"\x06config\x18\x01 \x01(\v2\x17.netagent.config.ConfigR\x06config\x129\n" +
+	"\bleft_out\x18\x02 \x03(\v2\x1e.netagent.configurator.LeftOutR\aleftOut\"3\n" +
+	"\aLeftOut\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x16\n" +
+	"\x06reason\x18\x02 \x01(\tR\x06reason\"~\n" +
 	"\rUpdateRequest\x12/\n" +
 	"\x06update\x18\x01 \x01(\v2\x17.netagent.config.ConfigR\x06update\x12\x1f\n" +
 	"\vfull_resync\x18\x02 \x01(\bR\n" +
@@ -845,57 +913,59 @@ func file_configurator_configurator_proto_rawDescGZIP() []byte {
 	return file_configurator_configurator_proto_rawDescData
 }
 
-var file_configurator_configurator_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
+var file_configurator_configurator_proto_msgTypes = make([]protoimpl.MessageInfo, 15)
 var file_configurator_configurator_proto_goTypes = []any{
 	(*GetRequest)(nil),                  // 0: netagent.configurator.GetRequest
 	(*GetResponse)(nil),                 // 1: netagent.configurator.GetResponse
-	(*UpdateRequest)(nil),               // 2: netagent.configurator.UpdateRequest
-	(*UpdateResponse)(nil),              // 3: netagent.configurator.UpdateResponse
-	(*DeleteRequest)(nil),               // 4: netagent.configurator.DeleteRequest
-	(*DeleteResponse)(nil),              // 5: netagent.configurator.DeleteResponse
-	(*KeyError)(nil),                    // 6: netagent.configurator.KeyError
-	(*DumpRequest)(nil),                 // 7: netagent.configurator.DumpRequest
-	(*DumpResponse)(nil),                // 8: netagent.configurator.DumpResponse
-	(*NotifyRequest)(nil),               // 9: netagent.configurator.NotifyRequest
-	(*Notification)(nil),                // 10: netagent.configurator.Notification
-	(*PlanResponse)(nil),                // 11: netagent.configurator.PlanResponse
-	(*PlannedOperation)(nil),            // 12: netagent.configurator.PlannedOperation
-	(*WatchStatusRequest)(nil),          // 13: netagent.configurator.WatchStatusRequest
-	(*config.Config)(nil),               // 14: netagent.config.Config
-	(kvscheduler.ValueState)(0),         // 15: netagent.kvscheduler.ValueState
-	(*kvscheduler.ValueStatus)(nil),     // 16: netagent.kvscheduler.ValueStatus
-	(*kvscheduler.BaseValueStatus)(nil), // 17: netagent.kvscheduler.BaseValueStatus
+	(*LeftOut)(nil),                     // 2: netagent.configurator.LeftOut
+	(*UpdateRequest)(nil),               // 3: netagent.configurator.UpdateRequest
+	(*UpdateResponse)(nil),              // 4: netagent.configurator.UpdateResponse
+	(*DeleteRequest)(nil),               // 5: netagent.configurator.DeleteRequest
+	(*DeleteResponse)(nil),              // 6: netagent.configurator.DeleteResponse
+	(*KeyError)(nil),                    // 7: netagent.configurator.KeyError
+	(*DumpRequest)(nil),                 // 8: netagent.configurator.DumpRequest
+	(*DumpResponse)(nil),                // 9: netagent.configurator.DumpResponse
+	(*NotifyRequest)(nil),               // 10: netagent.configurator.NotifyRequest
+	(*Notification)(nil),                // 11: netagent.configurator.Notification
+	(*PlanResponse)(nil),                // 12: netagent.configurator.PlanResponse
+	(*PlannedOperation)(nil),            // 13: netagent.configurator.PlannedOperation
+	(*WatchStatusRequest)(nil),          // 14: netagent.configurator.WatchStatusRequest
+	(*config.Config)(nil),               // 15: netagent.config.Config
+	(kvscheduler.ValueState)(0),         // 16: netagent.kvscheduler.ValueState
+	(*kvscheduler.ValueStatus)(nil),     // 17: netagent.kvscheduler.ValueStatus
+	(*kvscheduler.BaseValueStatus)(nil), // 18: netagent.kvscheduler.BaseValueStatus
 }
 var file_configurator_configurator_proto_depIdxs = []int32{
-	14, // 0: netagent.configurator.GetResponse.config:type_name -> netagent.config.Config
-	14, // 1: netagent.configurator.UpdateRequest.update:type_name -> netagent.config.Config
-	6,  // 2: netagent.configurator.UpdateResponse.errors:type_name -> netagent.configurator.KeyError
-	14, // 3: netagent.configurator.DeleteRequest.delete:type_name -> netagent.config.Config
-	6,  // 4: netagent.configurator.DeleteResponse.errors:type_name -> netagent.configurator.KeyError
-	15, // 5: netagent.configurator.KeyError.state:type_name -> netagent.kvscheduler.ValueState
-	14, // 6: netagent.configurator.DumpResponse.state:type_name -> netagent.config.Config
-	16, // 7: netagent.configurator.Notification.status:type_name -> netagent.kvscheduler.ValueStatus
-	12, // 8: netagent.configurator.PlanResponse.operations:type_name -> netagent.configurator.PlannedOperation
-	6,  // 9: netagent.configurator.PlanResponse.unchanged_errors:type_name -> netagent.configurator.KeyError
-	0,  // 10: netagent.configurator.Configurator.Get:input_type -> netagent.configurator.GetRequest
-	2,  // 11: netagent.configurator.Configurator.Update:input_type -> netagent.configurator.UpdateRequest
-	4,  // 12: netagent.configurator.Configurator.Delete:input_type -> netagent.configurator.DeleteRequest
-	7,  // 13: netagent.configurator.Configurator.Dump:input_type -> netagent.configurator.DumpRequest
-	9,  // 14: netagent.configurator.Configurator.Notify:input_type -> netagent.configurator.NotifyRequest
-	2,  // 15: netagent.configurator.Configurator.Plan:input_type -> netagent.configurator.UpdateRequest
-	13, // 16: netagent.configurator.Configurator.WatchStatus:input_type -> netagent.configurator.WatchStatusRequest
-	1,  // 17: netagent.configurator.Configurator.Get:output_type -> netagent.configurator.GetResponse
-	3,  // 18: netagent.configurator.Configurator.Update:output_type -> netagent.configurator.UpdateResponse
-	5,  // 19: netagent.configurator.Configurator.Delete:output_type -> netagent.configurator.DeleteResponse
-	8,  // 20: netagent.configurator.Configurator.Dump:output_type -> netagent.configurator.DumpResponse
-	10, // 21: netagent.configurator.Configurator.Notify:output_type -> netagent.configurator.Notification
-	11, // 22: netagent.configurator.Configurator.Plan:output_type -> netagent.configurator.PlanResponse
-	17, // 23: netagent.configurator.Configurator.WatchStatus:output_type -> netagent.kvscheduler.BaseValueStatus
-	17, // [17:24] is the sub-list for method output_type
-	10, // [10:17] is the sub-list for method input_type
-	10, // [10:10] is the sub-list for extension type_name
-	10, // [10:10] is the sub-list for extension extendee
-	0,  // [0:10] is the sub-list for field type_name
+	15, // 0: netagent.configurator.GetResponse.config:type_name -> netagent.config.Config
+	2,  // 1: netagent.configurator.GetResponse.left_out:type_name -> netagent.configurator.LeftOut
+	15, // 2: netagent.configurator.UpdateRequest.update:type_name -> netagent.config.Config
+	7,  // 3: netagent.configurator.UpdateResponse.errors:type_name -> netagent.configurator.KeyError
+	15, // 4: netagent.configurator.DeleteRequest.delete:type_name -> netagent.config.Config
+	7,  // 5: netagent.configurator.DeleteResponse.errors:type_name -> netagent.configurator.KeyError
+	16, // 6: netagent.configurator.KeyError.state:type_name -> netagent.kvscheduler.ValueState
+	15, // 7: netagent.configurator.DumpResponse.state:type_name -> netagent.config.Config
+	17, // 8: netagent.configurator.Notification.status:type_name -> netagent.kvscheduler.ValueStatus
+	13, // 9: netagent.configurator.PlanResponse.operations:type_name -> netagent.configurator.PlannedOperation
+	7,  // 10: netagent.configurator.PlanResponse.unchanged_errors:type_name -> netagent.configurator.KeyError
+	0,  // 11: netagent.configurator.Configurator.Get:input_type -> netagent.configurator.GetRequest
+	3,  // 12: netagent.configurator.Configurator.Update:input_type -> netagent.configurator.UpdateRequest
+	5,  // 13: netagent.configurator.Configurator.Delete:input_type -> netagent.configurator.DeleteRequest
+	8,  // 14: netagent.configurator.Configurator.Dump:input_type -> netagent.configurator.DumpRequest
+	10, // 15: netagent.configurator.Configurator.Notify:input_type -> netagent.configurator.NotifyRequest
+	3,  // 16: netagent.configurator.Configurator.Plan:input_type -> netagent.configurator.UpdateRequest
+	14, // 17: netagent.configurator.Configurator.WatchStatus:input_type -> netagent.configurator.WatchStatusRequest
+	1,  // 18: netagent.configurator.Configurator.Get:output_type -> netagent.configurator.GetResponse
+	4,  // 19: netagent.configurator.Configurator.Update:output_type -> netagent.configurator.UpdateResponse
+	6,  // 20: netagent.configurator.Configurator.Delete:output_type -> netagent.configurator.DeleteResponse
+	9,  // 21: netagent.configurator.Configurator.Dump:output_type -> netagent.configurator.DumpResponse
+	11, // 22: netagent.configurator.Configurator.Notify:output_type -> netagent.configurator.Notification
+	12, // 23: netagent.configurator.Configurator.Plan:output_type -> netagent.configurator.PlanResponse
+	18, // 24: netagent.configurator.Configurator.WatchStatus:output_type -> netagent.kvscheduler.BaseValueStatus
+	18, // [18:25] is the sub-list for method output_type
+	11, // [11:18] is the sub-list for method input_type
+	11, // [11:11] is the sub-list for extension type_name
+	11, // [11:11] is the sub-list for extension extendee
+	0,  // [0:11] is the sub-list for field type_name
 }
 
 func init() { file_configurator_configurator_proto_init() }
@@ -909,7 +979,7 @@ func file_configurator_configurator_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_configurator_configurator_proto_rawDesc), len(file_configurator_configurator_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   14,
+			NumMessages:   15,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

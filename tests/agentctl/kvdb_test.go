@@ -269,3 +269,39 @@ func TestAgentctlPluginChecks(t *testing.T) {
 		}
 	}
 }
+
+// etcdPutRaw writes a model key of the agent's label into its etcd as is,
+// without agentctl's checks (etcd's JSON gateway, POST /v3/kv/put): how a
+// broken value gets there.
+func etcdPutRaw(t *testing.T, a *agent, modelKey, value string) {
+	t.Helper()
+	key := "/vnf-agent/" + a.Label + "/" + modelKey
+	body, _ := json.Marshal(map[string]string{
+		"key": base64.StdEncoding.EncodeToString([]byte(key)), "value": base64.StdEncoding.EncodeToString([]byte(value))})
+	resp, err := a.http.Post(a.EtcdEndpoint+"/v3/kv/put", "application/json", bytes.NewReader(body))
+	if err != nil {
+		t.Fatalf("etcd put %s: %v", key, err)
+	}
+	defer resp.Body.Close()
+	if data, _ := io.ReadAll(resp.Body); resp.StatusCode != 200 {
+		t.Fatalf("etcd put %s: %s %s", key, resp.Status, data)
+	}
+}
+
+// config get names on standard error the values it leaves out of the
+// document (not decodable or not valid), with the reason.
+func TestAgentctlConfigGetNamesLeftOutValues(t *testing.T) {
+	t.Parallel()
+	a := startAgent(t, agentOptions{})
+	env := a.env()
+	const badKey = "config/linux/l3/v2/arp/eth9/10.1.1.8"
+	etcdPutRaw(t, a, badKey, `{"interface":"eth9","ip_address":"10.1.1.8","hw_address":"02:00:00:00:00:08","static":"yes"}`)
+	waitCtl(t, badKey+" INVALID", env, contains(badKey), "values", "--state", "INVALID")
+	for _, format := range []string{"yaml", "json"} {
+		stdout, stderr, code := agentctl(t, env, "config", "get", "-o", format)
+		if code != 0 || strings.Contains(stdout, "10.1.1.8") ||
+			!strings.Contains(stderr, "left out of the document: "+badKey+": ") || !strings.Contains(stderr, "static") {
+			t.Errorf("config get -o %s: exit %d, stdout %q, stderr %q; want the ARP entry named on stderr with its reason", format, code, stdout, stderr)
+		}
+	}
+}

@@ -122,11 +122,11 @@ func (s *Server) Close() {
 
 // Get implements the Configurator service.
 func (s *Server) Get(ctx context.Context, _ *configuratorpb.GetRequest) (*configuratorpb.GetResponse, error) {
-	c, err := s.buildConfig(orchestratorValues(s.o.Get()))
+	c, leftOut, err := s.buildConfig(orchestratorValues(s.o.Get()))
 	if err != nil {
 		return nil, status.Errorf(codes.Internal, "get: %v", err)
 	}
-	return &configuratorpb.GetResponse{Config: c}, nil
+	return &configuratorpb.GetResponse{Config: c, LeftOut: leftOut}, nil
 }
 
 func orchestratorValues(kvs []orchestrator.KV) []models.KV {
@@ -138,24 +138,29 @@ func orchestratorValues(kvs []orchestrator.KV) []models.KV {
 }
 
 // buildConfig groups values into a document, leaving out those that have no
-// place in one (undecodable values, values of unknown models).
-func (s *Server) buildConfig(kvs []models.KV) (*configpb.Config, error) {
+// place in one (undecodable or invalid values, values of models without a
+// configuration section), which it lists with the reason.
+func (s *Server) buildConfig(kvs []models.KV) (*configpb.Config, []*configuratorpb.LeftOut, error) {
 	keep := make([]models.KV, 0, len(kvs))
+	var leftOut []*configuratorpb.LeftOut
 	for _, kv := range kvs {
 		if kv.Value == nil {
 			continue
 		}
-		if _, bad := kv.Value.(*api.UndecodableValue); bad {
+		if bad, ok := kv.Value.(*api.UndecodableValue); ok {
+			leftOut = append(leftOut, &configuratorpb.LeftOut{Key: kv.Key, Reason: bad.GetReason()})
 			continue
 		}
 		m := s.reg.ModelOfMessage(kv.Value)
 		if m == nil || m.ConfigField == "" || s.reg.ModelOfKey(kv.Key) != m {
 			s.log.Debug("configurator: value left out of the configuration document", "key", kv.Key)
+			leftOut = append(leftOut, &configuratorpb.LeftOut{Key: kv.Key, Reason: "its model has no place in a configuration document"})
 			continue
 		}
 		keep = append(keep, kv)
 	}
-	return s.reg.BuildConfig(keep)
+	c, err := s.reg.BuildConfig(keep)
+	return c, leftOut, err
 }
 
 // Dump implements the Configurator service: the values the descriptors
@@ -170,7 +175,7 @@ func (s *Server) Dump(ctx context.Context, _ *configuratorpb.DumpRequest) (*conf
 	for _, kv := range kvs {
 		values = append(values, models.KV{Key: kv.Key, Value: kv.Value})
 	}
-	c, err := s.buildConfig(values)
+	c, _, err := s.buildConfig(values)
 	if err != nil {
 		return nil, status.Errorf(codes.Internal, "dump: %v", err)
 	}
