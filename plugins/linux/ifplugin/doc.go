@@ -31,7 +31,12 @@
 //     the addresses the value added.
 //   - EXISTING: a link the agent did not create, configured in place. In the
 //     agent's namespace it waits for the watcher to report the link, so it is
-//     PENDING until the link exists and again after it is deleted. A new
+//     PENDING until the link exists and again after it is deleted. In
+//     another namespace nothing reports the links, and a missing link or
+//     named namespace is a retriable failure saying so: the agent does not
+//     create the namespace of a link it did not create (it would stay,
+//     empty, after the value). A PENDING wait would need every named
+//     namespace of the host reported as a value, part of every dump. A new
 //     host_if_name is another link to adopt (the value is re-created; the
 //     link adopted before keeps its name). Deleting the value never deletes
 //     the link and does not restore it either: the addresses the value added
@@ -65,7 +70,7 @@
 // MTU, MAC, admin state and the kernel name (host_if_name, but for
 // EXISTING) are changed in place; a change of type, namespace or link
 // settings re-creates the interface. A named namespace that does not exist
-// is created at the first Create in it, and
+// is created at the first Create in it (but for EXISTING), and
 // removed when the last interface the agent configured there is deleted,
 // if the agent created it (within the process lifetime) and nothing else
 // uses it: a namespace that still holds a link other than lo (the

@@ -297,11 +297,21 @@ type linkMissingError struct{ what string }
 
 func (e *linkMissingError) Error() string { return e.what }
 
+// createsNamespace tells whether the value's named namespace is created
+// when missing: not for an EXISTING link, which cannot be in a namespace
+// that does not exist.
+func createsNamespace(v *linuxif.Interface) bool {
+	return v.GetType() != linuxif.Interface_EXISTING
+}
+
 func (p *Plugin) create(key string, v *linuxif.Interface) (*Metadata, error) {
 	ref := nsplugin.RefOf(v.GetNamespace())
-	h, err := p.ns.Handle(ref, true)
+	h, err := p.ns.Handle(ref, createsNamespace(v))
+	if errors.Is(err, errNotExist) && !createsNamespace(v) {
+		return nil, &linkMissingError{fmt.Sprintf("EXISTING interface %s: the %s does not exist (the agent does not create the namespace of a link it did not create; make both, a retry or resync then adopts the link)", v.GetName(), ref)}
+	}
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("interface %s: %w", v.GetName(), err)
 	}
 	host := HostName(v)
 	var link netlink.Link
@@ -693,7 +703,7 @@ func (p *Plugin) configure(ref nsplugin.Ref, h *netlink.Handle, link netlink.Lin
 
 func (p *Plugin) update(key string, old, v *linuxif.Interface, md *Metadata) (*Metadata, error) {
 	ref := nsplugin.RefOf(v.GetNamespace())
-	h, err := p.ns.Handle(ref, true)
+	h, err := p.ns.Handle(ref, createsNamespace(v))
 	if err != nil {
 		return md, err
 	}
