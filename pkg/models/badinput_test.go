@@ -139,7 +139,7 @@ var biCases = []biCase{
 	{name: "invalid CIDR in ip_addresses", key: biIfKey, json: `{"name":"loop1","ip_addresses":["10.0.0.1/24","10.0.0.300/24"]}`, kind: biValidationErr, want: []string{"ip_addresses[1]", `"10.0.0.300/24"`}, fields: []string{"ip_addresses[1]"}},
 	{name: "address without prefix length", key: biIfKey, json: `{"name":"loop1","ip_addresses":["10.0.0.1"]}`, kind: biValidationErr, want: []string{"ip_addresses[0]", `"10.0.0.1"`}, fields: []string{"ip_addresses[0]"}},
 	{name: "linux address with zone", key: biLinuxIfKey, json: `{"name":"veth1","ip_addresses":["fe80::1%eth0/64"]}`, kind: biValidationErr, want: []string{"ip_addresses[0]", `"fe80::1%eth0/64"`}, fields: []string{"ip_addresses[0]"}},
-	{name: "invalid dst_network", key: biRouteNoIf, json: `{"dst_network":"10.1.0.0/33"}`, kind: biValidationErr, want: []string{"dst_network", `"10.1.0.0/33"`}, fields: []string{"dst_network"}},
+	{name: "invalid dst_network", key: biRouteNoIf, json: `{"type":"DROP","dst_network":"10.1.0.0/33"}`, kind: biValidationErr, want: []string{"dst_network", `"10.1.0.0/33"`}, fields: []string{"dst_network"}},
 	{name: "linux invalid dst_network", key: biLRouteKey, json: `{"outgoing_interface":"veth1","dst_network":"10.2.0.0"}`, kind: biValidationErr, want: []string{"dst_network", `"10.2.0.0"`}, fields: []string{"dst_network"}},
 	{name: "invalid next hop", key: biRouteKey, json: `{"vrf_id":1,"dst_network":"10.1.0.0/16","next_hop_addr":"10.0.0.x","outgoing_interface":"loop1"}`, kind: biValidationErr, want: []string{"next_hop_addr", `"10.0.0.x"`}, fields: []string{"next_hop_addr"}},
 	{name: "invalid MAC", key: biIfKey, json: `{"name":"loop1","phys_address":"02:00:00:00:00:zz"}`, kind: biValidationErr, want: []string{"phys_address", `"02:00:00:00:00:zz"`}, fields: []string{"phys_address"}},
@@ -152,7 +152,7 @@ var biCases = []biCase{
 	// Empty values.
 	{name: "empty vpp interface", key: biIfKey, json: `{}`, kind: biValidationErr, want: []string{`name: required`}, fields: []string{"name"}},
 	{name: "empty bridge domain", key: biBDKey, json: `{}`, kind: biValidationErr, want: []string{"name: required"}, fields: []string{"name"}},
-	{name: "empty vpp route", key: biRouteNoIf, json: `{}`, kind: biValidationErr, want: []string{"dst_network", `""`}, fields: []string{"dst_network"}},
+	{name: "empty vpp route", key: biRouteNoIf, json: `{}`, kind: biValidationErr, want: []string{"dst_network", `""`, "an INTRA_VRF route needs a next hop or an outgoing interface"}, fields: []string{"dst_network", "next_hop_addr"}},
 	{name: "empty vpp arp", key: biARPKey, json: `{}`, kind: biValidationErr, want: []string{"interface", "ip_address", "phys_address"}, fields: []string{"interface", "ip_address", "phys_address"}},
 	{name: "empty linux interface", key: biLinuxIfKey, json: `{}`, kind: biValidationErr, want: []string{"name: required"}, fields: []string{"name"}},
 	{name: "empty linux route", key: biLRouteKey, json: `{}`, kind: biValidationErr, want: []string{"outgoing_interface", "dst_network"}, fields: []string{"outgoing_interface", "dst_network"}},

@@ -398,6 +398,31 @@ func validateVPPRoute(v proto.Message, errs *fieldErrors) {
 		}
 	}
 	errs.optName("outgoing_interface", r.GetOutgoingInterface())
+	// What each type of route may have: VPP's path types (a drop path, a
+	// lookup in another table, a next hop and/or interface).
+	switch r.GetType() {
+	case vppl3.Route_DROP:
+		if r.GetNextHopAddr() != "" {
+			errs.add("next_hop_addr", "a DROP route has no next hop")
+		}
+		if r.GetOutgoingInterface() != "" {
+			errs.add("outgoing_interface", "a DROP route has no outgoing interface")
+		}
+	case vppl3.Route_INTER_VRF:
+		if r.GetOutgoingInterface() != "" {
+			errs.add("outgoing_interface", "an INTER_VRF route is looked up in via_vrf_id; it has no outgoing interface")
+		}
+		if r.GetViaVrfId() == r.GetVrfId() {
+			errs.add("via_vrf_id", "%d is vrf_id itself: the lookup would loop", r.GetViaVrfId())
+		}
+	case vppl3.Route_INTRA_VRF:
+		if r.GetNextHopAddr() == "" && r.GetOutgoingInterface() == "" {
+			errs.add("next_hop_addr", "an INTRA_VRF route needs a next hop or an outgoing interface")
+		}
+	}
+	if r.GetType() != vppl3.Route_INTER_VRF && r.GetViaVrfId() != 0 {
+		errs.add("via_vrf_id", "only an INTER_VRF route is looked up in another VRF")
+	}
 }
 
 func validateVPPARP(v proto.Message, errs *fieldErrors) {

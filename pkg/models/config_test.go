@@ -246,7 +246,7 @@ const cfgFullJSON = `{
     "bridgeDomains": [{"name": "bd1", "arpTermination": true, "macAge": 5, "unknownUnicastFlood": true,
       "interfaces": [{"name": "loop1", "bridgedVirtualInterface": true, "splitHorizonGroup": 2}],
       "arpTerminationTable": [{"ipAddress": "10.0.0.2", "physAddress": "02:00:00:00:00:02"}]}],
-    "routes": [{"vrfId": 3, "dstNetwork": "10.1.0.0/16", "nextHopAddr": "10.0.0.254", "outgoingInterface": "loop1", "viaVrfId": 4}],
+    "routes": [{"vrfId": 3, "dstNetwork": "10.1.0.0/16", "nextHopAddr": "10.0.0.254", "outgoingInterface": "loop1", "weight": 4}],
     "arps": [{"interface": "loop1", "ipAddress": "10.0.0.3", "physAddress": "02:00:00:00:00:03"}]
   },
   "linuxConfig": {
@@ -271,7 +271,7 @@ func cfgJSONKVs() []models.KV {
 		{Key: "config/vpp/v2/interfaces/loop1", Value: &vppif.Interface{Name: "loop1", Type: vppif.Interface_SOFTWARE_LOOPBACK,
 			IpAddresses: []string{"10.0.0.1/24"}, PhysAddress: "02:00:00:00:00:01", SetDhcpClient: true}},
 		{Key: "config/vpp/v2/route/if/loop1/vrf/3/dst/10.1.0.0/16/gw/10.0.0.254", Value: &vppl3.Route{VrfId: 3, DstNetwork: "10.1.0.0/16",
-			NextHopAddr: "10.0.0.254", OutgoingInterface: "loop1", ViaVrfId: 4}},
+			NextHopAddr: "10.0.0.254", OutgoingInterface: "loop1", Weight: 4}},
 	}
 }
 
@@ -395,7 +395,7 @@ func TestParseConfigErrors(t *testing.T) {
 			[]cfgProblem{{"vpp_config", "want a mapping"}}},
 		{"duplicate names", "vpp_config:\n  interfaces:\n  - name: a\n  - name: b\n  - name: a\n    mtu: 1500\n",
 			[]cfgProblem{{"vpp_config.interfaces[2]", `key "config/vpp/v2/interfaces/a" is already vpp_config.interfaces[0]`}}},
-		{"duplicate routes in other spellings", "vpp_config:\n  routes:\n  - dst_network: 10.1.2.3/16\n  - dst_network: 10.1.0.0/16\n    weight: 5\n  - dst_network: 2001:db8::/32\n  - dst_network: 2001:DB8:0::/32\n",
+		{"duplicate routes in other spellings", "vpp_config:\n  routes:\n  - {type: DROP, dst_network: 10.1.2.3/16}\n  - {type: DROP, dst_network: 10.1.0.0/16, weight: 5}\n  - {type: DROP, dst_network: 2001:db8::/32}\n  - {type: DROP, dst_network: 2001:DB8:0::/32}\n",
 			[]cfgProblem{
 				{"vpp_config.routes[1]", `key "config/vpp/v2/route/vrf/0/dst/10.1.0.0/16" is already vpp_config.routes[0]`},
 				{"vpp_config.routes[3]", `key "config/vpp/v2/route/vrf/0/dst/2001:db8::/32" is already vpp_config.routes[2]`},
@@ -744,11 +744,11 @@ func TestConfigKVs(t *testing.T) {
 // TestParseConfigJSONNumbers: uint32 fields accept JSON numbers and
 // strings, as protojson does, and reject what does not fit.
 func TestParseConfigJSONNumbers(t *testing.T) {
-	kvs, err := models.Default.ParseConfig([]byte(`{"vpp_config":{"routes":[{"vrf_id":"7","dst_network":"10.0.0.0/8","weight":1e2}]}}`))
+	kvs, err := models.Default.ParseConfig([]byte(`{"vpp_config":{"routes":[{"vrf_id":"7","dst_network":"10.0.0.0/8","outgoing_interface":"loop1","weight":1e2}]}}`))
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfgSameKVs(t, kvs, []models.KV{{Key: "config/vpp/v2/route/vrf/7/dst/10.0.0.0/8", Value: &vppl3.Route{VrfId: 7, DstNetwork: "10.0.0.0/8", Weight: 100}}})
+	cfgSameKVs(t, kvs, []models.KV{{Key: "config/vpp/v2/route/if/loop1/vrf/7/dst/10.0.0.0/8", Value: &vppl3.Route{VrfId: 7, DstNetwork: "10.0.0.0/8", OutgoingInterface: "loop1", Weight: 100}}})
 
 	_, err = models.Default.ParseConfig([]byte(`{"vpp_config":{"routes":[{"vrf_id":-1,"dst_network":"10.0.0.0/8"}]}}`))
 	cfgCheckProblems(t, err, []cfgProblem{{"vpp_config.routes[0]", "-1"}})

@@ -112,6 +112,12 @@ func fzValueFromParts(t *testing.T, m *models.Model, parts models.KeyParts) prot
 	switch v := v.(type) {
 	case *vppl3.ARPEntry:
 		v.PhysAddress = "02:00:00:00:00:01"
+	case *vppl3.Route:
+		// An INTRA_VRF route needs a next hop or an interface; a key
+		// with neither is a DROP route's.
+		if v.NextHopAddr == "" && v.OutgoingInterface == "" {
+			v.Type = vppl3.Route_DROP
+		}
 	case *linuxl3.ARPEntry:
 		v.HwAddress = "02:00:00:00:00:01"
 	case *linuxif.Interface:

@@ -106,9 +106,9 @@ var keyCases = []keyCase{
 	// --- VPP routes:
 	// config/vpp/v2/route/[if/<outgoing_interface>/]vrf/<vrf_id>/dst/<ip>/<prefix-len>[/gw/<next_hop_addr>]
 	{
-		name:  "vpp route without interface and next hop",
+		name:  "vpp drop route (without interface and next hop)",
 		model: models.VPPRoute,
-		value: &vppl3.Route{DstNetwork: "10.0.0.0/8"},
+		value: &vppl3.Route{Type: vppl3.Route_DROP, DstNetwork: "10.0.0.0/8"},
 		key:   "config/vpp/v2/route/vrf/0/dst/10.0.0.0/8",
 		parts: models.KeyParts{"vrf_id": "0", "dst_network": "10.0.0.0/8"},
 	},
@@ -130,8 +130,8 @@ var keyCases = []keyCase{
 		name:  "vpp route with interface with slashes and next hop",
 		model: models.VPPRoute,
 		value: &vppl3.Route{
-			Type: vppl3.Route_INTER_VRF, VrfId: 1, DstNetwork: "10.1.0.0/16", NextHopAddr: "192.168.1.1",
-			OutgoingInterface: "GigabitEthernet0/8/0", Weight: 5, Preference: 10, ViaVrfId: 2,
+			VrfId: 1, DstNetwork: "10.1.0.0/16", NextHopAddr: "192.168.1.1",
+			OutgoingInterface: "GigabitEthernet0/8/0", Weight: 5, Preference: 10,
 		},
 		key: "config/vpp/v2/route/if/GigabitEthernet0/8/0/vrf/1/dst/10.1.0.0/16/gw/192.168.1.1",
 		parts: models.KeyParts{
@@ -604,14 +604,14 @@ func TestCheckKeyDisagrees(t *testing.T) {
 			name:  "vpp route vrf",
 			model: models.VPPRoute,
 			key:   "config/vpp/v2/route/vrf/1/dst/10.0.0.0/8",
-			value: &vppl3.Route{VrfId: 2, DstNetwork: "10.0.0.0/8"},
+			value: &vppl3.Route{Type: vppl3.Route_DROP, VrfId: 2, DstNetwork: "10.0.0.0/8"},
 			want:  []string{"config/vpp/v2/route/vrf/2/dst/10.0.0.0/8", "vrf_id", `"1"`, `"2"`},
 		},
 		{
 			name:  "vpp route destination",
 			model: models.VPPRoute,
 			key:   "config/vpp/v2/route/vrf/0/dst/10.0.0.0/8",
-			value: &vppl3.Route{DstNetwork: "10.0.0.0/16"},
+			value: &vppl3.Route{Type: vppl3.Route_DROP, DstNetwork: "10.0.0.0/16"},
 			want:  []string{"dst_network", `"10.0.0.0/8"`, `"10.0.0.0/16"`},
 		},
 		{
@@ -625,7 +625,7 @@ func TestCheckKeyDisagrees(t *testing.T) {
 			name:  "vpp route next hop only in the key",
 			model: models.VPPRoute,
 			key:   "config/vpp/v2/route/vrf/0/dst/10.0.0.0/8/gw/10.0.0.1",
-			value: &vppl3.Route{DstNetwork: "10.0.0.0/8"},
+			value: &vppl3.Route{Type: vppl3.Route_DROP, DstNetwork: "10.0.0.0/8"},
 			want:  []string{"next_hop_addr", `"10.0.0.1"`},
 		},
 		{
@@ -742,8 +742,8 @@ func TestCheckKeyOtherProblems(t *testing.T) {
 		value proto.Message
 	}{
 		{models.VPPARP, "config/vpp/v2/arp/loop1/2001:DB8::1", &vppl3.ARPEntry{Interface: "loop1", IpAddress: "2001:DB8::1", PhysAddress: "02:00:00:00:00:01"}},
-		{models.VPPRoute, "config/vpp/v2/route/vrf/0/dst/10.1.2.3/16", &vppl3.Route{DstNetwork: "10.1.2.3/16"}},
-		{models.VPPRoute, "config/vpp/v2/route/vrf/00/dst/10.0.0.0/8", &vppl3.Route{DstNetwork: "10.0.0.0/8"}},
+		{models.VPPRoute, "config/vpp/v2/route/vrf/0/dst/10.1.2.3/16", &vppl3.Route{Type: vppl3.Route_DROP, DstNetwork: "10.1.2.3/16"}},
+		{models.VPPRoute, "config/vpp/v2/route/vrf/00/dst/10.0.0.0/8", &vppl3.Route{Type: vppl3.Route_DROP, DstNetwork: "10.0.0.0/8"}},
 		{models.LinuxRoute, "config/linux/l3/v2/route/2001:DB8::/32/eth0", &linuxl3.Route{OutgoingInterface: "eth0", DstNetwork: "2001:DB8::/32"}},
 	} {
 		if err := c.model.CheckKey(c.key, c.value); !errors.As(err, &ke) {
@@ -762,7 +762,7 @@ func TestVPPRouteKeyOfTheOriginalAgent(t *testing.T) {
 		value          *vppl3.Route
 	}{
 		{"config/vpp/v2/route/vrf/0/dst/10.0.0.0/8/", "config/vpp/v2/route/vrf/0/dst/10.0.0.0/8",
-			&vppl3.Route{DstNetwork: "10.0.0.0/8"}},
+			&vppl3.Route{Type: vppl3.Route_DROP, DstNetwork: "10.0.0.0/8"}},
 		{"config/vpp/v2/route/if/GigabitEthernet0/8/0/vrf/3/dst/2001:db8::/32/", "config/vpp/v2/route/if/GigabitEthernet0/8/0/vrf/3/dst/2001:db8::/32",
 			&vppl3.Route{OutgoingInterface: "GigabitEthernet0/8/0", VrfId: 3, DstNetwork: "2001:db8::/32"}},
 	} {
@@ -825,5 +825,30 @@ func TestCheckKeyReportsFieldsFirst(t *testing.T) {
 	good := &vppl3.Route{DstNetwork: "10.1.0.0/16", NextHopAddr: "10.0.0.1"}
 	if err := models.VPPRoute.CheckKey("config/vpp/v2/route/garbage", good); err == nil || errors.As(err, new(*models.ValidationError)) {
 		t.Errorf("CheckKey of a valid value under a bad key: %v, want a key error", err)
+	}
+}
+
+// TestCheckKeyRouteTypeFirst: a route whose type forbids a field it sets
+// is refused for that field, not for a key that lacks the field: moving
+// the value under a key with the field would only lead to the same error.
+func TestCheckKeyRouteTypeFirst(t *testing.T) {
+	for _, c := range []struct {
+		key   string
+		value *vppl3.Route
+		field string
+	}{
+		{"config/vpp/v2/route/vrf/0/dst/10.0.0.0/8", &vppl3.Route{Type: vppl3.Route_DROP, DstNetwork: "10.0.0.0/8", NextHopAddr: "1.1.1.1"}, "next_hop_addr"},
+		{"config/vpp/v2/route/vrf/0/dst/10.0.0.0/8", &vppl3.Route{Type: vppl3.Route_DROP, DstNetwork: "10.0.0.0/8", OutgoingInterface: "loop1"}, "outgoing_interface"},
+		{"config/vpp/v2/route/vrf/1/dst/10.0.0.0/8", &vppl3.Route{Type: vppl3.Route_INTER_VRF, VrfId: 1, ViaVrfId: 2, DstNetwork: "10.0.0.0/8", OutgoingInterface: "loop1"}, "outgoing_interface"},
+	} {
+		err := models.VPPRoute.CheckKey(c.key, c.value)
+		var ve *models.ValidationError
+		if !errors.As(err, &ve) || !reflect.DeepEqual(ve.FieldNames(), []string{c.field}) {
+			t.Errorf("CheckKey(%q, %v) = %v, want a *ValidationError of %s", c.key, c.value, err, c.field)
+			continue
+		}
+		if strings.Contains(err.Error(), "/gw/") || strings.Contains(err.Error(), "/if/") {
+			t.Errorf("CheckKey(%q, %v) = %v: points to another key", c.key, c.value, err)
+		}
 	}
 }

@@ -252,7 +252,7 @@ func TestValidateNames(t *testing.T) {
 		if !errors.As(err, &ve) || !biEqualStrings(ve.FieldNames(), []string{"outgoing_interface"}) {
 			t.Errorf("linux route via %s %q: %v, want an error for outgoing_interface", what, n, err)
 		}
-		err = models.VPPRoute.Validate(&vppl3.Route{OutgoingInterface: n, DstNetwork: "10.0.0.0/8"})
+		err = models.VPPRoute.Validate(&vppl3.Route{OutgoingInterface: n, DstNetwork: "10.0.0.0/8", NextHopAddr: "10.0.0.1"})
 		// An empty outgoing interface is allowed on a VPP route.
 		if n == "" {
 			if err != nil {
@@ -333,17 +333,18 @@ func TestValidateBridgeDomain(t *testing.T) {
 func TestValidateVPPRoute(t *testing.T) {
 	vtRun(t, models.VPPRoute, []vtCase{
 		{name: "via gateway", value: &vppl3.Route{VrfId: 1, DstNetwork: "10.1.0.0/16", NextHopAddr: "10.0.0.1", OutgoingInterface: "GigabitEthernet0/8/0", Weight: 1, Preference: 2}},
-		{name: "host bits set", value: &vppl3.Route{DstNetwork: "10.1.2.3/16"}},
+		{name: "host bits set", value: &vppl3.Route{DstNetwork: "10.1.2.3/16", OutgoingInterface: "loop1"}},
 		{name: "default route", value: &vppl3.Route{DstNetwork: "0.0.0.0/0", NextHopAddr: "10.0.0.1"}},
 		{name: "IPv6", value: &vppl3.Route{DstNetwork: "2001:db8::/32", NextHopAddr: "fe80::1", OutgoingInterface: "loop1"}},
 		{name: "inter-VRF", value: &vppl3.Route{Type: vppl3.Route_INTER_VRF, VrfId: 1, ViaVrfId: 2, DstNetwork: "10.0.0.0/8"}},
 		{name: "drop", value: &vppl3.Route{Type: vppl3.Route_DROP, DstNetwork: "192.0.2.0/24"}},
+		{name: "inter-VRF via a next hop", value: &vppl3.Route{Type: vppl3.Route_INTER_VRF, ViaVrfId: 2, DstNetwork: "10.0.0.0/8", NextHopAddr: "10.0.0.1"}},
 
 		{name: "undefined type", value: &vppl3.Route{Type: vppl3.Route_RouteType(3), DstNetwork: "10.0.0.0/8"},
 			fields: []string{"type"}, want: "3 is not a value of vpp.l3.Route.RouteType"},
 		{name: "no destination", value: &vppl3.Route{NextHopAddr: "10.0.0.1"}, fields: []string{"dst_network"}, want: `""`},
-		{name: "destination without length", value: &vppl3.Route{DstNetwork: "10.0.0.0"}, fields: []string{"dst_network"}, want: `"10.0.0.0"`},
-		{name: "destination with zone", value: &vppl3.Route{DstNetwork: "fe80::%eth0/64"}, fields: []string{"dst_network"}, want: `"fe80::%eth0/64"`},
+		{name: "destination without length", value: &vppl3.Route{DstNetwork: "10.0.0.0", OutgoingInterface: "loop1"}, fields: []string{"dst_network"}, want: `"10.0.0.0"`},
+		{name: "destination with zone", value: &vppl3.Route{DstNetwork: "fe80::%eth0/64", OutgoingInterface: "loop1"}, fields: []string{"dst_network"}, want: `"fe80::%eth0/64"`},
 		{name: "next hop with length", value: &vppl3.Route{DstNetwork: "10.0.0.0/8", NextHopAddr: "10.0.0.1/32"},
 			fields: []string{"next_hop_addr"}, want: `"10.0.0.1/32" is not an IP address`},
 		{name: "IPv6 next hop for IPv4 destination", value: &vppl3.Route{DstNetwork: "10.0.0.0/8", NextHopAddr: "2001:db8::1"},
@@ -352,6 +353,17 @@ func TestValidateVPPRoute(t *testing.T) {
 			fields: []string{"next_hop_addr"}, want: "is not of the IP version"},
 		{name: "invalid outgoing interface", value: &vppl3.Route{DstNetwork: "10.0.0.0/8", OutgoingInterface: "a b"},
 			fields: []string{"outgoing_interface"}, want: `"a b"`},
+		// What each type of route may have.
+		{name: "drop with a next hop", value: &vppl3.Route{Type: vppl3.Route_DROP, DstNetwork: "10.0.0.0/8", NextHopAddr: "1.1.1.1"},
+			fields: []string{"next_hop_addr"}, want: "a DROP route has no next hop"},
+		{name: "drop with an interface", value: &vppl3.Route{Type: vppl3.Route_DROP, DstNetwork: "10.0.0.0/8", OutgoingInterface: "loop1"},
+			fields: []string{"outgoing_interface"}, want: "a DROP route has no outgoing interface"},
+		{name: "inter-VRF with an interface, looking up its own VRF", value: &vppl3.Route{Type: vppl3.Route_INTER_VRF, VrfId: 3, ViaVrfId: 3, DstNetwork: "10.0.0.0/8", OutgoingInterface: "loop1"},
+			fields: []string{"outgoing_interface", "via_vrf_id"}, want: "3 is vrf_id itself: the lookup would loop"},
+		{name: "intra-VRF without next hop or interface", value: &vppl3.Route{DstNetwork: "10.0.0.0/8"},
+			fields: []string{"next_hop_addr"}, want: "an INTRA_VRF route needs a next hop or an outgoing interface"},
+		{name: "via_vrf_id on an intra-VRF route", value: &vppl3.Route{DstNetwork: "10.0.0.0/8", NextHopAddr: "1.1.1.1", ViaVrfId: 3},
+			fields: []string{"via_vrf_id"}, want: "only an INTER_VRF route is looked up in another VRF"},
 		{name: "every problem", value: &vppl3.Route{Type: 7, DstNetwork: "x", NextHopAddr: "y", OutgoingInterface: "/"},
 			fields: []string{"type", "dst_network", "next_hop_addr", "outgoing_interface"}, want: `"y"`},
 	})

@@ -43,7 +43,7 @@ func TestInitialResync(t *testing.T) {
 	h.put(prefix+linuxIfKey+"lo1", `{"name":"lo1","type":"LOOPBACK","enabled":true,"ip_addresses":["10.9.0.1/32"]}`)
 	h.put(prefix+"config/vpp/v2/route/vrf/0/dst/10.0.0.0/8/gw/192.168.1.1", `{"dst_network":"10.0.0.0/8","next_hop_addr":"192.168.1.1"}`)
 	// The original agent's spelling of a route without a next hop.
-	h.put(prefix+"config/vpp/v2/route/vrf/1/dst/10.2.0.0/16/", `{"vrf_id":1,"dst_network":"10.2.0.0/16"}`)
+	h.put(prefix+"config/vpp/v2/route/vrf/1/dst/10.2.0.0/16/", `{"type":"DROP","vrf_id":1,"dst_network":"10.2.0.0/16"}`)
 	// Not ours.
 	h.put("/vnf-agent/vpp2/"+vppIfKey+"other2", vppIf("other2", 0))
 	h.put("/vnf-agent/vpp10/"+vppIfKey+"other10", vppIf("other10", 0))
@@ -61,7 +61,7 @@ func TestInitialResync(t *testing.T) {
 		vppIfKey + "loop1": &vppif.Interface{Name: "loop1", Type: vppif.Interface_SOFTWARE_LOOPBACK},
 		linuxIfKey + "lo1": &linuxif.Interface{Name: "lo1", Type: linuxif.Interface_LOOPBACK, Enabled: true, IpAddresses: []string{"10.9.0.1/32"}},
 		"config/vpp/v2/route/vrf/0/dst/10.0.0.0/8/gw/192.168.1.1": &vppl3.Route{DstNetwork: "10.0.0.0/8", NextHopAddr: "192.168.1.1"},
-		"config/vpp/v2/route/vrf/1/dst/10.2.0.0/16":               &vppl3.Route{VrfId: 1, DstNetwork: "10.2.0.0/16"},
+		"config/vpp/v2/route/vrf/1/dst/10.2.0.0/16":               &vppl3.Route{Type: vppl3.Route_DROP, VrfId: 1, DstNetwork: "10.2.0.0/16"},
 	}
 	if len(got) != len(want) {
 		t.Errorf("Resync has %d keys %v, want %d", len(got), calls[0], len(want))
@@ -140,7 +140,7 @@ func TestChanges(t *testing.T) {
 	h.waitEtcdState()
 
 	// A route without a next hop, written the original agent's way.
-	h.put(prefix+"config/vpp/v2/route/vrf/0/dst/10.3.0.0/16/", `{"dst_network":"10.3.0.0/16"}`)
+	h.put(prefix+"config/vpp/v2/route/vrf/0/dst/10.3.0.0/16/", `{"type":"DROP","dst_network":"10.3.0.0/16"}`)
 	h.waitEtcdState()
 	if c := lastCall(); c.kvs[0].Key != "config/vpp/v2/route/vrf/0/dst/10.3.0.0/16" {
 		t.Errorf("route key %q, want it canonical", c.kvs[0].Key)

@@ -15,12 +15,13 @@
 //
 // # Routes
 //
-//   - Validate: models.VPPRoute.Validate and CheckKey, plus what VPP needs:
-//     weight and preference 0..255; a DROP route has neither next hop nor
-//     outgoing interface; an INTER_VRF route has no outgoing interface and a
-//     via_vrf_id other than its vrf_id; an INTRA_VRF route has a next hop or
-//     an outgoing interface; via_vrf_id only for INTER_VRF. Errors are
-//     api.InvalidValueError naming the fields.
+//   - Validate: models.VPPRoute.CheckKey (the fields, the rules of each
+//     route type: a DROP route has neither next hop nor outgoing
+//     interface; an INTER_VRF route has no outgoing interface and a
+//     via_vrf_id other than its vrf_id; an INTRA_VRF route has a next hop
+//     or an outgoing interface; via_vrf_id only for INTER_VRF; then the
+//     key), plus what VPP keeps: weight and preference 0..255 (8 bits).
+//     Errors are api.InvalidValueError naming the fields.
 //   - Dependencies: "interface" (ifplugin.InterfaceKey) when
 //     outgoing_interface is set: the route waits (PENDING) for it, and is
 //     deleted before it.

@@ -260,27 +260,34 @@ func TestRoutes(t *testing.T) {
 
 func TestInvalidRoutes(t *testing.T) {
 	e := newEnv(t)
+	prefix := models.VPPRoute.KeyPrefix
 	for _, c := range []struct {
+		key    string // the value's own where the model gives one
 		r      *vppl3.Route
 		fields []string
+		want   string
 	}{
-		{&vppl3.Route{DstNetwork: "10.0.0.0/8", NextHopAddr: "1.1.1.1", Weight: 256, Preference: 300}, []string{"weight", "preference"}},
-		{&vppl3.Route{Type: vppl3.Route_DROP, DstNetwork: "10.0.0.0/8", NextHopAddr: "1.1.1.1"}, []string{"next_hop_addr"}},
-		{&vppl3.Route{Type: vppl3.Route_INTER_VRF, DstNetwork: "10.0.0.0/8", OutgoingInterface: "x"}, []string{"outgoing_interface", "via_vrf_id"}},
-		{&vppl3.Route{DstNetwork: "10.0.0.0/8"}, []string{"next_hop_addr"}},
-		{&vppl3.Route{DstNetwork: "10.0.0.0/8", NextHopAddr: "1.1.1.1", ViaVrfId: 3}, []string{"via_vrf_id"}},
+		// VPP's limits (the model has none).
+		{"", &vppl3.Route{DstNetwork: "10.0.0.0/8", NextHopAddr: "1.1.1.1", Weight: 256, Preference: 300}, []string{"weight", "preference"}, "VPP keeps 8 bits"},
+		// The model's rules of the route types, found before the key's
+		// (a DROP route's next hop is not "missing from the key").
+		{prefix + "vrf/0/dst/10.0.0.0/8", &vppl3.Route{Type: vppl3.Route_DROP, DstNetwork: "10.0.0.0/8", NextHopAddr: "1.1.1.1"}, []string{"next_hop_addr"}, "a DROP route has no next hop"},
+		{prefix + "if/x/vrf/0/dst/10.0.0.0/8", &vppl3.Route{Type: vppl3.Route_INTER_VRF, DstNetwork: "10.0.0.0/8", OutgoingInterface: "x"}, []string{"outgoing_interface", "via_vrf_id"}, "no outgoing interface"},
+		{prefix + "vrf/0/dst/10.0.0.0/8", &vppl3.Route{DstNetwork: "10.0.0.0/8"}, []string{"next_hop_addr"}, "needs a next hop or an outgoing interface"},
+		{prefix + "vrf/0/dst/10.0.0.0/8/gw/1.1.1.1", &vppl3.Route{DstNetwork: "10.0.0.0/8", NextHopAddr: "1.1.1.1", ViaVrfId: 3}, []string{"via_vrf_id"}, "only an INTER_VRF route"},
 	} {
-		x := routeKV(t, c.r)
+		x := kv{c.key, c.r}
+		if c.key == "" {
+			x = routeKV(t, c.r)
+		}
 		_, err := e.commit(x)
 		var inv *api.InvalidValueError
 		if !errors.As(err, &inv) {
 			t.Errorf("%v: commit error %v, want InvalidValueError", c.r, err)
 			continue
 		}
-		for _, f := range c.fields {
-			if !slices.Contains(inv.InvalidFields, f) {
-				t.Errorf("%v: invalid fields %v lack %s", c.r, inv.InvalidFields, f)
-			}
+		if !slices.Equal(inv.InvalidFields, c.fields) || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "belongs under") {
+			t.Errorf("%v: invalid fields %v (%v), want %v and %q", c.r, inv.InvalidFields, err, c.fields, c.want)
 		}
 		if st := e.state(x.key); st != api.ValueStateInvalid {
 			t.Errorf("%v: %v, want INVALID", c.r, st)

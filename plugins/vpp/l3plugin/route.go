@@ -204,29 +204,6 @@ func validateRoute(key string, r *vppl3.Route) error {
 	if r.GetPreference() > 255 {
 		pr.Add("preference", "%d is above 255 (VPP keeps 8 bits)", r.GetPreference())
 	}
-	switch r.GetType() {
-	case vppl3.Route_DROP:
-		if r.GetNextHopAddr() != "" {
-			pr.Add("next_hop_addr", "a DROP route has no next hop")
-		}
-		if r.GetOutgoingInterface() != "" {
-			pr.Add("outgoing_interface", "a DROP route has no outgoing interface")
-		}
-	case vppl3.Route_INTER_VRF:
-		if r.GetOutgoingInterface() != "" {
-			pr.Add("outgoing_interface", "an INTER_VRF route is looked up in via_vrf_id; it has no outgoing interface")
-		}
-		if r.GetViaVrfId() == r.GetVrfId() {
-			pr.Add("via_vrf_id", "%d is vrf_id itself: the lookup would loop", r.GetViaVrfId())
-		}
-	default:
-		if r.GetNextHopAddr() == "" && r.GetOutgoingInterface() == "" {
-			pr.Add("next_hop_addr", "an INTRA_VRF route needs a next hop or an outgoing interface")
-		}
-	}
-	if r.GetType() != vppl3.Route_INTER_VRF && r.GetViaVrfId() != 0 {
-		pr.Add("via_vrf_id", "only an INTER_VRF route is looked up in another VRF")
-	}
 	return pr.Err()
 }
 
