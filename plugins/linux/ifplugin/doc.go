@@ -113,9 +113,10 @@
 // (EXISTING, LOOPBACK, TAP_TO_VPP) only the addresses the value lists are
 // the agent's: Retrieve reports those alone, so the addresses the link had
 // before it was adopted, or that the operator adds, are never removed, by a
-// resync or after a restart, as at creation. The kernel does not record
-// who added an address, so an address the NB stops listing while the agent
-// is not running stays on such a link.
+// resync or after a restart, as at creation. Addresses carry no mark of
+// the agent's (the kernel's address protocol, IFA_PROTO of Linux 6.1, is
+// not in the netlink library used), so an address the NB stops listing
+// while the agent is not running stays on such a link.
 //
 // # Derived values
 //

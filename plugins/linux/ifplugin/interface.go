@@ -973,9 +973,9 @@ func observed(want *linuxif.Interface, link netlink.Link, addrs []netlink.Addr, 
 // by a resync. On a link someone else made (EXISTING, LOOPBACK, the VPP
 // TAP's TAP_TO_VPP) only the addresses the value lists are: the others are
 // foreign (the operator's, the kernel's 127.0.0.1/8, VPP's) and never
-// reported, so neither a resync nor a restarted agent removes them. Which
-// of them the agent added is nowhere recorded in the kernel, so an address
-// the NB stops listing while the agent is not running stays on such a link.
+// reported, so neither a resync nor a restarted agent removes them (nor
+// one the NB stopped listing while the agent was not running: addresses
+// carry no mark of the agent's).
 func observedAddresses(want *linuxif.Interface, index int, addrs []netlink.Addr) []string {
 	adopted := want.GetType() == linuxif.Interface_EXISTING || want.GetType() == linuxif.Interface_LOOPBACK || want.GetType() == linuxif.Interface_TAP_TO_VPP
 	var out []string
