@@ -241,7 +241,7 @@ func run(ctx context.Context, cfg Config, logOut io.Writer, listening chan<- Lis
 		l2.SetScheduler(s)
 		l3 := vppl3.New(vppm, vppif.SchedulerInterfaces(s), log)
 		l3.SetInterfaceLister(vppif.SchedulerInterfaceNames(s))
-		for _, a := range []vppconn.Area{vif.Area(), l2.Area(), l3.Area()} {
+		for _, a := range append(vif.Areas(), l2.Area(), l3.Area()) {
 			vppm.AddArea(a)
 		}
 		for _, ds := range [][]*api.KVDescriptor{vif.Descriptors(), l2.Descriptors(), l3.Descriptors()} {

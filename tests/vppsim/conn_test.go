@@ -158,6 +158,49 @@ func TestRestart(t *testing.T) {
 	}
 }
 
+// TestRestartWith: VPP started again with other plugins (messages left out)
+// and a startup configuration that creates loopbacks, which take the first
+// indexes before any client connects.
+func TestRestartWith(t *testing.T) {
+	s := startSim(t, vppsim.Options{PID: 100, StartupLoopbacks: 1})
+	if got := s.Interfaces(); len(got) != 2 || got[1].Name != "loop0" || got[1].SwIfIndex != 1 || got[1].Tag != "" {
+		t.Fatalf("interfaces at the start: %+v, want local0 and loop0 (1, untagged)", got)
+	}
+	if _, ok := s.Messages()["memif_create_v2_"+(&memif.MemifCreateV2{}).GetCrcString()]; !ok {
+		t.Fatal("memif_create_v2 missing before the restart")
+	}
+	if err := s.RestartWith(vppsim.Restart{PID: 200, Omit: []string{"memif_create_v2"}, StartupLoopbacks: 3}); err != nil {
+		t.Fatal(err)
+	}
+	conn := connect(t, s)
+	if p := must(memclnt.NewServiceClient(conn).ControlPing(ctx, &memclnt.ControlPing{}))(t); p.VpePID != 200 {
+		t.Errorf("vpe_pid after the restart = %d", p.VpePID)
+	}
+	if got := ifNames(dumpIfs(t, conn, &interfaces.SwInterfaceDump{SwIfIndex: all})); !slices.Equal(got, []string{"local0", "loop0", "loop1", "loop2"}) {
+		t.Errorf("interfaces after the restart = %v", got)
+	}
+	if _, ok := s.Messages()["memif_create_v2_"+(&memif.MemifCreateV2{}).GetCrcString()]; ok {
+		t.Error("memif_create_v2 still in the message table")
+	}
+	// A new loopback takes the next instance and index.
+	if r := must(interfaces.NewServiceClient(conn).CreateLoopback(ctx, &interfaces.CreateLoopback{}))(t); r.SwIfIndex != 4 {
+		t.Errorf("new loopback at %d, want 4", r.SwIfIndex)
+	}
+	// Restart keeps the settings of the last start.
+	if err := s.Restart(300); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.Interfaces(); len(got) != 4 {
+		t.Errorf("interfaces after Restart: %+v, want local0 and 3 loopbacks", got)
+	}
+	if _, ok := s.Messages()["memif_create_v2_"+(&memif.MemifCreateV2{}).GetCrcString()]; ok {
+		t.Error("memif_create_v2 back after Restart")
+	}
+	if err := s.RestartWith(vppsim.Restart{Omit: []string{"no_such_message"}}); err == nil {
+		t.Error("RestartWith accepted an unknown message in Omit")
+	}
+}
+
 func TestOmit(t *testing.T) {
 	s := startSim(t, vppsim.Options{Omit: []string{"memif_create_v2"}})
 	conn := connect(t, s)

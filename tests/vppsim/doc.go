@@ -33,8 +33,10 @@
 // Test controls: FailNext (the next n requests of a message get a Retval),
 // Delay (replies to a message come late; the connection is busy meanwhile),
 // Restart (VPP restarted: all clients dropped, all state lost, new vpe_pid,
-// same socket), SetLinkUp (carrier of a device: host link, memif peer),
-// Options.Omit (message table without some messages), Options.HostIfExists
+// same socket), RestartWith (restarted with other plugins or another startup
+// configuration: Omit, StartupLoopbacks), SetLinkUp (carrier of a device: host link, memif peer),
+// Options.Omit (message table without some messages), Options.StartupLoopbacks
+// (untagged loopbacks taking the first indexes), Options.HostIfExists
 // (which host interfaces AF_PACKET can bind to), Options.NoVhostNet (TAP
 // creation fails as on a host without /dev/vhost-net). Snapshots (Interfaces,
 // Interface, BridgeDomains, Routes, Tables, Neighbors, MemifSockets) are
@@ -53,7 +55,7 @@
 //	VPP_API_SOCKET=/tmp/vpp.sock go test -count=1 ./plugins/vpp/...
 //
 // Its flags: -pid, -host-ifs (the host interfaces AF_PACKET can bind to;
-// default any), -no-vhost-net, -omit, -v. Its state lives as long as the
+// default any), -no-vhost-net, -omit, -startup-loopbacks, -v. Its state lives as long as the
 // process, like a VPP's; it is a test tool, never built into the daemon.
 //
 // # Messages

@@ -34,6 +34,11 @@ type Options struct {
 	// NoVhostNet makes TAP v2 creation fail with SYSCALL_ERROR_1, as on a
 	// host without /dev/vhost-net.
 	NoVhostNet bool
+	// StartupLoopbacks is the number of loopbacks (loop0, loop1, ...,
+	// untagged, down) VPP has from its start, after local0, as when its
+	// startup configuration creates them: they take sw_if_index 1..n
+	// before any client connects, at Start and after each Restart.
+	StartupLoopbacks int
 }
 
 // Sim is a running VPP simulator. All methods are safe for concurrent use.
@@ -70,7 +75,7 @@ func Start(opts Options) (*Sim, error) {
 	s := &Sim{
 		opts:    opts,
 		log:     opts.Log,
-		st:      newState(),
+		st:      newState(opts.StartupLoopbacks),
 		pid:     opts.PID,
 		clients: map[*client]struct{}{},
 		fails:   map[string]*failRule{},
@@ -146,10 +151,33 @@ func (s *Sim) Close() error {
 }
 
 // Restart simulates a VPP restart: every client is dropped, all state is lost
-// (only local0 remains), and the simulator serves again on the same socket,
-// reporting newPID (a random one if 0) as vpe_pid. Test settings (FailNext,
-// Delay) and the Calls log survive.
+// (only local0 and the StartupLoopbacks remain), and the simulator serves
+// again on the same socket, reporting newPID (a random one if 0) as vpe_pid.
+// Test settings (FailNext, Delay) and the Calls log survive.
 func (s *Sim) Restart(newPID uint32) error {
+	return s.RestartWith(Restart{PID: newPID, Omit: s.omit(), StartupLoopbacks: s.startupLoopbacks()})
+}
+
+// Restart is how RestartWith starts VPP again.
+type Restart struct {
+	// PID is the new vpe_pid (0: a random one, other than the last).
+	PID uint32
+	// Omit and StartupLoopbacks replace those of the Options: VPP
+	// started with other plugins (the messages of the others are left
+	// out of the message table) or another startup configuration.
+	Omit             []string
+	StartupLoopbacks int
+}
+
+// RestartWith is Restart into a VPP started with r's settings, as after
+// VPP was stopped and started again with other plugins (Omit) or another
+// startup configuration (StartupLoopbacks).
+func (s *Sim) RestartWith(r Restart) error {
+	table, err := buildTable(r.Omit)
+	if err != nil {
+		return err
+	}
+	newPID := r.PID
 	s.life.Lock()
 	defer s.life.Unlock()
 	s.mu.Lock()
@@ -168,9 +196,23 @@ func (s *Sim) Restart(newPID uint32) error {
 		}
 	}
 	s.pid = newPID
-	s.st = newState()
+	s.opts.Omit, s.opts.StartupLoopbacks = slices.Clone(r.Omit), r.StartupLoopbacks
+	s.table = table
+	s.st = newState(r.StartupLoopbacks)
 	s.clients = map[*client]struct{}{}
 	return s.listenLocked()
+}
+
+func (s *Sim) omit() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.opts.Omit)
+}
+
+func (s *Sim) startupLoopbacks() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.opts.StartupLoopbacks
 }
 
 // FailNext makes the next `times` requests of the message msgName (e.g.
@@ -250,6 +292,8 @@ func (s *Sim) Clients() int {
 
 // Messages returns the message table sent in the handshake: name_crc -> id.
 func (s *Sim) Messages() map[string]uint16 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	m := make(map[string]uint16, len(s.table.entries))
 	for _, e := range s.table.entries {
 		m[e.Name] = e.Index

@@ -57,7 +57,9 @@ type state struct {
 
 const defaultMemifSocket = "/run/vpp/memif.sock"
 
-func newState() *state {
+// newState is a VPP just started: local0, then the given number of untagged
+// loopbacks (loop0, ...), as a startup configuration creates them.
+func newState(loopbacks int) *state {
 	st := &state{
 		ifs:       map[uint32]*iface{},
 		loops:     map[uint32]bool{},
@@ -75,6 +77,9 @@ func newState() *state {
 		MAC: make(net.HardwareAddr, 6),
 	}}
 	st.nextIdx = 1
+	for n := range loopbacks {
+		st.newLoopback(nil, uint32(n))
+	}
 	return st
 }
 

@@ -184,7 +184,7 @@ func (e *benchEnv) stopTimer() {
 
 func newBenchEnv(b *testing.B) *benchEnv {
 	b.Helper()
-	areas := []vppconn.Area{vppcalls.Area(), l3plugin.New(nil, nil, nil).Area()}
+	areas := append(vppcalls.Areas(), l3plugin.New(nil, nil, nil).Area())
 	vpptest.NeedSim(b, "measures the agent against vppsim: counts its messages, restarts it")
 	v := vpptest.Start(b, vpptest.Options{Areas: areas})
 	e := &benchEnv{b: b, sim: v.Sim, m: v.M, reg: prometheus.NewRegistry(), kvs: workload(b)}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/netagent-io/netagent/plugins/kvscheduler/api"
 	"github.com/netagent-io/netagent/plugins/vpp/ifplugin/vppcalls"
+	"github.com/netagent-io/netagent/plugins/vpp/vppconn"
 	vppif "github.com/netagent-io/netagent/proto/vpp/interfaces"
 )
 
@@ -32,10 +33,12 @@ import (
 // interfaces that VPP has as their values ask (see retrieveAdminStates).
 func (p *Plugin) adminStateDescriptor() *api.KVDescriptor {
 	d := &api.TypedDescriptor[*vppif.Interface, any]{
-		Name:                 AdminStateDescriptorName,
-		KeySelector:          func(key string) bool { return classify(key) == kindAdminState },
-		IsRetriableFailure:   isRetriable,
-		Retrieve:             p.retrieveAdminStates,
+		Name:               AdminStateDescriptorName,
+		KeySelector:        func(key string) bool { return classify(key) == kindAdminState },
+		IsRetriableFailure: isRetriable,
+		Retrieve: func(c []api.TypedKV[*vppif.Interface, any]) ([]api.TypedKV[*vppif.Interface, any], error) {
+			return vppconn.Retrieved(p.retrieveAdminStates(c))
+		},
 		RetrieveDependencies: []string{InterfaceDescriptorName},
 		Create: func(key string, v *vppif.Interface) (any, error) {
 			idx, err := p.ownSwIfIndex(v.GetName())
@@ -163,10 +166,12 @@ func (p *Plugin) vrfDescriptor() *api.KVDescriptor {
 // agent's interfaces (see retrieveAddresses).
 func (p *Plugin) addressDescriptor() *api.KVDescriptor {
 	d := &api.TypedDescriptor[*vppif.Interface, any]{
-		Name:                 AddressDescriptorName,
-		KeySelector:          func(key string) bool { return classify(key) == kindAddress },
-		IsRetriableFailure:   isRetriable,
-		Retrieve:             p.retrieveAddresses,
+		Name:               AddressDescriptorName,
+		KeySelector:        func(key string) bool { return classify(key) == kindAddress },
+		IsRetriableFailure: isRetriable,
+		Retrieve: func(c []api.TypedKV[*vppif.Interface, any]) ([]api.TypedKV[*vppif.Interface, any], error) {
+			return vppconn.Retrieved(p.retrieveAddresses(c))
+		},
 		RetrieveDependencies: []string{InterfaceDescriptorName},
 		Create: func(key string, v *vppif.Interface) (any, error) {
 			addr, err := addressOf(v)
@@ -377,7 +382,7 @@ func (p *Plugin) unnumberedDescriptor() *api.KVDescriptor {
 		Retrieve: func(_ []api.TypedKV[*vppif.Interface, any]) ([]api.TypedKV[*vppif.Interface, any], error) {
 			un, err := p.h.DumpUnnumbered(opCtx())
 			if err != nil {
-				return nil, err
+				return vppconn.Retrieved[api.TypedKV[*vppif.Interface, any]](nil, err)
 			}
 			m := p.index.Load()
 			if m == nil {

@@ -7,13 +7,16 @@
 //
 //	m := vppconn.New(vppconn.Options{...})
 //	p := ifplugin.New(m, log)
-//	m.AddArea(p.Area())          // before m.Run: the compatibility check
+//	for _, a := range p.Areas() {
+//		m.AddArea(a)             // before m.Run: the compatibility check
+//	}
 //	s.RegisterKVDescriptor(p.Descriptors()...)
 //	go m.Run(ctx)
 //
 // Other plugins find an interface by logical name in the scheduler's
-// metadata map of InterfaceDescriptorName (*Metadata: sw_if_index, VPP's
-// name, VRF, the value), and by sw_if_index with LookupBySwIfIndex. They depend on
+// metadata map of InterfaceDescriptorName (*Metadata: sw_if_index, the VPP
+// process it is valid in, VPP's name, VRF, the value), and by sw_if_index
+// with LookupBySwIfIndex. They depend on
 // InterfaceKey(name) ("the interface exists"), AdminStateKey(name, true)
 // ("it is up"), AddressKey / HasIPAddressKey ("it has addresses"). Register
 // a Plugin's descriptors with one scheduler only: the derived descriptors
@@ -58,6 +61,19 @@
 // of its derived values) first checks that the interface at the index still
 // carries the tag; when it does not, the interface is gone and the Delete
 // succeeds.
+//
+// # A VPP restart
+//
+// A restarted VPP has none of the agent's interfaces, and its indexes are
+// other interfaces' (its startup configuration's, another client's). The
+// metadata carries the VPP process its index was given by (Metadata.VPPPID,
+// vppconn.Manager.PID); once another process is connected the metadata map
+// hides it (GetValue, SchedulerInterfaces, LookupBySwIfIndex): no index of
+// the VPP before reaches the new one. A derived value, route, ARP entry or
+// bridge domain member put meanwhile fails (retriably: "has no sw_if_index
+// in the VPP connected now"); the resync after the connect finds the
+// interfaces missing, creates them again, and then what depends on them,
+// with the new indexes.
 //
 // # Interface types
 //
@@ -130,9 +146,12 @@
 //     interface has) does not make the interface differ from its value, and
 //     a resync of that state updates nothing. The metadata carries the
 //     value (Metadata.Value) for those Retrieves.
+//     When VPP lacks the interfaces' own messages (area vppcalls.AreaName)
+//     it reports nothing (see Limits); when it lacks those of a type, the
+//     interfaces of that type are not looked for.
 //   - Errors are retriable (VPP not connected, a VPP error), except when VPP
-//     lacks the plugin's messages (*vppconn.IncompatibleError) or the value
-//     cannot be applied at all (api.NonRetriable).
+//     lacks the messages the value needs (*vppconn.IncompatibleError) or
+//     the value cannot be applied at all (api.NonRetriable).
 //
 // # Derived values
 //
@@ -183,8 +202,18 @@
 //
 // # Limits
 //
-// One area ("interfaces") for the compatibility check: VPP lacking memif,
-// TAP or AF_PACKET messages disables all interface values. The link state
+// The compatibility check at connect has one area for what every
+// interface needs (vppcalls.AreaName: loopbacks, sub-interfaces, settings,
+// addresses, dumps) and one per interface type a VPP plugin provides
+// (vppcalls.AfPacketAreaName, MemifAreaName, TapAreaName). A VPP without
+// memif_plugin.so disables the memif area only: memif values fail, naming
+// the missing messages, and the other interfaces are managed as usual. A VPP
+// without the messages of the interfaces' own area disables every interface
+// value: the Retrieves report nothing (an error would leave the values as
+// the scheduler knew them from the VPP before, CONFIGURED, with that VPP's
+// indexes), so the values are created again and fail, naming the messages,
+// and what depends on them waits (PENDING) until a compatible VPP connects.
+// The link state
 // of our interfaces is reported by LinkStateWatcher as OBTAINED values
 // LinkStateKey (interface events, re-listed after each burst and every 30 s);
 // the link state of untagged foreign interfaces is not reported. A foreign

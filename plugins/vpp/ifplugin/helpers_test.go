@@ -43,7 +43,7 @@ func newEnv(t *testing.T, opts vppsim.Options) *env {
 	e.vpp = vpptest.Start(t, vpptest.Options{
 		Sim:         opts,
 		CallTimeout: 5 * time.Second,
-		Areas:       []vppconn.Area{vppcalls.Area()},
+		Areas:       vppcalls.Areas(),
 		OnConnect: func(restarted, _ bool) {
 			select {
 			case e.connects <- restarted:

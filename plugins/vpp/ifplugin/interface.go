@@ -15,6 +15,7 @@ import (
 	"github.com/netagent-io/netagent/plugins/kvscheduler/api"
 	linuxifplugin "github.com/netagent-io/netagent/plugins/linux/ifplugin"
 	"github.com/netagent-io/netagent/plugins/vpp/ifplugin/vppcalls"
+	"github.com/netagent-io/netagent/plugins/vpp/vppconn"
 	vppif "github.com/netagent-io/netagent/proto/vpp/interfaces"
 )
 
@@ -265,6 +266,7 @@ func parseMAC(s string) (net.HardwareAddr, error) {
 
 func (p *Plugin) create(key string, v *vppif.Interface) (*Metadata, error) {
 	c := opCtx()
+	pid := p.currentPID()
 	hw, err := parseMAC(v.GetPhysAddress())
 	if err != nil {
 		return nil, err
@@ -310,7 +312,7 @@ func (p *Plugin) create(key string, v *vppif.Interface) (*Metadata, error) {
 	// The interface exists: tag it (it is ours from now on) and configure
 	// it; on failure, delete it again so that no untagged (foreign-looking)
 	// interface is left behind and a retry starts afresh.
-	md, err := p.configureNew(v, idx)
+	md, err := p.configureNew(v, idx, pid)
 	if err != nil {
 		if derr := p.deleteByType(v, idx); derr != nil {
 			p.log.Warn("VPP interface: could not delete a half-configured interface", "interface", v.GetName(), "sw_if_index", idx, "error", derr)
@@ -320,7 +322,7 @@ func (p *Plugin) create(key string, v *vppif.Interface) (*Metadata, error) {
 	return md, nil
 }
 
-func (p *Plugin) configureNew(v *vppif.Interface, idx uint32) (*Metadata, error) {
+func (p *Plugin) configureNew(v *vppif.Interface, idx, pid uint32) (*Metadata, error) {
 	c := opCtx()
 	if v.GetType() != vppif.Interface_TAP { // tap_create_v3 sets the tag
 		if err := p.h.SetTag(c, idx, v.GetName()); err != nil {
@@ -339,7 +341,7 @@ func (p *Plugin) configureNew(v *vppif.Interface, idx uint32) (*Metadata, error)
 	if cur == nil {
 		return nil, fmt.Errorf("sw_if_index %d vanished right after its creation", idx)
 	}
-	return &Metadata{SwIfIndex: idx, InternalName: cur.Name, DevType: cur.DevType, Vrf: v.GetVrf(), Value: cloneValue(v)}, nil
+	return &Metadata{SwIfIndex: idx, VPPPID: p.stampPID(pid), InternalName: cur.Name, DevType: cur.DevType, Vrf: v.GetVrf(), Value: cloneValue(v)}, nil
 }
 
 // deleteByType deletes the interface idx with the call of its type.
@@ -365,10 +367,11 @@ func (p *Plugin) deleteByType(v *vppif.Interface, idx uint32) error {
 
 // own finds the interface of a logical name in VPP: at the index of its
 // metadata when it still carries the name as tag (indexes are reused), or by
-// tag when there is no metadata. ok is false when VPP has no such interface.
+// tag when there is no metadata or that of a VPP that has restarted since.
+// ok is false when VPP has no such interface.
 func (p *Plugin) own(name string, md *Metadata) (idx uint32, ok bool, err error) {
 	c := opCtx()
-	if md != nil {
+	if md != nil && p.isCurrent(md) {
 		cur, err := p.h.GetInterface(c, md.SwIfIndex)
 		if err != nil {
 			return 0, false, err
@@ -415,9 +418,10 @@ func (p *Plugin) delete(key string, v *vppif.Interface, md *Metadata) error {
 // (0, "") leaves VPP's as it is.
 func (p *Plugin) update(key string, old, v *vppif.Interface, md *Metadata) (*Metadata, error) {
 	c := opCtx()
+	pid := p.currentPID()
 	n := &Metadata{Vrf: v.GetVrf(), Value: cloneValue(v)}
 	if md != nil {
-		n.SwIfIndex, n.InternalName, n.DevType = md.SwIfIndex, md.InternalName, md.DevType
+		n.SwIfIndex, n.VPPPID, n.InternalName, n.DevType = md.SwIfIndex, md.VPPPID, md.InternalName, md.DevType
 	}
 	setMAC := v.GetPhysAddress() != "" && !strings.EqualFold(v.GetPhysAddress(), old.GetPhysAddress())
 	setMTU := v.GetMtu() != 0 && v.GetMtu() != old.GetMtu()
@@ -431,7 +435,7 @@ func (p *Plugin) update(key string, old, v *vppif.Interface, md *Metadata) (*Met
 	if !ok {
 		return md, fmt.Errorf("interface %s: not found in VPP", v.GetName())
 	}
-	n.SwIfIndex = idx
+	n.SwIfIndex, n.VPPPID = idx, p.stampPID(pid)
 	if setMAC {
 		hw, err := parseMAC(v.GetPhysAddress())
 		if err != nil {
@@ -479,11 +483,23 @@ func logicalName(i *vppcalls.Interface) string {
 // them OBTAINED and never changes or deletes them. A foreign interface whose
 // VPP name is the logical name of one of ours, or of a configured interface,
 // is not returned: the name is the agent's.
+//
+// When VPP lacks the interfaces' own messages (vppcalls.AreaName disabled)
+// it reports nothing: the agent cannot see or manage interfaces in that
+// VPP, and the values are created again and fail, naming the messages (an
+// error would leave them as the scheduler knew them: CONFIGURED, with the
+// metadata of the VPP before).
 func (p *Plugin) retrieve(correlate []api.TypedKV[*vppif.Interface, *Metadata]) ([]api.TypedKV[*vppif.Interface, *Metadata], error) {
+	pid := p.currentPID()
 	all, err := p.h.DumpInterfaces(opCtx())
+	if vppconn.IsIncompatible(err) {
+		p.log.Warn("VPP lacks the interfaces' messages: no interface is reported, the configured ones fail until a compatible VPP connects", "error", err)
+		return nil, nil
+	}
 	if err != nil {
 		return nil, err
 	}
+	pid = p.stampPID(pid)
 	want := make(map[string]*vppif.Interface, len(correlate))
 	for _, kv := range correlate {
 		if kv.Origin != api.FromSB { // OBTAINED values (a dump's correlate) are not configured
@@ -515,7 +531,7 @@ func (p *Plugin) retrieve(correlate []api.TypedKV[*vppif.Interface, *Metadata]) 
 		v := observed(i, i.Tag, want[i.Tag], false, nameOf, donorOf)
 		out = append(out, api.TypedKV[*vppif.Interface, *Metadata]{
 			Key: InterfaceKey(i.Tag), Value: v, Origin: api.FromNB,
-			Metadata: &Metadata{SwIfIndex: i.SwIfIndex, InternalName: i.Name, DevType: i.DevType, Vrf: v.GetVrf(), Value: cloneValue(v)},
+			Metadata: &Metadata{SwIfIndex: i.SwIfIndex, VPPPID: pid, InternalName: i.Name, DevType: i.DevType, Vrf: v.GetVrf(), Value: cloneValue(v)},
 		})
 	}
 	for _, i := range all {
@@ -537,7 +553,7 @@ func (p *Plugin) retrieve(correlate []api.TypedKV[*vppif.Interface, *Metadata]) 
 		v := observed(i, i.Name, nil, true, nameOf, donorOf)
 		out = append(out, api.TypedKV[*vppif.Interface, *Metadata]{
 			Key: InterfaceKey(i.Name), Value: v, Origin: api.FromSB,
-			Metadata: &Metadata{SwIfIndex: i.SwIfIndex, InternalName: i.Name, DevType: i.DevType, Vrf: v.GetVrf(), Foreign: true, Value: cloneValue(v)},
+			Metadata: &Metadata{SwIfIndex: i.SwIfIndex, VPPPID: pid, InternalName: i.Name, DevType: i.DevType, Vrf: v.GetVrf(), Foreign: true, Value: cloneValue(v)},
 		})
 	}
 	return out, nil

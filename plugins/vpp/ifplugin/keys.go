@@ -77,6 +77,12 @@ func itoa(v uint32) string {
 // the map also finds an interface by sw_if_index (IndexMap).
 type Metadata struct {
 	SwIfIndex uint32
+	// VPPPID is the VPP process (vpe_pid) SwIfIndex is valid in. Once
+	// another VPP process is connected the metadata is not used: the
+	// metadata map hides it (GetValue, LookupBySwIfIndex) until the resync
+	// after the restart replaces or removes it. (0 without a
+	// vppconn.Manager: NewWithHandler, stand-ins.)
+	VPPPID uint32
 	// InternalName is VPP's name (loop0, host-veth1, memif1/0, tap0, ...).
 	InternalName string
 	// DevType is VPP's device type (interface_dev_type: "Loopback",

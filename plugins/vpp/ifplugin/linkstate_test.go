@@ -66,7 +66,9 @@ func newLSEnv(t *testing.T, opts vppsim.Options, watcherLog *slog.Logger) *lsEnv
 		},
 	})
 	p := ifplugin.New(e.m, lsQuiet)
-	e.m.AddArea(p.Area())
+	for _, a := range p.Areas() {
+		e.m.AddArea(a)
+	}
 	e.s = kvscheduler.New(kvscheduler.Options{Logger: lsQuiet})
 	if err := e.s.RegisterKVDescriptor(p.Descriptors()...); err != nil {
 		t.Fatal(err)

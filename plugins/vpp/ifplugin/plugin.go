@@ -24,14 +24,19 @@ import (
 type Plugin struct {
 	h   vppcalls.Handler
 	log *slog.Logger
+	// vppPID is the VPP process connected now (vppconn.Manager.PID); nil
+	// (NewWithHandler): every metadata is taken as current.
+	vppPID func() uint32
 
 	index atomic.Pointer[indexMap]
 }
 
 // New returns the plugin calling VPP over m's connection. Register the
-// plugin's messages before m.Run: m.AddArea(p.Area()).
+// plugin's messages before m.Run: for _, a := range p.Areas() { m.AddArea(a) }.
 func New(m *vppconn.Manager, log *slog.Logger) *Plugin {
-	return NewWithHandler(vppcalls.NewHandler(m), log)
+	p := NewWithHandler(vppcalls.NewHandler(m), log)
+	p.vppPID = m.PID
+	return p
 }
 
 // NewWithHandler returns the plugin calling VPP through h.
@@ -42,10 +47,14 @@ func NewWithHandler(h vppcalls.Handler, log *slog.Logger) *Plugin {
 	return &Plugin{h: h, log: log}
 }
 
-// Area lists the messages the plugin uses, for vppconn's compatibility check
-// at connect. When VPP lacks one of them the area is disabled and every call
-// of the plugin fails with a non-retriable *vppconn.IncompatibleError.
-func (p *Plugin) Area() vppconn.Area { return vppcalls.Area() }
+// Areas lists the messages the plugin uses, for vppconn's compatibility
+// check at connect: the interfaces' own (vppcalls.AreaName), and one area per
+// interface type a VPP plugin provides (AF_PACKET, memif, TAP). When VPP
+// lacks a message of an area, the area is disabled and its calls fail with
+// a non-retriable *vppconn.IncompatibleError naming the messages: without
+// memif, the memif values fail and the other interfaces are managed as
+// usual; without the interfaces' own messages, every interface value fails.
+func (p *Plugin) Areas() []vppconn.Area { return vppcalls.Areas() }
 
 // Descriptors returns the descriptors to register: interfaces first (the
 // others find interfaces in its metadata map), then admin state, VRF,
@@ -66,9 +75,36 @@ func opCtx() context.Context { return context.Background() }
 
 // isRetriable: every failure may go away (VPP reconnects, a race with
 // another client), except VPP lacking the plugin's messages.
-func isRetriable(err error) bool {
-	var ie *vppconn.IncompatibleError
-	return !errors.As(err, &ie)
+func isRetriable(err error) bool { return !vppconn.IsIncompatible(err) }
+
+// currentPID is the VPP process whose indexes are valid now, for the
+// metadata of an interface created or retrieved now. Read it before the VPP
+// calls and stamp the metadata with stampPID after them: should VPP restart
+// meanwhile, the metadata is taken for the old process's and not used,
+// which is the safe side. 0 without a Manager, or before the first connect.
+func (p *Plugin) currentPID() uint32 {
+	if p.vppPID == nil {
+		return 0
+	}
+	return p.vppPID()
+}
+
+// stampPID is the PID to stamp metadata with after successful calls, given
+// the PID read before them: that one, unless no VPP had connected then (0):
+// the calls reached the first VPP process, the one connected now.
+func (p *Plugin) stampPID(before uint32) uint32 {
+	if before == 0 {
+		return p.currentPID()
+	}
+	return before
+}
+
+// isCurrent tells whether the sw_if_index of md is one of the VPP process
+// connected now: not when md was created or retrieved in a VPP that has
+// restarted since (VPP reuses indexes: the index may be another
+// interface's now).
+func (p *Plugin) isCurrent(md *Metadata) bool {
+	return p.vppPID == nil || md.VPPPID == p.vppPID()
 }
 
 // isMissingInterface tells whether VPP says the interface does not exist.
@@ -83,7 +119,7 @@ func isVPPError(err error, code govppapi.VPPApiError) bool {
 // metadataMap builds the interface descriptor's metadata map and keeps it
 // for the derived descriptors.
 func (p *Plugin) metadataMap() api.MetadataMapRW {
-	m := newIndexMap()
+	m := newIndexMap(p.isCurrent)
 	p.index.Store(m)
 	return m
 }
@@ -106,9 +142,15 @@ func (p *Plugin) lookup(name string) (*Metadata, bool) {
 func (p *Plugin) swIfIndex(name string) (uint32, error) {
 	md, ok := p.lookup(name)
 	if !ok {
-		return 0, fmt.Errorf("VPP interface %s is not known (no metadata)", name)
+		return 0, notKnown(name)
 	}
 	return md.SwIfIndex, nil
+}
+
+// notKnown is the error of a derived value whose interface has no
+// sw_if_index in the VPP connected now.
+func notKnown(name string) error {
+	return fmt.Errorf("VPP interface %s is not known in the VPP connected now (no metadata, or that of a VPP that has restarted since: the interface is created again first)", name)
 }
 
 // ownSwIfIndex is swIfIndex for the Create of a derived value, which
@@ -116,7 +158,7 @@ func (p *Plugin) swIfIndex(name string) (uint32, error) {
 func (p *Plugin) ownSwIfIndex(name string) (uint32, error) {
 	md, ok := p.lookup(name)
 	if !ok {
-		return 0, fmt.Errorf("VPP interface %s is not known (no metadata)", name)
+		return 0, notKnown(name)
 	}
 	if md.Foreign {
 		return 0, api.NonRetriable(fmt.Errorf("VPP interface %s is not the agent's (it has no tag of ours): its settings are left as they are", name))
@@ -152,22 +194,39 @@ func metadataOf(v any) (*Metadata, bool) {
 // ---- metadata map with the sw_if_index index
 
 // indexMap is the metadata map of the interface descriptor: logical name ->
-// *Metadata, with a secondary index sw_if_index -> logical name.
+// *Metadata, with a secondary index sw_if_index -> logical name. Readers
+// (GetValue, LookupBySwIfIndex) see only the metadata that current accepts:
+// that of the VPP process connected now. The scheduler keeps the rest
+// until its resync after the VPP restart replaces or removes it.
 type indexMap struct {
 	*api.MemMetadataMap
-	mu     sync.RWMutex
-	byIdx  map[uint32]string
-	byName map[string]uint32
+	current func(*Metadata) bool // nil: all
+	mu      sync.RWMutex
+	byIdx   map[uint32]string
+	byName  map[string]uint32
 }
 
-func newIndexMap() *indexMap {
-	return &indexMap{MemMetadataMap: api.NewMetadataMap(), byIdx: map[uint32]string{}, byName: map[string]uint32{}}
+func newIndexMap(current func(*Metadata) bool) *indexMap {
+	return &indexMap{MemMetadataMap: api.NewMetadataMap(), current: current, byIdx: map[uint32]string{}, byName: map[string]uint32{}}
 }
 
 // IndexMapFactory builds the metadata map of the interface descriptor: the
 // metadata (*Metadata) by logical name, indexed by sw_if_index too (see
 // LookupBySwIfIndex).
-func IndexMapFactory() api.MetadataMapRW { return newIndexMap() }
+func IndexMapFactory() api.MetadataMapRW { return newIndexMap(nil) }
+
+// GetValue implements api.MetadataMap: metadata of another VPP process is
+// not there.
+func (m *indexMap) GetValue(label string) (any, bool) {
+	v, ok := m.MemMetadataMap.GetValue(label)
+	if !ok || m.current == nil {
+		return v, ok
+	}
+	if md, isMD := metadataOf(v); isMD && !m.current(md) {
+		return nil, false
+	}
+	return v, true
+}
 
 // Put implements api.MetadataMapRW.
 func (m *indexMap) Put(label string, metadata any) {
@@ -200,9 +259,15 @@ func (m *indexMap) unindex(label string) {
 
 func (m *indexMap) lookupIndex(idx uint32) (string, bool) {
 	m.mu.RLock()
-	defer m.mu.RUnlock()
 	name, ok := m.byIdx[idx]
-	return name, ok
+	m.mu.RUnlock()
+	if !ok {
+		return "", false
+	}
+	if _, current := m.GetValue(name); !current {
+		return "", false
+	}
+	return name, true
 }
 
 // LookupBySwIfIndex finds the logical name of the interface with that

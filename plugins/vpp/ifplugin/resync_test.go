@@ -45,7 +45,7 @@ func (e *env) restart() {
 // interfacesClient calls VPP behind the agent's back.
 func (e *env) interfacesClient() interfaces.RPCService {
 	e.t.Helper()
-	conn, err := e.m.Conn(vppcalls.Area().Name)
+	conn, err := e.m.Conn(vppcalls.AreaName)
 	if err != nil {
 		e.t.Fatal(err)
 	}

@@ -26,11 +26,13 @@ func isBDInterfaceKey(key string) bool {
 
 func (p *Plugin) bdInterfaceDescriptor() *api.TypedDescriptor[*vppl2.BridgeDomain_Interface, any] {
 	return &api.TypedDescriptor[*vppl2.BridgeDomain_Interface, any]{
-		Name:               BDInterfaceDescriptorName,
-		KeySelector:        isBDInterfaceKey,
-		Create:             p.createBinding,
-		Delete:             p.deleteBinding,
-		Retrieve:           p.retrieveBindings,
+		Name:        BDInterfaceDescriptorName,
+		KeySelector: isBDInterfaceKey,
+		Create:      p.createBinding,
+		Delete:      p.deleteBinding,
+		Retrieve: func(c []api.TypedKV[*vppl2.BridgeDomain_Interface, any]) ([]api.TypedKV[*vppl2.BridgeDomain_Interface, any], error) {
+			return vppconn.Retrieved(p.retrieveBindings(c))
+		},
 		IsRetriableFailure: isRetriable,
 		Dependencies: func(_ string, i *vppl2.BridgeDomain_Interface) []api.Dependency {
 			return []api.Dependency{{Label: "interface " + i.GetName(), Key: ifplugin.InterfaceKey(i.GetName())}}
@@ -103,7 +105,7 @@ func (p *Plugin) createBinding(key string, i *vppl2.BridgeDomain_Interface) (any
 	bd, bdID, sw, err := p.binding(key, i)
 	if errors.Is(err, errNoInterface) {
 		// The dependency should have prevented this.
-		return nil, fmt.Errorf("binding %s: interface %s has no sw_if_index (no metadata of %s)", key, i.GetName(), ifplugin.InterfaceDescriptorName)
+		return nil, fmt.Errorf("binding %s: interface %s has no sw_if_index in the VPP connected now (no metadata of %s, or that of a VPP that has restarted since)", key, i.GetName(), ifplugin.InterfaceDescriptorName)
 	}
 	if err != nil {
 		return nil, err

@@ -124,18 +124,20 @@ func bdName(key string) string { return strings.TrimPrefix(key, models.VPPBridge
 func (p *Plugin) bridgeDomainDescriptor() *api.TypedDescriptor[*vppl2.BridgeDomain, *BridgeDomainMetadata] {
 	prefix := models.VPPBridgeDomain.KeyPrefix
 	return &api.TypedDescriptor[*vppl2.BridgeDomain, *BridgeDomainMetadata]{
-		Name:                 BridgeDomainDescriptorName,
-		NBKeyPrefix:          prefix,
-		KeySelector:          func(key string) bool { return strings.HasPrefix(key, prefix) },
-		KeyLabel:             bdName,
-		ValueComparator:      func(_ string, a, b *vppl2.BridgeDomain) bool { return bdsEquivalent(a, b) },
-		WithMetadata:         true,
-		MetadataMapFactory:   p.newMetadataMap,
-		Validate:             validateBD,
-		Create:               p.createBD,
-		Update:               p.updateBD,
-		Delete:               p.deleteBD,
-		Retrieve:             p.retrieveBDs,
+		Name:               BridgeDomainDescriptorName,
+		NBKeyPrefix:        prefix,
+		KeySelector:        func(key string) bool { return strings.HasPrefix(key, prefix) },
+		KeyLabel:           bdName,
+		ValueComparator:    func(_ string, a, b *vppl2.BridgeDomain) bool { return bdsEquivalent(a, b) },
+		WithMetadata:       true,
+		MetadataMapFactory: p.newMetadataMap,
+		Validate:           validateBD,
+		Create:             p.createBD,
+		Update:             p.updateBD,
+		Delete:             p.deleteBD,
+		Retrieve: func(c []api.TypedKV[*vppl2.BridgeDomain, *BridgeDomainMetadata]) ([]api.TypedKV[*vppl2.BridgeDomain, *BridgeDomainMetadata], error) {
+			return vppconn.Retrieved(p.retrieveBDs(c))
+		},
 		IsRetriableFailure:   isRetriable,
 		DerivedValues:        bdDerivedValues,
 		RetrieveDependencies: []string{ifplugin.InterfaceDescriptorName},

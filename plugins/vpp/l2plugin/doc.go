@@ -131,7 +131,12 @@
 // they are retriable (VPP not connected, an interface not yet there, an
 // interface in another domain) except when VPP lacks the area's messages
 // (*vppconn.IncompatibleError, the area is disabled until a compatible VPP
-// connects) and values that do not parse (api.NonRetriable).
+// connects) and values that do not parse (api.NonRetriable). The Retrieves
+// of a disabled area report nothing, so that after a VPP restart the
+// domains and memberships of the VPP before are not kept CONFIGURED: they
+// are created again and fail, naming the messages. Interfaces are found
+// through ifplugin's metadata, which hides the indexes of a VPP that has
+// restarted since: a member is never added with one.
 //
 // # Limits
 //

@@ -17,7 +17,6 @@ import (
 	"github.com/netagent-io/netagent/plugins/vpp/ifplugin/vppcalls"
 	"github.com/netagent-io/netagent/plugins/vpp/internal/vpptest"
 	"github.com/netagent-io/netagent/plugins/vpp/l2plugin"
-	"github.com/netagent-io/netagent/plugins/vpp/vppconn"
 	vppl2 "github.com/netagent-io/netagent/proto/vpp/l2"
 )
 
@@ -25,7 +24,7 @@ import (
 // interface stand-in: foreign interfaces are OBTAINED values.
 func newIfpluginEnv(t *testing.T) *env {
 	t.Helper()
-	v := vpptest.Start(t, vpptest.Options{Areas: []vppconn.Area{l2plugin.New(nil, nil, nil).Area(), vppcalls.Area()}})
+	v := vpptest.Start(t, vpptest.Options{Areas: append(vppcalls.Areas(), l2plugin.New(nil, nil, nil).Area())})
 	e := &env{t: t, vpp: v, sim: v.Sim, m: v.M}
 	e.startWithIfplugin()
 	return e

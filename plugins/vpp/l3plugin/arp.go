@@ -76,7 +76,9 @@ func (p *Plugin) arpDescriptor() *api.TypedDescriptor[*vppl3.ARPEntry, any] {
 		Update:             p.updateARP,
 		UpdateWithRecreate: arpNeedsRecreate,
 		Delete:             p.deleteARP,
-		Retrieve:           p.retrieveARPs,
+		Retrieve: func(c []api.TypedKV[*vppl3.ARPEntry, any]) ([]api.TypedKV[*vppl3.ARPEntry, any], error) {
+			return vppconn.Retrieved(p.retrieveARPs(c))
+		},
 		IsRetriableFailure: isRetriable,
 		Dependencies: func(_ string, a *vppl3.ARPEntry) []api.Dependency {
 			return []api.Dependency{{Label: "interface " + a.GetInterface(), Key: ifplugin.InterfaceKey(a.GetInterface())}}
@@ -127,7 +129,7 @@ func (p *Plugin) setARP(a *vppl3.ARPEntry) error {
 	}
 	md, ok := p.ifaces(s.iface)
 	if !ok {
-		return fmt.Errorf("ARP entry %s: interface %s has no sw_if_index (no metadata of %s)", s, s.iface, ifplugin.InterfaceDescriptorName)
+		return fmt.Errorf("ARP entry %s: interface %s has no sw_if_index in the VPP connected now (no metadata of %s, or that of a VPP that has restarted since)", s, s.iface, ifplugin.InterfaceDescriptorName)
 	}
 	if err := p.neighborAddDel(true, s, md.SwIfIndex); err != nil {
 		return fmt.Errorf("ip_neighbor_add_del (add %s): %w", s, err)

@@ -102,7 +102,14 @@
 // they are retriable (VPP not connected, an interface without metadata yet,
 // a missing table) except when VPP lacks the area's messages
 // (*vppconn.IncompatibleError: the area is disabled until a compatible VPP
-// connects) and values that do not parse (api.NonRetriable).
+// connects) and values that do not parse (api.NonRetriable). The Retrieves
+// of a disabled area report nothing, so that after a VPP restart the routes
+// and entries of the VPP before are not kept CONFIGURED: they are created
+// again and fail, naming the messages. Interfaces are found through
+// ifplugin's metadata, which hides the indexes of a VPP that has restarted
+// since, and a route's metadata keeps the VPP process it was added to (its
+// Delete in another process sends nothing): no index of the VPP before
+// reaches the new one.
 //
 // # Limits
 //

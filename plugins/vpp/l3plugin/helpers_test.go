@@ -54,7 +54,7 @@ func newEnvWith(t *testing.T, opts envOptions) *env {
 	t.Helper()
 	areas := []vppconn.Area{l3plugin.New(nil, nil, nil).Area()}
 	if opts.ifplugin {
-		areas = append(areas, vppcalls.Area())
+		areas = append(areas, vppcalls.Areas()...)
 	}
 	v := vpptest.Start(t, vpptest.Options{CallTimeout: opts.callTimeout, Areas: areas})
 	e := &env{t: t, opts: opts, vpp: v, sim: v.Sim, m: v.M}

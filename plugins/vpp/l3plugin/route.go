@@ -24,9 +24,12 @@ import (
 
 // RouteMetadata is what the route descriptor keeps per route: the
 // sw_if_index of its outgoing interface when it was added (~0 for none), so
-// that the path is removed as it was added.
+// that the path is removed as it was added, and the VPP process it was
+// added to (vppconn.Manager.PID): a route of a VPP that has restarted since
+// went with it, and its index is never sent to the new one.
 type RouteMetadata struct {
 	SwIfIndex uint32
+	VPPPID    uint32
 }
 
 // routeSpec is a route value in VPP terms.
@@ -178,15 +181,17 @@ func routesEquivalent(a, b *vppl3.Route) bool {
 func (p *Plugin) routeDescriptor() *api.TypedDescriptor[*vppl3.Route, *RouteMetadata] {
 	prefix := models.VPPRoute.KeyPrefix
 	return &api.TypedDescriptor[*vppl3.Route, *RouteMetadata]{
-		Name:                 RouteDescriptorName,
-		NBKeyPrefix:          prefix,
-		KeySelector:          func(key string) bool { return strings.HasPrefix(key, prefix) },
-		ValueComparator:      func(_ string, a, b *vppl3.Route) bool { return routesEquivalent(a, b) },
-		WithMetadata:         true,
-		Validate:             validateRoute,
-		Create:               p.createRoute,
-		Delete:               p.deleteRoute,
-		Retrieve:             p.retrieveRoutes,
+		Name:            RouteDescriptorName,
+		NBKeyPrefix:     prefix,
+		KeySelector:     func(key string) bool { return strings.HasPrefix(key, prefix) },
+		ValueComparator: func(_ string, a, b *vppl3.Route) bool { return routesEquivalent(a, b) },
+		WithMetadata:    true,
+		Validate:        validateRoute,
+		Create:          p.createRoute,
+		Delete:          p.deleteRoute,
+		Retrieve: func(c []api.TypedKV[*vppl3.Route, *RouteMetadata]) ([]api.TypedKV[*vppl3.Route, *RouteMetadata], error) {
+			return vppconn.Retrieved(p.retrieveRoutes(c))
+		},
 		IsRetriableFailure:   isRetriable,
 		Dependencies:         routeDependencies,
 		RetrieveDependencies: []string{ifplugin.InterfaceDescriptorName},
@@ -225,7 +230,7 @@ func (p *Plugin) ensureTables(keys []tableKey) error {
 			continue
 		}
 		if pid == 0 {
-			pid = p.m.Status().PID
+			pid = p.m.PID()
 		}
 		p.mu.Lock()
 		if p.tablesPID != pid {
@@ -283,12 +288,13 @@ func (p *Plugin) createRoute(_ string, r *vppl3.Route) (*RouteMetadata, error) {
 	if err != nil {
 		return nil, api.NonRetriable(validate.Invalid(err))
 	}
+	pid := p.m.PID() // before the index is looked up (see deleteRoute)
 	sw := noIndex
 	if s.iface != "" {
 		md, ok := p.ifaces(s.iface)
 		if !ok {
 			// The dependency should have prevented this.
-			return nil, fmt.Errorf("route %s: interface %s has no sw_if_index (no metadata of %s)", s, s.iface, ifplugin.InterfaceDescriptorName)
+			return nil, fmt.Errorf("route %s: interface %s has no sw_if_index in the VPP connected now (no metadata of %s, or that of a VPP that has restarted since)", s, s.iface, ifplugin.InterfaceDescriptorName)
 		}
 		sw = md.SwIfIndex
 	}
@@ -306,7 +312,10 @@ func (p *Plugin) createRoute(_ string, r *vppl3.Route) (*RouteMetadata, error) {
 	if err != nil {
 		return nil, fmt.Errorf("ip_route_add_del (add %s): %w", s, err)
 	}
-	return &RouteMetadata{SwIfIndex: sw}, nil
+	if pid == 0 { // no VPP had connected: the route went to the first one
+		pid = p.m.PID()
+	}
+	return &RouteMetadata{SwIfIndex: sw, VPPPID: pid}, nil
 }
 
 // deleteRoute removes the route's path; a path, table or interface already
@@ -315,6 +324,9 @@ func (p *Plugin) deleteRoute(_ string, r *vppl3.Route, md *RouteMetadata) error 
 	s, err := parseRoute(r)
 	if err != nil {
 		return nil // never added
+	}
+	if md != nil && md.VPPPID != p.m.PID() {
+		return nil // added to a VPP that has restarted since: gone with it
 	}
 	sw := noIndex
 	if s.iface != "" {
@@ -367,6 +379,7 @@ func (p *Plugin) retrieveRoutes(correlate []api.TypedKV[*vppl3.Route, *RouteMeta
 		table uint32
 		dst   netip.Prefix
 	}
+	pid := p.m.PID() // the process the indexes below are looked up for
 	names := map[string]struct{}{}
 	for _, c := range correlate {
 		if c.Value != nil && c.Value.GetOutgoingInterface() != "" {
@@ -434,7 +447,7 @@ func (p *Plugin) retrieveRoutes(correlate []api.TypedKV[*vppl3.Route, *RouteMeta
 						v.Weight, v.Preference = uint32(fp.Weight), uint32(fp.Preference)
 					}
 					out = append(out, api.TypedKV[*vppl3.Route, *RouteMetadata]{
-						Key: e.key, Value: v, Metadata: &RouteMetadata{SwIfIndex: e.sw}, Origin: api.FromNB,
+						Key: e.key, Value: v, Metadata: &RouteMetadata{SwIfIndex: e.sw, VPPPID: pid}, Origin: api.FromNB,
 					})
 					break
 				}
@@ -462,7 +475,7 @@ func (p *Plugin) retrieveRoutes(correlate []api.TypedKV[*vppl3.Route, *RouteMeta
 				}
 				reported[key] = true
 				out = append(out, api.TypedKV[*vppl3.Route, *RouteMetadata]{
-					Key: key, Value: v, Metadata: &RouteMetadata{SwIfIndex: sw}, Origin: api.FromNB,
+					Key: key, Value: v, Metadata: &RouteMetadata{SwIfIndex: sw, VPPPID: pid}, Origin: api.FromNB,
 				})
 			}
 		}

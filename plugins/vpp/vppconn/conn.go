@@ -22,8 +22,24 @@
 //
 // At every connect the message tables of the registered areas are checked
 // against VPP's: an area whose messages VPP does not know (a different VPP
-// version) is disabled, reported by Disabled and in the readiness, and its
-// calls fail with a non-retriable error naming the messages; the others work.
+// version, a VPP plugin not loaded) is disabled, reported by Disabled and in
+// the readiness, and its calls fail with a non-retriable error naming the
+// messages (*IncompatibleError, IsIncompatible); the others work. A plugin
+// keeps its areas small enough that a missing VPP plugin disables only what
+// needs it (the interface plugin has one area per interface type a VPP
+// plugin provides).
+//
+// What plugins must do with both:
+//
+//   - A Retrieve whose area is disabled reports nothing, without an error:
+//     the objects of the area cannot be seen in that VPP, and after a
+//     restart they are gone anyway. (With an error the scheduler would keep
+//     the values as it knew them from the previous VPP: CONFIGURED, with
+//     that VPP's indexes.) The values are then created again and fail,
+//     naming the missing messages, until a compatible VPP connects.
+//   - Indexes VPP hands out (sw_if_index) are valid in one VPP process only:
+//     what a plugin keeps of them is stamped with PID, the process that
+//     gave them, and is not used once another process is connected.
 //
 // GoVPP logs through logrus; the Manager routes it into the agent's slog
 // logger.
@@ -243,7 +259,7 @@ func (m *Manager) onConnected(ctx context.Context, conn *core.Connection) error 
 	m.mu.Unlock()
 	m.log.Info("VPP connected", "socket", m.opts.Socket, "pid", ping.VpePID, "version", ver.Version, "restarted", restarted)
 	for a, msgs := range disabled {
-		m.log.Error("VPP lacks messages of an area: its values are INVALID until a compatible VPP connects", "area", a, "messages", msgs)
+		m.log.Error("VPP lacks messages of an area: its values fail until a compatible VPP connects", "area", a, "messages", msgs)
 	}
 	if m.opts.OnConnect != nil {
 		m.opts.OnConnect(restarted, first)
@@ -268,6 +284,16 @@ func (m *Manager) Conn(area string) (api.Connection, error) {
 	return sessionConn{conn: instrumented{conn: m.sess.conn, mt: m.metrics}, s: m.sess}, nil
 }
 
+// PID is the vpe_pid of the VPP connected last, 0 before the first connect.
+// It stays while VPP is away, and changes when a restarted VPP connects
+// (before OnConnect is called and before any call reaches the new process),
+// so an index VPP gave while PID was p is valid only while PID is p.
+func (m *Manager) PID() uint32 {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return m.pid
+}
+
 // CallContext bounds one call.
 func (m *Manager) CallContext(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(ctx, m.opts.CallTimeout)
@@ -282,6 +308,23 @@ type IncompatibleError struct {
 
 func (e *IncompatibleError) Error() string {
 	return fmt.Sprintf("VPP does not support area %s: messages %s are unknown or of another version", e.Area, strings.Join(e.Messages, ", "))
+}
+
+// IsIncompatible tells whether err is (or wraps) an *IncompatibleError: VPP
+// lacks messages of the area of the call.
+func IsIncompatible(err error) bool {
+	var ie *IncompatibleError
+	return errors.As(err, &ie)
+}
+
+// Retrieved is what a descriptor's Retrieve returns for what its calls
+// gave: nothing, without an error, when VPP lacks the messages of their
+// area (see the package doc); kvs and err otherwise.
+func Retrieved[T any](kvs []T, err error) ([]T, error) {
+	if IsIncompatible(err) {
+		return nil, nil
+	}
+	return kvs, err
 }
 
 // Status is the connection state for readiness and the status command.

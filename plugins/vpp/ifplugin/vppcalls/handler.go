@@ -23,45 +23,67 @@ import (
 	"github.com/netagent-io/netagent/plugins/vpp/vppconn"
 )
 
-// AreaName is the vppconn area of the interface plugin's messages.
-const AreaName = "interfaces"
+// The vppconn areas of the handler's messages. The messages of the
+// interface types that VPP plugins provide (af_packet_plugin.so,
+// memif_plugin.so; TAP is virtio's) are areas of their own, so that a VPP
+// without one of those plugins disables that type only: the calls of its
+// interfaces fail with a *vppconn.IncompatibleError naming the messages,
+// DumpInterfaces reports none of its details (such a VPP has no interface
+// of the type), and every other interface is managed as usual.
+const (
+	// AreaName: what every interface needs (loopbacks, sub-interfaces,
+	// settings, addresses, tables, dumps).
+	AreaName = "interfaces"
+	// AfPacketAreaName: AF_PACKET interfaces.
+	AfPacketAreaName = "af_packet"
+	// MemifAreaName: memif interfaces and their socket filenames.
+	MemifAreaName = "memif"
+	// TapAreaName: TAP v2 interfaces.
+	TapAreaName = "tap"
+)
 
-// Messages lists every message the handler sends or receives, for the
-// compatibility check at connect (vppconn.Area).
-func Messages() []govppapi.Message {
-	return []govppapi.Message{
-		&interfaces.CreateLoopback{}, &interfaces.CreateLoopbackReply{},
-		&interfaces.DeleteLoopback{}, &interfaces.DeleteLoopbackReply{},
-		&interfaces.CreateSubif{}, &interfaces.CreateSubifReply{},
-		&interfaces.DeleteSubif{}, &interfaces.DeleteSubifReply{},
-		&interfaces.SwInterfaceSetFlags{}, &interfaces.SwInterfaceSetFlagsReply{},
-		&interfaces.SwInterfaceSetMtu{}, &interfaces.SwInterfaceSetMtuReply{},
-		&interfaces.SwInterfaceSetMacAddress{}, &interfaces.SwInterfaceSetMacAddressReply{},
-		&interfaces.SwInterfaceTagAddDel{}, &interfaces.SwInterfaceTagAddDelReply{},
-		&interfaces.SwInterfaceAddDelAddress{}, &interfaces.SwInterfaceAddDelAddressReply{},
-		&interfaces.SwInterfaceSetUnnumbered{}, &interfaces.SwInterfaceSetUnnumberedReply{},
-		&interfaces.SwInterfaceSetTable{}, &interfaces.SwInterfaceSetTableReply{},
-		&interfaces.SwInterfaceGetTable{}, &interfaces.SwInterfaceGetTableReply{},
-		&interfaces.SwInterfaceDump{}, &interfaces.SwInterfaceDetails{},
-		&ip.IPAddressDump{}, &ip.IPAddressDetails{},
-		&ip.IPUnnumberedDump{}, &ip.IPUnnumberedDetails{},
-		&ip.IPTableAddDel{}, &ip.IPTableAddDelReply{},
-		&af_packet.AfPacketCreateV3{}, &af_packet.AfPacketCreateV3Reply{},
-		&af_packet.AfPacketDelete{}, &af_packet.AfPacketDeleteReply{},
-		&af_packet.AfPacketDump{}, &af_packet.AfPacketDetails{},
-		&memif.MemifSocketFilenameAddDelV2{}, &memif.MemifSocketFilenameAddDelV2Reply{},
-		&memif.MemifSocketFilenameDump{}, &memif.MemifSocketFilenameDetails{},
-		&memif.MemifCreateV2{}, &memif.MemifCreateV2Reply{},
-		&memif.MemifDelete{}, &memif.MemifDeleteReply{},
-		&memif.MemifDump{}, &memif.MemifDetails{},
-		&tapv2.TapCreateV3{}, &tapv2.TapCreateV3Reply{},
-		&tapv2.TapDeleteV2{}, &tapv2.TapDeleteV2Reply{},
-		&tapv2.SwInterfaceTapV2Dump{}, &tapv2.SwInterfaceTapV2Details{},
+// Areas lists the areas of the handler's messages, for the compatibility
+// check at connect (vppconn.Manager.AddArea): every message it sends or
+// receives is in one of them.
+func Areas() []vppconn.Area {
+	return []vppconn.Area{
+		{Name: AreaName, Messages: []govppapi.Message{
+			&interfaces.CreateLoopback{}, &interfaces.CreateLoopbackReply{},
+			&interfaces.DeleteLoopback{}, &interfaces.DeleteLoopbackReply{},
+			&interfaces.CreateSubif{}, &interfaces.CreateSubifReply{},
+			&interfaces.DeleteSubif{}, &interfaces.DeleteSubifReply{},
+			&interfaces.SwInterfaceSetFlags{}, &interfaces.SwInterfaceSetFlagsReply{},
+			&interfaces.SwInterfaceSetMtu{}, &interfaces.SwInterfaceSetMtuReply{},
+			&interfaces.SwInterfaceSetMacAddress{}, &interfaces.SwInterfaceSetMacAddressReply{},
+			&interfaces.SwInterfaceTagAddDel{}, &interfaces.SwInterfaceTagAddDelReply{},
+			&interfaces.SwInterfaceAddDelAddress{}, &interfaces.SwInterfaceAddDelAddressReply{},
+			&interfaces.SwInterfaceSetUnnumbered{}, &interfaces.SwInterfaceSetUnnumberedReply{},
+			&interfaces.SwInterfaceSetTable{}, &interfaces.SwInterfaceSetTableReply{},
+			&interfaces.SwInterfaceGetTable{}, &interfaces.SwInterfaceGetTableReply{},
+			&interfaces.SwInterfaceDump{}, &interfaces.SwInterfaceDetails{},
+			&ip.IPAddressDump{}, &ip.IPAddressDetails{},
+			&ip.IPUnnumberedDump{}, &ip.IPUnnumberedDetails{},
+			&ip.IPTableAddDel{}, &ip.IPTableAddDelReply{},
+		}},
+		{Name: AfPacketAreaName, Messages: []govppapi.Message{
+			&af_packet.AfPacketCreateV3{}, &af_packet.AfPacketCreateV3Reply{},
+			&af_packet.AfPacketDelete{}, &af_packet.AfPacketDeleteReply{},
+			&af_packet.AfPacketDump{}, &af_packet.AfPacketDetails{},
+		}},
+		{Name: MemifAreaName, Messages: []govppapi.Message{
+			&memif.MemifSocketFilenameAddDelV2{}, &memif.MemifSocketFilenameAddDelV2Reply{},
+			&memif.MemifSocketFilenameDump{}, &memif.MemifSocketFilenameDetails{},
+			&memif.MemifCreateV2{}, &memif.MemifCreateV2Reply{},
+			&memif.MemifDelete{}, &memif.MemifDeleteReply{},
+			&memif.MemifDump{}, &memif.MemifDetails{},
+		}},
+		{Name: TapAreaName, Messages: []govppapi.Message{
+			&tapv2.TapCreateV3{}, &tapv2.TapCreateV3Reply{},
+			&tapv2.TapDeleteV2{}, &tapv2.TapDeleteV2Reply{},
+			&tapv2.SwInterfaceTapV2Dump{}, &tapv2.SwInterfaceTapV2Details{},
+		}},
 	}
 }
-
-// Area is the vppconn area of the handler's messages.
-func Area() vppconn.Area { return vppconn.Area{Name: AreaName, Messages: Messages()} }
 
 // memifSocketDir is where VPP puts a relative memif socket filename.
 const memifSocketDir = "/run/vpp"
@@ -86,10 +108,15 @@ func NewHandler(m *vppconn.Manager) Handler {
 	return &handler{m: m, area: AreaName}
 }
 
-// call runs one request under the call deadline with the current
-// connection; errors are prefixed with the message name.
+// call runs one request of the handler's area under the call deadline
+// with the current connection; errors are prefixed with the message name.
 func (h *handler) call(ctx context.Context, msg string, f func(ctx context.Context, conn govppapi.Connection) error) error {
-	conn, err := h.m.Conn(h.area)
+	return h.callIn(ctx, h.area, msg, f)
+}
+
+// callIn is call for a request of another area (an interface type's).
+func (h *handler) callIn(ctx context.Context, area, msg string, f func(ctx context.Context, conn govppapi.Connection) error) error {
+	conn, err := h.m.Conn(area)
 	if err != nil {
 		return fmt.Errorf("%s: %w", msg, err)
 	}
@@ -186,7 +213,7 @@ func (h *handler) DeleteLoopback(ctx context.Context, idx uint32) error {
 
 func (h *handler) CreateAfPacket(ctx context.Context, hostIfName string, hw net.HardwareAddr) (uint32, error) {
 	var idx uint32
-	err := h.call(ctx, "af_packet_create_v3", func(ctx context.Context, c govppapi.Connection) error {
+	err := h.callIn(ctx, AfPacketAreaName, "af_packet_create_v3", func(ctx context.Context, c govppapi.Connection) error {
 		r, err := af_packet.NewServiceClient(c).AfPacketCreateV3(ctx, &af_packet.AfPacketCreateV3{
 			Mode:            af_packet.AF_PACKET_API_MODE_ETHERNET,
 			HwAddr:          mac(hw),
@@ -207,7 +234,7 @@ func (h *handler) CreateAfPacket(ctx context.Context, hostIfName string, hw net.
 }
 
 func (h *handler) DeleteAfPacket(ctx context.Context, hostIfName string) error {
-	return h.call(ctx, "af_packet_delete", func(ctx context.Context, c govppapi.Connection) error {
+	return h.callIn(ctx, AfPacketAreaName, "af_packet_delete", func(ctx context.Context, c govppapi.Connection) error {
 		_, err := af_packet.NewServiceClient(c).AfPacketDelete(ctx, &af_packet.AfPacketDelete{HostIfName: hostIfName})
 		if isVPPError(err, govppapi.SYSCALL_ERROR_1, govppapi.INVALID_SW_IF_INDEX, govppapi.NO_SUCH_ENTRY) {
 			return nil // no AF_PACKET interface on that host interface
@@ -218,7 +245,7 @@ func (h *handler) DeleteAfPacket(ctx context.Context, hostIfName string) error {
 
 func (h *handler) dumpMemifSockets(ctx context.Context) (map[uint32]string, error) {
 	out := map[uint32]string{}
-	err := h.call(ctx, "memif_socket_filename_dump", func(ctx context.Context, c govppapi.Connection) error {
+	err := h.callIn(ctx, MemifAreaName, "memif_socket_filename_dump", func(ctx context.Context, c govppapi.Connection) error {
 		s, err := memif.NewServiceClient(c).MemifSocketFilenameDump(ctx, &memif.MemifSocketFilenameDump{})
 		if err != nil {
 			return err
@@ -249,7 +276,7 @@ func (h *handler) RegisterMemifSocket(ctx context.Context, filename string) (uin
 		}
 	}
 	var id uint32
-	err = h.call(ctx, "memif_socket_filename_add_del_v2", func(ctx context.Context, c govppapi.Connection) error {
+	err = h.callIn(ctx, MemifAreaName, "memif_socket_filename_add_del_v2", func(ctx context.Context, c govppapi.Connection) error {
 		r, err := memif.NewServiceClient(c).MemifSocketFilenameAddDelV2(ctx, &memif.MemifSocketFilenameAddDelV2{
 			IsAdd: true, SocketID: NoIndex, SocketFilename: want,
 		})
@@ -263,7 +290,7 @@ func (h *handler) RegisterMemifSocket(ctx context.Context, filename string) (uin
 
 func (h *handler) dumpMemifs(ctx context.Context) ([]*memif.MemifDetails, error) {
 	var out []*memif.MemifDetails
-	err := h.call(ctx, "memif_dump", func(ctx context.Context, c govppapi.Connection) error {
+	err := h.callIn(ctx, MemifAreaName, "memif_dump", func(ctx context.Context, c govppapi.Connection) error {
 		s, err := memif.NewServiceClient(c).MemifDump(ctx, &memif.MemifDump{})
 		if err != nil {
 			return err
@@ -298,7 +325,7 @@ func (h *handler) UnregisterMemifSocket(ctx context.Context, filename string) er
 			return nil // still in use
 		}
 	}
-	return h.call(ctx, "memif_socket_filename_add_del_v2", func(ctx context.Context, c govppapi.Connection) error {
+	return h.callIn(ctx, MemifAreaName, "memif_socket_filename_add_del_v2", func(ctx context.Context, c govppapi.Connection) error {
 		_, err := memif.NewServiceClient(c).MemifSocketFilenameAddDelV2(ctx, &memif.MemifSocketFilenameAddDelV2{IsAdd: false, SocketID: id})
 		if isVPPError(err, govppapi.NO_SUCH_ENTRY, govppapi.UNEXPECTED_INTF_STATE) {
 			return nil // gone, or taken by someone else meanwhile
@@ -314,7 +341,7 @@ func (h *handler) CreateMemif(ctx context.Context, p MemifParams) (uint32, error
 	}
 	rxq, txq := max(p.RxQueues, 1), max(p.TxQueues, 1)
 	var idx uint32
-	err := h.call(ctx, "memif_create_v2", func(ctx context.Context, c govppapi.Connection) error {
+	err := h.callIn(ctx, MemifAreaName, "memif_create_v2", func(ctx context.Context, c govppapi.Connection) error {
 		r, err := memif.NewServiceClient(c).MemifCreateV2(ctx, &memif.MemifCreateV2{
 			Role: role, Mode: memif.MemifMode(p.Mode), RxQueues: uint8(rxq), TxQueues: uint8(txq),
 			ID: p.ID, SocketID: p.SocketID, RingSize: p.RingSize, BufferSize: uint16(p.BufferSize),
@@ -329,7 +356,7 @@ func (h *handler) CreateMemif(ctx context.Context, p MemifParams) (uint32, error
 }
 
 func (h *handler) DeleteMemif(ctx context.Context, idx uint32) error {
-	return h.call(ctx, "memif_delete", func(ctx context.Context, c govppapi.Connection) error {
+	return h.callIn(ctx, MemifAreaName, "memif_delete", func(ctx context.Context, c govppapi.Connection) error {
 		_, err := memif.NewServiceClient(c).MemifDelete(ctx, &memif.MemifDelete{SwIfIndex: ifIndex(idx)})
 		if isVPPError(err, govppapi.INVALID_SW_IF_INDEX) {
 			return nil
@@ -365,7 +392,7 @@ func (h *handler) CreateTap(ctx context.Context, p TapParams) (uint32, error) {
 		req.TapFlags |= tapv2.TAP_API_FLAG_GSO
 	}
 	var idx uint32
-	err := h.call(ctx, "tap_create_v3", func(ctx context.Context, c govppapi.Connection) error {
+	err := h.callIn(ctx, TapAreaName, "tap_create_v3", func(ctx context.Context, c govppapi.Connection) error {
 		r, err := tapv2.NewServiceClient(c).TapCreateV3(ctx, req)
 		if err == nil {
 			idx = uint32(r.SwIfIndex)
@@ -376,7 +403,7 @@ func (h *handler) CreateTap(ctx context.Context, p TapParams) (uint32, error) {
 }
 
 func (h *handler) DeleteTap(ctx context.Context, idx uint32) error {
-	return h.call(ctx, "tap_delete_v2", func(ctx context.Context, c govppapi.Connection) error {
+	return h.callIn(ctx, TapAreaName, "tap_delete_v2", func(ctx context.Context, c govppapi.Connection) error {
 		_, err := tapv2.NewServiceClient(c).TapDeleteV2(ctx, &tapv2.TapDeleteV2{SwIfIndex: ifIndex(idx)})
 		if isVPPError(err, govppapi.INVALID_SW_IF_INDEX) {
 			return nil
@@ -675,8 +702,10 @@ func (h *handler) DumpInterfaces(ctx context.Context) ([]*Interface, error) {
 		}
 	}
 
-	// Type-specific details.
-	err = h.call(ctx, "af_packet_dump", func(ctx context.Context, c govppapi.Connection) error {
+	// Type-specific details. A VPP without the messages of a type (its VPP
+	// plugin not loaded) has no interface of that type: its details are
+	// not asked for.
+	err = h.callIn(ctx, AfPacketAreaName, "af_packet_dump", func(ctx context.Context, c govppapi.Connection) error {
 		s, err := af_packet.NewServiceClient(c).AfPacketDump(ctx, &af_packet.AfPacketDump{})
 		if err != nil {
 			return err
@@ -689,12 +718,12 @@ func (h *handler) DumpInterfaces(ctx context.Context) ([]*Interface, error) {
 		}
 		return err
 	})
-	if err != nil {
+	if err != nil && !vppconn.IsIncompatible(err) {
 		return nil, err
 	}
 
 	memifs, err := h.dumpMemifs(ctx)
-	if err != nil {
+	if err != nil && !vppconn.IsIncompatible(err) {
 		return nil, err
 	}
 	if len(memifs) > 0 {
@@ -714,7 +743,7 @@ func (h *handler) DumpInterfaces(ctx context.Context) ([]*Interface, error) {
 		}
 	}
 
-	err = h.call(ctx, "sw_interface_tap_v2_dump", func(ctx context.Context, c govppapi.Connection) error {
+	err = h.callIn(ctx, TapAreaName, "sw_interface_tap_v2_dump", func(ctx context.Context, c govppapi.Connection) error {
 		s, err := tapv2.NewServiceClient(c).SwInterfaceTapV2Dump(ctx, &tapv2.SwInterfaceTapV2Dump{SwIfIndex: ifIndex(NoIndex)})
 		if err != nil {
 			return err
@@ -731,7 +760,7 @@ func (h *handler) DumpInterfaces(ctx context.Context) ([]*Interface, error) {
 		}
 		return err
 	})
-	if err != nil {
+	if err != nil && !vppconn.IsIncompatible(err) {
 		return nil, err
 	}
 	return out, nil

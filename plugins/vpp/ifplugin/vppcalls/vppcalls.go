@@ -8,7 +8,8 @@
 // request, and every dump, runs under the Manager's CallContext deadline.
 // Errors name the message ("sw_interface_set_mtu: VPPApiError: ..."); while
 // VPP is away they wrap vppconn.ErrNotConnected ("... VPP is not connected
-// ..."), and when VPP lacks the area's messages a *vppconn.IncompatibleError.
+// ..."), and when VPP lacks the messages of the call's area (Areas: the
+// interfaces' own, AF_PACKET, memif, TAP) a *vppconn.IncompatibleError.
 //
 // GoVPP does not apply the default= values of the API definitions, so every
 // request sets its flags (is_add, use_random_mac, queue counts, ~0 indexes)

@@ -41,7 +41,8 @@ func run(args []string) error {
 	pid := fs.Uint("pid", 0, "the VPP PID to report (0: a random one)")
 	hostIfs := fs.String("host-ifs", "", "comma-separated host interfaces AF_PACKET can bind to (empty: any name)")
 	noVhostNet := fs.Bool("no-vhost-net", false, "fail TAP v2 creation with a system call error, as VPP does on a host without /dev/vhost-net")
-	omit := fs.String("omit", "", "comma-separated messages to leave out of the message table (an older or newer VPP)")
+	omit := fs.String("omit", "", "comma-separated messages to leave out of the message table (an older or newer VPP, or one without some VPP plugins)")
+	loopbacks := fs.Int("startup-loopbacks", 0, "untagged loopbacks (loop0, ...) VPP has from its start, as a startup configuration makes them")
 	verbose := fs.Bool("v", false, "log the simulator's connections to stderr")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -49,7 +50,10 @@ func run(args []string) error {
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
-	opts := vppsim.Options{SocketPath: *socket, PID: uint32(*pid), NoVhostNet: *noVhostNet, Omit: list(*omit)}
+	if *loopbacks < 0 {
+		return fmt.Errorf("-startup-loopbacks %d: want 0 or more", *loopbacks)
+	}
+	opts := vppsim.Options{SocketPath: *socket, PID: uint32(*pid), NoVhostNet: *noVhostNet, Omit: list(*omit), StartupLoopbacks: *loopbacks}
 	if names := list(*hostIfs); len(names) > 0 {
 		opts.HostIfExists = func(name string) bool { return slices.Contains(names, name) }
 	}
