@@ -72,8 +72,12 @@ type Etcd struct {
 	DialTimeout       Duration `json:"dial_timeout"`
 }
 
-// Linux configures the Linux plugin.
+// Linux configures the Linux plugins.
 type Linux struct {
+	// Disabled runs the agent without its Linux side (no Linux plugins, no
+	// Linux interface watcher): Linux values are not handled, and VPP
+	// values that wait for a Linux interface (AF_PACKET) say that it never
+	// comes (linux.disabled).
 	Disabled bool `json:"disabled"`
 }
 
@@ -81,8 +85,11 @@ type Linux struct {
 type VPP struct {
 	// Socket is VPP's binary API socket; "off" (or disabled) runs without
 	// the VPP plugins.
-	Socket   string `json:"socket"`
-	Disabled bool   `json:"disabled"`
+	Socket string `json:"socket"`
+	// Disabled runs the agent without the VPP plugins: VPP values are not
+	// handled, and Linux values that wait for a VPP interface (TAP_TO_VPP)
+	// say that it never comes (vpp.disabled).
+	Disabled bool `json:"disabled"`
 	// CallTimeout bounds every VPP call.
 	CallTimeout Duration `json:"call_timeout"`
 }

@@ -236,6 +236,7 @@ func run(ctx context.Context, cfg Config, logOut io.Writer, listening chan<- Lis
 				}()
 			}})
 		vif := vppif.New(vppm, log)
+		vif.SetLinuxDisabled(cfg.Linux.Disabled)
 		l2 := vppl2.New(vppm, vppif.SchedulerInterfaces(s), log)
 		l2.SetInterfaceLister(vppif.SchedulerInterfaceNames(s))
 		l2.SetScheduler(s)

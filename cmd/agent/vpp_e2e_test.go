@@ -161,3 +161,35 @@ func TestE2EVPPRestartedWithoutMemif(t *testing.T) {
 		}
 	}
 }
+
+// An AF_PACKET interface waits for its host interface; when the agent runs
+// without its Linux side nothing will ever report it, and the PENDING
+// reason says so.
+func TestE2EAfPacketWithoutLinux(t *testing.T) {
+	socket := filepath.Join(t.TempDir(), "api.sock")
+	startSim(t, socket)
+	cfg := testConfig(t)
+	cfg.VPP.Disabled, cfg.VPP.Socket = false, socket
+	cfg.Linux.Disabled = true
+	a := startAgent(t, cfg, true)
+	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+	defer cancel()
+	host := &vppif.Interface{Name: "afp1", Type: vppif.Interface_AF_PACKET, Enabled: true,
+		Link: &vppif.Interface_Afpacket{Afpacket: &vppif.AfpacketLink{HostIfName: "w2veth1"}}}
+	linux := &vppif.Interface{Name: "afp2", Type: vppif.Interface_AF_PACKET, Enabled: true,
+		Link: &vppif.Interface_Afpacket{Afpacket: &vppif.AfpacketLink{LinuxInterface: "w2veth2"}}}
+	if _, err := a.configurator().Update(ctx, &configuratorpb.UpdateRequest{WaitDone: true,
+		Update: &configpb.Config{VppConfig: &configpb.VppConfig{Interfaces: []*vppif.Interface{host, linux}}}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		v    *vppif.Interface
+		want string
+	}{{host, "host interface w2veth1"}, {linux, "Linux interface w2veth2"}} {
+		st := a.waitState(keyOf(t, c.v), "PENDING")
+		details := strings.Join(st.Value.Details, " ")
+		if !strings.Contains(details, c.want) || !strings.Contains(details, "linux.disabled") {
+			t.Errorf("%s without Linux: details %q, want them to name %s and say the Linux side is disabled", c.v.GetName(), details, c.want)
+		}
+	}
+}

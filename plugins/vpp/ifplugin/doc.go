@@ -7,6 +7,7 @@
 //
 //	m := vppconn.New(vppconn.Options{...})
 //	p := ifplugin.New(m, log)
+//	p.SetLinuxDisabled(noLinux)  // the agent runs without its Linux side
 //	for _, a := range p.Areas() {
 //		m.AddArea(a)             // before m.Run: the compatibility check
 //	}
@@ -88,7 +89,10 @@
 //     binds to the host interface named like that logical name: the Linux
 //     interface must be in the agent's namespace with host_if_name empty or
 //     equal to its logical name (a descriptor cannot read another value;
-//     use host_if_name otherwise).
+//     use host_if_name otherwise). When the agent runs without its Linux
+//     side (SetLinuxDisabled) nothing reports or creates Linux interfaces:
+//     the value waits all the same, PENDING, and its reason says the Linux
+//     interface never comes (linux.disabled).
 //   - MEMIF: the socket filename is registered with VPP first
 //     (memif_socket_filename_add_del_v2, an id VPP picks; a registered
 //     filename is reused; relative names are under /run/vpp), then

@@ -55,7 +55,7 @@ func (p *Plugin) interfaceDescriptor() *api.KVDescriptor {
 		Retrieve:           p.retrieve,
 		IsRetriableFailure: isRetriable,
 		DerivedValues:      derivedValues,
-		Dependencies:       dependencies,
+		Dependencies:       p.dependencies,
 	}
 	return d.KVDescriptor()
 }
@@ -187,14 +187,23 @@ func hostIfName(v *vppif.Interface) string {
 	return v.GetAfpacket().GetLinuxInterface()
 }
 
-func dependencies(key string, v *vppif.Interface) []api.Dependency {
+// withoutLinux is added to the label of a dependency on a Linux interface
+// when the agent runs without its Linux side (SetLinuxDisabled): nothing
+// reports or creates Linux interfaces then.
+const withoutLinux = " (never: this agent runs without its Linux side, linux.disabled)"
+
+func (p *Plugin) dependencies(key string, v *vppif.Interface) []api.Dependency {
+	never := ""
+	if p.linuxDisabled {
+		never = withoutLinux
+	}
 	switch v.GetType() {
 	case vppif.Interface_AF_PACKET:
 		if h := v.GetAfpacket().GetHostIfName(); h != "" {
-			return []api.Dependency{{Label: "host interface " + h, Key: linuxifplugin.HostNameKey(h)}}
+			return []api.Dependency{{Label: "host interface " + h + never, Key: linuxifplugin.HostNameKey(h)}}
 		}
 		if l := v.GetAfpacket().GetLinuxInterface(); l != "" {
-			return []api.Dependency{{Label: "Linux interface " + l, Key: linuxifplugin.InterfaceKey(l)}}
+			return []api.Dependency{{Label: "Linux interface " + l + never, Key: linuxifplugin.InterfaceKey(l)}}
 		}
 	case vppif.Interface_SUB_INTERFACE:
 		if parent := v.GetSub().GetParentName(); parent != "" {

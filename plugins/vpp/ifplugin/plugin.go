@@ -27,6 +27,9 @@ type Plugin struct {
 	// vppPID is the VPP process connected now (vppconn.Manager.PID); nil
 	// (NewWithHandler): every metadata is taken as current.
 	vppPID func() uint32
+	// linuxDisabled: the agent runs without its Linux side
+	// (SetLinuxDisabled).
+	linuxDisabled bool
 
 	index atomic.Pointer[indexMap]
 }
@@ -38,6 +41,13 @@ func New(m *vppconn.Manager, log *slog.Logger) *Plugin {
 	p.vppPID = m.PID
 	return p
 }
+
+// SetLinuxDisabled tells the plugin that the agent runs without its Linux
+// side (no Linux plugins, no Linux interface watcher), so that an AF_PACKET
+// interface, which waits for a Linux interface, says in its PENDING reason
+// that the Linux interface is never reported. Call it before registering
+// the descriptors.
+func (p *Plugin) SetLinuxDisabled(disabled bool) { p.linuxDisabled = disabled }
 
 // NewWithHandler returns the plugin calling VPP through h.
 func NewWithHandler(h vppcalls.Handler, log *slog.Logger) *Plugin {
