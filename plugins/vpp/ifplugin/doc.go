@@ -219,7 +219,8 @@
 // and what depends on them waits (PENDING) until a compatible VPP connects.
 // The link state
 // of our interfaces is reported by LinkStateWatcher as OBTAINED values
-// LinkStateKey (interface events, re-listed after each burst and every 30 s);
+// LinkStateKey (interface events, re-listed 100 ms after the first event of
+// a burst, one SB notification for the whole burst, and every 30 s);
 // the link state of untagged foreign interfaces is not reported. A foreign
 // interface whose tag happens to be a valid logical name, on a type the
 // plugin creates, is taken for one of ours (and deleted by a resync when no

@@ -37,6 +37,13 @@ const (
 	linkRelistInterval = 30 * time.Second
 	// linkUnsubscribeTimeout bounds the unsubscription when Run ends.
 	linkUnsubscribeTimeout = time.Second
+	// linkEventWindow: the events that come within this time of the first
+	// event of a burst are reported together, by one list and one SB
+	// notification (one scheduler transaction). A transaction that creates
+	// or deletes many interfaces makes a few notifications, not one or more
+	// per interface (which pushed the real changes out of the transaction
+	// history); a link change is reported at most this late.
+	linkEventWindow = 100 * time.Millisecond
 )
 
 // LinkStateWatcher reports the link state of the agent's VPP interfaces as
@@ -47,12 +54,14 @@ const (
 //
 // It subscribes to VPP's interface events (GoVPP's watcher of
 // sw_interface_event, then want_interface_events with enable_disable 1 and
-// the agent's PID), then lists the interfaces (sw_interface_dump, ~0). On
-// each burst of events, at start, after each Resync, and every 30 s, it
-// lists them again and pushes the difference with what it
-// reported before (new and changed keys, the opposite key and the keys of
-// interfaces that are gone removed), so that a missed, dropped or reordered
-// event cannot leave a wrong state; an unchanged state pushes nothing.
+// the agent's PID), then lists the interfaces (sw_interface_dump, ~0). At
+// start, after each Resync, every 30 s, and linkEventWindow (100 ms) after
+// the first event of a burst (the events of the window together), it lists
+// them again and pushes the difference with what it reported before (new
+// and changed keys, the opposite key and the keys of interfaces that are
+// gone removed) in one SB notification, so that a missed, dropped or
+// reordered event cannot leave a wrong state; an unchanged state pushes
+// nothing.
 //
 // VPP forgets the registration when the client reconnects: call Resync on
 // every VPP (re)connect (the daemon does it from vppconn.Options.OnConnect);
@@ -136,6 +145,11 @@ func (w *LinkStateWatcher) Run(ctx context.Context) {
 		}
 	}()
 	var retryC <-chan time.Time
+	// batch ends the window of a burst of events (batchC nil: no burst).
+	batch := time.NewTimer(linkEventWindow)
+	batch.Stop()
+	defer batch.Stop()
+	var batchC <-chan time.Time
 	delay := linkRetryMin
 	failing := false
 	needSync := true
@@ -143,7 +157,9 @@ func (w *LinkStateWatcher) Run(ctx context.Context) {
 
 	for {
 		if needSync {
-			needSync, retryC, disabled = false, nil, false
+			// The sync lists: it reports the events of a burst too.
+			batch.Stop()
+			needSync, retryC, batchC, disabled = false, nil, nil, false
 			err := w.sync(ctx, &sub, closeSub)
 			if ctx.Err() != nil {
 				return
@@ -195,8 +211,10 @@ func (w *LinkStateWatcher) Run(ctx context.Context) {
 			}
 			if sub == nil || w.m.Status().Reconnects != w.reconnects {
 				needSync = true
-			} else if err := w.list(ctx); err != nil {
-				needSync = true
+			} else if batchC == nil { // (else the burst's list comes)
+				if err := w.list(ctx); err != nil {
+					needSync = true
+				}
 			}
 		case _, ok := <-events:
 			if !ok { // closed under the watcher: subscribe again
@@ -204,8 +222,16 @@ func (w *LinkStateWatcher) Run(ctx context.Context) {
 				needSync = true
 				continue
 			}
-			// Take the whole burst, then list once.
+			// The events only say that something changed: take what came,
+			// and list once when the burst's window ends.
 			drainEvents(events)
+			if batchC == nil {
+				batch.Reset(linkEventWindow)
+				batchC = batch.C
+			}
+		case <-batchC:
+			batchC = nil
+			drainEvents(events) // the list reports them too
 			if err := w.list(ctx); err != nil {
 				needSync = true
 			}

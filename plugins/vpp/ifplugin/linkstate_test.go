@@ -2,6 +2,7 @@ package ifplugin_test
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"path/filepath"
@@ -483,5 +484,55 @@ func TestLinkStateWatcher(t *testing.T) {
 	e.waitLink("ls2", false)
 	if got, want := e.allLinkKeys(), []string{ifplugin.LinkStateKey("ls2", false)}; !slices.Equal(got, want) {
 		t.Errorf("link-state keys %v, want %v", got, want)
+	}
+}
+
+// TestLinkStateEventsBatched: the events of a burst (a transaction that
+// creates many interfaces, one that deletes them) are reported in a few SB
+// notifications, at most one per LinkEventWindow, instead of one or more
+// per interface; and the states reported are the final ones.
+func TestLinkStateEventsBatched(t *testing.T) {
+	vpptest.NeedSim(t, "counts the notifications of the events of its own VPP")
+	e := newLSEnv(t, vppsim.Options{}, lsQuiet)
+	const n = 200
+	var loops []*vppif.Interface
+	var names, upKeys []string
+	for i := range n {
+		name := fmt.Sprintf("bl%03d", i)
+		loops, names = append(loops, lsLoop(name)), append(names, name)
+		upKeys = append(upKeys, ifplugin.LinkStateKey(name, true))
+	}
+	slices.Sort(upKeys)
+	// Each notification of a burst comes a window after the burst's first
+	// event, and the next burst begins after it: over elapsed there are at
+	// most elapsed/window + 1 of them (+1 for a periodic re-list).
+	checkCount := func(what string, mark int, start time.Time) {
+		t.Helper()
+		elapsed := time.Since(start)
+		got := e.rec.count() - mark
+		if most := int(elapsed/ifplugin.LinkEventWindow) + 2; got > most {
+			t.Errorf("%s %d interfaces: %d notifications in %v, want at most %d (one per %v)", what, n, got, elapsed, most, ifplugin.LinkEventWindow)
+		}
+		t.Logf("%s %d interfaces: %d notifications in %v", what, n, got, elapsed)
+	}
+
+	mark, start := e.rec.count(), time.Now()
+	e.commit(loops...)
+	for _, name := range names {
+		e.waitKey(ifplugin.LinkStateKey(name, true), true)
+	}
+	checkCount("creating", mark, start)
+	if got := e.allLinkKeys(); !slices.Equal(got, upKeys) {
+		t.Errorf("link-state keys after the creation: %d keys, want the %d UP keys", len(got), n)
+	}
+
+	mark, start = e.rec.count(), time.Now()
+	e.del(names...)
+	for _, name := range names {
+		e.waitKey(ifplugin.LinkStateKey(name, true), false)
+	}
+	checkCount("deleting", mark, start)
+	if got := e.allLinkKeys(); len(got) != 0 {
+		t.Errorf("link-state keys after the deletion: %v", got)
 	}
 }

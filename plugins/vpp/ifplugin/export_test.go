@@ -1,0 +1,4 @@
+package ifplugin
+
+// LinkEventWindow is linkEventWindow, for the tests of the package's users.
+const LinkEventWindow = linkEventWindow
