@@ -22,8 +22,9 @@
 //
 // At every connect the message tables of the registered areas are checked
 // against VPP's: an area whose messages VPP does not know (a different VPP
-// version, a VPP plugin not loaded) is disabled, reported by Disabled and in
-// the readiness, and its calls fail with a non-retriable error naming the
+// version, a VPP plugin not loaded) is disabled, reported by Disabled and,
+// unless the area is Optional (a VPP plugin an installation may leave out),
+// in the readiness, and its calls fail with a non-retriable error naming the
 // messages (*IncompatibleError, IsIncompatible); the others work. A plugin
 // keeps its areas small enough that a missing VPP plugin disables only what
 // needs it (the interface plugin has one area per interface type a VPP
@@ -90,6 +91,10 @@ type Options struct {
 type Area struct {
 	Name     string
 	Messages []api.Message
+	// Optional: a VPP without these messages (a plugin not loaded, as
+	// memif) is still ready; the area's values fail with the missing
+	// message named, and Status lists the area as disabled.
+	Optional bool
 }
 
 // Manager owns the connection.
@@ -337,6 +342,9 @@ type Status struct {
 	Error      string
 	// Disabled areas and the messages they lack.
 	Disabled map[string][]string
+	// Optional names the disabled areas that are optional (Area.Optional):
+	// they do not keep VPP from being ready.
+	Optional map[string]bool
 }
 
 // Status returns the connection state.
@@ -350,10 +358,19 @@ func (m *Manager) Status() Status {
 	for a, msgs := range m.disabled {
 		st.Disabled[a] = append([]string(nil), msgs...)
 	}
+	for _, a := range m.areas {
+		if _, off := m.disabled[a.Name]; off && a.Optional {
+			if st.Optional == nil {
+				st.Optional = map[string]bool{}
+			}
+			st.Optional[a.Name] = true
+		}
+	}
 	return st
 }
 
-// NotReady lists what keeps VPP from being ready ("" entries never).
+// NotReady lists what keeps VPP from being ready ("" entries never): no
+// connection, or a disabled area that is not optional.
 func (s Status) NotReady() []string {
 	var out []string
 	if !s.Connected {
@@ -361,7 +378,9 @@ func (s Status) NotReady() []string {
 	}
 	var areas []string
 	for a := range s.Disabled {
-		areas = append(areas, a)
+		if !s.Optional[a] {
+			areas = append(areas, a)
+		}
 	}
 	sort.Strings(areas)
 	for _, a := range areas {

@@ -111,6 +111,32 @@ func TestIncompatibleAreaIsDisabled(t *testing.T) {
 	}
 }
 
+// An optional area VPP lacks is disabled (its calls fail naming the
+// message) but does not keep VPP from being ready.
+func TestOptionalAreaDoesNotKeepVPPFromReady(t *testing.T) {
+	_, socket := start(t, vppsim.Options{Omit: []string{"memif_create_v2"}})
+	events := make(chan event, 8)
+	m := vppconn.New(vppconn.Options{Socket: socket, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		OnConnect: func(restarted, first bool) { events <- event{restarted, first} }})
+	m.AddArea(vppconn.Area{Name: "memif", Optional: true, Messages: []api.Message{&memif.MemifCreateV2{}, &memif.MemifCreateV2Reply{}}})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); m.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	wait(t, events)
+	var ie *vppconn.IncompatibleError
+	if _, err := m.Conn("memif"); !errors.As(err, &ie) {
+		t.Errorf("Conn of the optional memif area VPP lacks: %v", err)
+	}
+	st := m.Status()
+	if nr := st.NotReady(); len(nr) != 0 {
+		t.Errorf("not ready for an optional area: %v", nr)
+	}
+	if len(st.Disabled["memif"]) == 0 || !st.Optional["memif"] {
+		t.Errorf("status: disabled %v optional %v, want memif in both", st.Disabled, st.Optional)
+	}
+}
+
 func TestNotConnected(t *testing.T) {
 	m, _ := manager(t, filepath.Join(t.TempDir(), "none.sock"))
 	_, err := m.Conn("interfaces")

@@ -44,7 +44,9 @@ const (
 
 // Areas lists the areas of the handler's messages, for the compatibility
 // check at connect (vppconn.Manager.AddArea): every message it sends or
-// receives is in one of them.
+// receives is in one of them. The AF_PACKET, memif and TAP areas are
+// optional: a VPP without one of those plugins is ready, and only values of
+// that type fail (naming the message VPP lacks).
 func Areas() []vppconn.Area {
 	return []vppconn.Area{
 		{Name: AreaName, Messages: []govppapi.Message{
@@ -65,19 +67,19 @@ func Areas() []vppconn.Area {
 			&ip.IPUnnumberedDump{}, &ip.IPUnnumberedDetails{},
 			&ip.IPTableAddDel{}, &ip.IPTableAddDelReply{},
 		}},
-		{Name: AfPacketAreaName, Messages: []govppapi.Message{
+		{Name: AfPacketAreaName, Optional: true, Messages: []govppapi.Message{
 			&af_packet.AfPacketCreateV3{}, &af_packet.AfPacketCreateV3Reply{},
 			&af_packet.AfPacketDelete{}, &af_packet.AfPacketDeleteReply{},
 			&af_packet.AfPacketDump{}, &af_packet.AfPacketDetails{},
 		}},
-		{Name: MemifAreaName, Messages: []govppapi.Message{
+		{Name: MemifAreaName, Optional: true, Messages: []govppapi.Message{
 			&memif.MemifSocketFilenameAddDelV2{}, &memif.MemifSocketFilenameAddDelV2Reply{},
 			&memif.MemifSocketFilenameDump{}, &memif.MemifSocketFilenameDetails{},
 			&memif.MemifCreateV2{}, &memif.MemifCreateV2Reply{},
 			&memif.MemifDelete{}, &memif.MemifDeleteReply{},
 			&memif.MemifDump{}, &memif.MemifDetails{},
 		}},
-		{Name: TapAreaName, Messages: []govppapi.Message{
+		{Name: TapAreaName, Optional: true, Messages: []govppapi.Message{
 			&tapv2.TapCreateV3{}, &tapv2.TapCreateV3Reply{},
 			&tapv2.TapDeleteV2{}, &tapv2.TapDeleteV2Reply{},
 			&tapv2.SwInterfaceTapV2Dump{}, &tapv2.SwInterfaceTapV2Details{},
