@@ -1107,12 +1107,7 @@ func TestE2ERunFailingAfterTheLinuxPlugins(t *testing.T) {
 // is refused while the old one is still in place), and an interface in two
 // bridge domains is refused with both named.
 func TestE2EBridgeDomainMoveAndConflict(t *testing.T) {
-	socket := filepath.Join(t.TempDir(), "api.sock")
-	startSim(t, socket)
-	cfg := testConfig(t)
-	cfg.VPP.Disabled, cfg.VPP.Socket = false, socket
-	cfg.Linux.Disabled = true
-	a := startAgent(t, cfg, true)
+	a, _ := startVPPAgent(t)
 	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
 	defer cancel()
 	update := func(full bool, bds ...*vppl2.BridgeDomain) *configuratorpb.UpdateResponse {
@@ -1212,12 +1207,7 @@ func startSim(t *testing.T, socket string) *vppsim.Sim {
 // After VPP restarts (empty), the agent is not ready until the configuration
 // is back in VPP: /readyz never answers 200 while VPP lacks a value.
 func TestE2ENotReadyWhileVPPIsBeingRestored(t *testing.T) {
-	socket := filepath.Join(t.TempDir(), "api.sock")
-	sim := startSim(t, socket)
-	cfg := testConfig(t)
-	cfg.VPP.Disabled, cfg.VPP.Socket = false, socket
-	cfg.Linux.Disabled = true
-	a := startAgent(t, cfg, true)
+	a, sim := startVPPAgent(t)
 	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
 	defer cancel()
 	loop := &vppif.Interface{Name: "back1", Type: vppif.Interface_SOFTWARE_LOOPBACK, Enabled: true}
@@ -1274,4 +1264,16 @@ func TestE2ETapToVPPWithoutVPP(t *testing.T) {
 	if !strings.Contains(strings.Join(st.Value.Details, " "), "vpp.disabled") {
 		t.Errorf("TAP_TO_VPP without VPP: details %q, want them to say VPP is disabled", st.Value.Details)
 	}
+}
+
+// startVPPAgent starts a simulated VPP and an agent using it, without the
+// Linux side.
+func startVPPAgent(t *testing.T) (*agent, *vppsim.Sim) {
+	t.Helper()
+	socket := filepath.Join(t.TempDir(), "api.sock")
+	sim := startSim(t, socket)
+	cfg := testConfig(t)
+	cfg.VPP.Disabled, cfg.VPP.Socket = false, socket
+	cfg.Linux.Disabled = true
+	return startAgent(t, cfg, true), sim
 }

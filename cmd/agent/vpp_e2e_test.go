@@ -28,12 +28,7 @@ import (
 // and the bridge domain's members on them, never on the foreign ones, and
 // reports the memif FAILED for the message VPP lacks, the rest CONFIGURED.
 func TestE2EVPPRestartedWithoutMemif(t *testing.T) {
-	socket := filepath.Join(t.TempDir(), "api.sock")
-	sim := startSim(t, socket)
-	cfg := testConfig(t)
-	cfg.VPP.Disabled, cfg.VPP.Socket = false, socket
-	cfg.Linux.Disabled = true
-	a := startAgent(t, cfg, true)
+	a, sim := startVPPAgent(t)
 	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
 	defer cancel()
 
@@ -140,7 +135,7 @@ func TestE2EVPPRestartedWithoutMemif(t *testing.T) {
 	}
 
 	// Another client creates loopbacks; a resync changes nothing on them.
-	conn, err := core.Connect(socketclient.NewVppClient(socket))
+	conn, err := core.Connect(socketclient.NewVppClient(sim.SocketPath()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -166,12 +161,7 @@ func TestE2EVPPRestartedWithoutMemif(t *testing.T) {
 // without its Linux side nothing will ever report it, and the PENDING
 // reason says so.
 func TestE2EAfPacketWithoutLinux(t *testing.T) {
-	socket := filepath.Join(t.TempDir(), "api.sock")
-	startSim(t, socket)
-	cfg := testConfig(t)
-	cfg.VPP.Disabled, cfg.VPP.Socket = false, socket
-	cfg.Linux.Disabled = true
-	a := startAgent(t, cfg, true)
+	a, _ := startVPPAgent(t)
 	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
 	defer cancel()
 	host := &vppif.Interface{Name: "afp1", Type: vppif.Interface_AF_PACKET, Enabled: true,
