@@ -98,9 +98,11 @@ func (p *Plugin) binding(key string, i *vppl2.BridgeDomain_Interface) (bd string
 var errNoInterface = errors.New("interface has no sw_if_index")
 
 // createBinding puts the interface into the bridge domain: as its BVI when
-// bridged_virtual_interface, with its split-horizon group. An interface that
-// is in another domain is refused (*MembershipConflictError, see
-// checkNotElsewhere) unless it is moving.
+// bridged_virtual_interface, with its split-horizon group. It reads the
+// membership from one dump of all domains (VPP 25.10 does not filter
+// bridge_domain_dump by interface): an interface that is in another domain
+// is refused (*MembershipConflictError, see checkNotElsewhere) unless it is
+// moving.
 func (p *Plugin) createBinding(key string, i *vppl2.BridgeDomain_Interface) (any, error) {
 	bd, bdID, sw, err := p.binding(key, i)
 	if errors.Is(err, errNoInterface) {
@@ -110,7 +112,16 @@ func (p *Plugin) createBinding(key string, i *vppl2.BridgeDomain_Interface) (any
 	if err != nil {
 		return nil, err
 	}
-	if err := p.checkNotElsewhere(key, bd, bdID, i.GetName(), sw); err != nil {
+	all, err := p.dumpBDs(noIndex)
+	if err != nil {
+		return nil, fmt.Errorf("binding %s: %w", key, err)
+	}
+	target := findByID(all, bdID)
+	if target == nil || target.BdTag != bd {
+		// sw_interface_set_l2_bridge would create an untagged domain.
+		return nil, fmt.Errorf("binding %s: VPP has no bridge domain %s with bd_id %d (removed behind the agent's back? a resync creates it again)", key, bd, bdID)
+	}
+	if err := p.checkNotElsewhere(key, bd, bdID, i.GetName(), sw, all); err != nil {
 		var conflict *MembershipConflictError
 		if errors.As(err, &conflict) {
 			p.noteRefused(i.GetName(), key, true)
@@ -119,6 +130,10 @@ func (p *Plugin) createBinding(key string, i *vppl2.BridgeDomain_Interface) (any
 	}
 	portType := l2.L2_API_PORT_TYPE_NORMAL
 	if i.GetBridgedVirtualInterface() {
+		if bvi := uint32(target.BviSwIfIndex); bvi != noIndex && bvi != sw {
+			// VPP would take the interface out of its domain, then refuse.
+			return nil, fmt.Errorf("binding %s: bridge domain %s (bd_id %d) already has a BVI, sw_if_index %d (one BVI per domain)", key, bd, bdID, bvi)
+		}
 		portType = l2.L2_API_PORT_TYPE_BVI
 	}
 	err = p.call(func(ctx context.Context, c l2.RPCService, _ govppapi.Connection) error {
@@ -160,17 +175,14 @@ func (e *MembershipConflictError) Error() string {
 }
 
 // checkNotElsewhere refuses a binding whose interface (sw) is in another
-// domain than bdID: a domain that is not the agent's, or one of the agent's
-// whose binding of the interface is still wanted. An interface in a domain
-// of the agent's that no longer wants it is moving (the other binding is
-// deleted later in the same transaction, or was left behind): VPP moves it.
-func (p *Plugin) checkNotElsewhere(key, bd string, bdID uint32, iface string, sw uint32) error {
-	in, err := p.domainsOf(sw)
-	if err != nil {
-		return fmt.Errorf("binding %s: %w", key, err)
-	}
-	for _, d := range in {
-		if d.BdID == bdID {
+// of the dumped domains (all) than bdID: a domain that is not the agent's,
+// or one of the agent's whose binding of the interface is still wanted. An
+// interface in a domain of the agent's that no longer wants it is moving
+// (the other binding is deleted later in the same transaction, or was left
+// behind): VPP moves it.
+func (p *Plugin) checkNotElsewhere(key, bd string, bdID uint32, iface string, sw uint32, all []*l2.BridgeDomainDetails) error {
+	for _, d := range all {
+		if _, in := memberOf(d, sw); !in || d.BdID == bdID {
 			continue
 		}
 		conflict := &MembershipConflictError{Interface: iface, BridgeDomain: bd, Holder: d.BdTag, HolderID: d.BdID}
@@ -283,23 +295,32 @@ func stillRefused(s Scheduler, key string) bool {
 	return false
 }
 
-// domainsOf lists the bridge domains interface sw is in (VPP keeps it in
-// one at most).
-func (p *Plugin) domainsOf(sw uint32) ([]*l2.BridgeDomainDetails, error) {
-	var in []*l2.BridgeDomainDetails
-	err := p.call(func(ctx context.Context, _ l2.RPCService, conn govppapi.Connection) (err error) {
-		in, err = vppconn.Dump[*l2.BridgeDomainDetails](ctx, conn, &l2.BridgeDomainDump{BdID: noIndex, SwIfIndex: interface_types.InterfaceIndex(sw)})
-		return err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("bridge_domain_dump of sw_if_index %d: %w", sw, err)
+// findByID returns the dumped bridge domain with bd_id id, if any.
+func findByID(all []*l2.BridgeDomainDetails, id uint32) *l2.BridgeDomainDetails {
+	for _, d := range all {
+		if d.BdID == id {
+			return d
+		}
 	}
-	return in, nil
+	return nil
 }
 
-// deleteBinding takes the interface out of the bridge domain, if it is still
-// in it: an interface that is gone, or that is in another domain by now (it
-// moved there in the same transaction), is left alone.
+// memberOf returns the member sw of a dumped domain (its BVI included), if
+// it is one.
+func memberOf(d *l2.BridgeDomainDetails, sw uint32) (l2.BridgeDomainSwIf, bool) {
+	for _, m := range d.SwIfDetails {
+		if uint32(m.SwIfIndex) == sw {
+			return m, true
+		}
+	}
+	return l2.BridgeDomainSwIf{}, false
+}
+
+// deleteBinding takes the interface out of the bridge domain, if the dump of
+// that domain lists it: an interface that is gone, or that is in another
+// domain by now (it moved there in the same transaction), is left alone.
+// The check matters: VPP's disable looks at no bd_id and takes the
+// interface out of whatever domain it is in.
 func (p *Plugin) deleteBinding(key string, i *vppl2.BridgeDomain_Interface, _ any) error {
 	bd, bdID, sw, err := p.binding(key, i)
 	if errors.Is(err, errNoInterface) {
@@ -315,13 +336,14 @@ func (p *Plugin) deleteBinding(key string, i *vppl2.BridgeDomain_Interface, _ an
 		}
 		return err
 	}
-	in, err := p.domainsOf(sw)
+	list, err := p.dumpBDs(bdID)
 	if err != nil {
 		return fmt.Errorf("binding %s: %w", key, err)
 	}
+	d := findByID(list, bdID)
 	member := false
-	for _, d := range in {
-		member = member || d.BdID == bdID
+	if d != nil {
+		_, member = memberOf(d, sw)
 	}
 	if !member {
 		p.log.Debug("binding to delete: the interface is not in the bridge domain (any more)", "binding", key, "bd_id", bdID)

@@ -171,7 +171,10 @@ func bdDerivedValues(key string, bd *vppl2.BridgeDomain) []api.KeyValuePair {
 	return out
 }
 
-// dumpBDs lists bridge domains: all for id ~0.
+// dumpBDs lists bridge domains with their members: all for id ~0. The
+// sw_if_index filter is always ~0: VPP 25.10's handler does not implement
+// it and returns nothing for any other value, so the domain of an
+// interface is found among the members of all domains.
 func (p *Plugin) dumpBDs(id uint32) ([]*l2.BridgeDomainDetails, error) {
 	var out []*l2.BridgeDomainDetails
 	err := p.call(func(ctx context.Context, _ l2.RPCService, conn govppapi.Connection) (err error) {
@@ -284,38 +287,42 @@ func (p *Plugin) createBD(key string, bd *vppl2.BridgeDomain) (*BridgeDomainMeta
 	return newMetadata(id, bd), p.sync(name, id, have, want)
 }
 
-// updateBD changes flags, MAC age and the ARP termination table in place;
-// the bindings are derived values of their own.
-func (p *Plugin) updateBD(key string, oldValue, newValue *vppl2.BridgeDomain, oldMd *BridgeDomainMetadata) (*BridgeDomainMetadata, error) {
+// updateBD changes flags, MAC age and the ARP termination table in place,
+// from what VPP has (one dump of the domain and one of its entries), not
+// from the old value: VPP deletes an ARP termination entry only when given
+// the MAC it has, and a lost reply or a change behind the agent's back
+// leaves VPP other than the old value. The bindings are derived values of
+// their own.
+func (p *Plugin) updateBD(key string, _, newValue *vppl2.BridgeDomain, oldMd *BridgeDomainMetadata) (*BridgeDomainMetadata, error) {
 	name := bdName(key)
-	have, err1 := parseBD(oldValue)
-	want, err2 := parseBD(newValue)
-	if err2 != nil {
-		return oldMd, api.NonRetriable(err2)
+	want, err := parseBD(newValue)
+	if err != nil {
+		return oldMd, api.NonRetriable(err)
 	}
-	var id uint32
+	id := noIndex
 	if oldMd != nil {
 		id = oldMd.Index
-	} else {
-		all, err := p.dumpBDs(noIndex)
-		if err != nil {
-			return oldMd, fmt.Errorf("bridge domain %s: %w", name, err)
-		}
-		d := findByTag(all, name)
-		if d == nil {
-			return oldMd, fmt.Errorf("bridge domain %s: not found in VPP", name)
-		}
-		id = d.BdID
 	}
-	if err1 != nil {
-		have = bdSpec{arp: map[netip.Addr]string{}}
+	list, err := p.dumpBDs(id)
+	if err != nil {
+		return oldMd, fmt.Errorf("bridge domain %s: %w", name, err)
 	}
-	return newMetadata(id, newValue), p.sync(name, id, have, want)
+	d := findByTag(list, name)
+	if d == nil {
+		return oldMd, fmt.Errorf("bridge domain %s: not in VPP (looked for the tag %q at bd_id %d; ~0 is all)", name, name, id)
+	}
+	arp, err := p.dumpArpTerm(d.BdID)
+	if err != nil {
+		return oldMd, fmt.Errorf("bridge domain %s: %w", name, err)
+	}
+	have, _ := parseBD(bdFromVPP(d, arp, nil))
+	return newMetadata(d.BdID, newValue), p.sync(name, d.BdID, have, want)
 }
 
 // sync brings the attributes and ARP termination entries of bridge domain id
-// from have to want: flags set and cleared (bridge_flags), MAC age, and
-// exactly the entries to remove and to add or re-point (bd_ip_mac_add_del).
+// from have (what VPP has) to want: flags set and cleared (bridge_flags),
+// MAC age, and exactly the entries to remove and to add or re-point
+// (bd_ip_mac_add_del; VPP takes an add of a known IP as a re-point).
 func (p *Plugin) sync(name string, id uint32, have, want bdSpec) error {
 	hf, wf := have.flags(), want.flags()
 	for _, op := range []struct {
@@ -356,7 +363,9 @@ func (p *Plugin) sync(name string, id uint32, have, want bdSpec) error {
 	sortAddrs(del)
 	sortAddrs(add)
 	for _, a := range del {
-		if err := p.arpTerm(false, id, a, have.arp[a]); err != nil && !vppconn.IsVPPError(err, govppapi.NO_SUCH_ENTRY) {
+		// VPP deletes an entry only when given its MAC (else UNSPECIFIED):
+		// have is what VPP has.
+		if err := p.arpTerm(false, id, a, have.arp[a]); err != nil {
 			return fmt.Errorf("bd_ip_mac_add_del (%s, bd_id %d, delete %s): %w", name, id, a, err)
 		}
 	}
@@ -411,7 +420,11 @@ func (p *Plugin) deleteBD(key string, _ *vppl2.BridgeDomain, md *BridgeDomainMet
 	})
 	if err != nil && !vppconn.IsVPPError(err, govppapi.NO_SUCH_ENTRY) {
 		if vppconn.IsVPPError(err, govppapi.BD_IN_USE) {
-			return fmt.Errorf("bridge_domain_add_del_v2 (delete %s, bd_id %d): interfaces the agent did not put there are still members: %w", name, d.BdID, err)
+			var members []uint32
+			for _, m := range d.SwIfDetails {
+				members = append(members, uint32(m.SwIfIndex))
+			}
+			return fmt.Errorf("bridge_domain_add_del_v2 (delete %s, bd_id %d): interfaces the agent did not put there are still members (sw_if_index %v): %w", name, d.BdID, members, err)
 		}
 		return fmt.Errorf("bridge_domain_add_del_v2 (delete %s, bd_id %d): %w", name, d.BdID, err)
 	}

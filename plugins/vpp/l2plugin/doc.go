@@ -38,16 +38,22 @@
 //     (*BridgeDomainMetadata{Index, Interfaces}) keeps the bd_id across
 //     updates, and the names of the value's interfaces; the binding
 //     descriptor and BridgeDomainIndex read it from the metadata map.
-//   - Update (in place, never a re-creation): bridge_flags once for the
-//     flags to set and once for those to clear, bridge_domain_set_mac_age
-//     when the age changes, and for the ARP termination table exactly the
-//     entries removed (delete) and added or re-pointed to another MAC (add,
-//     which VPP takes as a replace). A change of members only calls nothing:
-//     the bindings are derived values.
+//   - Update (in place, never a re-creation): the domain and its ARP
+//     termination entries are read from VPP (bridge_domain_dump of its
+//     bd_id, bd_ip_mac_dump), not taken from the old value, then
+//     bridge_flags once for the flags to set and once for those to clear,
+//     bridge_domain_set_mac_age when the age changes, and for the ARP
+//     termination table exactly the entries removed (delete, with the MAC
+//     VPP has: VPP deletes an entry only when given its MAC) and added or
+//     re-pointed to another MAC (add, which VPP takes as a replace). A
+//     domain VPP no longer has fails the Update (retriable; a resync creates
+//     it again). A change of members only writes nothing: the bindings are
+//     derived values.
 //   - Delete: after its bindings; bridge_domain_add_del_v2 delete of the
 //     bd_id, after checking that it still carries the tag (a domain already
 //     gone is success). A domain that still has members the agent did not
-//     put there fails with VPP's BD_IN_USE, saying so.
+//     put there fails with VPP's BD_IN_USE, saying so and naming their
+//     sw_if_index.
 //   - Retrieve: bridge_domain_dump (all) and bd_ip_mac_dump (all); every
 //     domain whose tag is a valid name is reported with origin FromNB, its
 //     bd_id as metadata. Members are mapped back from sw_if_index to logical
@@ -74,15 +80,22 @@
 //   - Dependencies: "interface" (ifplugin.InterfaceKey(iface)): a binding
 //     waits (PENDING) for its interface while the domain and its other
 //     bindings work.
-//   - Create: sw_interface_set_l2_bridge with Enable, the bd_id from the
-//     domain's metadata, port type BVI when bridged_virtual_interface (else
-//     NORMAL) and Shg = split_horizon_group, unless the interface is in
-//     another domain (see below).
+//   - Create: one bridge_domain_dump of all domains (bd_id ~0), then
+//     sw_interface_set_l2_bridge with Enable, the bd_id from the domain's
+//     metadata, port type BVI when bridged_virtual_interface (else NORMAL)
+//     and Shg = split_horizon_group, unless the interface is in another
+//     domain (see below). It fails, VPP untouched, when VPP has no domain
+//     with that bd_id and tag (sw_interface_set_l2_bridge would create an
+//     untagged one), and when the binding is the BVI of a domain that has
+//     another (VPP would take the interface out of its domain before it
+//     refuses).
 //   - Delete: sw_interface_set_l2_bridge with Enable false, only when the
-//     interface is still in that domain (bridge_domain_dump by sw_if_index):
-//     when an interface moves from one domain to another in one transaction,
-//     it may have joined the new one before its old binding is deleted. An
-//     interface already gone is success.
+//     dump of that domain (bridge_domain_dump of its bd_id) lists the
+//     interface: VPP's disable looks at no bd_id and takes the interface out
+//     of whatever domain it is in, and when an interface moves from one
+//     domain to another in one transaction, it may have joined the new one
+//     before its old binding is deleted. An interface already gone is
+//     success.
 //   - No Update: a change of BVI or split-horizon group re-creates the
 //     binding.
 //   - Retrieve: the members VPP has in the agent's domains, named as the
@@ -96,8 +109,10 @@
 //
 // VPP keeps an interface in one bridge domain: sw_interface_set_l2_bridge
 // moves it out of the one it is in. Two domains that name one interface
-// would take it from each other at every resync, so Create first asks VPP
-// which domain the interface is in (bridge_domain_dump by sw_if_index):
+// would take it from each other at every resync, so Create first looks for
+// the interface among the members of all domains (one bridge_domain_dump
+// with bd_id and sw_if_index ~0: VPP 25.10 does not implement the
+// sw_if_index filter of that dump and returns nothing for any other value):
 //
 //   - none, or this one: it is put in;
 //   - one of the agent's whose binding of the interface the scheduler no
