@@ -9,15 +9,16 @@ import (
 
 const maxBdID = 1<<24 - 1 // L2_BD_ID_MAX
 
-// bdAdd creates a bridge domain. id ~0 (v2 only) takes the lowest free id;
-// id 0 is VPP's reserved default domain (BD_NOT_MODIFIABLE).
+// bdAdd creates a bridge domain. id ~0 (v2 only) takes the lowest free id
+// (VPP 25.10 takes a pseudo-random unused one); id 0 is VPP's default
+// domain, which always exists (BD_ALREADY_EXISTS, as VPP answers).
 func (st *state) bdAdd(id uint32, v2 bool, bd BridgeDomain) (uint32, int32) {
 	switch {
 	case id == NoIndex && v2:
 		for id = 1; st.bds[id] != nil; id++ {
 		}
 	case id == 0:
-		return id, errBdNotModifiable
+		return id, errBdAlreadyExists
 	case id > maxBdID:
 		return id, errBdIDExceedMax
 	case st.bds[id] != nil:
@@ -67,20 +68,18 @@ func bridgeDomainAddDelV2(c *call, m *l2.BridgeDomainAddDelV2) api.Message {
 	return &l2.BridgeDomainAddDelV2Reply{Retval: rv, BdID: id}
 }
 
-// bridgeDomainDump: bd_id 0 returns nothing; sw_if_index other than ~0
-// returns the domain that interface is in (so GoVPP's zero values return
-// nothing: set BdID and SwIfIndex to ~0 to list all); else bd_id ~0 lists
-// all, another id that one.
+// bridgeDomainDump: as VPP 25.10's handler, a sw_if_index other than ~0
+// returns nothing (the filter is not implemented: "UNIMPLEMENTED" in
+// l2_api.c), whatever the bd_id; bd_id 0 or an unknown one returns nothing;
+// bd_id ~0 lists all, another id that one. So GoVPP's zero values return
+// nothing: set BdID and SwIfIndex to ~0 to list all. The members are the
+// interfaces in the domain, its BVI included and its UU-fwd port not.
 func bridgeDomainDump(c *call, m *l2.BridgeDomainDump) []api.Message {
-	if m.BdID == 0 {
+	if uint32(m.SwIfIndex) != NoIndex || m.BdID == 0 {
 		return nil
 	}
 	var ids []uint32
 	switch {
-	case uint32(m.SwIfIndex) != NoIndex:
-		if i := c.st.get(uint32(m.SwIfIndex)); i != nil && i.Bridge != nil && c.st.bds[i.Bridge.BdID] != nil {
-			ids = append(ids, i.Bridge.BdID)
-		}
 	case m.BdID == NoIndex:
 		for id := range c.st.bds {
 			ids = append(ids, id)
@@ -105,15 +104,27 @@ func bridgeDomainDump(c *call, m *l2.BridgeDomainDump) []api.Message {
 	return out
 }
 
-// swInterfaceSetL2Bridge: enable puts the interface into the domain (VPP
-// creates a missing domain with learn, forward, flood and uu-flood on; one
-// BVI per domain: BD_ALREADY_HAS_BVI); enable=false (GoVPP's zero value)
-// takes it out.
+// swInterfaceSetL2Bridge, as VPP 25.10's handler: the port type must be
+// normal, BVI or UU-fwd (INVALID_VALUE, also when disabling).
+// enable=false (GoVPP's zero value) takes the interface out of whatever
+// domain it is in: the bd_id is not looked at. enable puts it into the
+// domain (out of the one it was in; VPP creates a missing domain with
+// learn, forward, flood and uu-flood on): a UU-fwd port becomes the
+// domain's UU-fwd interface and is not a member. A BVI into a domain that
+// has another one is refused with BD_ALREADY_HAS_BVI after the interface
+// left the domain it was in: VPP undoes the old membership first, so that
+// failed request does change something.
 func swInterfaceSetL2Bridge(c *call, m *l2.SwInterfaceSetL2Bridge) api.Message {
 	r := &l2.SwInterfaceSetL2BridgeReply{}
 	i := c.st.get(uint32(m.RxSwIfIndex))
 	if i == nil {
 		r.Retval = errInvalidSwIfIndex
+		return r
+	}
+	switch m.PortType {
+	case l2.L2_API_PORT_TYPE_NORMAL, l2.L2_API_PORT_TYPE_BVI, l2.L2_API_PORT_TYPE_UU_FWD:
+	default:
+		r.Retval = errInvalidValue
 		return r
 	}
 	if !m.Enable {
@@ -129,18 +140,28 @@ func swInterfaceSetL2Bridge(c *call, m *l2.SwInterfaceSetL2Bridge) api.Message {
 		c.st.bdAdd(m.BdID, false, BridgeDomain{Learn: true, Forward: true, Flood: true, UuFlood: true})
 		bd = c.st.bds[m.BdID]
 	}
-	if bd != nil && m.PortType == l2.L2_API_PORT_TYPE_BVI && bd.BVI != NoIndex && bd.BVI != i.SwIfIndex {
+	c.st.removeFromBridge(i)
+	if bd != nil && m.PortType == l2.L2_API_PORT_TYPE_BVI && bd.BVI != NoIndex {
 		r.Retval = errBdAlreadyHasBvi
 		return r
 	}
 	c.st.addToBridge(i, m.BdID, m.PortType, m.Shg)
+	if bd != nil && m.PortType == l2.L2_API_PORT_TYPE_UU_FWD {
+		bd.Members = slices.DeleteFunc(bd.Members, func(mb BridgeMember) bool { return mb.SwIfIndex == i.SwIfIndex })
+	}
 	return r
 }
 
 // bdIPMacAddDel adds (or re-points) an ARP-termination entry; the domain must
-// exist (NO_SUCH_ENTRY); deleting a missing entry is UNSPECIFIED.
+// exist (NO_SUCH_ENTRY; bd 0: BD_NOT_MODIFIABLE). A delete must name the
+// entry's MAC: deleting a missing entry, or one with another MAC, is
+// UNSPECIFIED and deletes nothing (VPP's bd_add_del_ip_mac).
 func bdIPMacAddDel(c *call, m *l2.BdIPMacAddDel) api.Message {
 	r := &l2.BdIPMacAddDelReply{}
+	if m.Entry.BdID == 0 {
+		r.Retval = errBdNotModifiable
+		return r
+	}
 	bd := c.st.bds[m.Entry.BdID]
 	if bd == nil {
 		r.Retval = errNoSuchEntry
@@ -157,7 +178,7 @@ func bdIPMacAddDel(c *call, m *l2.BdIPMacAddDel) api.Message {
 		bd.ArpEntries[idx].MAC = toMAC(m.Entry.Mac)
 	case m.IsAdd:
 		bd.ArpEntries = append(bd.ArpEntries, ArpTermEntry{IP: a, MAC: toMAC(m.Entry.Mac)})
-	case idx < 0:
+	case idx < 0 || !slices.Equal(bd.ArpEntries[idx].MAC, toMAC(m.Entry.Mac)):
 		r.Retval = errUnspecified
 	default:
 		bd.ArpEntries = slices.Delete(bd.ArpEntries, idx, idx+1)
@@ -165,7 +186,10 @@ func bdIPMacAddDel(c *call, m *l2.BdIPMacAddDel) api.Message {
 	return r
 }
 
-// bdIPMacDump: bd_id ~0 for all domains, another id for that one.
+// bdIPMacDump: bd_id ~0 for all domains, another id for that one; per
+// domain the IPv4 entries before the IPv6 ones (VPP keeps one hash table
+// per family; within a family vppsim lists them in the order added, VPP in
+// its hash order).
 func bdIPMacDump(c *call, m *l2.BdIPMacDump) []api.Message {
 	var ids []uint32
 	for id := range c.st.bds {
@@ -176,18 +200,26 @@ func bdIPMacDump(c *call, m *l2.BdIPMacDump) []api.Message {
 	slices.Sort(ids)
 	var out []api.Message
 	for _, id := range ids {
-		for _, e := range c.st.bds[id].ArpEntries {
-			out = append(out, &l2.BdIPMacDetails{Entry: l2.BdIPMac{BdID: id, IP: fromAddr(e.IP), Mac: fromMAC(e.MAC)}})
+		for _, ipv4 := range []bool{true, false} {
+			for _, e := range c.st.bds[id].ArpEntries {
+				if e.IP.Is4() == ipv4 {
+					out = append(out, &l2.BdIPMacDetails{Entry: l2.BdIPMac{BdID: id, IP: fromAddr(e.IP), Mac: fromMAC(e.MAC)}})
+				}
+			}
 		}
 	}
 	return out
 }
 
-// bridgeFlags sets (is_set) or clears flags; the reply's
-// resulting_feature_bitmap is given as bd_flags bits (VPP reports its
-// internal l2input feature bits).
+// bridgeFlags sets (is_set) or clears flags (bd 0: BD_NOT_MODIFIABLE); the
+// reply's resulting_feature_bitmap is given as bd_flags bits (VPP reports
+// its internal l2input feature bits, which mean nothing to a client).
 func bridgeFlags(c *call, m *l2.BridgeFlags) api.Message {
 	r := &l2.BridgeFlagsReply{}
+	if m.BdID == 0 {
+		r.Retval = errBdNotModifiable
+		return r
+	}
 	bd := c.st.bds[m.BdID]
 	if bd == nil {
 		r.Retval = errNoSuchEntry
@@ -221,8 +253,14 @@ func bridgeFlags(c *call, m *l2.BridgeFlags) api.Message {
 	return r
 }
 
+// bridgeDomainSetMacAge: bd 0 is BD_NOT_MODIFIABLE, an unknown domain
+// NO_SUCH_ENTRY.
 func bridgeDomainSetMacAge(c *call, m *l2.BridgeDomainSetMacAge) api.Message {
 	r := &l2.BridgeDomainSetMacAgeReply{}
+	if m.BdID == 0 {
+		r.Retval = errBdNotModifiable
+		return r
+	}
 	bd := c.st.bds[m.BdID]
 	if bd == nil {
 		r.Retval = errNoSuchEntry
