@@ -5,7 +5,7 @@ PKGS := ./...
 BENCH_PKGS := ./plugins/kvscheduler/
 BENCH_COUNT ?= 5
 
-.PHONY: help run build test test-short test-prop fuzz tools proto proto-check lint bench bench-models bench-vpp
+.PHONY: help run build test test-real-vpp test-short test-prop fuzz tools proto proto-check lint bench bench-models bench-vpp
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -20,8 +20,12 @@ build: ## build every package and command into bin/
 tools: ## install what tests and code generation need (pinned)
 	scripts/install-tools.sh proto
 
-test: tools proto-check lint ## the full test suite, as CI runs it (race detector on, fuzz targets a few seconds each)
+test: tools proto-check lint ## the full test suite, as CI runs it (race detector on, VPP tests against vppsim and a real VPP, fuzz targets a few seconds each)
 	$(GO) test -race -count=1 -timeout 30m $(PKGS)
+	scripts/test-real-vpp.sh
+
+test-real-vpp: ## the VPP tests against a real VPP: ../shared/vpp (NETAGENT_VPP_DIR), or VPP_API_SOCKET
+	scripts/test-real-vpp.sh
 	FUZZ_TIME=5s scripts/fuzz.sh
 
 test-short: ## quick tests without the race detector

@@ -3,6 +3,9 @@
 # Safe to run again: it installs only what is missing or at another version.
 #   scripts/install-tools.sh          test dependencies (graphviz, iproute2, ping)
 #   scripts/install-tools.sh proto    also protoc and protoc-gen-go
+# With a VPP build beside the project (NETAGENT_VPP_DIR, default
+# ../shared/vpp), also the Debian packages of VPP's runtime libraries that
+# the tests against a real VPP need (its README lists them).
 set -euo pipefail
 
 PROTOC_GEN_GO_VERSION=v1.36.12
@@ -15,6 +18,12 @@ need_apt=()
 command -v dot >/dev/null 2>&1 || need_apt+=(graphviz)
 command -v ip >/dev/null 2>&1 || need_apt+=(iproute2)
 command -v ping >/dev/null 2>&1 || need_apt+=(iputils-ping)
+vpp_dir=${NETAGENT_VPP_DIR:-$(dirname "$0")/../../shared/vpp}
+if [ -x "$vpp_dir/start.sh" ]; then
+  for pkg in libunwind8 liblzma5 libssl3 libnl-3-200 libnl-route-3-200; do
+    dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed' || need_apt+=("$pkg")
+  done
+fi
 if [ "${1:-}" = proto ]; then
   if ! protoc --version 2>/dev/null | grep -q "$PROTOC_VERSION"; then
     need_apt+=(protobuf-compiler)

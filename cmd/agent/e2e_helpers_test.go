@@ -34,6 +34,7 @@ import (
 	linuxl3 "github.com/netagent-io/netagent/proto/linux/l3"
 	linuxns "github.com/netagent-io/netagent/proto/linux/namespace"
 	"github.com/netagent-io/netagent/tests/netnstest"
+	"github.com/netagent-io/netagent/tests/vpprun"
 )
 
 // waitTimeout bounds every wait (an embedded etcd under -race on two vCPUs
@@ -56,9 +57,11 @@ const isolatedEnv = "NETAGENT_E2E_ISOLATED"
 // would be the links of an agent running there (make run) and of the Linux
 // plugins' tests that go test ./... runs at the same time. The named
 // namespaces (/var/run/netns) are shared and removed by the tests. It
-// removes the agent binary built by agentBinary.
+// removes the agent binary built by agentBinary, and stops the real VPP
+// that the tests started (NETAGENT_VPP_DIR, see vpp_target_test.go).
 func TestMain(m *testing.M) {
 	code := netnstest.Run(m, isolatedEnv)
+	vpprun.StopShared()
 	if binary.dir != "" {
 		_ = os.RemoveAll(binary.dir)
 	}
@@ -282,7 +285,7 @@ func testConfig(t *testing.T) Config {
 	cfg.Etcd.EmbeddedClientURL = fmt.Sprintf("http://127.0.0.1:%d", freePort(t))
 	cfg.Etcd.EmbeddedPeerURL = fmt.Sprintf("http://127.0.0.1:%d", freePort(t))
 	cfg.ShutdownGrace = Duration{10 * time.Second}
-	// No VPP on these machines (VPP is tested against vppsim in plugins/vpp).
+	// Without VPP: the tests that want one set VPP.Socket (startE2EVPP).
 	cfg.VPP.Disabled = true
 	if err := cfg.validate(); err != nil {
 		t.Fatal(err)

@@ -580,17 +580,19 @@ func TestE2EReadyzBeforeFirstSync(t *testing.T) {
 	}
 }
 
-// TestE2EHealthFollowsReadiness: with VPP (vppsim) connected the agent is
+// TestE2EHealthFollowsReadiness: with VPP (vppsim or real) connected the agent is
 // ready and gRPC health says SERVING, for the server ("") and the
 // configurator service; when VPP goes away /readyz answers 503 naming VPP
 // and health turns NOT_SERVING, seen by Check and by Watch streams, and a
 // VPP value put meanwhile is FAILED; when a VPP serves on the socket again
 // both are back to ready and SERVING, and the value is applied.
 func TestE2EHealthFollowsReadiness(t *testing.T) {
-	socket := filepath.Join(t.TempDir(), "api.sock")
-	sim := startSim(t, socket)
+	v := startE2EVPP(t)
+	if v.real != nil && v.real.User {
+		t.Skipf("stops and starts VPP: not the user's VPP at %s", v.socket)
+	}
 	cfg := testConfig(t)
-	cfg.VPP.Disabled, cfg.VPP.Socket = false, socket
+	cfg.VPP.Disabled, cfg.VPP.Socket = false, v.socket
 	cfg.Linux.Disabled = os.Geteuid() != 0
 	a := startAgent(t, cfg, true)
 
@@ -633,9 +635,7 @@ func TestE2EHealthFollowsReadiness(t *testing.T) {
 	}
 	waitHealth(healthpb.HealthCheckResponse_SERVING, http.StatusOK)
 
-	if err := sim.Close(); err != nil {
-		t.Fatal(err)
-	}
+	v.down()
 	waitHealth(healthpb.HealthCheckResponse_NOT_SERVING, http.StatusServiceUnavailable)
 
 	// A VPP value put while VPP is away is not held back: its operation
@@ -649,11 +649,11 @@ func TestE2EHealthFollowsReadiness(t *testing.T) {
 		t.Errorf("%s put while VPP is away: %+v, want FAILED as VPP is not connected", loopKey, st.Value)
 	}
 
-	sim = startSim(t, socket)
+	v.up()
 	waitHealth(healthpb.HealthCheckResponse_SERVING, http.StatusOK)
 	a.waitState(loopKey, "CONFIGURED")
-	if !slices.ContainsFunc(sim.Interfaces(), func(i vppsim.Interface) bool { return i.Tag == "away1" }) {
-		t.Errorf("VPP has no interface tagged away1 after the reconnect: %+v", sim.Interfaces())
+	if _, ok := v.tagged("away1"); !ok {
+		t.Errorf("VPP has no interface tagged away1 after the reconnect: %v", v.interfaces())
 	}
 }
 
@@ -1207,7 +1207,9 @@ func startSim(t *testing.T, socket string) *vppsim.Sim {
 // After VPP restarts (empty), the agent is not ready until the configuration
 // is back in VPP: /readyz never answers 200 while VPP lacks a value.
 func TestE2ENotReadyWhileVPPIsBeingRestored(t *testing.T) {
-	a, sim := startVPPAgent(t)
+	v := startE2EVPP(t)
+	v.needSim("delays create_loopback (Delay) to see the agent while it restores VPP")
+	a, sim := startVPPAgentOn(t, v), v.sim
 	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
 	defer cancel()
 	loop := &vppif.Interface{Name: "back1", Type: vppif.Interface_SOFTWARE_LOOPBACK, Enabled: true}
@@ -1264,16 +1266,4 @@ func TestE2ETapToVPPWithoutVPP(t *testing.T) {
 	if !strings.Contains(strings.Join(st.Value.Details, " "), "vpp.disabled") {
 		t.Errorf("TAP_TO_VPP without VPP: details %q, want them to say VPP is disabled", st.Value.Details)
 	}
-}
-
-// startVPPAgent starts a simulated VPP and an agent using it, without the
-// Linux side.
-func startVPPAgent(t *testing.T) (*agent, *vppsim.Sim) {
-	t.Helper()
-	socket := filepath.Join(t.TempDir(), "api.sock")
-	sim := startSim(t, socket)
-	cfg := testConfig(t)
-	cfg.VPP.Disabled, cfg.VPP.Socket = false, socket
-	cfg.Linux.Disabled = true
-	return startAgent(t, cfg, true), sim
 }

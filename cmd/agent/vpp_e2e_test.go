@@ -28,7 +28,9 @@ import (
 // and the bridge domain's members on them, never on the foreign ones, and
 // reports the memif FAILED for the message VPP lacks, the rest CONFIGURED.
 func TestE2EVPPRestartedWithoutMemif(t *testing.T) {
-	a, sim := startVPPAgent(t)
+	v := startE2EVPP(t)
+	v.needSim("restarts VPP without a plugin and with loopbacks of its startup configuration (RestartWith)")
+	a, sim := startVPPAgentOn(t, v), v.sim
 	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
 	defer cancel()
 

@@ -31,7 +31,6 @@ package vppbench_test
 import (
 	"context"
 	"log/slog"
-	"os"
 	"strconv"
 	"testing"
 	"time"
@@ -76,7 +75,7 @@ const (
 // counts: ten per second, against thousands of the agent's messages.
 func TestMain(m *testing.M) {
 	core.HealthCheckProbeInterval = 100 * time.Millisecond
-	os.Exit(m.Run())
+	vpptest.Main(m)
 }
 
 // kv is one NB value of the workload.

@@ -1,17 +1,24 @@
 package ifplugin_test
 
 import (
+	"os"
 	"testing"
 	"time"
 
 	"go.fd.io/govpp/core"
 	"go.uber.org/goleak"
+
+	"github.com/netagent-io/netagent/tests/vpprun"
 )
 
 // TestMain: GoVPP notices a restarted VPP quickly (its default probes once a
-// second), and nothing outlives the tests (managers, connections and
-// schedulers are closed by each test).
+// second), nothing outlives the tests (managers, connections and
+// schedulers are closed by each test), and the real VPP of the tests' own
+// (NETAGENT_VPP_DIR) is stopped after them.
 func TestMain(m *testing.M) {
 	core.HealthCheckProbeInterval = 50 * time.Millisecond
-	goleak.VerifyTestMain(m)
+	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) {
+		vpprun.StopShared()
+		os.Exit(code)
+	}))
 }

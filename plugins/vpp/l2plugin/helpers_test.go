@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"os"
 	"slices"
 	"testing"
 	"time"
@@ -23,7 +22,7 @@ import (
 
 func TestMain(m *testing.M) {
 	core.HealthCheckProbeInterval = 50 * time.Millisecond
-	os.Exit(m.Run())
+	vpptest.Main(m)
 }
 
 // env is one test: a VPP (a vppsim of the test's own, or the real VPP that

@@ -3,7 +3,6 @@ package l3plugin_test
 import (
 	"context"
 	"log/slog"
-	"os"
 	"testing"
 	"time"
 
@@ -22,7 +21,7 @@ import (
 
 func TestMain(m *testing.M) {
 	core.HealthCheckProbeInterval = 50 * time.Millisecond
-	os.Exit(m.Run())
+	vpptest.Main(m)
 }
 
 // env is one test: a VPP (a vppsim of the test's own, or the real VPP that

@@ -6,19 +6,23 @@
 //
 // # Which VPP
 //
-// Without VPP_API_SOCKET, each test gets a vppsim of its own. With
-// VPP_API_SOCKET naming the API socket of a running VPP, the tests run
-// against it instead (e.g. VPP_API_SOCKET=/run/vpp/api.sock go test
-// ./plugins/vpp/...). That VPP is shared and not restarted, so:
+// Without VPP_API_SOCKET and NETAGENT_VPP_DIR, each test gets a vppsim of
+// its own. With NETAGENT_VPP_DIR naming a VPP build folder (make test sets
+// it to ../shared/vpp), the test process starts a real VPP of its own from
+// it (tests/vpprun), which the tests of the package share, and restarts it
+// when a test restarts VPP (VPP.Restart). With VPP_API_SOCKET naming the
+// API socket of a running VPP, the tests run against that VPP instead
+// (e.g. VPP_API_SOCKET=/run/vpp/api.sock go test ./plugins/vpp/...), which
+// is never restarted: tests that restart VPP skip there. On a real VPP:
 //
 //   - tests read VPP's state back through binary-API dumps over GoVPP (the
 //     Dump* methods of VPP), which work against both, and never assume
 //     an empty VPP: indexes, names, bridge domain ids and tables are the
 //     ones VPP reports, compared with what it had when the test started
 //     (VPP.Before);
-//   - tests that need what only vppsim can do (restart VPP, fail or delay
-//     requests, leave messages out, set the carrier of a link, read the log
-//     of the requests) call NeedSim, and skip on a real VPP;
+//   - tests that need what only vppsim can do (fail or delay requests,
+//     leave messages out, set the carrier of a link, read the log of the
+//     requests) call NeedSim, and skip on a real VPP;
 //   - the tests of all packages take turns (a lock file per socket, held by
 //     Start until the test ends): a full resync of one would otherwise
 //     delete what another made;
@@ -26,6 +30,9 @@
 //     in VPP (interfaces, bridge domains, API and CLI routes, IP tables,
 //     memif sockets that were not there when it started) and fails the test
 //     if anything is still left.
+//
+// A package whose tests use Start calls Main from its TestMain (or
+// vpprun.StopShared after its tests), which stops the package's own VPP.
 //
 // For tests only: it imports testing and vppsim, and no package of the
 // daemon may import it (go list -deps ./cmd/agent must not list it).
@@ -49,24 +56,40 @@ import (
 	"github.com/netagent-io/netagent/plugins/vpp/ifplugin"
 	"github.com/netagent-io/netagent/plugins/vpp/vppconn"
 	vppif "github.com/netagent-io/netagent/proto/vpp/interfaces"
+	"github.com/netagent-io/netagent/tests/vpprun"
 	"github.com/netagent-io/netagent/tests/vppsim"
 )
 
 // SocketEnv is the environment variable naming the API socket of a real VPP
 // to run the tests against.
-const SocketEnv = "VPP_API_SOCKET"
+const SocketEnv = vpprun.SocketEnv
 
-// RealSocket is the API socket of the real VPP the tests run against, ""
-// when they run against vppsim.
-func RealSocket() string { return os.Getenv(SocketEnv) }
+// UserSocket is the API socket of the user's VPP that the tests run
+// against (VPP_API_SOCKET), "" when they do not.
+func UserSocket() string { return os.Getenv(SocketEnv) }
+
+// RealVPP tells whether the tests run against a real VPP: the user's
+// (VPP_API_SOCKET) or one of their own (NETAGENT_VPP_DIR).
+func RealVPP() bool { return UserSocket() != "" || vpprun.Dir() != "" }
 
 // NeedSim skips the test when it runs against a real VPP: it needs an
-// ability only vppsim has, which why names ("restarts VPP").
+// ability only vppsim has, which why names ("fails requests").
 func NeedSim(t testing.TB, why string) {
 	t.Helper()
-	if s := RealSocket(); s != "" {
-		t.Skipf("needs vppsim (%s); skipped on the real VPP at %s", why, s)
+	switch {
+	case UserSocket() != "":
+		t.Skipf("needs vppsim (%s); skipped on the real VPP at %s", why, UserSocket())
+	case vpprun.Dir() != "":
+		t.Skipf("needs vppsim (%s); skipped on the real VPP (%s=%s)", why, vpprun.DirEnv, vpprun.Dir())
 	}
+}
+
+// Main runs the tests of a package that uses Start and stops the real VPP
+// of its own that a test started: call it from TestMain. It exits.
+func Main(m *testing.M) {
+	code := m.Run()
+	vpprun.StopShared()
+	os.Exit(code)
 }
 
 // Options of Start.
@@ -87,6 +110,9 @@ type Options struct {
 type VPP struct {
 	// Sim is the test's own vppsim; nil on a real VPP.
 	Sim *vppsim.Sim
+	// Own is the test process's own real VPP (NETAGENT_VPP_DIR); nil on
+	// vppsim and on the user's VPP.
+	Own *vpprun.VPP
 	// M is connected to VPP (and stopped at the end of the test).
 	M *vppconn.Manager
 	// Socket is VPP's API socket.
@@ -107,7 +133,17 @@ func (v *VPP) Real() bool { return v.Sim == nil }
 // what the test left there is removed first.
 func Start(t testing.TB, opts Options) *VPP {
 	t.Helper()
-	v := &VPP{t: t, Socket: RealSocket()}
+	v := &VPP{t: t, Socket: UserSocket()}
+	if v.Socket == "" && vpprun.Dir() != "" {
+		if os.Geteuid() != 0 {
+			t.Skipf("a real VPP of the tests' own (%s=%s) needs root", vpprun.DirEnv, vpprun.Dir())
+		}
+		own, err := vpprun.Shared()
+		if err != nil {
+			t.Fatalf("starting the tests' own VPP: %v", err)
+		}
+		v.Own, v.Socket = own, own.Socket
+	}
 	if v.Socket != "" {
 		if len(opts.Sim.Omit) > 0 {
 			NeedSim(t, "a VPP without "+strings.Join(opts.Sim.Omit, ", "))
@@ -130,7 +166,7 @@ func Start(t testing.TB, opts Options) *VPP {
 	done := make(chan struct{})
 	go func() { defer close(done); v.M.Run(ctx) }()
 	t.Cleanup(func() { cancel(); <-done })
-	WaitConnected(t, v.M, v.Sim)
+	v.WaitConnected()
 	v.Before = v.Snapshot()
 	if v.Real() {
 		// Runs before the Manager stops, after the schedulers the test
@@ -169,6 +205,49 @@ func WaitConnected(t testing.TB, m *vppconn.Manager, sim *vppsim.Sim) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	t.Fatalf("not connected to the VPP at %s within 20 s: %+v", m.Status().Socket, m.Status())
+}
+
+// WaitConnected waits (20 s at most) until the Manager is connected to the
+// current VPP process (after a Restart, to the new one).
+func (v *VPP) WaitConnected() {
+	v.t.Helper()
+	if v.Own == nil {
+		WaitConnected(v.t, v.M, v.Sim)
+		return
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		if st := v.M.Status(); st.Connected && int(st.PID) == v.Own.PID() {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	v.t.Fatalf("not connected to the VPP at %s (pid %d) within 20 s: %+v", v.Socket, v.Own.PID(), v.M.Status())
+}
+
+// CanRestart tells whether the test can restart VPP: vppsim, or a real VPP
+// of the tests' own; not the user's VPP (VPP_API_SOCKET).
+func (v *VPP) CanRestart() bool { return v.Sim != nil || v.Own != nil }
+
+// Restart restarts VPP, empty (a new process, only local0, a new PID), and
+// returns once the Manager is connected to it: vppsim's Restart, or the
+// tests' own real VPP stopped and started again in its run directory. On
+// the user's VPP the test is skipped.
+func (v *VPP) Restart() {
+	v.t.Helper()
+	switch {
+	case v.Sim != nil:
+		if err := v.Sim.Restart(0); err != nil {
+			v.t.Fatal(err)
+		}
+	case v.Own != nil:
+		if err := v.Own.Restart(); err != nil {
+			v.t.Fatalf("restarting VPP: %v", err)
+		}
+	default:
+		v.t.Skipf("restarts VPP: not the user's VPP at %s (vppsim or %s do)", v.Socket, vpprun.DirEnv)
+	}
+	v.WaitConnected()
 }
 
 // Logger is a logger for the agent's parts: silent, or into the test's
