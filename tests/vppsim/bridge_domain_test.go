@@ -2,6 +2,7 @@ package vppsim_test
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 
 	"go.fd.io/govpp/api"
@@ -149,6 +150,20 @@ func TestSetL2BridgeAsVPP(t *testing.T) {
 	}
 	if i, _ := s.Interface("loop1"); i.Bridge != nil {
 		t.Errorf("b's membership after the refused BVI request: %+v, want none", i.Bridge)
+	}
+
+	// The BVI is listed first, the other members in the order they joined.
+	c := must(ic.CreateLoopback(ctx, &interfaces.CreateLoopback{}))(t).SwIfIndex
+	for _, sw := range []interface_types.InterfaceIndex{c, b} {
+		if err := set(sw, 8, l2.L2_API_PORT_TYPE_NORMAL, true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := set(a, 8, l2.L2_API_PORT_TYPE_BVI, true); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := members(8), []interface_types.InterfaceIndex{a, c, b}; !slices.Equal(got, want) {
+		t.Errorf("bd 8 members %v, want %v (the BVI first)", got, want)
 	}
 }
 

@@ -109,11 +109,13 @@ func bridgeDomainDump(c *call, m *l2.BridgeDomainDump) []api.Message {
 // enable=false (GoVPP's zero value) takes the interface out of whatever
 // domain it is in: the bd_id is not looked at. enable puts it into the
 // domain (out of the one it was in; VPP creates a missing domain with
-// learn, forward, flood and uu-flood on): a UU-fwd port becomes the
-// domain's UU-fwd interface and is not a member. A BVI into a domain that
-// has another one is refused with BD_ALREADY_HAS_BVI after the interface
-// left the domain it was in: VPP undoes the old membership first, so that
-// failed request does change something.
+// learn, forward, flood and uu-flood on). A BVI becomes the first member,
+// other members are added last (bridge_domain_dump lists them so); a
+// UU-fwd port becomes the domain's UU-fwd interface and is not a member. A
+// BVI into a domain that has another one is refused with
+// BD_ALREADY_HAS_BVI after the interface left the domain it was in: VPP
+// undoes the old membership first, so that failed request does change
+// something.
 func swInterfaceSetL2Bridge(c *call, m *l2.SwInterfaceSetL2Bridge) api.Message {
 	r := &l2.SwInterfaceSetL2BridgeReply{}
 	i := c.st.get(uint32(m.RxSwIfIndex))
@@ -146,8 +148,15 @@ func swInterfaceSetL2Bridge(c *call, m *l2.SwInterfaceSetL2Bridge) api.Message {
 		return r
 	}
 	c.st.addToBridge(i, m.BdID, m.PortType, m.Shg)
-	if bd != nil && m.PortType == l2.L2_API_PORT_TYPE_UU_FWD {
+	if bd == nil {
+		return r
+	}
+	switch m.PortType {
+	case l2.L2_API_PORT_TYPE_UU_FWD:
 		bd.Members = slices.DeleteFunc(bd.Members, func(mb BridgeMember) bool { return mb.SwIfIndex == i.SwIfIndex })
+	case l2.L2_API_PORT_TYPE_BVI: // first, the others in the order they joined
+		last := len(bd.Members) - 1
+		bd.Members = append([]BridgeMember{bd.Members[last]}, bd.Members[:last]...)
 	}
 	return r
 }

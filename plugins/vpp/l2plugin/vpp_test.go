@@ -3,6 +3,7 @@ package l2plugin_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"testing"
 
 	govppapi "go.fd.io/govpp/api"
@@ -26,7 +27,8 @@ import (
 //   - sw_interface_set_l2_bridge with enable false ignores the bd_id: the
 //     interface leaves whatever domain it is in;
 //   - a second BVI is refused after the interface left its old domain;
-//   - a UU-fwd port is not a member;
+//   - a UU-fwd port is not a member; the dump lists the BVI first, the
+//     other members in the order they joined;
 //   - bd_ip_mac_add_del deletes an entry only when given its MAC
 //     (UNSPECIFIED otherwise), and takes an add of a known IP as a
 //     re-point;
@@ -181,5 +183,27 @@ func TestVPPBridgeDomainBehaviour(t *testing.T) {
 	if _, err := lc.BridgeDomainSetMacAge(ctx, &l2.BridgeDomainSetMacAge{BdID: 0, MacAge: 1}); !vppconn.IsVPPError(err, govppapi.BD_NOT_MODIFIABLE) {
 		t.Errorf("bridge_domain_set_mac_age of domain 0: %v, want BD_NOT_MODIFIABLE", err)
 	}
-	mustSet(a, bd1, l2.L2_API_PORT_TYPE_BVI, 0, false)
+
+	// Members in order: the BVI first, the others as they joined; a member
+	// leaving keeps the order of the others.
+	mustSet(b, bd2, l2.L2_API_PORT_TYPE_NORMAL, 0, true)
+	mustSet(c, bd2, l2.L2_API_PORT_TYPE_NORMAL, 0, true)
+	mustSet(a, bd2, l2.L2_API_PORT_TYPE_BVI, 0, true)
+	order := func() []interface_types.InterfaceIndex {
+		t.Helper()
+		var out []interface_types.InterfaceIndex
+		for _, d := range dump(bd2, vpptest.NoIndex) {
+			for _, m := range d.SwIfDetails {
+				out = append(out, m.SwIfIndex)
+			}
+		}
+		return out
+	}
+	if got, want := order(), []interface_types.InterfaceIndex{a, b, c}; !slices.Equal(got, want) {
+		t.Errorf("members of %d in the dump's order %v, want %v (the BVI first)", bd2, got, want)
+	}
+	mustSet(b, bd2, l2.L2_API_PORT_TYPE_NORMAL, 0, false)
+	if got, want := order(), []interface_types.InterfaceIndex{a, c}; !slices.Equal(got, want) {
+		t.Errorf("members of %d after b left %v, want %v", bd2, got, want)
+	}
 }
