@@ -63,6 +63,7 @@ import (
 	"testing"
 
 	"github.com/netagent-io/netagent/tests/netnstest"
+	"github.com/netagent-io/netagent/tests/vpprun"
 )
 
 // isolatedEnv is the variable of netnstest.Run: set to 0 it keeps the
@@ -73,9 +74,10 @@ const isolatedEnv = "AGENTCTL_E2E_ISOLATED"
 // (netnstest): every agent's first resync deletes the links of its
 // namespace that carry its alias and that it is not configured with, and
 // the agents listen on loopback ports. It removes the binaries built by
-// the tests.
+// the tests, and stops the real VPP they started (NETAGENT_VPP_DIR).
 func TestMain(m *testing.M) {
 	code := netnstest.Run(m, isolatedEnv)
+	vpprun.StopShared()
 	if bin.dir != "" {
 		_ = os.RemoveAll(bin.dir)
 	}
