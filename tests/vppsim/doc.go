@@ -105,8 +105,9 @@
 // sw_if_index 0 is local0, so sw_interface_dump, sw_interface_tap_v2_dump,
 // ip_unnumbered_dump and ip_neighbor_dump list only local0's when
 // sw_if_index is left 0 (use ~0 for all); bridge_domain_dump returns nothing
-// for bd_id 0 and, with sw_if_index 0, only local0's domain (use ~0 for
-// both); tap_create id 0 is tap0 (~0 allocates); use_random_mac /
+// for bd_id 0 or an unknown id, and nothing at all for any sw_if_index but
+// ~0 (VPP 25.10's handler does not implement that filter: use ~0 for both
+// and read the members); tap_create id 0 is tap0 (~0 allocates); use_random_mac /
 // use_random_hw_addr false means the given (possibly zero) MAC is used.
 //
 // Interfaces: local0 (sw_if_index 0) always exists. Indexes are allocated
@@ -154,15 +155,31 @@
 // routes added through the API, with their Source. Deleting a table
 // flushes the routes added to it.
 //
-// Bridge domains: bd 0 is reserved; sw_interface_set_l2_bridge into an
-// unknown domain creates it (learn, forward, flood, uu-flood); a domain with
-// members cannot be deleted; one BVI per domain.
+// Bridge domains: bd 0 is reserved (adding it is BD_ALREADY_EXISTS;
+// deleting it, bridge_flags and bridge_domain_set_mac_age on it
+// BD_NOT_MODIFIABLE); sw_interface_set_l2_bridge into an unknown domain
+// creates it (learn, forward, flood, uu-flood); a domain with members cannot
+// be deleted. bridge_domain_dump lists the BVI first, then the members in
+// the order they joined (a UU-fwd port is the domain's uu_fwd_sw_if_index,
+// not a member). sw_interface_set_l2_bridge checks the port type first
+// (INVALID_VALUE, also when disabling); disabling ignores bd_id and takes
+// the interface out of whatever domain it is in; enabling takes it out of
+// its old domain first, so a refused second BVI (BD_ALREADY_HAS_BVI) has
+// already taken it out of its old domain, as on VPP. bd_ip_mac_add_del: a
+// delete must give the entry's MAC (UNSPECIFIED otherwise, nothing
+// deleted), adding a known IP re-points it, bd_id 0 is BD_NOT_MODIFIABLE;
+// bd_ip_mac_dump lists a domain's IPv4 entries before its IPv6 ones.
 //
 // # Limits
 //
 // No data plane (no packets, no learned MACs, no dynamic neighbours, no
 // counters or stats segment). Only the listed messages; other VPP messages are
-// absent from the table. Error codes for less common failures are chosen to
+// absent from the table. Not imitated: bridge_domain_add_del_v2 with bd_id
+// ~0 takes the lowest free id (VPP picks a pseudo-random unused one); the
+// order of a family's ARP termination entries (VPP's is hash order); the
+// resulting_feature_bitmap of bridge_flags. The l2 error codes were checked
+// against VPP 25.10 (tests/vppsim and l2plugin tests run one body against
+// both); error codes for other less common failures are chosen to
 // match VPP's code as far as known, not verified against a running VPP, and
 // the paths of the routes VPP makes itself are approximations: tests should
 // not depend on them. One request at a time per connection (a delayed request
