@@ -178,11 +178,12 @@ func swInterfaceTagAddDel(c *call, m *interfaces.SwInterfaceTagAddDel) api.Messa
 	return r
 }
 
-// swInterfaceAddDelAddress: del_all removes every address; adding an address
-// the interface already has is DUPLICATE_IF_ADDRESS; one whose subnet
-// overlaps an address of another interface in the same table is
-// ADDRESS_IN_USE; deleting one it does not have is
-// ADDRESS_NOT_FOUND_FOR_INTERFACE.
+// swInterfaceAddDelAddress: del_all removes every address; deleting one the
+// interface does not have is ADDRESS_NOT_FOUND_FOR_INTERFACE. Adding an
+// address the interface already has, with any prefix length, or one whose
+// subnet overlaps an address of another interface in the same table, fails
+// with VPP 25.10's codes, which do not tell the cases apart: IPv4
+// ADDRESS_IN_USE, IPv6 DUPLICATE_IF_ADDRESS.
 func swInterfaceAddDelAddress(c *call, m *interfaces.SwInterfaceAddDelAddress) api.Message {
 	r := &interfaces.SwInterfaceAddDelAddressReply{}
 	i := c.st.get(uint32(m.SwIfIndex))
@@ -207,13 +208,17 @@ func swInterfaceAddDelAddress(c *call, m *interfaces.SwInterfaceAddDelAddress) a
 		}
 		return r
 	}
+	ipv6 := p.Addr().Is6()
+	conflict := errAddressInUse
+	if ipv6 {
+		conflict = errDuplicateIfAddress
+	}
 	for _, a := range i.Addresses {
 		if a.Addr() == p.Addr() {
-			r.Retval = errDuplicateIfAddress
+			r.Retval = conflict
 			return r
 		}
 	}
-	ipv6 := p.Addr().Is6()
 	table := c.st.table(i, ipv6)
 	for _, o := range c.st.ifs {
 		if o == i || c.st.table(o, ipv6) != table {
@@ -221,7 +226,7 @@ func swInterfaceAddDelAddress(c *call, m *interfaces.SwInterfaceAddDelAddress) a
 		}
 		for _, a := range o.Addresses {
 			if a.Overlaps(p) { // false across families
-				r.Retval = errAddressInUse
+				r.Retval = conflict
 				return r
 			}
 		}

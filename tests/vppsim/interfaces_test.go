@@ -210,15 +210,33 @@ func TestFlagsMtuMacAddresses(t *testing.T) {
 		t.Errorf("ipv6 addresses = %v", got)
 	}
 
-	// VPP's errors.
-	p, _ := ip_types.ParseAddressWithPrefix("10.0.0.1/24")
-	_, err := ic.SwInterfaceAddDelAddress(ctx, &interfaces.SwInterfaceAddDelAddress{SwIfIndex: idx, IsAdd: true, Prefix: p})
-	wantVPPError(t, err, api.DUPLICATE_IF_ADDRESS)
+	// VPP's errors. VPP 25.10 refuses an address the interface has (any
+	// length) with the code of a conflict with another interface's subnet:
+	// IPv4 ADDRESS_IN_USE, IPv6 DUPLICATE_IF_ADDRESS.
 	other := must(ic.CreateLoopback(ctx, &interfaces.CreateLoopback{}))(t).SwIfIndex
+	for _, c := range []struct {
+		on   interface_types.InterfaceIndex
+		addr string
+		want api.VPPApiError
+	}{
+		{idx, "10.0.0.1/24", api.ADDRESS_IN_USE},
+		{idx, "10.0.0.1/16", api.ADDRESS_IN_USE},
+		{other, "10.0.0.2/24", api.ADDRESS_IN_USE},
+		{idx, "2001:db8::1/64", api.DUPLICATE_IF_ADDRESS},
+		{idx, "2001:db8::1/48", api.DUPLICATE_IF_ADDRESS},
+		{other, "2001:db8::2/64", api.DUPLICATE_IF_ADDRESS},
+	} {
+		p, _ := ip_types.ParseAddressWithPrefix(c.addr)
+		_, err := ic.SwInterfaceAddDelAddress(ctx, &interfaces.SwInterfaceAddDelAddress{SwIfIndex: c.on, IsAdd: true, Prefix: p})
+		wantVPPError(t, err, c.want)
+	}
+	p, _ := ip_types.ParseAddressWithPrefix("10.0.0.1/24")
 	p2, _ := ip_types.ParseAddressWithPrefix("10.0.0.2/24")
-	_, err = ic.SwInterfaceAddDelAddress(ctx, &interfaces.SwInterfaceAddDelAddress{SwIfIndex: other, IsAdd: true, Prefix: p2})
-	wantVPPError(t, err, api.ADDRESS_IN_USE)
-	_, err = ic.SwInterfaceAddDelAddress(ctx, &interfaces.SwInterfaceAddDelAddress{SwIfIndex: idx, Prefix: p2})
+	// Another address of a subnet the interface has is fine.
+	p3, _ := ip_types.ParseAddressWithPrefix("10.0.0.3/24")
+	must(ic.SwInterfaceAddDelAddress(ctx, &interfaces.SwInterfaceAddDelAddress{SwIfIndex: idx, IsAdd: true, Prefix: p3}))(t)
+	must(ic.SwInterfaceAddDelAddress(ctx, &interfaces.SwInterfaceAddDelAddress{SwIfIndex: idx, Prefix: p3}))(t)
+	_, err := ic.SwInterfaceAddDelAddress(ctx, &interfaces.SwInterfaceAddDelAddress{SwIfIndex: idx, Prefix: p2})
 	wantVPPError(t, err, api.ADDRESS_NOT_FOUND_FOR_INTERFACE)
 	_, err = ic.SwInterfaceSetMtu(ctx, &interfaces.SwInterfaceSetMtu{SwIfIndex: 0, Mtu: []uint32{1500, 0, 0, 0}})
 	wantVPPError(t, err, api.FEATURE_DISABLED)

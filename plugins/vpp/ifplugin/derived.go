@@ -277,7 +277,7 @@ func (p *Plugin) retrieveAddresses([]api.TypedKV[*vppif.Interface, any]) ([]api.
 // interface (its logical name, else VPP's) that has an overlapping address
 // in the same table, to name it in the error.
 func (p *Plugin) overlapping(idx uint32, addr netip.Prefix, err error) (holder string, other netip.Prefix, ok bool) {
-	if !isVPPError(err, govppapi.ADDRESS_IN_USE) {
+	if !isVPPError(err, govppapi.ADDRESS_IN_USE) && !isVPPError(err, govppapi.DUPLICATE_IF_ADDRESS) {
 		return "", netip.Prefix{}, false
 	}
 	all, derr := p.h.DumpInterfaces(opCtx())

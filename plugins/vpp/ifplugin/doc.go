@@ -181,8 +181,11 @@
 //   - AddressKey(name, cidr), AddressDescriptorName: Create adds the
 //     address (already there: success); Delete removes it (missing address or
 //     interface: success). VPP keeps a subnet on one interface per VRF: an
-//     address that overlaps another interface's is refused (ADDRESS_IN_USE),
-//     the error naming that interface and its address; it is retriable (it
+//     address that overlaps another interface's is refused (VPP 25.10:
+//     IPv4 ADDRESS_IN_USE, IPv6 DUPLICATE_IF_ADDRESS, the codes it also
+//     gives an address the interface already has, so the interface's
+//     addresses are dumped to tell), the error naming that interface and
+//     its address; it is retriable (it
 //     goes when the other interface lets the subnet go: the retries or the
 //     next resync apply it). Retrieve (ip_address_dump per interface of the
 //     agent's) reports the addresses VPP has, spelled as the value spells

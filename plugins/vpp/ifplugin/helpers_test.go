@@ -4,10 +4,12 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"net/netip"
 	"strings"
 	"testing"
 	"time"
 
+	"go.fd.io/govpp/binapi/ip_types"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/netagent-io/netagent/plugins/kvscheduler"
@@ -214,4 +216,10 @@ func clone(v *vppif.Interface) *vppif.Interface { return proto.Clone(v).(*vppif.
 
 func loop(name string, ips ...string) *vppif.Interface {
 	return &vppif.Interface{Name: name, Type: vppif.Interface_SOFTWARE_LOOPBACK, Enabled: true, IpAddresses: ips}
+}
+
+// mustAddr is the address of cidr in the binary API.
+func mustAddr(cidr string) ip_types.AddressWithPrefix {
+	p := netip.MustParsePrefix(cidr)
+	return ip_types.AddressWithPrefix{Address: ip_types.NewAddress(p.Addr().AsSlice()), Len: uint8(p.Bits())}
 }

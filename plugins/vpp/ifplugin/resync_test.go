@@ -11,7 +11,6 @@ import (
 	govppapi "go.fd.io/govpp/api"
 	interfaces "go.fd.io/govpp/binapi/interface"
 	"go.fd.io/govpp/binapi/interface_types"
-	"go.fd.io/govpp/binapi/ip_types"
 
 	"github.com/netagent-io/netagent/plugins/kvscheduler/api"
 	"github.com/netagent-io/netagent/plugins/vpp/ifplugin"
@@ -195,9 +194,7 @@ func TestAdminStateAndAddressDriftRepaired(t *testing.T) {
 	}
 	address := func(idx uint32, cidr string, add bool) {
 		t.Helper()
-		p := netip.MustParsePrefix(cidr)
-		a := ip_types.AddressWithPrefix{Address: ip_types.NewAddress(p.Addr().AsSlice()), Len: uint8(p.Bits())}
-		_, err := ic.SwInterfaceAddDelAddress(ctx, &interfaces.SwInterfaceAddDelAddress{SwIfIndex: interface_types.InterfaceIndex(idx), IsAdd: add, Prefix: a})
+		_, err := ic.SwInterfaceAddDelAddress(ctx, &interfaces.SwInterfaceAddDelAddress{SwIfIndex: interface_types.InterfaceIndex(idx), IsAdd: add, Prefix: mustAddr(cidr)})
 		if err != nil && !(add && errors.Is(err, govppapi.DUPLICATE_IF_ADDRESS)) {
 			t.Fatal(err)
 		}
@@ -227,4 +224,49 @@ func TestAdminStateAndAddressDriftRepaired(t *testing.T) {
 	if ops, w := e.resyncOps(cfg); len(ops) != 0 || len(w) != 0 {
 		t.Errorf("second resync executed %v, wrote %v", ops, w)
 	}
+}
+
+// TestAddressConflicts: VPP 25.10 refuses an address the interface already
+// has with the code of a conflict (IPv4 ADDRESS_IN_USE, IPv6
+// DUPLICATE_IF_ADDRESS): adding one already there succeeds, as the
+// handler's contract says; an IPv6 address that overlaps another
+// interface's is refused, naming that interface, and not taken for applied.
+func TestAddressConflicts(t *testing.T) {
+	e := newEnv(t, vppsim.Options{})
+	e.commit(loop("a", "10.31.0.1/24", "2001:db8:31::1/64"))
+	h := vppcalls.NewHandler(e.m)
+	a := e.mustVPP("a").SwIfIndex
+	for _, cidr := range []string{"10.31.0.1/24", "2001:db8:31::1/64"} {
+		if err := h.AddAddress(context.Background(), a, netip.MustParsePrefix(cidr)); err != nil {
+			t.Errorf("AddAddress of %s, already there: %v", cidr, err)
+		}
+	}
+	// The same address with another length is no address of a.
+	if err := h.AddAddress(context.Background(), a, netip.MustParsePrefix("10.31.0.1/16")); !errors.Is(err, govppapi.ADDRESS_IN_USE) {
+		t.Errorf("AddAddress of 10.31.0.1/16 over 10.31.0.1/24: %v, want ADDRESS_IN_USE", err)
+	}
+	if got := addrs(e.mustVPP("a")); got != "10.31.0.1/24,2001:db8:31::1/64" {
+		t.Errorf("a has %s", got)
+	}
+
+	cfg := []*vppif.Interface{loop("a", "10.31.0.1/24", "2001:db8:31::1/64"), loop("b", "2001:db8:31::2/64")}
+	_, err := e.commitCtx(context.Background(), cfg...)
+	refused := ifplugin.AddressKey("b", "2001:db8:31::2/64")
+	var te *api.TransactionError
+	if !errors.As(err, &te) || te.ErrorOf(refused) == nil {
+		t.Fatalf("commit: %v, want %s refused", err, refused)
+	}
+	const reason = "interface b: address 2001:db8:31::2/64 overlaps 2001:db8:31::1/64 of interface a"
+	if msg := te.ErrorOf(refused).Error(); !strings.HasPrefix(msg, reason) {
+		t.Errorf("error %q, want it to start with %q", msg, reason)
+	}
+	e.wantState(refused, api.ValueStateFailed)
+	if got := addrs(e.mustVPP("b")); got != "" {
+		t.Errorf("b has %s in VPP", got)
+	}
+	ops, _ := e.resyncOps(cfg)
+	if !slices.Equal(ops, []string{"CREATE " + refused}) {
+		t.Errorf("resync executed %v, want only the refused address tried again", ops)
+	}
+	e.wantState(refused, api.ValueStateFailed)
 }

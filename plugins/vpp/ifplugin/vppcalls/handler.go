@@ -476,15 +476,23 @@ func (h *handler) SetTag(ctx context.Context, idx uint32, tag string) error {
 }
 
 func (h *handler) AddAddress(ctx context.Context, idx uint32, addr netip.Prefix) error {
-	return h.call(ctx, "sw_interface_add_del_address", func(ctx context.Context, c govppapi.Connection) error {
+	err := h.call(ctx, "sw_interface_add_del_address", func(ctx context.Context, c govppapi.Connection) error {
 		_, err := interfaces.NewServiceClient(c).SwInterfaceAddDelAddress(ctx, &interfaces.SwInterfaceAddDelAddress{
 			SwIfIndex: ifIndex(idx), IsAdd: true, Prefix: toAddressWithPrefix(addr),
 		})
-		if isVPPError(err, govppapi.DUPLICATE_IF_ADDRESS) {
-			return nil // already there
-		}
 		return err
 	})
+	if isVPPError(err, govppapi.ADDRESS_IN_USE, govppapi.DUPLICATE_IF_ADDRESS) {
+		// VPP 25.10 gives the same code to an address the interface
+		// already has and to one that conflicts with another address (IPv4:
+		// ADDRESS_IN_USE, IPv6: DUPLICATE_IF_ADDRESS, whatever the
+		// interface): only the interface's addresses tell which.
+		have, derr := h.DumpAddresses(ctx, idx)
+		if derr == nil && slices.Contains(have, addr) {
+			return nil
+		}
+	}
+	return err
 }
 
 func (h *handler) DelAddress(ctx context.Context, idx uint32, addr netip.Prefix) error {

@@ -181,7 +181,11 @@ type Handler interface {
 	SetMAC(ctx context.Context, idx uint32, mac net.HardwareAddr) error
 	// SetTag sets the tag ("" removes it).
 	SetTag(ctx context.Context, idx uint32, tag string) error
-	// AddAddress adds an address; one already there is success.
+	// AddAddress adds an address; one already there is success. VPP
+	// refuses an address that conflicts with another (IPv4: it overlaps
+	// another interface's subnet in the table, ADDRESS_IN_USE; IPv6: the
+	// same address with another length, or another interface's subnet,
+	// DUPLICATE_IF_ADDRESS).
 	AddAddress(ctx context.Context, idx uint32, addr netip.Prefix) error
 	// DelAddress removes an address; a missing address or interface is
 	// success.
