@@ -17,7 +17,10 @@ import (
 
 // ---- AF_PACKET
 
-const afPacketMTU = 1500 // VPP takes the host interface's MTU; a fresh veth has 1500
+// afPacketMTU is the link and L3 MTU VPP 25.10 gives an AF_PACKET interface
+// (seen on a fresh veth whose own MTU is 1500: VPP does not take the host
+// interface's).
+const afPacketMTU = 9000
 
 // afPacketCreate creates host-<name>. The host interface must exist
 // (Options.HostIfExists; INVALID_INTERFACE otherwise) and have no AF_PACKET

@@ -111,8 +111,12 @@ func swInterfaceSetMtu(c *call, m *interfaces.SwInterfaceSetMtu) api.Message {
 	return r
 }
 
+// errUnsupported is VPP's UNSUPPORTED (-126).
+const errUnsupported = int32(api.UNSUPPORTED)
+
 // hwInterfaceSetMtu sets the link MTU of a hardware interface and the L3 MTU
-// of it and its sub-interfaces.
+// of it and its sub-interfaces. A loopback's device cannot change it
+// (UNSUPPORTED, as in VPP 25.10).
 func hwInterfaceSetMtu(c *call, m *interfaces.HwInterfaceSetMtu) api.Message {
 	r := &interfaces.HwInterfaceSetMtuReply{}
 	i := c.st.get(uint32(m.SwIfIndex))
@@ -123,6 +127,8 @@ func hwInterfaceSetMtu(c *call, m *interfaces.HwInterfaceSetMtu) api.Message {
 		r.Retval = errInvalidValue
 	case i.Kind == KindLocal:
 		r.Retval = errFeatureDisabled
+	case i.Kind == KindLoopback:
+		r.Retval = errUnsupported
 	default:
 		i.LinkMTU = uint32(m.Mtu)
 		for _, o := range c.st.ifs {

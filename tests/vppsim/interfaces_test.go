@@ -262,11 +262,15 @@ func TestFlagsMtuMacAddresses(t *testing.T) {
 	if i, _ := s.Interface("loop0"); i.AdminUp || i.LinkUp {
 		t.Errorf("after admin down: %+v", i)
 	}
-	// hw_interface_set_mtu sets the link MTU and the L3 MTU.
-	must(ic.HwInterfaceSetMtu(ctx, &interfaces.HwInterfaceSetMtu{SwIfIndex: idx, Mtu: 8000}))(t)
-	if i, _ := s.Interface("loop0"); i.LinkMTU != 8000 || i.MTU[0] != 8000 {
-		t.Errorf("after hw mtu: %+v", i)
+	// A protocol MTU set alone zeroes the others, L3 included (VPP's CLI
+	// "set interface mtu ip4 1200").
+	must(ic.SwInterfaceSetMtu(ctx, &interfaces.SwInterfaceSetMtu{SwIfIndex: idx, Mtu: []uint32{0, 1200, 0, 0}}))(t)
+	if d := dumpIfs(t, conn, &interfaces.SwInterfaceDump{SwIfIndex: idx})[0]; !slices.Equal(d.Mtu, []uint32{0, 1200, 0, 0}) {
+		t.Errorf("mtu after an IPv4 MTU = %v", d.Mtu)
 	}
+	// A loopback's link MTU cannot change.
+	_, err = ic.HwInterfaceSetMtu(ctx, &interfaces.HwInterfaceSetMtu{SwIfIndex: idx, Mtu: 8000})
+	wantVPPError(t, err, api.UNSUPPORTED)
 }
 
 func TestAfPacket(t *testing.T) {
@@ -281,6 +285,16 @@ func TestAfPacket(t *testing.T) {
 	if !ok || i.SwIfIndex != uint32(r.SwIfIndex) || i.Kind != vppsim.KindAfPacket || i.DevType != "af-packet" ||
 		i.AfPacket.NumRxQueues != 1 || i.MAC[0] != 0x02 || i.MAC[1] != 0xfe {
 		t.Fatalf("host-veth1 = %+v", i)
+	}
+	// VPP 25.10 gives it the link and L3 MTU 9000, whatever the host
+	// interface's (a fresh veth has 1500).
+	if d := dumpIfs(t, conn, &interfaces.SwInterfaceDump{SwIfIndex: r.SwIfIndex})[0]; d.LinkMtu != 9000 || !slices.Equal(d.Mtu, []uint32{9000, 0, 0, 0}) {
+		t.Errorf("host-veth1 MTU: link %d, %v", d.LinkMtu, d.Mtu)
+	}
+	// hw_interface_set_mtu sets the link MTU and the L3 MTU.
+	must(interfaces.NewServiceClient(conn).HwInterfaceSetMtu(ctx, &interfaces.HwInterfaceSetMtu{SwIfIndex: r.SwIfIndex, Mtu: 1400}))(t)
+	if i, _ := s.Interface("host-veth1"); i.LinkMTU != 1400 || i.MTU[0] != 1400 {
+		t.Errorf("after hw mtu: %+v", i)
 	}
 	ds := collect(t, must(ac.AfPacketDump(ctx, &af_packet.AfPacketDump{}))(t).Recv)
 	if len(ds) != 1 || ds[0].HostIfName != "veth1" || ds[0].SwIfIndex != r.SwIfIndex {

@@ -601,7 +601,7 @@ func observed(i *vppcalls.Interface, name string, want *vppif.Interface, raw boo
 		}
 	}
 	if raw || want.GetMtu() != 0 {
-		v.Mtu = i.MTU
+		v.Mtu = observedMTU(i, want.GetMtu())
 	}
 	v.IpAddresses = observedAddresses(ownAddresses(i, donorOf, want.GetIpAddresses()), want.GetIpAddresses())
 	if configured {
@@ -682,6 +682,36 @@ func observed(i *vppcalls.Interface, name string, want *vppif.Interface, raw boo
 		}
 	}
 	return v
+}
+
+// observedMTU is the MTU of an interface as the model has it (one MTU for
+// every protocol, which the agent sets as VPP's L3 MTU with no protocol MTU
+// of its own): the L3 MTU when it is want and no protocol MTU differs from
+// it; otherwise the first MTU (L3, then IPv4, IPv6, MPLS) that differs from
+// want, so that a change by hand of any of them is seen. want 0 (a foreign
+// interface, or no MTU configured): the L3 MTU, or the first protocol MTU
+// when there is no L3 MTU.
+func observedMTU(i *vppcalls.Interface, want uint32) uint32 {
+	if want == 0 {
+		if i.MTU != 0 {
+			return i.MTU
+		}
+		for _, m := range i.ProtocolMTU {
+			if m != 0 {
+				return m
+			}
+		}
+		return 0
+	}
+	if i.MTU != want {
+		return i.MTU
+	}
+	for _, m := range i.ProtocolMTU {
+		if m != 0 && m != want {
+			return m
+		}
+	}
+	return want
 }
 
 // zeroMAC tells whether a MAC is absent or all zeros (local0 has none).

@@ -270,3 +270,30 @@ func TestAddressConflicts(t *testing.T) {
 	}
 	e.wantState(refused, api.ValueStateFailed)
 }
+
+// TestMTUDrift: the model's one MTU is VPP's L3 MTU with no protocol MTU of
+// its own; a protocol MTU set by hand is found (the interface's MTU is
+// reported as that one), and a resync sets the MTU back.
+func TestMTUDrift(t *testing.T) {
+	e := newEnv(t, vppsim.Options{})
+	l := loop("m1")
+	l.Mtu = 1500
+	e.commit(l)
+	ic, ctx := e.interfacesClient(), context.Background()
+	idx := interface_types.InterfaceIndex(e.mustVPP("m1").SwIfIndex)
+	for _, mtu := range [][]uint32{{1500, 1400, 0, 0}, {0, 0, 1300, 0}, {1500, 0, 0, 1200}} {
+		if _, err := ic.SwInterfaceSetMtu(ctx, &interfaces.SwInterfaceSetMtu{SwIfIndex: idx, Mtu: mtu}); err != nil {
+			t.Fatal(err)
+		}
+		ops, _ := e.resyncOps([]*vppif.Interface{l})
+		if !slices.Equal(ops, []string{"UPDATE " + ifplugin.InterfaceKey("m1")}) {
+			t.Errorf("MTU %v: resync executed %v, want m1 updated", mtu, ops)
+		}
+		if got := e.mustVPP("m1").MTU; got != [4]uint32{1500, 0, 0, 0} {
+			t.Errorf("MTU %v: after the resync VPP has %v", mtu, got)
+		}
+	}
+	if ops, w := e.resyncOps([]*vppif.Interface{l}); len(ops) != 0 || len(w) != 0 {
+		t.Errorf("in-sync resync executed %v, wrote %v", ops, w)
+	}
+}

@@ -567,6 +567,7 @@ func basic(d *interfaces.SwInterfaceDetails) *Interface {
 	}
 	if len(d.Mtu) > 0 {
 		i.MTU = d.Mtu[0]
+		copy(i.ProtocolMTU[:], d.Mtu[1:])
 	}
 	if d.Type == interface_types.IF_API_TYPE_SUB {
 		i.Kind = KindSub

@@ -64,11 +64,16 @@ type Interface struct {
 	Tag          string
 	DevType      string
 	Kind         Kind
-	MAC          net.HardwareAddr
-	MTU          uint32 // L3 MTU (sw_interface_details.mtu[0])
-	LinkMTU      uint32
-	AdminUp      bool
-	LinkUp       bool
+	MAC          net.HardwareAddr // all zeros on a sub-interface and an IP-mode memif
+	MTU          uint32           // L3 MTU (sw_interface_details.mtu[0])
+	// ProtocolMTU are the IPv4, IPv6 and MPLS MTUs (mtu[1..3]); 0: the
+	// protocol takes the L3 MTU. SetMTU sets them 0; a change by hand
+	// ("set interface mtu ip4 1200") sets one and zeroes the others, L3
+	// included.
+	ProtocolMTU [3]uint32
+	LinkMTU     uint32
+	AdminUp     bool
+	LinkUp      bool
 
 	// Addresses (IPv4 then IPv6, in VPP's order, with host bits).
 	Addresses []netip.Prefix
