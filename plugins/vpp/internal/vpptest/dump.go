@@ -404,8 +404,19 @@ type Neighbor struct {
 	Static    bool
 }
 
-// DumpNeighbors returns the neighbours of every interface, IPv4 then IPv6
-// (ip_neighbor_dump).
+func (n Neighbor) String() string {
+	kind := "dynamic"
+	if n.Static {
+		kind = "static"
+	}
+	return fmt.Sprintf("%s neighbour %s lladdr %s on sw_if_index %d", kind, n.IP, n.MAC, n.SwIfIndex)
+}
+
+// DumpNeighbors returns the neighbours VPP has, IPv4 then IPv6
+// (ip_neighbor_dump of all interfaces). VPP 25.10 keeps the static ones of
+// a deleted interface under its sw_if_index, so some may be on no interface
+// (StaleNeighbors), and those come back on the next interface that gets
+// that index.
 func (v *VPP) DumpNeighbors() []Neighbor {
 	v.t.Helper()
 	var out []Neighbor
@@ -431,6 +442,9 @@ type Snapshot struct {
 	// interfaces, addresses and neighbours).
 	Routes       []Route
 	MemifSockets map[uint32]string
+	// Neighbors of every interface, and those VPP kept of deleted
+	// interfaces (see DumpNeighbors).
+	Neighbors []Neighbor
 }
 
 // Snapshot reads what VPP has.
@@ -438,7 +452,7 @@ func (v *VPP) Snapshot() Snapshot {
 	v.t.Helper()
 	return Snapshot{
 		Interfaces: v.DumpInterfaces(), BridgeDomains: v.DumpBridgeDomains(), Tables: v.DumpTables(),
-		Routes: v.DumpRoutes(SourceAPI, SourceCLI), MemifSockets: v.DumpMemifSockets(),
+		Routes: v.DumpRoutes(SourceAPI, SourceCLI), MemifSockets: v.DumpMemifSockets(), Neighbors: v.DumpNeighbors(),
 	}
 }
 
@@ -467,6 +481,25 @@ func (s Snapshot) hadRoute(r Route) bool {
 // table.
 func (s Snapshot) HasRoute(table uint32, prefix netip.Prefix) bool {
 	return slices.ContainsFunc(s.Routes, func(x Route) bool { return x.TableID == table && x.Prefix == prefix })
+}
+
+// hadNeighbor: the snapshot has a neighbour of that address under that
+// sw_if_index.
+func (s Snapshot) hadNeighbor(n Neighbor) bool {
+	return slices.ContainsFunc(s.Neighbors, func(x Neighbor) bool { return x.SwIfIndex == n.SwIfIndex && x.IP == n.IP })
+}
+
+// StaleNeighbors lists the neighbours of the snapshot whose sw_if_index no
+// interface of the snapshot has: static neighbours VPP kept when their
+// interface was deleted.
+func (s Snapshot) StaleNeighbors() []Neighbor {
+	var out []Neighbor
+	for _, n := range s.Neighbors {
+		if !slices.ContainsFunc(s.Interfaces, func(i Interface) bool { return i.SwIfIndex == n.SwIfIndex }) {
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 func (r Route) String() string {

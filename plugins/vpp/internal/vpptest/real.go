@@ -19,6 +19,7 @@ import (
 	interfaces "go.fd.io/govpp/binapi/interface"
 	"go.fd.io/govpp/binapi/interface_types"
 	"go.fd.io/govpp/binapi/ip"
+	"go.fd.io/govpp/binapi/ip_neighbor"
 	"go.fd.io/govpp/binapi/ip_types"
 	"go.fd.io/govpp/binapi/l2"
 	"go.fd.io/govpp/binapi/memif"
@@ -45,11 +46,12 @@ func lockVPP(t testing.TB, socket string) {
 }
 
 // restore removes what VPP has and had not when the test started (routes
-// of the API and CLI sources, interfaces, bridge domains, memif sockets, IP
-// tables), and the host links made for the test; then it fails the test if
-// something it made is still there. What the test removed is not brought
-// back (it is logged): on a VPP the agent shares with nothing, that is what
-// earlier runs left.
+// of the API and CLI sources, IP neighbours, interfaces, bridge domains,
+// memif sockets, IP tables), and the host links made for the test; then it
+// fails the test if something it made is still there, or if it deleted an
+// interface with a static neighbour on it (VPP keeps that neighbour). What
+// the test removed is not brought back (it is logged): on a VPP the agent
+// shares with nothing, that is what earlier runs left.
 func (v *VPP) restore() {
 	t := v.t
 	var errs []error
@@ -82,10 +84,35 @@ func (v *VPP) restore() {
 		now.Routes = v.DumpRoutes(SourceAPI, SourceCLI)
 	}
 
+	newIfs := slices.DeleteFunc(slices.Clone(now.Interfaces), v.Before.hadInterface)
+
+	// Neighbours before interfaces: VPP keeps the static neighbours of a
+	// deleted interface under its sw_if_index, and gives them to the next
+	// interface that gets that index. While no interface has it, no message
+	// removes them (ip_neighbor_add_del: invalid sw_if_index), and
+	// ip_neighbor_flush of all interfaces crashes VPP 25.10 (SIGSEGV in
+	// fib_table_entry_path_remove2). So the neighbours on the interfaces
+	// the test made go first, then those it added on others; those already
+	// on no interface are removed through loopbacks that take their
+	// indexes (removeStaleNeighbors), and fail the test when it left them.
+	var stale []Neighbor
+	var staleLeft []string
+	for _, n := range now.Neighbors {
+		switch {
+		case !slices.ContainsFunc(now.Interfaces, func(i Interface) bool { return i.SwIfIndex == n.SwIfIndex }):
+			stale = append(stale, n)
+			if !v.Before.hadNeighbor(n) {
+				staleLeft = append(staleLeft, n.String()+" (its interface deleted with it in place: VPP keeps it)")
+			}
+		case slices.ContainsFunc(newIfs, func(i Interface) bool { return i.SwIfIndex == n.SwIfIndex }) || !v.Before.hadNeighbor(n):
+			try("ip_neighbor_add_del (delete "+n.String()+")", deleteNeighbor(n))
+		}
+	}
+	errs = append(errs, v.removeStaleNeighbors(stale)...)
+
 	// The interfaces the test found out of the bridge domains it made (its
 	// own leave with their deletion), then its interfaces, sub-interfaces
 	// first.
-	newIfs := slices.DeleteFunc(slices.Clone(now.Interfaces), v.Before.hadInterface)
 	for _, b := range now.BridgeDomains {
 		if v.Before.hadBridgeDomain(b) {
 			continue
@@ -192,6 +219,17 @@ func (v *VPP) restore() {
 			gone = append(gone, "route "+r.String())
 		}
 	}
+	for _, n := range after.Neighbors {
+		if !v.Before.hadNeighbor(n) {
+			left = append(left, n.String())
+		}
+	}
+	left = append(left, staleLeft...)
+	for _, n := range v.Before.Neighbors {
+		if !after.hadNeighbor(n) {
+			gone = append(gone, n.String())
+		}
+	}
 	for _, tb := range after.Tables {
 		if !slices.Contains(v.Before.Tables, tb) {
 			left = append(left, fmt.Sprintf("table %d (ipv6 %v)", tb.ID, tb.IPv6))
@@ -208,6 +246,73 @@ func (v *VPP) restore() {
 	if len(errs) > 0 || len(left) > 0 {
 		t.Errorf("the real VPP is not left as the test found it:\n  errors: %v\n  left: %s", errors.Join(errs...), strings.Join(left, "; "))
 	}
+}
+
+// deleteNeighbor is the ip_neighbor_add_del call that deletes n.
+func deleteNeighbor(n Neighbor) func(ctx context.Context, conn api.Connection) error {
+	return func(ctx context.Context, conn api.Connection) error {
+		a, err := ip_types.ParseAddress(n.IP.String())
+		if err != nil {
+			return err
+		}
+		_, err = ip_neighbor.NewServiceClient(conn).IPNeighborAddDel(ctx, &ip_neighbor.IPNeighborAddDel{IsAdd: false, Neighbor: ip_neighbor.IPNeighbor{
+			SwIfIndex: interface_types.InterfaceIndex(n.SwIfIndex), IPAddress: a,
+		}})
+		return err
+	}
+}
+
+// staleReviveLimit bounds the loopbacks removeStaleNeighbors makes.
+const staleReviveLimit = 64
+
+// removeStaleNeighbors removes neighbours that VPP kept of deleted
+// interfaces. No message removes a neighbour while no interface has its
+// sw_if_index, and VPP gives a new interface a free index before a new one:
+// so loopbacks are created until they have taken every index of the stale
+// neighbours (staleReviveLimit loopbacks beyond their number at most), the
+// neighbours are deleted from them, and the loopbacks deleted.
+func (v *VPP) removeStaleNeighbors(stale []Neighbor) []error {
+	byIndex := map[uint32][]Neighbor{}
+	for _, n := range stale {
+		byIndex[n.SwIfIndex] = append(byIndex[n.SwIfIndex], n)
+	}
+	var errs []error
+	var loops []interface_types.InterfaceIndex
+	for range len(byIndex) + staleReviveLimit {
+		if len(byIndex) == 0 {
+			break
+		}
+		err := v.tryCall(func(ctx context.Context, conn api.Connection) error {
+			r, err := interfaces.NewServiceClient(conn).CreateLoopback(ctx, &interfaces.CreateLoopback{})
+			if err == nil {
+				loops = append(loops, r.SwIfIndex)
+			}
+			return err
+		})
+		if err != nil {
+			errs = append(errs, fmt.Errorf("create_loopback (to remove the neighbours VPP kept of deleted interfaces): %w", err))
+			break
+		}
+		sw := uint32(loops[len(loops)-1])
+		for _, n := range byIndex[sw] {
+			if err := v.tryCall(deleteNeighbor(n)); err != nil {
+				errs = append(errs, fmt.Errorf("ip_neighbor_add_del (delete %s, on a loopback of that index): %w", n, err))
+			}
+		}
+		delete(byIndex, sw)
+	}
+	for _, sw := range loops {
+		if err := v.tryCall(func(ctx context.Context, conn api.Connection) error {
+			_, err := interfaces.NewServiceClient(conn).DeleteLoopback(ctx, &interfaces.DeleteLoopback{SwIfIndex: sw})
+			return err
+		}); err != nil {
+			errs = append(errs, fmt.Errorf("delete_loopback of sw_if_index %d (made to remove neighbours): %w", sw, err))
+		}
+	}
+	for sw, ns := range byIndex {
+		errs = append(errs, fmt.Errorf("%d neighbours VPP kept on sw_if_index %d of a deleted interface are left: none of %d loopbacks got that index", len(ns), sw, len(loops)))
+	}
+	return errs
 }
 
 // HostLinks makes sure host (Linux) interfaces of the names exist, for the
