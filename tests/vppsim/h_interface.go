@@ -8,9 +8,11 @@ import (
 	"strings"
 
 	"go.fd.io/govpp/api"
+	"go.fd.io/govpp/binapi/ethernet_types"
 	interfaces "go.fd.io/govpp/binapi/interface"
 	"go.fd.io/govpp/binapi/interface_types"
 	"go.fd.io/govpp/binapi/ip_types"
+	"go.fd.io/govpp/binapi/memif"
 )
 
 const defaultMTU = 9000
@@ -60,6 +62,7 @@ func (st *state) swDetails(i *iface) *interfaces.SwInterfaceDetails {
 		d.LinkDuplex = interface_types.LINK_DUPLEX_API_FULL
 	}
 	if s := v.Sub; s != nil {
+		d.L2Address = ethernet_types.MacAddress{} // VPP 25.10 reports no MAC for a sub-interface
 		d.Type = interface_types.IF_API_TYPE_SUB
 		d.SubID = s.SubID
 		d.SubIfFlags = s.Flags
@@ -140,15 +143,16 @@ func hwInterfaceSetMtu(c *call, m *interfaces.HwInterfaceSetMtu) api.Message {
 	return r
 }
 
-// swInterfaceSetMacAddress changes the MAC of the hardware interface (for a
-// sub-interface: of its parent).
+// swInterfaceSetMacAddress changes the MAC of a hardware interface. local0,
+// a sub-interface and an IP-mode memif have none to change: UNIMPLEMENTED,
+// as VPP 25.10 says.
 func swInterfaceSetMacAddress(c *call, m *interfaces.SwInterfaceSetMacAddress) api.Message {
 	r := &interfaces.SwInterfaceSetMacAddressReply{}
 	i := c.st.get(uint32(m.SwIfIndex))
 	switch {
 	case i == nil:
 		r.Retval = errInvalidSwIfIndex
-	case i.Kind == KindLocal:
+	case i.Kind == KindLocal, i.Kind == KindSub, i.Memif != nil && i.Memif.Mode == memif.MEMIF_MODE_API_IP:
 		r.Retval = errUnimplemented
 	default:
 		c.st.hw(i).MAC = toMAC(m.MacAddress)
@@ -390,7 +394,7 @@ func (st *state) newSub(parent *iface, subID uint32, flags interface_types.SubIf
 	st.ifs[idx] = &iface{Interface: Interface{
 		SwIfIndex: idx, SupSwIfIndex: hw.SwIfIndex,
 		Name: fmt.Sprintf("%s.%d", hw.Name, subID), Kind: KindSub, DevType: hw.DevType,
-		MTU: [4]uint32{hw.MTU[0], 0, 0, 0},
+		// VPP 25.10 gives a new sub-interface no MTU of its own.
 		Sub: &SubInterface{Parent: hw.SwIfIndex, SubID: subID, Flags: flags, OuterVlanID: outer, InnerVlanID: inner},
 	}}
 	return idx, 0

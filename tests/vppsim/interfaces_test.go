@@ -434,12 +434,17 @@ func TestSubInterface(t *testing.T) {
 		SwIfIndex: parent, SubID: 10, OuterVlanID: 10,
 		SubIfFlags: interface_types.SUB_IF_API_FLAG_ONE_TAG | interface_types.SUB_IF_API_FLAG_EXACT_MATCH,
 	}))(t).SwIfIndex
+	// VPP 25.10 reports no MAC and no MTU of a new sub-interface, and the
+	// device type of its parent; it cannot change the MAC.
 	d := dumpIfs(t, conn, &interfaces.SwInterfaceDump{SwIfIndex: sub})[0]
 	if d.InterfaceName != "loop0.10" || d.Type != interface_types.IF_API_TYPE_SUB || d.SupSwIfIndex != uint32(parent) ||
-		d.SubID != 10 || d.SubOuterVlanID != 10 || d.SubNumberOfTags != 1 {
+		d.SubID != 10 || d.SubOuterVlanID != 10 || d.SubNumberOfTags != 1 || d.InterfaceDevType != "Loopback" ||
+		d.L2Address != (ethernet_types.MacAddress{}) || !slices.Equal(d.Mtu, []uint32{0, 0, 0, 0}) || d.LinkMtu != 9000 {
 		t.Errorf("sub details = %+v", d)
 	}
-	_, err := ic.CreateSubif(ctx, &interfaces.CreateSubif{SwIfIndex: parent, SubID: 10})
+	_, err := ic.SwInterfaceSetMacAddress(ctx, &interfaces.SwInterfaceSetMacAddress{SwIfIndex: sub, MacAddress: ethernet_types.MacAddress{2, 0, 0, 0, 0, 1}})
+	wantVPPError(t, err, api.UNIMPLEMENTED)
+	_, err = ic.CreateSubif(ctx, &interfaces.CreateSubif{SwIfIndex: parent, SubID: 10})
 	wantVPPError(t, err, api.SUBIF_ALREADY_EXISTS)
 	vlan := must(ic.CreateVlanSubif(ctx, &interfaces.CreateVlanSubif{SwIfIndex: parent, VlanID: 20}))(t).SwIfIndex
 
