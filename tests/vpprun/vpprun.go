@@ -40,6 +40,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 )
 
 // DirEnv names the environment variable with the VPP build folder.
@@ -70,6 +71,7 @@ type VPP struct {
 	watchdog *exec.Cmd
 	pipe     *os.File // the write end: closing it ends the watchdog, which stops VPP
 	ownDir   bool     // RunDir was made by Start and is removed by Stop
+	launched bool     // start.sh ran: RunDir/startup.conf is there
 }
 
 // Start starts a VPP from the build folder dir in runDir ("": a new
@@ -132,7 +134,18 @@ func ForTests() (*VPP, error) {
 	return Shared()
 }
 
+// start starts VPP: the first time with start.sh, which checks VPP's
+// libraries (ldd of every plugin: seconds on a loaded machine) and writes
+// RunDir/startup.conf; after that (Restart, Up) by launching bin/vpp with
+// that startup.conf as start.sh does, detached, and waiting until its API
+// socket exists and its console answers.
 func (v *VPP) start() error {
+	v.mu.Lock()
+	launched := v.launched
+	v.mu.Unlock()
+	if launched {
+		return v.relaunch()
+	}
 	cmd := exec.Command(filepath.Join(v.Dir, "start.sh"), v.RunDir)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -142,6 +155,43 @@ func (v *VPP) start() error {
 	pid, err := strconv.Atoi(strings.TrimSpace(stdout.String()))
 	if err != nil {
 		return fmt.Errorf("%s %s printed %q, not a PID: %v", cmd.Path, v.RunDir, stdout.String(), err)
+	}
+	v.mu.Lock()
+	v.pid, v.launched = pid, true
+	v.mu.Unlock()
+	return nil
+}
+
+// relaunch starts bin/vpp again with the startup.conf start.sh wrote.
+func (v *VPP) relaunch() error {
+	conf := filepath.Join(v.RunDir, "startup.conf")
+	// nohup and & as in start.sh: VPP is not the test process's child
+	// (nothing to reap), and outlives it only until the watchdog stops it.
+	cmd := exec.Command("/bin/sh", "-c", `cd / && nohup "$0" -c "$1" >"$2" 2>&1 </dev/null & echo $!`,
+		filepath.Join(v.Dir, "bin", "vpp"), conf, filepath.Join(v.RunDir, "vpp.stdout"))
+	out, err := cmd.Output()
+	if err != nil {
+		return fmt.Errorf("starting %s -c %s: %v", filepath.Join(v.Dir, "bin", "vpp"), conf, err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(out)))
+	if err != nil {
+		return fmt.Errorf("starting VPP in %s: no PID (%q)", v.RunDir, out)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if syscall.Kill(pid, 0) != nil {
+			tail, _ := os.ReadFile(filepath.Join(v.RunDir, "vpp.stdout"))
+			return fmt.Errorf("VPP (pid %d) exited during its start in %s: %s", pid, v.RunDir, strings.TrimSpace(string(tail)))
+		}
+		if _, err := os.Stat(v.Socket); err == nil {
+			if _, err := v.CLI("show", "version"); err == nil {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("VPP (pid %d) did not answer within 30 s; see %s/vpp.stdout and vpp.log", pid, v.RunDir)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 	v.mu.Lock()
 	v.pid = pid

@@ -90,6 +90,7 @@ func timedManager(t *testing.T, socket string, timeout time.Duration, rec *recor
 // The late reply is logged at debug level only (GoVPP logs it as an error,
 // once per message: a late dump would flood the log).
 func TestCallTimeoutAndLateReply(t *testing.T) {
+	needSim(t, "a VPP slow to answer (Delay)")
 	const timeout = 300 * time.Millisecond
 	// Slower than the timeout, yet VPP answers a request queued behind the
 	// slow one within that request's own timeout (VPP serves one request at

@@ -20,12 +20,67 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/netagent-io/netagent/plugins/vpp/vppconn"
+	"github.com/netagent-io/netagent/tests/vpprun"
 	"github.com/netagent-io/netagent/tests/vppsim"
 )
 
+// TestMain: GoVPP notices a restarted VPP quickly, nothing outlives the
+// tests, and the real VPP of the tests' own (NETAGENT_VPP_DIR) is stopped
+// after them.
 func TestMain(m *testing.M) {
 	core.HealthCheckProbeInterval = 50 * time.Millisecond
-	goleak.VerifyTestMain(m)
+	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) {
+		vpprun.StopShared()
+		os.Exit(code)
+	}))
+}
+
+// realMode tells whether the tests run against a real VPP (make test's
+// second run: NETAGENT_VPP_DIR, or the user's VPP_API_SOCKET).
+func realMode() bool { return vpprun.Dir() != "" || os.Getenv(vpprun.SocketEnv) != "" }
+
+// needSim skips a test on a real VPP: it needs what only vppsim does.
+func needSim(t *testing.T, why string) {
+	t.Helper()
+	if realMode() {
+		t.Skipf("needs vppsim (%s); skipped on a real VPP", why)
+	}
+}
+
+// restartableVPP is a VPP that the test can restart: vppsim, or the real
+// VPP of the tests' own (restarted first, so that the test finds it empty;
+// the user's VPP is never restarted: the test skips). restart restarts it
+// and returns the new PID.
+func restartableVPP(t *testing.T, pid uint32) (socket string, firstPID uint32, restart func() uint32) {
+	t.Helper()
+	if !realMode() {
+		sim, socket := start(t, vppsim.Options{PID: pid})
+		next := pid
+		return socket, pid, func() uint32 {
+			t.Helper()
+			next += 100
+			if err := sim.Restart(next); err != nil {
+				t.Fatal(err)
+			}
+			return next
+		}
+	}
+	if os.Getenv(vpprun.SocketEnv) != "" {
+		t.Skipf("restarts VPP: not the user's VPP at %s", os.Getenv(vpprun.SocketEnv))
+	}
+	v, err := vpprun.Shared()
+	if err != nil {
+		t.Fatal(err)
+	}
+	restart = func() uint32 {
+		t.Helper()
+		if err := v.Restart(); err != nil {
+			t.Fatal(err)
+		}
+		return uint32(v.PID())
+	}
+	first := restart()
+	return v.Socket, first, restart
 }
 
 type event struct{ restarted, first bool }
@@ -70,31 +125,33 @@ func wait(t *testing.T, events chan event) event {
 	}
 }
 
+// TestConnectAndRestart: the Manager connects, reports VPP's PID and
+// version, and sees a restart as one (a new PID), on vppsim and on a real
+// VPP.
 func TestConnectAndRestart(t *testing.T) {
-	sim, socket := start(t, vppsim.Options{PID: 1000})
+	socket, pid, restart := restartableVPP(t, 1000)
 	m, events := manager(t, socket)
 	if e := wait(t, events); !e.first || e.restarted {
 		t.Errorf("first connect: %+v", e)
 	}
 	st := m.Status()
-	if !st.Connected || st.PID != 1000 || st.Version == "" || len(st.NotReady()) != 0 {
-		t.Errorf("status after connect: %+v", st)
+	if !st.Connected || st.PID != pid || !strings.Contains(st.Version, "25.10") || len(st.NotReady()) != 0 {
+		t.Errorf("status after connect: %+v, want connected to VPP 25.10, pid %d", st, pid)
 	}
 	if _, err := m.Conn("memif"); err != nil {
 		t.Errorf("Conn: %v", err)
 	}
-	if err := sim.Restart(2000); err != nil {
-		t.Fatal(err)
-	}
+	pid = restart()
 	if e := wait(t, events); e.first || !e.restarted {
 		t.Errorf("connect after a VPP restart: %+v", e)
 	}
-	if st := m.Status(); st.PID != 2000 || st.Reconnects != 1 {
-		t.Errorf("status after the restart: %+v", st)
+	if st := m.Status(); st.PID != pid || st.Reconnects != 1 {
+		t.Errorf("status after the restart: %+v, want pid %d", st, pid)
 	}
 }
 
 func TestIncompatibleAreaIsDisabled(t *testing.T) {
+	needSim(t, "a VPP without memif_create_v2 (Omit)")
 	_, socket := start(t, vppsim.Options{Omit: []string{"memif_create_v2"}})
 	m, events := manager(t, socket)
 	wait(t, events)
@@ -114,6 +171,7 @@ func TestIncompatibleAreaIsDisabled(t *testing.T) {
 // An optional area VPP lacks is disabled (its calls fail naming the
 // message) but does not keep VPP from being ready.
 func TestOptionalAreaDoesNotKeepVPPFromReady(t *testing.T) {
+	needSim(t, "a VPP without memif_create_v2 (Omit)")
 	_, socket := start(t, vppsim.Options{Omit: []string{"memif_create_v2"}})
 	events := make(chan event, 8)
 	m := vppconn.New(vppconn.Options{Socket: socket, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
@@ -149,7 +207,7 @@ func TestNotConnected(t *testing.T) {
 }
 
 func TestMetrics(t *testing.T) {
-	_, socket := start(t, vppsim.Options{PID: 7})
+	socket, _, _ := restartableVPP(t, 7) // empty: local0 only
 	m, events := manager(t, socket)
 	reg := prometheus.NewRegistry()
 	if err := m.Register(reg); err != nil {

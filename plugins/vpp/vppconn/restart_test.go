@@ -39,7 +39,7 @@ func TestCallsAcrossVPPRestarts(t *testing.T) {
 		// ErrNotConnected, and the test says so.
 		callTimeout = 5 * time.Second
 	)
-	sim, socket := start(t, vppsim.Options{PID: 100})
+	socket, firstPID, restart := restartableVPP(t, 100)
 	m, connects := runManager(t, socket, callTimeout)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -56,7 +56,7 @@ func TestCallsAcrossVPPRestarts(t *testing.T) {
 			}
 		}
 	}
-	waitConnected(100)
+	waitConnected(firstPID)
 
 	// The workers call until stopped, whatever happens (the races are
 	// reported by the race detector, the wrong errors at the end); worked
@@ -86,11 +86,7 @@ func TestCallsAcrossVPPRestarts(t *testing.T) {
 		if err := <-dump.half; err != nil {
 			t.Fatal(err)
 		}
-		pid := uint32(200 + i)
-		if err := sim.Restart(pid); err != nil {
-			t.Fatal(err)
-		}
-		waitConnected(pid)
+		waitConnected(restart())
 		close(dump.resume)
 		if err := <-dump.done; err != nil && !errors.Is(err, vppconn.ErrNotConnected) {
 			t.Errorf("restart %d: the dump read across it: %v, want its end or ErrNotConnected", i+1, err)
@@ -234,6 +230,7 @@ func holdDump(ctx context.Context, m *vppconn.Manager) *heldDump {
 // at once, not at its timeout, and so does a call through a connection
 // taken before.
 func TestCallsFailAtOnceWhenVPPGoes(t *testing.T) {
+	needSim(t, "a VPP that does not answer show_version (Delay)")
 	sim, socket := start(t, vppsim.Options{})
 	m, connected := runManager(t, socket, time.Hour)
 	// A call that waits for the hour of its timeout fails the test here.
