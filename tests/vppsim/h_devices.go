@@ -3,9 +3,13 @@ package vppsim
 import (
 	"cmp"
 	"fmt"
+	"io/fs"
+	"net"
 	"net/netip"
+	"os"
 	"path"
 	"slices"
+	"strings"
 
 	"go.fd.io/govpp/api"
 	"go.fd.io/govpp/binapi/af_packet"
@@ -164,17 +168,34 @@ func memifSocketFilenameDump(c *call, _ *memif.MemifSocketFilenameDump) []api.Me
 	return out
 }
 
+// errSyscall4 is VPP's SYSCALL_ERROR_4 (-14), which memif_create gives when
+// a master cannot listen on its socket file.
+const errSyscall4 = int32(api.SYSCALL_ERROR_4)
+
 // memifCreate creates memif<socket-id>/<id>: the socket must be registered
 // (INVALID_ARGUMENT), the id free on it and the socket not used with the
 // other role (SUBIF_ALREADY_EXISTS); ring_size a power of two (0: 1024),
-// buffer_size 0: 2048; a zero hw_addr gets a random MAC. The link stays down
-// (no peer) unless SetLinkUp.
+// buffer_size 0: 2048. The first master on a socket listens on its file, on
+// this host's file system as a VPP here would: when the directory of the
+// file does not exist, or a file that is no socket is in the way, it fails
+// with SYSCALL_ERROR_4 (VPP's run-time directory /run/vpp, where VPP puts
+// relative filenames and creates their directories, is taken to exist; no
+// file is created). An ethernet memif has the given MAC (a zero hw_addr: a
+// random one) and VPP's MTU 9000; an IP-mode memif has no MAC (all zeros,
+// hw_addr ignored) and MTU 0. The link stays down (no peer) unless
+// SetLinkUp.
 func (c *call) memifCreate(p MemifParams, hwAddr ethernet_types.MacAddress) (uint32, int32) {
-	if c.st.memifSock[p.SocketID] == "" {
+	filename := c.st.memifSock[p.SocketID]
+	if filename == "" {
 		return NoIndex, errInvalidArgument
 	}
+	users := 0
 	for _, i := range c.st.ifs {
-		if i.Memif != nil && i.Memif.SocketID == p.SocketID && (i.Memif.ID == p.ID || i.Memif.Role != p.Role) {
+		if i.Memif == nil || i.Memif.SocketID != p.SocketID {
+			continue
+		}
+		users++
+		if i.Memif.ID == p.ID || i.Memif.Role != p.Role {
 			return NoIndex, errSubifAlreadyExists
 		}
 	}
@@ -186,15 +207,39 @@ func (c *call) memifCreate(p MemifParams, hwAddr ethernet_types.MacAddress) (uin
 	if p.BufferSize == 0 {
 		p.BufferSize = 2048
 	}
-	mac := toMAC(hwAddr)
-	if isZeroMAC(hwAddr) {
+	if p.Role == memif.MEMIF_ROLE_API_MASTER && users == 0 && !canListen(filename) {
+		return NoIndex, errSyscall4
+	}
+	mac, mtu := toMAC(hwAddr), uint32(defaultMTU)
+	switch {
+	case p.Mode == memif.MEMIF_MODE_API_IP:
+		mac, mtu = make(net.HardwareAddr, 6), 0
+	case isZeroMAC(hwAddr):
 		mac = randomMAC()
 	}
 	idx := c.st.addHW(&iface{Interface: Interface{
 		Name: fmt.Sprintf("memif%d/%d", p.SocketID, p.ID), Kind: KindMemif, DevType: "memif",
-		MAC: mac, LinkMTU: defaultMTU, Memif: &p,
+		MAC: mac, LinkMTU: mtu, Memif: &p,
 	}})
 	return idx, 0
+}
+
+// memifRuntimeDir is the run-time directory of the simulated VPP, where its
+// default socket is and relative socket filenames go.
+var memifRuntimeDir = path.Dir(defaultMemifSocket)
+
+// canListen tells whether a VPP on this host could listen on a memif socket
+// file: one under VPP's run-time directory can (VPP made its directories),
+// another needs its directory, and no file that is not a socket in the way.
+func canListen(filename string) bool {
+	if strings.HasPrefix(filename, memifRuntimeDir+"/") {
+		return true
+	}
+	if fi, err := os.Stat(path.Dir(filename)); err != nil || !fi.IsDir() {
+		return false
+	}
+	fi, err := os.Lstat(filename)
+	return err != nil || fi.Mode()&fs.ModeSocket != 0
 }
 
 func memifCreate(c *call, m *memif.MemifCreate) api.Message {
@@ -222,14 +267,22 @@ func memifDelete(c *call, m *memif.MemifDelete) api.Message {
 	return &memif.MemifDeleteReply{}
 }
 
+// memifDump reports, as VPP 25.10 does, the run-time ring and buffer sizes,
+// not the configured ones: 1 and 0 until a peer connects (SetLinkUp), and on
+// a master also while connected; a connected slave reports its own sizes.
+// An IP-mode memif reports the MAC 00:00:00:00:00:00.
 func memifDump(c *call, _ *memif.MemifDump) []api.Message {
 	var out []api.Message
 	for _, i := range c.st.sortedIfs() {
 		if p := i.Memif; p != nil {
+			ring, buffer := uint32(1), uint16(0)
+			if i.carrier && p.Role == memif.MEMIF_ROLE_API_SLAVE {
+				ring, buffer = p.RingSize, p.BufferSize
+			}
 			out = append(out, &memif.MemifDetails{
 				SwIfIndex: rvIndex(i.SwIfIndex), HwAddr: fromMAC(i.MAC), ID: p.ID, Role: p.Role, Mode: p.Mode,
 				ZeroCopy: p.Role == memif.MEMIF_ROLE_API_SLAVE && !p.NoZeroCopy, SocketID: p.SocketID,
-				RingSize: p.RingSize, BufferSize: p.BufferSize, Flags: c.st.flags(i), IfName: i.Name,
+				RingSize: ring, BufferSize: buffer, Flags: c.st.flags(i), IfName: i.Name,
 			})
 		}
 	}

@@ -1,7 +1,9 @@
 package vppsim_test
 
 import (
+	"maps"
 	"net/netip"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -338,8 +340,11 @@ func TestMemif(t *testing.T) {
 	if !ok || i.SwIfIndex != uint32(r.SwIfIndex) || i.Memif.RingSize != 1024 || i.Memif.BufferSize != 2048 || i.Memif.Secret != "s3cr3t" {
 		t.Fatalf("memif1/3 = %+v %+v", i, i.Memif)
 	}
+	// memif_dump reports the run-time ring and buffer sizes: 1 and 0 while
+	// no peer is connected.
 	ds := collect(t, must(mc.MemifDump(ctx, &memif.MemifDump{}))(t).Recv)
-	if len(ds) != 1 || ds[0].IfName != "memif1/3" || ds[0].SocketID != 1 || ds[0].ID != 3 || ds[0].Role != memif.MEMIF_ROLE_API_SLAVE {
+	if len(ds) != 1 || ds[0].IfName != "memif1/3" || ds[0].SocketID != 1 || ds[0].ID != 3 || ds[0].Role != memif.MEMIF_ROLE_API_SLAVE ||
+		ds[0].RingSize != 1 || ds[0].BufferSize != 0 || !ds[0].ZeroCopy || ds[0].HwAddr == (ethernet_types.MacAddress{}) {
 		t.Errorf("memif_dump = %+v", ds)
 	}
 	// The link stays down without a peer, even admin up; SetLinkUp connects one.
@@ -352,6 +357,11 @@ func TestMemif(t *testing.T) {
 	}
 	if i, _ := s.Interface("memif1/3"); !i.LinkUp {
 		t.Error("memif link not up after SetLinkUp")
+	}
+	// Connected, a slave reports the sizes it uses.
+	ds = collect(t, must(mc.MemifDump(ctx, &memif.MemifDump{}))(t).Recv)
+	if len(ds) != 1 || ds[0].RingSize != 1024 || ds[0].BufferSize != 2048 {
+		t.Errorf("memif_dump of a connected slave = %+v", ds)
 	}
 
 	_, err := mc.MemifCreateV2(ctx, &memif.MemifCreateV2{Role: memif.MEMIF_ROLE_API_SLAVE, SocketID: 1, ID: 3})
@@ -517,4 +527,88 @@ func TestUnnumberedAndVrf(t *testing.T) {
 	if i, _ := s.Interface("loop1"); i.IP4Table != 7 || i.IP6Table != 0 {
 		t.Errorf("tables = %d/%d", i.IP4Table, i.IP6Table)
 	}
+}
+
+// TestMemifAsVPP2510: what VPP 25.10 reports of a memif (run-time ring and
+// buffer sizes; an IP-mode memif without MAC or MTU) and where a master
+// cannot listen.
+func TestMemifAsVPP2510(t *testing.T) {
+	s := startSim(t, vppsim.Options{})
+	conn := connect(t, s)
+	mc := memif.NewServiceClient(conn)
+	ic := interfaces.NewServiceClient(conn)
+	register := func(name string) uint32 {
+		t.Helper()
+		return must(mc.MemifSocketFilenameAddDelV2(ctx, &memif.MemifSocketFilenameAddDelV2{IsAdd: true, SocketID: ^uint32(0), SocketFilename: name}))(t).SocketID
+	}
+	dir := t.TempDir()
+
+	// A master, ethernet, with sizes and a MAC: 1 and 0, connected or not.
+	mac := ethernet_types.MacAddress{2, 0, 0, 0, 0xaa, 1}
+	master := must(mc.MemifCreateV2(ctx, &memif.MemifCreateV2{
+		Role: memif.MEMIF_ROLE_API_MASTER, SocketID: register(dir + "/m.sock"), ID: 1, RingSize: 2048, BufferSize: 4096, HwAddr: mac,
+	}))(t).SwIfIndex
+	// A slave, IP mode: no MAC (the one given is ignored), no MTU.
+	slave := must(mc.MemifCreateV2(ctx, &memif.MemifCreateV2{
+		Role: memif.MEMIF_ROLE_API_SLAVE, Mode: memif.MEMIF_MODE_API_IP, SocketID: register("sub/s.sock"), ID: 2, RingSize: 512, BufferSize: 1024, HwAddr: mac,
+	}))(t).SwIfIndex
+	dump := func() map[interface_types.InterfaceIndex]*memif.MemifDetails {
+		out := map[interface_types.InterfaceIndex]*memif.MemifDetails{}
+		for _, d := range collect(t, must(mc.MemifDump(ctx, &memif.MemifDump{}))(t).Recv) {
+			out[d.SwIfIndex] = d
+		}
+		return out
+	}
+	ds := dump()
+	if d := ds[master]; d == nil || d.RingSize != 1 || d.BufferSize != 0 || d.HwAddr != mac || d.ZeroCopy {
+		t.Errorf("master: %+v", d)
+	}
+	if d := ds[slave]; d == nil || d.RingSize != 1 || d.BufferSize != 0 || d.HwAddr != (ethernet_types.MacAddress{}) || d.Mode != memif.MEMIF_MODE_API_IP {
+		t.Errorf("IP-mode slave: %+v", d)
+	}
+	if d := dumpIfs(t, conn, &interfaces.SwInterfaceDump{SwIfIndex: slave})[0]; d.L2Address != (ethernet_types.MacAddress{}) || d.LinkMtu != 0 || !slices.Equal(d.Mtu, []uint32{0, 0, 0, 0}) {
+		t.Errorf("IP-mode slave details: MAC %v, link MTU %d, MTU %v", d.L2Address, d.LinkMtu, d.Mtu)
+	}
+	if d := dumpIfs(t, conn, &interfaces.SwInterfaceDump{SwIfIndex: master})[0]; d.L2Address != mac || d.LinkMtu != 9000 || !slices.Equal(d.Mtu, []uint32{9000, 0, 0, 0}) {
+		t.Errorf("ethernet master details: MAC %v, link MTU %d, MTU %v", d.L2Address, d.LinkMtu, d.Mtu)
+	}
+	_, err := ic.SwInterfaceSetMacAddress(ctx, &interfaces.SwInterfaceSetMacAddress{SwIfIndex: slave, MacAddress: mac})
+	wantVPPError(t, err, api.UNIMPLEMENTED)
+	for _, idx := range []interface_types.InterfaceIndex{master, slave} {
+		if err := s.SetLinkUp(uint32(idx), true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ds = dump()
+	if d := ds[master]; d.RingSize != 1 || d.BufferSize != 0 {
+		t.Errorf("connected master: %+v", d)
+	}
+	if d := ds[slave]; d.RingSize != 512 || d.BufferSize != 1024 {
+		t.Errorf("connected slave: %+v", d)
+	}
+	// A relative filename is under VPP's run-time directory, which VPP makes.
+	if got := s.MemifSockets(); !slices.Contains(slices.Collect(maps.Values(got)), "/run/vpp/sub/s.sock") {
+		t.Errorf("sockets %v, want /run/vpp/sub/s.sock", got)
+	}
+	relMaster := must(mc.MemifCreateV2(ctx, &memif.MemifCreateV2{Role: memif.MEMIF_ROLE_API_MASTER, SocketID: register("other/m.sock"), ID: 1}))(t).SwIfIndex
+	if _, ok := dump()[relMaster]; !ok {
+		t.Error("master on a relative filename missing")
+	}
+
+	// A master cannot listen where the directory of an absolute filename is
+	// missing, or a file that is no socket is in the way; a slave does not
+	// listen. Nothing is made.
+	before := len(s.Interfaces())
+	missing := register(dir + "/missing/m.sock")
+	_, err = mc.MemifCreateV2(ctx, &memif.MemifCreateV2{Role: memif.MEMIF_ROLE_API_MASTER, SocketID: missing, ID: 1})
+	wantVPPError(t, err, api.SYSCALL_ERROR_4)
+	if err := os.WriteFile(dir+"/file.sock", nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err = mc.MemifCreateV2(ctx, &memif.MemifCreateV2{Role: memif.MEMIF_ROLE_API_MASTER, SocketID: register(dir + "/file.sock"), ID: 1})
+	wantVPPError(t, err, api.SYSCALL_ERROR_4)
+	if got := len(s.Interfaces()); got != before {
+		t.Errorf("interfaces after failed masters: %d, want %d", got, before)
+	}
+	must(mc.MemifCreateV2(ctx, &memif.MemifCreateV2{Role: memif.MEMIF_ROLE_API_SLAVE, SocketID: missing, ID: 1}))(t)
 }

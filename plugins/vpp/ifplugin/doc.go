@@ -95,10 +95,18 @@
 //     interface never comes (linux.disabled).
 //   - MEMIF: the socket filename is registered with VPP first
 //     (memif_socket_filename_add_del_v2, an id VPP picks; a registered
-//     filename is reused; relative names are under /run/vpp), then
-//     memif_create_v2 (master/slave, id, mode, secret, ring and buffer sizes,
-//     queues). socket_filename is required (INVALID without). The filename is
-//     unregistered when its last memif is deleted.
+//     filename is reused), then memif_create_v2 (master/slave, id, mode,
+//     secret, ring and buffer sizes, queues). socket_filename is required
+//     (INVALID without). A relative filename is sent as it is: VPP puts it
+//     under its run-time directory (unix { runtime-dir }, /run/vpp by
+//     default; the agent finds it as the directory of VPP's default socket
+//     0) and creates the directories it names. An absolute filename is
+//     VPP 25.10's to take as it is: a master listens on it at once and
+//     fails when its directory does not exist or VPP may not write there
+//     (the error says so, naming the file; VPP only says "System call
+//     error #4"); a slave only connects to it. An IP-mode memif has no MAC:
+//     phys_address is INVALID there. The filename is unregistered when its
+//     last memif is deleted.
 //   - TAP: version 2 only (0 means 2), tap_create_v3 with host_if_name,
 //     rx/tx ring sizes (default 256), GSO; the tag is set at creation.
 //   - SUB_INTERFACE: create_subif on the parent, one dot1q tag, exact match,
@@ -115,7 +123,8 @@
 //     *models.ValidationError becomes api.InvalidValueError with the field
 //     names), then the supported types and their limits (memif ring a power
 //     of two, TAP ring sizes, VLAN range, no phys_address on a
-//     sub-interface, which has its parent's MAC).
+//     sub-interface, which has its parent's MAC, or on an IP-mode memif,
+//     which has none).
 //   - Dependencies: AF_PACKET and SUB_INTERFACE as above; none otherwise.
 //   - Create: creates the interface by type, sets the tag, the MTU
 //     (sw_interface_set_mtu [mtu,0,0,0], only when mtu != 0) and returns the
@@ -129,19 +138,32 @@
 //     AF_PACKET, sub-interface settings) re-creates the interface; the values
 //     depending on it are deleted first and created again after it.
 //   - ValueComparator: the order of addresses, the case of the MAC, TAP
-//     version 0/2 and a relative/absolute memif socket name make no change.
+//     version 0/2 and two spellings of one memif socket path (path.Clean)
+//     make no change. A relative socket filename and an absolute one are
+//     different values, even where VPP's run-time directory makes them one
+//     file (only VPP knows that directory); a Retrieve keeps the
+//     configured spelling of the file VPP has.
 //   - Delete: by type (delete_loopback, af_packet_delete by host name,
 //     memif_delete, tap_delete_v2, delete_subif); a missing interface is a
 //     success.
 //   - Retrieve: dumps every interface with its addresses, VRF, unnumbered
 //     state and type details; returns the agent's (origin FromNB) and the
 //     foreign ones (origin FromSB, as VPP has them; see Ownership). For the
-//     agent's, fields VPP reports are taken from VPP (VRF, type, link
-//     settings, and MAC / MTU when the configuration sets them); what VPP
-//     does not report (memif secret and queue counts, TAP version) and
-//     VPP's defaults for unset fields (memif ring 1024 and buffer 2048, TAP
-//     rings 256, TAP host name) keep the configuration's spelling, so that
-//     an in-sync VPP retrieves exactly the configured values. The admin
+//     agent's, fields VPP reports faithfully are taken from VPP (VRF, type,
+//     link settings: memif role, id, mode and socket, AF_PACKET host,
+//     sub-interface parent and VLAN, TAP host name, rings and GSO; MAC and
+//     MTU when the configuration sets them). The MTU is VPP's L3 MTU with
+//     no protocol MTU of its own (the agent sets [mtu,0,0,0]); an IPv4,
+//     IPv6 or MPLS MTU set by hand is reported as the interface's MTU, so a
+//     resync sets it back. What VPP does not report, or not faithfully, is
+//     the configuration's: the memif secret and queue counts, the memif
+//     ring and buffer sizes (VPP 25.10's memif_dump reports run-time sizes:
+//     1 and 0 until a peer connects, and on a master also while connected;
+//     a foreign memif reports none), the TAP version; so are VPP's defaults
+//     for unset fields (TAP rings 256, TAP host name). So an in-sync VPP
+//     retrieves exactly the configured values, and a memif is never
+//     re-created by a resync unless its role, id, mode or socket differ (or
+//     it is gone). The admin
 //     state, the addresses (followed by those VPP has beyond them, which a
 //     resync removes) and unnumbered are the configuration's: their derived
 //     values have Retrieves of their own, which say whether VPP has them. So
@@ -227,7 +249,10 @@
 // the link state of untagged foreign interfaces is not reported. A foreign
 // interface whose tag happens to be a valid logical name, on a type the
 // plugin creates, is taken for one of ours (and deleted by a resync when no
-// longer configured). The IPv4 and IPv6 tables of an
+// longer configured). What VPP does not report faithfully (memif secret,
+// queue counts, ring and buffer sizes) is not compared, so a change of it
+// made behind the agent's back (a memif made again by hand with the same
+// role, id, mode and socket) is not found. The IPv4 and IPv6 tables of an
 // interface are set together (the model has one vrf). A memif socket
 // filename is unregistered when no memif uses it any more, whoever
 // registered it. Key parsing takes

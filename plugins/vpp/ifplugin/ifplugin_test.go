@@ -3,11 +3,14 @@ package ifplugin_test
 import (
 	"context"
 	"errors"
+	"os"
+	"path"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	govppapi "go.fd.io/govpp/api"
 	"go.fd.io/govpp/binapi/memif"
 	"go.fd.io/govpp/binapi/tapv2"
 
@@ -181,6 +184,7 @@ func TestValidation(t *testing.T) {
 		{&vppif.Interface{Name: "none"}, "type", "required"},
 		{&vppif.Interface{Name: "m0", Type: vppif.Interface_MEMIF}, "memif.socket_filename", "required"},
 		{&vppif.Interface{Name: "m1", Type: vppif.Interface_MEMIF, Link: &vppif.Interface_Memif{Memif: &vppif.MemifLink{SocketFilename: "/run/m.sock", RingSize: 1000}}}, "memif.ring_size", "power of two"},
+		{&vppif.Interface{Name: "m2", Type: vppif.Interface_MEMIF, PhysAddress: "02:00:00:00:00:01", Link: &vppif.Interface_Memif{Memif: &vppif.MemifLink{SocketFilename: "m.sock", Mode: vppif.MemifLink_IP}}}, "phys_address", "IP-mode memif has no MAC"},
 		{&vppif.Interface{Name: "t1", Type: vppif.Interface_TAP, Link: &vppif.Interface_Tap{Tap: &vppif.TapLink{Version: 1}}}, "tap.version", "version 1"},
 		{&vppif.Interface{Name: "s1", Type: vppif.Interface_SUB_INTERFACE, Link: &vppif.Interface_Sub{Sub: &vppif.SubInterface{ParentName: "x", SubId: 5000}}}, "sub.sub_id", "VLAN"},
 		{&vppif.Interface{Name: "u1", Type: vppif.Interface_SOFTWARE_LOOPBACK, IpAddresses: []string{"10.0.0.1/24"},
@@ -266,12 +270,25 @@ func TestAfPacketWaitsForHostInterface(t *testing.T) {
 	}
 }
 
+// runtimeDir is VPP's run-time directory: that of its default memif socket
+// (0), where VPP puts relative socket filenames.
+func (e *env) runtimeDir() string {
+	e.t.Helper()
+	def, ok := e.vpp.DumpMemifSockets()[0]
+	if !ok || !path.IsAbs(def) {
+		e.t.Fatalf("VPP reports no default memif socket: %v", e.vpp.DumpMemifSockets())
+	}
+	return path.Dir(def)
+}
+
 func TestMemif(t *testing.T) {
 	e := newEnv(t, vppsim.Options{})
-	m := &vppif.Interface{Name: "memif1", Type: vppif.Interface_MEMIF, Enabled: true, PhysAddress: "02:00:00:00:aa:01",
-		Link: &vppif.Interface_Memif{Memif: &vppif.MemifLink{Master: true, Id: 3, SocketFilename: "/run/vpp/m1.sock",
+	// A master listens on its socket: in a directory VPP can write to.
+	m1sock := path.Join(e.runtimeDir(), "na-m1.sock")
+	m := &vppif.Interface{Name: "memif1", Type: vppif.Interface_MEMIF, Enabled: true,
+		Link: &vppif.Interface_Memif{Memif: &vppif.MemifLink{Master: true, Id: 3, SocketFilename: m1sock,
 			Secret: "s3cr3t", RingSize: 2048, RxQueues: 2, TxQueues: 2, Mode: vppif.MemifLink_IP}}}
-	m2 := &vppif.Interface{Name: "memif2", Type: vppif.Interface_MEMIF,
+	m2 := &vppif.Interface{Name: "memif2", Type: vppif.Interface_MEMIF, PhysAddress: "02:00:00:00:aa:02",
 		Link: &vppif.Interface_Memif{Memif: &vppif.MemifLink{Id: 1, SocketFilename: "m2.sock"}}}
 	e.commit(m, m2)
 	i := e.mustVPP("memif1")
@@ -280,19 +297,20 @@ func TestMemif(t *testing.T) {
 	if p == nil {
 		t.Fatalf("memif1 (%s) is no memif for VPP: %+v", i.Name, memifs)
 	}
-	if p.ID != 3 || p.Role != memif.MEMIF_ROLE_API_MASTER || p.Mode != memif.MEMIF_MODE_API_IP || p.RingSize != 2048 ||
-		i.MAC != "02:00:00:00:aa:01" || !i.AdminUp {
+	// An IP-mode memif has no MAC.
+	if p.ID != 3 || p.Role != memif.MEMIF_ROLE_API_MASTER || p.Mode != memif.MEMIF_MODE_API_IP ||
+		i.MAC != "00:00:00:00:00:00" || !i.AdminUp {
 		t.Errorf("memif1 in VPP: %+v %+v", i, p)
 	}
 	socks := e.vpp.DumpMemifSockets()
-	if socks[p.SocketID] != "/run/vpp/m1.sock" {
-		t.Errorf("sockets %v, memif1 on %d", socks, p.SocketID)
+	if socks[p.SocketID] != m1sock {
+		t.Errorf("sockets %v, memif1 on %d, want %s", socks, p.SocketID, m1sock)
 	}
 	i2 := e.mustVPP("memif2")
 	p2 := memifs[i2.SwIfIndex]
 	// A relative socket filename is in VPP's run-time directory.
-	if p2 == nil || p2.Role != memif.MEMIF_ROLE_API_SLAVE || !strings.HasSuffix(socks[p2.SocketID], "/m2.sock") {
-		t.Errorf("memif2 in VPP: %+v, sockets %v", p2, socks)
+	if p2 == nil || p2.Role != memif.MEMIF_ROLE_API_SLAVE || socks[p2.SocketID] != path.Join(e.runtimeDir(), "m2.sock") || i2.MAC != "02:00:00:00:aa:02" {
+		t.Errorf("memif2 in VPP: %+v %+v, sockets %v", i2, p2, socks)
 	}
 	if e.sim != nil { // VPP's memif_dump reports neither the secret nor the queues
 		s1, _ := e.sim.Interface(i.Name)
@@ -323,6 +341,64 @@ func TestMemif(t *testing.T) {
 			t.Errorf("socket %d (%s) left after delete", id, name)
 		}
 	}
+}
+
+// TestMemifSocketFiles: a relative socket filename is VPP's to place (under
+// its run-time directory, whose subdirectories VPP makes: a master listens
+// there at once); a master whose absolute socket file VPP cannot make fails
+// with an error saying so, and leaves nothing in VPP; a slave there is
+// made (it only connects).
+func TestMemifSocketFiles(t *testing.T) {
+	e := newEnv(t, vppsim.Options{})
+	dir := e.runtimeDir()
+	if e.vpp.Real() {
+		t.Cleanup(func() { _ = os.RemoveAll(path.Join(dir, "na-sockets")) })
+	}
+	rel := &vppif.Interface{Name: "m-rel", Type: vppif.Interface_MEMIF, Enabled: true,
+		Link: &vppif.Interface_Memif{Memif: &vppif.MemifLink{Master: true, Id: 1, SocketFilename: "na-sockets/rel.sock"}}}
+	e.commit(rel)
+	i := e.mustVPP("m-rel")
+	if sock := e.vpp.DumpMemifSockets()[e.vpp.DumpMemifs()[i.SwIfIndex].SocketID]; sock != path.Join(dir, "na-sockets/rel.sock") {
+		t.Errorf("m-rel on socket %s, want it in VPP's run-time directory %s", sock, dir)
+	}
+	// Another spelling of the same file is the same socket: in sync.
+	same := clone(rel)
+	same.GetMemif().SocketFilename = "na-sockets//./rel.sock"
+	if ops, w := e.resyncOps([]*vppif.Interface{same}); len(ops) != 0 || len(w) != 0 {
+		t.Errorf("resync with another spelling of the socket executed %v, wrote %v", ops, w)
+	}
+
+	missing := "/nonexistent-netagent-dir/m.sock"
+	socketsBefore := e.vpp.DumpMemifSockets()
+	master := &vppif.Interface{Name: "m-missing", Type: vppif.Interface_MEMIF,
+		Link: &vppif.Interface_Memif{Memif: &vppif.MemifLink{Master: true, Id: 1, SocketFilename: missing}}}
+	_, err := e.commitCtx(context.Background(), master)
+	var te *api.TransactionError
+	key := ifplugin.InterfaceKey("m-missing")
+	if !errors.As(err, &te) || te.ErrorOf(key) == nil {
+		t.Fatalf("commit: %v, want m-missing's failure", err)
+	}
+	msg := te.ErrorOf(key).Error()
+	for _, want := range []string{"cannot listen on the memif socket " + missing, "its directory /nonexistent-netagent-dir does not exist", "System call error #4"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("error %q does not say %q", msg, want)
+		}
+	}
+	if !errors.Is(te.ErrorOf(key), govppapi.SYSCALL_ERROR_4) {
+		t.Errorf("error %v does not carry VPP's error", te.ErrorOf(key))
+	}
+	e.wantState(key, api.ValueStateFailed)
+	if _, ok := e.tagged("m-missing"); ok {
+		t.Error("m-missing is in VPP")
+	}
+	if got := e.vpp.DumpMemifSockets(); len(got) != len(socketsBefore) {
+		t.Errorf("memif sockets after the failure: %v, before %v", got, socketsBefore)
+	}
+	slave := &vppif.Interface{Name: "s-missing", Type: vppif.Interface_MEMIF,
+		Link: &vppif.Interface_Memif{Memif: &vppif.MemifLink{Id: 2, SocketFilename: "/nonexistent-netagent-dir/s.sock"}}}
+	e.commit(slave)
+	e.wantState(ifplugin.InterfaceKey("s-missing"), api.ValueStateConfigured)
+	e.del("m-missing", "s-missing", "m-rel")
 }
 
 func TestTap(t *testing.T) {
@@ -510,11 +586,10 @@ func TestVPPNotConnected(t *testing.T) {
 	}
 }
 
-// config is a bit of everything, for the resync tests. On a VPP that
-// cannot create TAP interfaces (a real VPP without /dev/vhost-net) it has
-// none: they are logged and left out. The AF_PACKET interface binds to
+// config is a bit of everything, for the resync tests; with TAP
+// interfaces when tap (see needTap). The AF_PACKET interface binds to
 // hostIf1 (e.vpp.HostLinks).
-func (e *env) config() []*vppif.Interface {
+func (e *env) config(tap bool) []*vppif.Interface {
 	e.t.Helper()
 	donor := loop("donor", "192.168.1.1/24")
 	donor.Mtu = 1500
@@ -536,8 +611,7 @@ func (e *env) config() []*vppif.Interface {
 		{Name: "pending-sub", Type: vppif.Interface_SUB_INTERFACE,
 			Link: &vppif.Interface_Sub{Sub: &vppif.SubInterface{ParentName: "missing", SubId: 9}}},
 	}
-	if ok, why := e.vpp.CanCreateTap(); !ok {
-		e.t.Logf("the configuration has no TAP interfaces: %s", why)
+	if !tap {
 		return out
 	}
 	return append(out,
@@ -568,8 +642,9 @@ func fullResync(t *testing.T, s api.KVScheduler, vs []*vppif.Interface) uint64 {
 	return seq
 }
 
-// checkConfig checks what VPP has of config, read back with dumps.
-func checkConfig(t *testing.T, e *env) {
+// checkConfig checks what VPP has of config (with TAP interfaces when tap),
+// read back with dumps.
+func checkConfig(t *testing.T, e *env, tap bool) {
 	t.Helper()
 	donor := e.mustVPP("donor")
 	if addrs(donor) != "192.168.1.1/24" || donor.MTU[0] != 1500 || donor.MAC != "02:00:00:00:00:0a" || !donor.AdminUp {
@@ -596,7 +671,7 @@ func checkConfig(t *testing.T, e *env) {
 			t.Errorf("memif1 in vppsim: %+v", i.Memif)
 		}
 	}
-	if ok, _ := e.vpp.CanCreateTap(); ok {
+	if tap {
 		i := e.mustVPP("tap1")
 		if d := e.vpp.DumpTaps()[i.SwIfIndex]; d == nil || d.HostIfName != "vtap1" || addrs(i) != "10.6.0.1/30" {
 			t.Errorf("tap1: %+v %+v", i, d)
@@ -615,27 +690,36 @@ func checkConfig(t *testing.T, e *env) {
 }
 
 // TestRestartOnInSyncVPP: a new agent (scheduler and plugin) whose first
-// full resync finds VPP as configured executes nothing.
+// full resync finds VPP as configured executes nothing. The TAP interfaces
+// are a subtest of their own, skipped where VPP cannot create TAPs.
 func TestRestartOnInSyncVPP(t *testing.T) {
+	t.Run("without TAP", func(t *testing.T) { testRestartOnInSyncVPP(t, false) })
+	t.Run("with TAP", func(t *testing.T) { testRestartOnInSyncVPP(t, true) })
+}
+
+func testRestartOnInSyncVPP(t *testing.T, tap bool) {
 	e := newEnv(t, vppsim.Options{})
+	if tap {
+		e.vpp.NeedTap()
+	}
 	e.vpp.HostLinks(hostIf1)
 	pushHost(t, e.s)
-	fullResync(t, e.s, e.config())
-	checkConfig(t, e)
+	fullResync(t, e.s, e.config(tap))
+	checkConfig(t, e, tap)
 	before := e.vpp.DumpInterfaces()
 	e.s.Close()
 
 	p2 := ifplugin.New(e.m, quiet)
 	s2 := e.newScheduler(p2)
 	pushHost(t, s2)
-	seq := fullResync(t, s2, e.config())
+	seq := fullResync(t, s2, e.config(tap))
 	if ops := executed(s2, seq); len(ops) != 0 {
 		t.Errorf("resync of an in-sync VPP executed %d operations: %v", len(ops), ops)
 	}
-	if after := e.vpp.DumpInterfaces(); len(after) != len(before) {
-		t.Errorf("interfaces changed: %d -> %d", len(before), len(after))
+	if after := e.vpp.DumpInterfaces(); !slices.EqualFunc(after, before, func(a, b vpptest.Interface) bool { return a.SwIfIndex == b.SwIfIndex && a.Name == b.Name }) {
+		t.Errorf("interfaces changed: %+v -> %+v", before, after)
 	}
-	for _, v := range e.config() {
+	for _, v := range e.config(tap) {
 		want := api.ValueStateConfigured
 		if v.GetName() == "pending-sub" {
 			want = api.ValueStatePending
@@ -664,8 +748,8 @@ func TestVPPRestartedEmpty(t *testing.T) {
 	vpptest.NeedSim(t, "restarts VPP")
 	e := newEnv(t, vppsim.Options{})
 	pushHost(t, e.s)
-	fullResync(t, e.s, e.config())
-	checkConfig(t, e)
+	fullResync(t, e.s, e.config(true))
+	checkConfig(t, e, true)
 
 	if err := e.sim.Restart(0); err != nil {
 		t.Fatal(err)
@@ -678,7 +762,7 @@ func TestVPPRestartedEmpty(t *testing.T) {
 	if err != nil {
 		t.Fatalf("downstream resync: %v", err)
 	}
-	checkConfig(t, e)
+	checkConfig(t, e, true)
 	// Parents before sub-interfaces, donors' addresses before unnumbered.
 	ops := executed(e.s, seq)
 	pos := func(op string) int {
@@ -694,7 +778,7 @@ func TestVPPRestartedEmpty(t *testing.T) {
 		t.Errorf("order: %v", ops)
 	}
 	// Everything is in sync again: another resync does nothing.
-	seq = fullResync(t, e.s, e.config())
+	seq = fullResync(t, e.s, e.config(true))
 	if ops := executed(e.s, seq); len(ops) != 0 {
 		t.Errorf("second resync executed %v", ops)
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"path"
 	"slices"
 	"strings"
 
@@ -61,8 +62,10 @@ func (p *Plugin) interfaceDescriptor() *api.KVDescriptor {
 }
 
 // normalized drops what does not change VPP's state: the order of the
-// addresses, the case of the MAC, TAP version 0 (= 2), a relative memif
-// socket filename (under /run/vpp), an empty unnumbered.
+// addresses, the case of the MAC, TAP version 0 (= 2), the spelling of a
+// memif socket path (path.Clean), an empty unnumbered. A relative memif
+// socket filename stays relative: where VPP puts it (its run-time
+// directory) is VPP's to say, so it is not taken for an absolute path.
 func normalized(i *vppif.Interface) *vppif.Interface {
 	c := proto.Clone(i).(*vppif.Interface)
 	c.PhysAddress = strings.ToLower(c.PhysAddress)
@@ -82,8 +85,8 @@ func normalized(i *vppif.Interface) *vppif.Interface {
 			t.Version = 2
 		}
 	case vppif.Interface_MEMIF:
-		if m := c.GetMemif(); m != nil {
-			m.SocketFilename = vppcalls.MemifSocketPath(m.SocketFilename)
+		if m := c.GetMemif(); m != nil && m.SocketFilename != "" {
+			m.SocketFilename = path.Clean(m.SocketFilename)
 		}
 	}
 	return c
@@ -127,8 +130,10 @@ func (p *Plugin) validate(key string, v *vppif.Interface) error {
 		switch {
 		case m.GetSocketFilename() == "":
 			return invalid("memif.socket_filename", "required for a MEMIF interface")
-		case len(vppcalls.MemifSocketPath(m.GetSocketFilename())) > maxMemifSocketPath:
+		case len(m.GetSocketFilename()) > maxMemifSocketPath:
 			return invalid("memif.socket_filename", "%q is longer than %d bytes", m.GetSocketFilename(), maxMemifSocketPath)
+		case m.GetMode() == vppif.MemifLink_IP && v.GetPhysAddress() != "":
+			return invalid("phys_address", "an IP-mode memif has no MAC address (VPP ignores it at creation and refuses to set one)")
 		case m.GetRingSize() != 0 && (m.GetRingSize()&(m.GetRingSize()-1) != 0 || m.GetRingSize() > maxMemifRing):
 			return invalid("memif.ring_size", "%d is not a power of two up to %d (or 0 for VPP's default)", m.GetRingSize(), maxMemifRing)
 		case m.GetBufferSize() > maxMemifBuffer:
@@ -289,11 +294,12 @@ func (p *Plugin) create(key string, v *vppif.Interface) (*Metadata, error) {
 	case vppif.Interface_MEMIF:
 		m := v.GetMemif()
 		var sock uint32
-		if sock, err = p.h.RegisterMemifSocket(c, m.GetSocketFilename()); err != nil {
+		var sockPath string
+		if sock, sockPath, err = p.h.RegisterMemifSocket(c, m.GetSocketFilename()); err != nil {
 			break
 		}
 		idx, err = p.h.CreateMemif(c, vppcalls.MemifParams{
-			SocketID: sock, ID: m.GetId(), Master: m.GetMaster(), Mode: uint32(m.GetMode()), Secret: m.GetSecret(),
+			SocketID: sock, SocketFilename: sockPath, ID: m.GetId(), Master: m.GetMaster(), Mode: uint32(m.GetMode()), Secret: m.GetSecret(),
 			RingSize: m.GetRingSize(), BufferSize: m.GetBufferSize(), RxQueues: m.GetRxQueues(), TxQueues: m.GetTxQueues(), MAC: hw,
 		})
 		if err != nil {
@@ -568,23 +574,23 @@ func (p *Plugin) retrieve(correlate []api.TypedKV[*vppif.Interface, *Metadata]) 
 	return out, nil
 }
 
-// Defaults VPP applies to fields the configuration leaves 0.
-const (
-	defaultMemifRing   = 1024
-	defaultMemifBuffer = 2048
-	defaultTapRing     = 256
-)
+// defaultTapRing is the TAP ring size VPP applies when the configuration
+// leaves it 0.
+const defaultTapRing = 256
 
 // observed builds the value of an interface, named name, as VPP has it.
 // want is the expected value (nil when the configuration has none); its
 // spelling is kept where VPP's state is the same, and fields VPP does not
-// report (memif secret and queues, TAP version) come from it, as do the
+// report faithfully come from it: the memif secret, queue counts, ring and
+// buffer sizes (VPP 25.10's memif_dump reports run-time sizes, 1 and 0 until
+// a peer connects, and on a master for good) and the TAP version. So do the
 // fields whose derived values have a Retrieve of their own, which says
 // whether VPP has them: the admin state, the addresses (followed by those
 // VPP has beyond them) and unnumbered. So a derived value that waits for a
 // dependency, or that VPP refused, does not make the interface differ from
 // its value. raw (a foreign interface) reports what VPP has as it has it:
-// MAC, MTU, ring sizes and TAP host name included.
+// MAC, MTU, TAP ring sizes and host name included, and no memif ring or
+// buffer size.
 func observed(i *vppcalls.Interface, name string, want *vppif.Interface, raw bool, nameOf func(uint32) string, donorOf func(uint32) *vppcalls.Interface) *vppif.Interface {
 	configured := want != nil && !raw
 	if want == nil {
@@ -636,20 +642,18 @@ func observed(i *vppcalls.Interface, name string, want *vppif.Interface, raw boo
 		v.Link = &vppif.Interface_Afpacket{Afpacket: a}
 	case vppcalls.KindMemif:
 		v.Type = vppif.Interface_MEMIF
+		// Role, id, mode and socket are VPP's; the rest is the
+		// configuration's (see above).
 		w := want.GetMemif()
 		m := &vppif.MemifLink{
 			Mode: vppif.MemifLink_MemifMode(i.Memif.Mode), Master: i.Memif.Master, Id: i.Memif.ID,
-			SocketFilename: i.Memif.SocketFilename, RingSize: i.Memif.RingSize, BufferSize: i.Memif.BufferSize,
-			Secret: w.GetSecret(), RxQueues: w.GetRxQueues(), TxQueues: w.GetTxQueues(),
+			SocketFilename: i.Memif.SocketFilename,
+			Secret:         w.GetSecret(), RxQueues: w.GetRxQueues(), TxQueues: w.GetTxQueues(),
+			RingSize: w.GetRingSize(), BufferSize: w.GetBufferSize(),
 		}
-		if w.GetSocketFilename() != "" && vppcalls.MemifSocketPath(w.GetSocketFilename()) == vppcalls.MemifSocketPath(m.SocketFilename) {
+		if w.GetSocketFilename() != "" &&
+			vppcalls.MemifSocketPath(i.Memif.RuntimeDir, w.GetSocketFilename()) == vppcalls.MemifSocketPath(i.Memif.RuntimeDir, m.SocketFilename) {
 			m.SocketFilename = w.GetSocketFilename()
-		}
-		if !raw && w.GetRingSize() == 0 && m.RingSize == defaultMemifRing {
-			m.RingSize = 0
-		}
-		if !raw && w.GetBufferSize() == 0 && m.BufferSize == defaultMemifBuffer {
-			m.BufferSize = 0
 		}
 		v.Link = &vppif.Interface_Memif{Memif: m}
 	case vppcalls.KindTap:

@@ -87,16 +87,35 @@ func Areas() []vppconn.Area {
 	}
 }
 
-// memifSocketDir is where VPP puts a relative memif socket filename.
-const memifSocketDir = "/run/vpp"
+// DefaultRuntimeDir is VPP's default run-time directory (unix {
+// runtime-dir }), taken for a VPP that does not report its default memif
+// socket.
+const DefaultRuntimeDir = "/run/vpp"
 
 // MemifSocketPath is the path VPP uses for a memif socket filename: a
-// relative name is taken under /run/vpp.
-func MemifSocketPath(filename string) string {
-	if filename == "" || path.IsAbs(filename) {
-		return filename
+// relative name is under VPP's run-time directory runtimeDir
+// (MemifDetails.RuntimeDir; "" for DefaultRuntimeDir), an absolute one is
+// itself. Paths are cleaned, so that two spellings of a file compare equal.
+func MemifSocketPath(runtimeDir, filename string) string {
+	if filename == "" {
+		return ""
 	}
-	return path.Join(memifSocketDir, filename)
+	if path.IsAbs(filename) {
+		return path.Clean(filename)
+	}
+	if runtimeDir == "" {
+		runtimeDir = DefaultRuntimeDir
+	}
+	return path.Join(runtimeDir, filename)
+}
+
+// memifRuntimeDir is VPP's run-time directory: that of its default memif
+// socket (id 0, "memif.sock" there), which cannot be removed.
+func memifRuntimeDir(socks map[uint32]string) string {
+	if f, ok := socks[0]; ok && path.IsAbs(f) {
+		return path.Dir(f)
+	}
+	return ""
 }
 
 type handler struct {
@@ -261,33 +280,36 @@ func (h *handler) dumpMemifSockets(ctx context.Context) (map[uint32]string, erro
 	return out, err
 }
 
-func (h *handler) RegisterMemifSocket(ctx context.Context, filename string) (uint32, error) {
+func (h *handler) RegisterMemifSocket(ctx context.Context, filename string) (uint32, string, error) {
 	socks, err := h.dumpMemifSockets(ctx)
 	if err != nil {
-		return 0, err
+		return 0, "", err
 	}
-	want := MemifSocketPath(filename)
+	dir := memifRuntimeDir(socks)
+	want := MemifSocketPath(dir, filename)
 	ids := make([]uint32, 0, len(socks))
 	for id := range socks {
 		ids = append(ids, id)
 	}
 	slices.Sort(ids)
 	for _, id := range ids {
-		if MemifSocketPath(socks[id]) == want {
-			return id, nil
+		if MemifSocketPath(dir, socks[id]) == want {
+			return id, want, nil
 		}
 	}
+	// A relative filename goes to VPP as it is: VPP places it under its
+	// run-time directory and creates the directories it names.
 	var id uint32
 	err = h.callIn(ctx, MemifAreaName, "memif_socket_filename_add_del_v2", func(ctx context.Context, c govppapi.Connection) error {
 		r, err := memif.NewServiceClient(c).MemifSocketFilenameAddDelV2(ctx, &memif.MemifSocketFilenameAddDelV2{
-			IsAdd: true, SocketID: NoIndex, SocketFilename: want,
+			IsAdd: true, SocketID: NoIndex, SocketFilename: filename,
 		})
 		if err == nil {
 			id = r.SocketID
 		}
 		return err
 	})
-	return id, err
+	return id, want, err
 }
 
 func (h *handler) dumpMemifs(ctx context.Context) ([]*memif.MemifDetails, error) {
@@ -308,10 +330,11 @@ func (h *handler) UnregisterMemifSocket(ctx context.Context, filename string) er
 	if err != nil {
 		return err
 	}
-	want := MemifSocketPath(filename)
+	dir := memifRuntimeDir(socks)
+	want := MemifSocketPath(dir, filename)
 	id, found := uint32(0), false
 	for sid, f := range socks {
-		if sid != 0 && MemifSocketPath(f) == want {
+		if sid != 0 && MemifSocketPath(dir, f) == want {
 			id, found = sid, true
 		}
 	}
@@ -352,9 +375,25 @@ func (h *handler) CreateMemif(ctx context.Context, p MemifParams) (uint32, error
 		if err == nil {
 			idx = uint32(r.SwIfIndex)
 		}
+		if p.Master {
+			return masterSocketError(p.SocketFilename, err)
+		}
 		return err
 	})
 	return idx, err
+}
+
+// masterSocketError explains the errors of VPP 25.10's memif_create_v2 when
+// a master cannot listen on its socket file, which VPP reports as bare
+// system call errors; it keeps the VPP error in the chain. Other errors are
+// returned as they are.
+func masterSocketError(filename string, err error) error {
+	if isVPPError(err, govppapi.SYSCALL_ERROR_4, govppapi.SYSCALL_ERROR_8) {
+		return fmt.Errorf("VPP cannot listen on the memif socket %s: its directory %s does not exist, VPP may not write there, "+
+			"or a file that is no socket is in the way (VPP creates the directories of a relative socket filename, "+
+			"under its run-time directory, not those of an absolute one): %w", filename, path.Dir(filename), err)
+	}
+	return err
 }
 
 func (h *handler) DeleteMemif(ctx context.Context, idx uint32) error {
@@ -742,11 +781,12 @@ func (h *handler) DumpInterfaces(ctx context.Context) ([]*Interface, error) {
 		if err != nil {
 			return nil, err
 		}
+		dir := memifRuntimeDir(socks)
 		for _, d := range memifs {
 			if i := byIdx[uint32(d.SwIfIndex)]; i != nil {
 				i.Kind = KindMemif
 				i.Memif = &MemifDetails{
-					SocketID: d.SocketID, SocketFilename: socks[d.SocketID], ID: d.ID,
+					SocketID: d.SocketID, SocketFilename: socks[d.SocketID], RuntimeDir: dir, ID: d.ID,
 					Master: d.Role == memif.MEMIF_ROLE_API_MASTER, Mode: uint32(d.Mode),
 					RingSize: d.RingSize, BufferSize: uint32(d.BufferSize),
 				}

@@ -105,16 +105,23 @@ type AfPacketDetails struct {
 	HostIfName string
 }
 
-// MemifDetails of a memif interface (VPP does not report the secret or the
-// queue counts).
+// MemifDetails of a memif interface, as memif_dump reports it. VPP 25.10
+// reports neither the secret nor the queue counts, and its ring_size and
+// buffer_size are run-time values, not the configured ones: 1 and 0 until a
+// peer connects, and on a master also while connected; only a connected
+// slave reports the ring and buffer sizes it uses.
 type MemifDetails struct {
 	SocketID       uint32
-	SocketFilename string
-	ID             uint32
-	Master         bool
-	Mode           uint32 // 0 ethernet, 1 IP, 2 punt/inject
-	RingSize       uint32
-	BufferSize     uint32
+	SocketFilename string // absolute, as VPP resolved it
+	// RuntimeDir is VPP's run-time directory, where VPP puts a relative
+	// socket filename (the directory of its default socket 0); "" when VPP
+	// did not report socket 0.
+	RuntimeDir string
+	ID         uint32
+	Master     bool
+	Mode       uint32 // 0 ethernet, 1 IP, 2 punt/inject
+	RingSize   uint32 // run-time value (see above)
+	BufferSize uint32 // run-time value (see above)
 }
 
 // TapDetails of a TAP v2 interface.
@@ -129,16 +136,19 @@ type TapDetails struct {
 
 // MemifParams create a memif interface.
 type MemifParams struct {
-	SocketID   uint32 // from RegisterMemifSocket
-	ID         uint32
-	Master     bool
-	Mode       uint32
-	Secret     string
-	RingSize   uint32 // 0: VPP's default (1024)
-	BufferSize uint32 // 0: VPP's default (2048)
-	RxQueues   uint32 // 0: 1
-	TxQueues   uint32 // 0: 1
-	MAC        net.HardwareAddr
+	SocketID uint32 // from RegisterMemifSocket
+	// SocketFilename is the filename of SocketID, named in the errors of a
+	// master that cannot listen on it.
+	SocketFilename string
+	ID             uint32
+	Master         bool
+	Mode           uint32
+	Secret         string
+	RingSize       uint32 // 0: VPP's default (1024)
+	BufferSize     uint32 // 0: VPP's default (2048)
+	RxQueues       uint32 // 0: 1
+	TxQueues       uint32 // 0: 1
+	MAC            net.HardwareAddr
 }
 
 // TapParams create a TAP v2 interface.
@@ -164,12 +174,21 @@ type Handler interface {
 	// DeleteAfPacket deletes the AF_PACKET interface of a host interface.
 	DeleteAfPacket(ctx context.Context, hostIfName string) error
 	// RegisterMemifSocket returns the id of the memif socket filename,
-	// registering it first when VPP does not have it.
-	RegisterMemifSocket(ctx context.Context, filename string) (uint32, error)
+	// registering it first when VPP does not have it. A relative filename
+	// is VPP's to place: under its run-time directory (see MemifSocketPath),
+	// whose subdirectories VPP creates; an absolute one is taken as it is
+	// (VPP 25.10 does not check that its directory exists).
+	// It returns the id and the path VPP has for the filename.
+	RegisterMemifSocket(ctx context.Context, filename string) (id uint32, vppPath string, err error)
 	// UnregisterMemifSocket removes the registration of a socket filename
 	// when no memif uses it any more (VPP's default socket 0, sockets in
 	// use and unknown filenames are left alone).
 	UnregisterMemifSocket(ctx context.Context, filename string) error
+	// CreateMemif creates a memif. A master listens on its socket at once:
+	// when VPP cannot (the directory of an absolute filename does not
+	// exist or is not VPP's to write, a file that is no socket is in the
+	// way: VPP 25.10 says "System call error #4"), the error says so,
+	// naming the file.
 	CreateMemif(ctx context.Context, p MemifParams) (uint32, error)
 	DeleteMemif(ctx context.Context, idx uint32) error
 	CreateTap(ctx context.Context, p TapParams) (uint32, error)
