@@ -1,6 +1,7 @@
 package vppsim
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"net/netip"
@@ -12,6 +13,32 @@ import (
 	"go.fd.io/govpp/binapi/ip_neighbor"
 	"go.fd.io/govpp/binapi/ip_types"
 )
+
+// errNoMatchingInterface is VPP's NO_MATCHING_INTERFACE (-54), the answer to
+// a route path through an interface VPP does not have.
+const errNoMatchingInterface = int32(api.NO_MATCHING_INTERFACE)
+
+// ipInterfaceDeleted is what happens to layer 3 when an interface is
+// deleted, as in VPP 25.10: the route paths through it stay, under its
+// sw_if_index (they can no longer be named in ip_route_add_del,
+// NO_MATCHING_INTERFACE; a delete without paths removes them); its static
+// neighbours stay too (ip_neighbor_dump lists them, ip_neighbor_add_del
+// cannot reach them: INVALID_SW_IF_INDEX). An interface that gets the index
+// later has both. Its dynamic neighbours are flushed.
+func (st *state) ipInterfaceDeleted(idx uint32) {
+	st.flushDynamicNeighbors(idx)
+}
+
+// flushDynamicNeighbors removes the neighbours of an interface that are not
+// static (VPP flushes them when the interface goes admin down or is
+// deleted).
+func (st *state) flushDynamicNeighbors(idx uint32) {
+	for k, n := range st.neighbors {
+		if k.swIfIndex == idx && n.Flags&ip_neighbor.IP_API_NEIGHBOR_FLAG_STATIC == 0 {
+			delete(st.neighbors, k)
+		}
+	}
+}
 
 // ipAddressDump lists the interface's own addresses of one family. An
 // unnumbered interface lists none: VPP reports the subnet on the interface
@@ -110,8 +137,9 @@ func nhProto(ipv6 bool) fib_types.FibPathNhProto {
 
 // decodePath checks and normalises one path: weight 0 becomes 1; a drop (or
 // ICMP) path has no interface; a path through an interface needs that
-// interface (INVALID_SW_IF_INDEX); a path without interface resolves in
-// table_id, which must exist (NO_SUCH_FIB).
+// interface, to add the path or to delete it (NO_MATCHING_INTERFACE); a
+// path without interface resolves in table_id, which must exist
+// (NO_SUCH_FIB).
 func (st *state) decodePath(p fib_types.FibPath, ipv6 bool) (RoutePath, int32) {
 	rp := RoutePath{
 		Type: p.Type, SwIfIndex: p.SwIfIndex, TableID: p.TableID, Weight: p.Weight,
@@ -140,7 +168,7 @@ func (st *state) decodePath(p fib_types.FibPath, ipv6 bool) (RoutePath, int32) {
 	default:
 		if rp.SwIfIndex != NoIndex {
 			if st.get(rp.SwIfIndex) == nil {
-				return rp, errInvalidSwIfIndex
+				return rp, errNoMatchingInterface
 			}
 			rp.TableID = 0
 			break
@@ -402,7 +430,11 @@ func ipRouteV2Dump(c *call, m *ip.IPRouteV2Dump) []api.Message {
 }
 
 // ipNeighborAddDel adds or updates (is_add) or deletes an entry; deleting a
-// missing one is NO_SUCH_ENTRY.
+// missing one is NO_SUCH_ENTRY, and an interface VPP does not have (a
+// deleted one's static entries included) INVALID_SW_IF_INDEX. An add
+// without the STATIC flag does not make a static entry dynamic: with the
+// entry's MAC it changes nothing, with another MAC VPP 25.10 refuses it
+// with -2 (INVALID_SW_IF_INDEX, its ip_neighbor_add's return value).
 func ipNeighborAddDel(c *call, m *ip_neighbor.IPNeighborAddDel) api.Message {
 	r := &ip_neighbor.IPNeighborAddDelReply{}
 	n := m.Neighbor
@@ -424,8 +456,16 @@ func ipNeighborAddDel(c *call, m *ip_neighbor.IPNeighborAddDel) api.Message {
 		delete(c.st.neighbors, k)
 		return r
 	}
+	mac := toMAC(n.MacAddress)
+	if old := c.st.neighbors[k]; old != nil && old.Flags&ip_neighbor.IP_API_NEIGHBOR_FLAG_STATIC != 0 &&
+		n.Flags&ip_neighbor.IP_API_NEIGHBOR_FLAG_STATIC == 0 {
+		if !bytes.Equal(old.MAC, mac) {
+			r.Retval = errInvalidSwIfIndex
+		}
+		return r
+	}
 	c.st.nextStats++
-	c.st.neighbors[k] = &Neighbor{SwIfIndex: k.swIfIndex, IP: a, MAC: toMAC(n.MacAddress), Flags: n.Flags}
+	c.st.neighbors[k] = &Neighbor{SwIfIndex: k.swIfIndex, IP: a, MAC: mac, Flags: n.Flags}
 	r.StatsIndex = c.st.nextStats
 	return r
 }

@@ -158,7 +158,7 @@ func TestRoutesAndTables(t *testing.T) {
 	_, err = ipc.IPRouteAddDel(ctx, &ip.IPRouteAddDel{IsAdd: true, Route: ip.IPRoute{Prefix: blackhole}})
 	wantVPPError(t, err, api.VPPApiError(-158))
 	_, err = ipc.IPRouteAddDel(ctx, &ip.IPRouteAddDel{IsAdd: true, Route: ip.IPRoute{Prefix: dst, NPaths: 1, Paths: []fib_types.FibPath{nhPath("10.0.0.2", 42)}}})
-	wantVPPError(t, err, api.INVALID_SW_IF_INDEX)
+	wantVPPError(t, err, api.NO_MATCHING_INTERFACE)
 
 	tables := collect(t, must(ipc.IPTableDump(ctx, &ip.IPTableDump{}))(t).Recv)
 	var names []string
@@ -208,12 +208,15 @@ func TestRoutesAndTables(t *testing.T) {
 	if rs[1].TableID != 20 || rs[1].Paths[0].Type != fib_types.FIB_API_PATH_TYPE_DROP {
 		t.Errorf("table 20 route = %+v", rs[1])
 	}
-	// Deleting the interface takes the routes through it; deleting the table its routes.
+	// Deleting the interface leaves the paths through it (see
+	// TestDeletedInterfaceKeepsRoutePaths); deleting the table takes its
+	// routes.
 	must(ic.DeleteLoopback(ctx, &interfaces.DeleteLoopback{SwIfIndex: loop}))(t)
 	must(ipc.IPTableAddDel(ctx, &ip.IPTableAddDel{Table: ip.IPTable{TableID: 20}}))(t)
-	if rs := s.Routes(); len(rs) != 0 {
-		t.Errorf("routes left: %+v", rs)
+	if rs := s.Routes(); len(rs) != 1 || rs[0].Prefix != want.Prefix || rs[0].Paths[0].SwIfIndex != uint32(loop) {
+		t.Errorf("routes left: %+v, want 192.168.1.0/24 through the deleted loopback", rs)
 	}
+	must(ipc.IPRouteAddDel(ctx, &ip.IPRouteAddDel{Route: ip.IPRoute{Prefix: dst}}))(t)
 	if tb := s.Tables(); len(tb) != 2 {
 		t.Errorf("tables left: %+v", tb)
 	}
@@ -255,9 +258,10 @@ func TestNeighbors(t *testing.T) {
 	wantVPPError(t, err, api.NO_SUCH_ENTRY)
 	_, err = nc.IPNeighborAddDel(ctx, &ip_neighbor.IPNeighborAddDel{IsAdd: true, Neighbor: ip_neighbor.IPNeighbor{SwIfIndex: 40, IPAddress: a4}})
 	wantVPPError(t, err, api.INVALID_SW_IF_INDEX)
-	// Deleting the interface removes its neighbours.
+	// Deleting the interface leaves its static neighbours (see
+	// TestDeletedInterfaceKeepsStaticNeighbors).
 	must(interfaces.NewServiceClient(conn).DeleteLoopback(ctx, &interfaces.DeleteLoopback{SwIfIndex: loop}))(t)
-	if ns := s.Neighbors(); len(ns) != 0 {
-		t.Errorf("neighbours left: %+v", ns)
+	if ns := s.Neighbors(); len(ns) != 1 || ns[0].IP != netip.MustParseAddr("2001:db8::9") {
+		t.Errorf("neighbours left: %+v, want the static 2001:db8::9", ns)
 	}
 }

@@ -175,12 +175,13 @@ func (st *state) sortedIfs() []*iface {
 	return out
 }
 
-// deleteIf removes an interface and everything that refers to it: its
-// sub-interfaces (when it is a hardware interface), its addresses, its bridge
-// domain membership (BVI / UU-fwd included), the route paths through it
-// (a route left without paths goes), its neighbours and the unnumbered
-// configuration of interfaces that borrowed its addresses. It returns the
-// deleted sw_if_indexes (sub-interfaces first).
+// deleteIf removes an interface and what refers to it: its sub-interfaces
+// (when it is a hardware interface), its addresses, its bridge domain
+// membership (BVI / UU-fwd included), its dynamic neighbours and the
+// unnumbered configuration of interfaces that borrowed its addresses. The
+// route paths through it and its static neighbours stay, under its
+// sw_if_index, as in VPP 25.10 (ipInterfaceDeleted). It returns the deleted
+// sw_if_indexes (sub-interfaces first).
 func (st *state) deleteIf(idx uint32) []uint32 {
 	i := st.ifs[idx]
 	if i == nil {
@@ -195,17 +196,7 @@ func (st *state) deleteIf(idx uint32) []uint32 {
 		}
 	}
 	st.removeFromBridge(i)
-	for k, r := range st.routes {
-		r.Paths = slices.DeleteFunc(r.Paths, func(p RoutePath) bool { return p.SwIfIndex == idx })
-		if len(r.Paths) == 0 {
-			delete(st.routes, k)
-		}
-	}
-	for k := range st.neighbors {
-		if k.swIfIndex == idx {
-			delete(st.neighbors, k)
-		}
-	}
+	st.ipInterfaceDeleted(idx)
 	for _, o := range st.ifs {
 		if o.Unnumbered && o.UnnumberedFrom == idx {
 			o.Unnumbered, o.UnnumberedFrom = false, 0
