@@ -284,7 +284,7 @@ func (e *env) runtimeDir() string {
 func TestMemif(t *testing.T) {
 	e := newEnv(t, vppsim.Options{})
 	// A master listens on its socket: in a directory VPP can write to.
-	m1sock := path.Join(e.runtimeDir(), "na-m1.sock")
+	m1sock := e.runtimeFile("na-m1.sock")
 	m := &vppif.Interface{Name: "memif1", Type: vppif.Interface_MEMIF, Enabled: true,
 		Link: &vppif.Interface_Memif{Memif: &vppif.MemifLink{Master: true, Id: 3, SocketFilename: m1sock,
 			Secret: "s3cr3t", RingSize: 2048, RxQueues: 2, TxQueues: 2, Mode: vppif.MemifLink_IP}}}
