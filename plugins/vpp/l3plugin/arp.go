@@ -145,8 +145,11 @@ func (p *Plugin) updateARP(_ string, _, newValue *vppl3.ARPEntry, _ any) (any, e
 	return nil, p.setARP(newValue)
 }
 
-// deleteARP removes the entry; one already gone (or whose interface is gone)
-// is success.
+// deleteARP removes the entry; one already gone, or whose interface is gone,
+// is success. The agent deletes an interface's entries before the
+// interface (they depend on it); an interface deleted by someone else
+// leaves its static entries in VPP, where no message reaches them (see
+// Limits in doc.go).
 func (p *Plugin) deleteARP(_ string, a *vppl3.ARPEntry, _ any) error {
 	s, err := parseARP(a)
 	if err != nil {
@@ -154,14 +157,20 @@ func (p *Plugin) deleteARP(_ string, a *vppl3.ARPEntry, _ any) error {
 	}
 	md, ok := p.ifaces(s.iface)
 	if !ok {
-		p.log.Warn("ARP entry to delete: its interface is not known any more; the entry went with it", "entry", s.String())
+		p.log.Warn("ARP entry to delete: its interface has no sw_if_index in the VPP connected now (a VPP restarted since, or the interface deleted); nothing is sent", "entry", s.String())
 		return nil
 	}
 	err = p.neighborAddDel(false, s, md.SwIfIndex)
-	if err != nil && !vppconn.IsVPPError(err, govppapi.NO_SUCH_ENTRY, govppapi.INVALID_SW_IF_INDEX) {
-		return fmt.Errorf("ip_neighbor_add_del (delete %s): %w", s, err)
+	switch {
+	case err == nil, vppconn.IsVPPError(err, govppapi.NO_SUCH_ENTRY):
+		return nil
+	case vppconn.IsVPPError(err, govppapi.INVALID_SW_IF_INDEX):
+		if s.static {
+			p.log.Warn("ARP entry to delete: VPP no longer has its interface, and keeps a static entry under the deleted interface's sw_if_index, where no message reaches it (the next interface to get that index has it)", "entry", s.String(), "sw_if_index", md.SwIfIndex)
+		}
+		return nil
 	}
-	return nil
+	return fmt.Errorf("ip_neighbor_add_del (delete %s): %w", s, err)
 }
 
 // retrieveARPs dumps the neighbours of every interface (ip_neighbor_dump
@@ -180,9 +189,9 @@ func (p *Plugin) retrieveARPs(correlate []api.TypedKV[*vppl3.ARPEntry, any]) ([]
 			expected[c.Key] = c.Value
 		}
 	}
-	index := p.interfaceIndex(names, true)
-	if len(index) == 0 {
-		return nil, nil
+	index, err := p.interfaceIndex(names, true)
+	if err != nil || len(index) == 0 {
+		return nil, err
 	}
 	nameOf := make(map[uint32]string, len(index))
 	for name, sw := range index {

@@ -38,8 +38,13 @@
 //     the path was added with.
 //   - No Update: any change (type, weight, preference, via_vrf_id) deletes
 //     the path and adds the new one.
-//   - Delete: ip_route_add_del delete of the path; a path, table or
-//     interface already gone is success.
+//   - Delete: ip_route_add_del delete of the path; a path or table already
+//     gone is success. VPP keeps the paths through an interface deleted by
+//     someone else (under its sw_if_index, for the next interface that
+//     gets it) and refuses to name that interface (NO_MATCHING_INTERFACE):
+//     then the entry's API paths are dumped and replaced by the others
+//     (ip_route_add_del without is_multipath), or deleted when none is
+//     left.
 //   - Retrieve: ip_table_dump, then ip_route_v2_dump (all sources) of every
 //     table of VPP. An expected route (the correlate values) is reported
 //     (origin FromNB) when one of the paths of its destination is the path
@@ -50,7 +55,8 @@
 //     that the configuration no longer has, which a full resync deletes.
 //     The sw_if_index of a path is named through the interface metadata
 //     (the expected routes' interfaces and, with SetInterfaceLister, every
-//     interface: the agent's and the foreign, OBTAINED ones).
+//     interface: the agent's and the foreign, OBTAINED ones), checked
+//     against VPP (see Interface indexes).
 //   - ValueComparator: values that make the same VPP path are equal: host
 //     bits of the destination, weight 0 and 1 (VPP's default), address
 //     spellings.
@@ -84,17 +90,34 @@
 //     UpdateWithRecreate from static to dynamic: VPP refuses to make a
 //     static entry dynamic, so it is deleted and added again.
 //   - Delete: ip_neighbor_add_del delete; an entry (or interface) already
-//     gone is success.
+//     gone is success. Entries depend on their interface, so the agent
+//     deletes them before it: VPP keeps the static neighbours of a deleted
+//     interface (see Limits).
 //   - Retrieve: ip_neighbor_dump of all interfaces (sw_if_index ~0), IPv4
 //     and IPv6: two calls whatever the number of interfaces. The entries of
 //     the interfaces of the expected entries are kept (with
 //     SetInterfaceLister, of every interface with metadata, the foreign
-//     OBTAINED ones included). An expected entry found
+//     OBTAINED ones included; see Interface indexes); those under an index
+//     of no interface (VPP keeps the static neighbours of a deleted
+//     interface) are not. An expected entry found
 //     is the NB's; a static entry no expected value names has an unknown
 //     origin (OBTAINED, never deleted, unless the NB asks for it); dynamic
 //     entries that are not expected are the data plane's and are not
 //     reported.
 //   - ValueComparator: MAC and address spellings aside.
+//
+// # Interface indexes
+//
+// The Retrieves name sw_if_indexes through the interface metadata, and
+// check it with one sw_interface_dump: an interface whose metadata names
+// an index at which VPP has no interface of its name (tagged with it, as
+// the agent's are, or named so, as foreign ones are) is left out, its
+// routes and entries not found. Its metadata outlives an interface deleted
+// by someone else while the Retrieves of a resync run, and VPP keeps the
+// route paths and static neighbours of a deleted interface under its index
+// (another interface may have taken it since): taken for the interface's,
+// they kept the resync from creating the routes and entries again on the
+// re-created interface.
 //
 // # Errors
 //
@@ -121,6 +144,17 @@
 //     ip_route_add_del (the API source) in VPP's tables has them taken for
 //     the agent's: a full resync deletes them. Such programs should use a
 //     FIB source of their own.
+//   - An interface deleted by someone else (not through the agent) leaves
+//     its static neighbours and the route paths through it in VPP, under
+//     its sw_if_index. No message removes such a neighbour while no
+//     interface has that index (ip_neighbor_add_del: INVALID_SW_IF_INDEX;
+//     ip_neighbor_flush of all interfaces crashes VPP 25.10), and the next
+//     interface that gets the index has them: on an interface of the
+//     agent's, such a neighbour is reported as a static entry of unknown
+//     origin (OBTAINED), such a path as a route of the agent's that a full
+//     resync deletes. Until the resync after the deletion, values put on
+//     that interface are sent with its old index (and fail, or land on the
+//     interface that took the index).
 //   - One path per route value; multipath flags, MPLS labels, next-hop
 //     tables other than the route's VRF, and ICMP-unreachable/prohibit
 //     routes are not modelled. Calls are synchronous (one request at a time).

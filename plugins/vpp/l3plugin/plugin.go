@@ -3,6 +3,7 @@ package l3plugin
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/netip"
 	"sort"
@@ -11,6 +12,8 @@ import (
 	"github.com/netagent-io/netagent/plugins/vpp/internal/ipconv"
 
 	govppapi "go.fd.io/govpp/api"
+	interfaces "go.fd.io/govpp/binapi/interface"
+	"go.fd.io/govpp/binapi/interface_types"
 	"go.fd.io/govpp/binapi/ip"
 	"go.fd.io/govpp/binapi/ip_neighbor"
 	"go.fd.io/govpp/binapi/ip_types"
@@ -82,6 +85,7 @@ func (p *Plugin) Area() vppconn.Area {
 		&ip.IPRouteV2Dump{}, &ip.IPRouteV2Details{},
 		&ip_neighbor.IPNeighborAddDel{}, &ip_neighbor.IPNeighborAddDelReply{},
 		&ip_neighbor.IPNeighborDump{}, &ip_neighbor.IPNeighborDetails{},
+		&interfaces.SwInterfaceDump{}, &interfaces.SwInterfaceDetails{},
 	}}
 }
 
@@ -128,8 +132,15 @@ func fromVPPPrefix(p ip_types.Prefix) (netip.Prefix, bool) {
 }
 
 // interfaceIndex maps the given logical names (and the lister's) to their
-// sw_if_index; names without metadata are left out.
-func (p *Plugin) interfaceIndex(names map[string]struct{}, withLister bool) map[string]uint32 {
+// sw_if_index, for a Retrieve. Names without metadata are left out, and so
+// are those whose metadata names an index at which VPP has no interface of
+// that name (tagged with it, as the agent's are, or named so, as foreign
+// ones are): the metadata of an interface deleted behind the agent's back
+// stays in the scheduler while the Retrieves of a resync run, and VPP
+// keeps the static neighbours and the route paths of a deleted interface
+// under its index, so they would be taken for the entries and routes of
+// the interface, which the resync then does not re-create.
+func (p *Plugin) interfaceIndex(names map[string]struct{}, withLister bool) (map[string]uint32, error) {
 	if withLister && p.names != nil {
 		for _, n := range p.names() {
 			names[n] = struct{}{}
@@ -155,5 +166,26 @@ func (p *Plugin) interfaceIndex(names map[string]struct{}, withLister bool) map[
 		seen[md.SwIfIndex] = n
 		out[n] = md.SwIfIndex
 	}
-	return out
+	if len(out) == 0 {
+		return out, nil
+	}
+	var details []*interfaces.SwInterfaceDetails
+	err := p.call(func(ctx context.Context, conn govppapi.Connection) (err error) {
+		details, err = vppconn.Dump[*interfaces.SwInterfaceDetails](ctx, conn, &interfaces.SwInterfaceDump{SwIfIndex: interface_types.InterfaceIndex(noIndex)})
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("sw_interface_dump (the interfaces of the metadata): %w", err)
+	}
+	inVPP := make(map[uint32]*interfaces.SwInterfaceDetails, len(details))
+	for _, d := range details {
+		inVPP[uint32(d.SwIfIndex)] = d
+	}
+	for name, sw := range out {
+		if d := inVPP[sw]; d == nil || (d.Tag != name && d.InterfaceName != name) {
+			p.log.Info("retrieve: VPP has no interface of that name at the sw_if_index of its metadata (deleted by someone else?); its items are not looked for", "interface", name, "sw_if_index", sw)
+			delete(out, name)
+		}
+	}
+	return out, nil
 }

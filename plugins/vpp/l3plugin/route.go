@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
+	"slices"
 	"sort"
 	"strings"
 
@@ -340,8 +341,49 @@ func (p *Plugin) deleteRoute(_ string, r *vppl3.Route, md *RouteMetadata) error 
 		}
 	}
 	err = p.routeAddDel(false, s, sw)
+	if sw != noIndex && vppconn.IsVPPError(err, govppapi.NO_MATCHING_INTERFACE) {
+		err = p.removeOrphanPath(s, sw)
+	}
 	if err != nil && !vppconn.IsVPPError(err, govppapi.NO_SUCH_FIB, govppapi.INVALID_SW_IF_INDEX, govppapi.NO_SUCH_ENTRY) {
 		return fmt.Errorf("ip_route_add_del (delete %s): %w", s, err)
+	}
+	return nil
+}
+
+// removeOrphanPath removes the route's path through sw_if_index sw when VPP
+// no longer has that interface (deleted by someone else): VPP keeps the
+// paths through a deleted interface, and gives them to the next interface
+// that gets its index, but refuses to name the index in ip_route_add_del
+// (NO_MATCHING_INTERFACE). The entry's paths of the API source are read
+// (ip_route_v2_dump of the table) and replaced by those other than the
+// route's (ip_route_add_del without is_multipath), or deleted when none is
+// left. Nothing to do when the entry shows no API path (it is gone, or
+// behind a better source).
+func (p *Plugin) removeOrphanPath(s routeSpec, sw uint32) error {
+	var details []*ip.IPRouteV2Details
+	err := p.call(func(ctx context.Context, conn govppapi.Connection) (err error) {
+		details, err = vppconn.Dump[*ip.IPRouteV2Details](ctx, conn, &ip.IPRouteV2Dump{Table: ip.IPTable{TableID: s.vrf, IsIP6: s.ipv6()}})
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("ip_route_v2_dump (table %d, ipv6 %v): %w", s.vrf, s.ipv6(), err)
+	}
+	for _, d := range details {
+		if dst, ok := fromVPPPrefix(d.Route.Prefix); !ok || dst != s.dst || d.Route.Src != fibSourceAPI {
+			continue
+		}
+		others := slices.DeleteFunc(slices.Clone(d.Route.Paths), func(fp fib_types.FibPath) bool { return s.matches(fp, sw) })
+		if len(others) == len(d.Route.Paths) {
+			return nil
+		}
+		p.log.Warn("route to delete: its interface is gone from VPP, which keeps the path; the entry's other paths replace its paths", "route", s.String(), "sw_if_index", sw, "paths_left", len(others))
+		return p.call(func(ctx context.Context, conn govppapi.Connection) error {
+			_, err := ip.NewServiceClient(conn).IPRouteAddDel(ctx, &ip.IPRouteAddDel{
+				IsAdd: len(others) > 0, IsMultipath: false,
+				Route: ip.IPRoute{TableID: s.vrf, Prefix: toVPPPrefix(s.dst), NPaths: uint8(len(others)), Paths: others},
+			})
+			return err
+		})
 	}
 	return nil
 }
@@ -386,7 +428,10 @@ func (p *Plugin) retrieveRoutes(correlate []api.TypedKV[*vppl3.Route, *RouteMeta
 			names[c.Value.GetOutgoingInterface()] = struct{}{}
 		}
 	}
-	index := p.interfaceIndex(names, true)
+	index, err := p.interfaceIndex(names, true)
+	if err != nil {
+		return nil, err
+	}
 	nameOf := make(map[uint32]string, len(index))
 	for name, sw := range index {
 		nameOf[sw] = name
