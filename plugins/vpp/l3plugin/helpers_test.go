@@ -87,7 +87,7 @@ func del(key string) kv    { return kv{key, nil} }
 
 // Short names for vpptest's helpers, on the env's parts.
 
-func (e *env) waitConnected()                     { e.t.Helper(); vpptest.WaitConnected(e.t, e.m, e.sim) }
+func (e *env) waitConnected()                     { e.t.Helper(); e.vpp.WaitConnected() }
 func (e *env) commit(kvs ...kv) (uint64, error)   { return e.commitCtx(context.Background(), kvs...) }
 func (e *env) mustCommit(kvs ...kv) uint64        { e.t.Helper(); return vpptest.MustCommit(e.t, e.s, kvs...) }
 func (e *env) executed(seq uint64) []string       { e.t.Helper(); return vpptest.Executed(e.t, e.s, seq) }
