@@ -57,5 +57,15 @@ bench: ## scheduler benchmarks W1-W6 (see docs/benchmarks.md); writes bench.txt
 bench-models: ## key lookup and value decoding benchmarks of pkg/models
 	GOMAXPROCS=2 $(GO) test -run '^$$' -bench . -benchmem ./pkg/models/
 
-bench-vpp: ## VPP plugins through vppsim: 1,000 interfaces and 10,000 routes, create and resync (see docs/benchmarks.md); writes bench-vpp.txt
-	GOMAXPROCS=2 $(GO) test -run '^$$' -bench . -benchmem -count $(BENCH_COUNT) -timeout 30m ./plugins/vpp/bench/ | tee bench-vpp.txt
+bench-vpp: ## VPP plugins, 1,000 interfaces and 10,000 routes (see docs/benchmarks.md): vppsim into bench-vpp.txt, then a real VPP (../shared/vpp, NETAGENT_VPP_DIR or VPP_API_SOCKET) into bench-vpp-real.txt
+	set -o pipefail; env -u VPP_API_SOCKET -u NETAGENT_VPP_DIR GOMAXPROCS=2 \
+	  $(GO) test -run '^$$' -bench . -benchmem -count $(BENCH_COUNT) -timeout 30m ./plugins/vpp/bench/ | tee bench-vpp.txt
+	@set -o pipefail; dir=$${NETAGENT_VPP_DIR:-../shared/vpp}; \
+	if [ -n "$${VPP_API_SOCKET:-}" ]; then \
+	  echo "bench-vpp: the real VPP at VPP_API_SOCKET=$$VPP_API_SOCKET (ResyncAfterRestart skips: the user's VPP is never restarted)"; \
+	elif [ ! -x "$$dir/start.sh" ] || [ "$$(id -u)" -ne 0 ]; then \
+	  echo "bench-vpp: SKIPPED the real-VPP run: no VPP build at $$dir (start.sh), or not root; set NETAGENT_VPP_DIR=<VPP build folder> (as root) or VPP_API_SOCKET=/run/vpp/api.sock"; exit 0; \
+	else \
+	  export NETAGENT_VPP_DIR=$$(cd "$$dir" && pwd -P); echo "bench-vpp: a real VPP of the benchmarks' own from $$NETAGENT_VPP_DIR"; \
+	fi; \
+	GOMAXPROCS=2 $(GO) test -run '^$$' -bench . -benchmem -count $(BENCH_COUNT) -timeout 30m ./plugins/vpp/bench/ | tee bench-vpp-real.txt
