@@ -5,9 +5,9 @@ import (
 	"testing"
 	"time"
 
-	"go.fd.io/govpp/core"
 	"go.uber.org/goleak"
 
+	"github.com/netagent-io/netagent/plugins/vpp/internal/vpptest"
 	"github.com/netagent-io/netagent/tests/vpprun"
 )
 
@@ -16,7 +16,7 @@ import (
 // schedulers are closed by each test), and the real VPP of the tests' own
 // (NETAGENT_VPP_DIR) is stopped after them.
 func TestMain(m *testing.M) {
-	core.HealthCheckProbeInterval = 50 * time.Millisecond
+	vpptest.QuickHealthChecks(50 * time.Millisecond)
 	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) {
 		vpprun.StopShared()
 		os.Exit(code)

@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"go.fd.io/govpp/core"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/netagent-io/netagent/plugins/kvscheduler"
@@ -20,7 +19,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	core.HealthCheckProbeInterval = 50 * time.Millisecond
+	vpptest.QuickHealthChecks(50 * time.Millisecond)
 	vpptest.Main(m)
 }
 

@@ -16,9 +16,9 @@ import (
 	interfaces "go.fd.io/govpp/binapi/interface"
 	"go.fd.io/govpp/binapi/interface_types"
 	"go.fd.io/govpp/binapi/memif"
-	"go.fd.io/govpp/core"
 	"go.uber.org/goleak"
 
+	"github.com/netagent-io/netagent/plugins/vpp/internal/vpptest"
 	"github.com/netagent-io/netagent/plugins/vpp/vppconn"
 	"github.com/netagent-io/netagent/tests/vpprun"
 	"github.com/netagent-io/netagent/tests/vppsim"
@@ -28,7 +28,7 @@ import (
 // tests, and the real VPP of the tests' own (NETAGENT_VPP_DIR) is stopped
 // after them.
 func TestMain(m *testing.M) {
-	core.HealthCheckProbeInterval = 50 * time.Millisecond
+	vpptest.QuickHealthChecks(50 * time.Millisecond)
 	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) {
 		vpprun.StopShared()
 		os.Exit(code)

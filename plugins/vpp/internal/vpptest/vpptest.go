@@ -49,6 +49,7 @@ import (
 	"testing"
 	"time"
 
+	"go.fd.io/govpp/core"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/netagent-io/netagent/plugins/kvscheduler"
@@ -82,6 +83,17 @@ func NeedSim(t testing.TB, why string) {
 	case vpprun.Dir() != "":
 		t.Skipf("needs vppsim (%s); skipped on the real VPP (%s=%s)", why, vpprun.DirEnv, vpprun.Dir())
 	}
+}
+
+// QuickHealthChecks makes GoVPP probe VPP every interval, so that the tests
+// notice a restarted VPP at once (GoVPP's default is a second), and wait a
+// second for each answer (GoVPP's 250 ms is missed now and then by a real
+// VPP under -race on a loaded machine, and three missed in a row drop the
+// connection in the middle of a test). A TestMain calls it first: GoVPP's
+// settings are process globals.
+func QuickHealthChecks(interval time.Duration) {
+	core.HealthCheckProbeInterval = interval
+	core.HealthCheckReplyTimeout = time.Second
 }
 
 // Main runs the tests of a package that uses Start and stops the real VPP
