@@ -80,6 +80,7 @@ func (st *state) swDetails(i *iface) *interfaces.SwInterfaceDetails {
 
 // swInterfaceSetFlags: only ADMIN_UP is looked at. A sub-interface can only
 // be brought up when its parent is up ("super-interface must be up", -1).
+// Going down flushes the interface's dynamic neighbours, as VPP does.
 func swInterfaceSetFlags(c *call, m *interfaces.SwInterfaceSetFlags) api.Message {
 	r := &interfaces.SwInterfaceSetFlagsReply{}
 	i := c.st.get(uint32(m.SwIfIndex))
@@ -91,6 +92,9 @@ func swInterfaceSetFlags(c *call, m *interfaces.SwInterfaceSetFlags) api.Message
 	if up && i.Kind == KindSub && !c.st.hw(i).AdminUp {
 		r.Retval = errUnspecified
 		return r
+	}
+	if i.AdminUp && !up {
+		c.st.flushDynamicNeighbors(i.SwIfIndex)
 	}
 	i.AdminUp = up
 	return r

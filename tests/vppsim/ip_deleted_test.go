@@ -190,3 +190,39 @@ func TestDeletedInterfaceKeepsRoutePaths(t *testing.T) {
 		t.Errorf("10.2.0.0/16 paths through %v, want the new loopback's", got)
 	}
 }
+
+// TestAdminDownFlushesDynamicNeighbors: an interface going admin down
+// loses its dynamic neighbours; the static ones stay, and nothing comes
+// back when it goes up again.
+func TestAdminDownFlushesDynamicNeighbors(t *testing.T) {
+	s := startSim(t, vppsim.Options{})
+	conn := connect(t, s)
+	ic, nc := interfaces.NewServiceClient(conn), ip_neighbor.NewServiceClient(conn)
+	loop := must(ic.CreateLoopback(ctx, &interfaces.CreateLoopback{}))(t).SwIfIndex
+	setUp := func(up bool) {
+		t.Helper()
+		var flags interface_types.IfStatusFlags
+		if up {
+			flags = interface_types.IF_STATUS_API_FLAG_ADMIN_UP
+		}
+		must(ic.SwInterfaceSetFlags(ctx, &interfaces.SwInterfaceSetFlags{SwIfIndex: loop, Flags: flags}))(t)
+	}
+	// Added while down, a dynamic entry stays until the interface goes
+	// down again.
+	must(0, addNeighbor(t, nc, loop, "10.0.0.1", "02:00:00:00:00:01", true))(t)
+	must(0, addNeighbor(t, nc, loop, "10.0.0.2", "02:00:00:00:00:02", false))(t)
+	must(0, addNeighbor(t, nc, loop, "2001:db8::2", "02:00:00:00:00:03", false))(t)
+	setUp(true)
+	if got := neighbors(t, nc, all); len(got) != 3 {
+		t.Errorf("neighbours after up: %v, want all three", got)
+	}
+	setUp(false)
+	want := []string{fmtNeighbor(uint32(loop), "10.0.0.1", "02:00:00:00:00:01", "S")}
+	if got := neighbors(t, nc, all); !slices.Equal(got, want) {
+		t.Errorf("neighbours after down: %v, want %v", got, want)
+	}
+	setUp(true)
+	if got := neighbors(t, nc, all); !slices.Equal(got, want) {
+		t.Errorf("neighbours after up again: %v, want %v", got, want)
+	}
+}
