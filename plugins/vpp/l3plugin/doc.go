@@ -155,6 +155,15 @@
 //     resync deletes. Until the resync after the deletion, values put on
 //     that interface are sent with its old index (and fail, or land on the
 //     interface that took the index).
+//   - VPP flushes the dynamic neighbours of an interface that goes admin
+//     down (and deletes them with the interface); the static ones stay. A
+//     dynamic entry of the agent's is then missing, still CONFIGURED, until
+//     a resync adds it again. A dependency on the interface being up
+//     (ifplugin.AdminStateKey) would delete it first and add it back, but
+//     makes every full resync of a restarted agent delete and re-add it: the
+//     scheduler does not count a derived value (the admin state) as there
+//     before the resync has processed its base value (the interface),
+//     whose key sorts after the entry's.
 //   - One path per route value; multipath flags, MPLS labels, next-hop
 //     tables other than the route's VRF, and ICMP-unreachable/prohibit
 //     routes are not modelled. Calls are synchronous (one request at a time).
