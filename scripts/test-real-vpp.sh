@@ -11,11 +11,17 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-PKGS=(./tests/vpprun/ ./plugins/vpp/... ./cmd/agent/ ./tests/agentctl/)
+# Every test of the VPP packages; of the daemon's and the CLI's end-to-end
+# tests those with VPP in their name (the others ran in the first run and
+# do not involve VPP).
+PKGS=(./tests/vpprun/ ./plugins/vpp/...)
+E2E_PKGS=(./cmd/agent/ ./tests/agentctl/)
+E2E_RUN=VPP
 
 if [ -n "${VPP_API_SOCKET:-}" ]; then
   echo "test-real-vpp: the VPP tests against the VPP at VPP_API_SOCKET=$VPP_API_SOCKET (packages one at a time)"
-  exec go test -race -count=1 -p 1 -timeout 20m "$@" "${PKGS[@]}"
+  go test -race -count=1 -p 1 -timeout 20m "$@" "${PKGS[@]}"
+  exec go test -race -count=1 -p 1 -timeout 20m -run "$E2E_RUN" "$@" "${E2E_PKGS[@]}"
 fi
 
 dir=${NETAGENT_VPP_DIR:-../shared/vpp}
@@ -30,4 +36,5 @@ fi
 NETAGENT_VPP_DIR=$(cd "$dir" && pwd -P)
 export NETAGENT_VPP_DIR
 echo "test-real-vpp: the VPP tests against a real VPP from $NETAGENT_VPP_DIR, one VPP per test package"
-exec go test -race -count=1 -timeout 20m "$@" "${PKGS[@]}"
+go test -race -count=1 -timeout 20m "$@" "${PKGS[@]}"
+exec go test -race -count=1 -timeout 20m -run "$E2E_RUN" "$@" "${E2E_PKGS[@]}"

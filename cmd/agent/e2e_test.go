@@ -580,13 +580,13 @@ func TestE2EReadyzBeforeFirstSync(t *testing.T) {
 	}
 }
 
-// TestE2EHealthFollowsReadiness: with VPP (vppsim or real) connected the agent is
+// TestE2EVPPHealthFollowsReadiness: with VPP (vppsim or real) connected the agent is
 // ready and gRPC health says SERVING, for the server ("") and the
 // configurator service; when VPP goes away /readyz answers 503 naming VPP
 // and health turns NOT_SERVING, seen by Check and by Watch streams, and a
 // VPP value put meanwhile is FAILED; when a VPP serves on the socket again
 // both are back to ready and SERVING, and the value is applied.
-func TestE2EHealthFollowsReadiness(t *testing.T) {
+func TestE2EVPPHealthFollowsReadiness(t *testing.T) {
 	v := startE2EVPP(t)
 	if v.real != nil && v.real.User {
 		t.Skipf("stops and starts VPP: not the user's VPP at %s", v.socket)
@@ -1106,7 +1106,7 @@ func TestE2ERunFailingAfterTheLinuxPlugins(t *testing.T) {
 // also when the new domain sorts first (without the wiring the new binding
 // is refused while the old one is still in place), and an interface in two
 // bridge domains is refused with both named.
-func TestE2EBridgeDomainMoveAndConflict(t *testing.T) {
+func TestE2EVPPBridgeDomainMoveAndConflict(t *testing.T) {
 	a, _ := startVPPAgent(t)
 	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
 	defer cancel()

@@ -162,7 +162,7 @@ func TestE2EVPPRestartedWithoutMemif(t *testing.T) {
 // An AF_PACKET interface waits for its host interface; when the agent runs
 // without its Linux side nothing will ever report it, and the PENDING
 // reason says so.
-func TestE2EAfPacketWithoutLinux(t *testing.T) {
+func TestE2EVPPAfPacketWithoutLinux(t *testing.T) {
 	a, _ := startVPPAgent(t)
 	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
 	defer cancel()

@@ -37,6 +37,9 @@ type e2eVPP struct {
 // first full resync removes what earlier agents left.
 func startE2EVPP(t *testing.T) *e2eVPP {
 	t.Helper()
+	if !strings.Contains(t.Name(), "VPP") {
+		t.Fatalf("%s uses a VPP: its name must contain VPP (scripts/test-real-vpp.sh runs only those of this package against the real VPP)", t.Name())
+	}
 	real, err := vpprun.ForTests()
 	if err != nil {
 		t.Fatalf("the tests' real VPP: %v", err)

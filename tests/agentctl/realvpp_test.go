@@ -15,6 +15,9 @@ import (
 // user's VPP (VPP_API_SOCKET) the test takes its turn.
 func realVPP(t *testing.T) *vpprun.VPP {
 	t.Helper()
+	if !strings.Contains(t.Name(), "VPP") {
+		t.Fatalf("%s uses a VPP: its name must contain VPP (scripts/test-real-vpp.sh runs only those of this package against the real VPP)", t.Name())
+	}
 	v, err := vpprun.ForTests()
 	if err != nil {
 		t.Fatalf("the tests' real VPP: %v", err)
