@@ -97,10 +97,13 @@ var createWrites = map[string]int{
 var logCalls = flag.Bool("calls", false, "log the VPP calls of the transaction benchmarks by message")
 
 // TestMain: GoVPP notices a VPP restart within a few probes (its default
-// probes once a second). The probes are control pings that vppsim counts:
-// ten per second, against thousands of the agent's messages.
+// probes once a second), and waits a second for each answer, so that a
+// real VPP busy with a long dump on a loaded machine does not have its
+// connection dropped in the middle of a transaction. The probes are control
+// pings that vppsim counts: ten per second, against thousands of the
+// agent's messages.
 func TestMain(m *testing.M) {
-	core.HealthCheckProbeInterval = 100 * time.Millisecond
+	vpptest.QuickHealthChecks(100 * time.Millisecond)
 	vpptest.Main(m)
 }
 
