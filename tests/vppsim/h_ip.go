@@ -72,9 +72,9 @@ func ipUnnumberedDump(c *call, m *ip.IPUnnumberedDump) []api.Message {
 
 // ipTableAddDel creates a table (named "ipv4-VRF:<id>" / "ipv6-VRF:<id>"
 // unless a name is given; adding an existing one is a no-op) or deletes one:
-// its API routes are flushed; table 0 and unknown tables are left alone
-// without error. A deleted table that interfaces are still bound to lives on
-// until they leave it.
+// the API lets go of it, and it is destroyed with its routes unless
+// interfaces bound to it or route paths resolving in it hold it (gcTables);
+// table 0 and unknown tables are left alone without error.
 func ipTableAddDel(c *call, m *ip.IPTableAddDel) api.Message {
 	k := tableKey{m.Table.TableID, m.Table.IsIP6}
 	t := c.st.tables[k]
@@ -96,11 +96,6 @@ func ipTableAddDel(c *call, m *ip.IPTableAddDel) api.Message {
 	}
 	if k.id == 0 || t == nil {
 		return &ip.IPTableAddDelReply{}
-	}
-	for rk := range c.st.routes {
-		if rk.table == k.id && rk.prefix.Addr().Is6() == k.ipv6 {
-			delete(c.st.routes, rk)
-		}
 	}
 	t.apiOwned = false
 	c.st.gcTables()
@@ -270,6 +265,8 @@ func (st *state) routeAddDel(isAdd, isMultipath bool, table uint32, prefix ip_ty
 		}
 		paths = append(paths, rp)
 	}
+	// A path gone may let go of the last hold on a table the API deleted.
+	defer st.gcTables()
 	k := routeKey{table, p, src}
 	route := st.routes[k]
 	if isAdd {

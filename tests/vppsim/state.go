@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"slices"
 
+	"go.fd.io/govpp/binapi/fib_types"
 	"go.fd.io/govpp/binapi/interface_types"
 	"go.fd.io/govpp/binapi/l2"
 )
@@ -244,21 +245,57 @@ func (st *state) addToBridge(i *iface, bdID uint32, pt l2.L2PortType, shg uint8)
 	}
 }
 
-// gcTables drops tables that the API deleted but that interfaces kept alive.
+// gcTables destroys the tables nothing holds any more, with every route in
+// them, as VPP 25.10 does when a table's last lock goes: a table (other
+// than 0) is held by the API (ip_table_add_del), by the interfaces bound to
+// it, and by the route paths (of any table) that resolve in it: a next hop
+// without interface, or a lookup (INTER_VRF). A table the API deleted lives
+// on, routes and all, while something else holds it. Destroying a table
+// may free others (its routes held them).
 func (st *state) gcTables() {
-	for k, t := range st.tables {
-		if k.id == 0 || t.apiOwned {
-			continue
-		}
-		used := false
-		for _, i := range st.ifs {
-			if (!k.ipv6 && i.IP4Table == k.id) || (k.ipv6 && i.IP6Table == k.id) {
-				used = true
+	for {
+		loose := false // a table that only routes or interfaces may hold
+		for k, t := range st.tables {
+			if k.id != 0 && !t.apiOwned {
+				loose = true
 				break
 			}
 		}
-		if !used {
+		if !loose {
+			return
+		}
+		held := map[tableKey]bool{}
+		for k, t := range st.tables {
+			if k.id == 0 || t.apiOwned {
+				held[k] = true
+			}
+		}
+		for _, i := range st.ifs {
+			held[tableKey{i.IP4Table, false}] = true
+			held[tableKey{i.IP6Table, true}] = true
+		}
+		for rk, r := range st.routes {
+			for _, p := range r.Paths {
+				if p.Type == fib_types.FIB_API_PATH_TYPE_NORMAL && p.SwIfIndex == NoIndex {
+					held[tableKey{p.TableID, rk.prefix.Addr().Is6()}] = true
+				}
+			}
+		}
+		destroyed := false
+		for k := range st.tables {
+			if held[k] {
+				continue
+			}
 			delete(st.tables, k)
+			for rk := range st.routes {
+				if rk.table == k.id && rk.prefix.Addr().Is6() == k.ipv6 {
+					delete(st.routes, rk)
+				}
+			}
+			destroyed = true
+		}
+		if !destroyed {
+			return
 		}
 	}
 }
