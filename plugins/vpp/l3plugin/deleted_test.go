@@ -320,3 +320,33 @@ func TestRouteDeletedAfterItsInterfaceWent(t *testing.T) {
 		t.Errorf("%s: %v, want CONFIGURED", other.key, st)
 	}
 }
+
+// TestRouteInTableDeletedByOthers: someone deletes a VRF table of the
+// agent's through the API. VPP keeps it while a route resolves in it (the
+// route's next hop without interface holds it), with its routes; deleting
+// that route then took the table's last hold, which crashes VPP 25.10: the
+// agent takes the API's hold on the table again first. The route added
+// again afterwards finds its table.
+func TestRouteInTableDeletedByOthers(t *testing.T) {
+	e := newEnv(t)
+	inVRF := routeKV(t, &vppl3.Route{VrfId: 5, DstNetwork: "10.5.0.0/16", NextHopAddr: "10.0.0.1"})
+	e.mustCommit(inVRF)
+	e.vppAPI(func(ctx context.Context, ipc ip.RPCService, _ interfaces.RPCService) error {
+		_, err := ipc.IPTableAddDel(ctx, &ip.IPTableAddDel{IsAdd: false, Table: ip.IPTable{TableID: 5}})
+		return err
+	})
+	want := []string{"5 10.5.0.0/16 NORMAL nh=10.0.0.1 if=- table=5 w=1 p=0"}
+	if got := e.routes(); !e.hasTable(5, false) || !slices.Equal(got, want) {
+		t.Fatalf("after the table's delete: table 5 %v, routes %v, want the table kept with %v", e.hasTable(5, false), got, want)
+	}
+	if _, err := e.commit(del(inVRF.key)); err != nil {
+		t.Fatalf("deleting the route: %v", err)
+	}
+	if got := e.routes(); len(got) != 0 {
+		t.Errorf("routes left: %v", got)
+	}
+	e.mustCommit(inVRF)
+	if got := e.routes(); !slices.Equal(got, want) {
+		t.Errorf("the route added again: routes %v, want %v", got, want)
+	}
+}

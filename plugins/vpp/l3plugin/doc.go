@@ -39,7 +39,12 @@
 //   - No Update: any change (type, weight, preference, via_vrf_id) deletes
 //     the path and adds the new one.
 //   - Delete: ip_route_add_del delete of the path; a path or table already
-//     gone is success. VPP keeps the paths through an interface deleted by
+//     gone is success. A route whose path resolves in its own table (a next
+//     hop without interface in a VRF other than 0) holds that table in VPP:
+//     if someone deleted the table through the API, VPP kept it for such
+//     paths, and removing the last one crashes VPP 25.10 (SIGSEGV). So
+//     ip_table_add_del add (a no-op when the API holds the table) comes
+//     first. VPP keeps the paths through an interface deleted by
 //     someone else (under its sw_if_index, for the next interface that
 //     gets it) and refuses to name that interface (NO_MATCHING_INTERFACE):
 //     then the entry's API paths are dumped and replaced by the others

@@ -105,6 +105,13 @@ func (s routeSpec) tables() []tableKey {
 	return out
 }
 
+// holdsOwnTable tells whether the route's path resolves in the route's own
+// table (a next hop without interface, in a VRF other than 0): such a path
+// holds that table in VPP.
+func (s routeSpec) holdsOwnTable() bool {
+	return s.vrf != 0 && s.typ == vppl3.Route_INTRA_VRF && s.iface == ""
+}
+
 func (s routeSpec) proto() fib_types.FibPathNhProto {
 	if s.ipv6() {
 		return fib_types.FIB_API_PATH_NH_PROTO_IP6
@@ -242,20 +249,29 @@ func (p *Plugin) ensureTables(keys []tableKey) error {
 		if known {
 			continue
 		}
-		err := p.call(func(ctx context.Context, conn govppapi.Connection) error {
-			_, err := ip.NewServiceClient(conn).IPTableAddDel(ctx, &ip.IPTableAddDel{
-				IsAdd: true, Table: ip.IPTable{TableID: k.id, IsIP6: k.ipv6},
-			})
+		if err := p.tableAddDel(k); err != nil {
 			return err
-		})
-		if err != nil {
-			return fmt.Errorf("ip_table_add_del (table %d, ipv6 %v): %w", k.id, k.ipv6, err)
 		}
 		p.mu.Lock()
 		if p.tablesPID == pid {
 			p.tables[k] = true
 		}
 		p.mu.Unlock()
+	}
+	return nil
+}
+
+// tableAddDel makes sure the table exists and the API holds it
+// (ip_table_add_del add: a no-op for a table the API has added).
+func (p *Plugin) tableAddDel(k tableKey) error {
+	err := p.call(func(ctx context.Context, conn govppapi.Connection) error {
+		_, err := ip.NewServiceClient(conn).IPTableAddDel(ctx, &ip.IPTableAddDel{
+			IsAdd: true, Table: ip.IPTable{TableID: k.id, IsIP6: k.ipv6},
+		})
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("ip_table_add_del (table %d, ipv6 %v): %w", k.id, k.ipv6, err)
 	}
 	return nil
 }
@@ -328,6 +344,16 @@ func (p *Plugin) deleteRoute(_ string, r *vppl3.Route, md *RouteMetadata) error 
 	}
 	if md != nil && md.VPPPID != p.m.PID() {
 		return nil // added to a VPP that has restarted since: gone with it
+	}
+	if s.holdsOwnTable() {
+		// The path resolves in the route's own table, and so holds it in
+		// VPP. Someone may have deleted the table through the API since:
+		// VPP then kept it for such paths, and removing the last one
+		// crashes VPP 25.10 (SIGSEGV in fib_entry_path_remove). The API's
+		// hold is taken again first (a no-op when the API has it).
+		if err := p.tableAddDel(tableKey{s.vrf, s.ipv6()}); err != nil {
+			return fmt.Errorf("route %s: %w", s, err)
+		}
 	}
 	sw := noIndex
 	if s.iface != "" {
