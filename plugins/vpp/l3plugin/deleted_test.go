@@ -350,3 +350,42 @@ func TestRouteInTableDeletedByOthers(t *testing.T) {
 		t.Errorf("the route added again: routes %v, want %v", got, want)
 	}
 }
+
+// TestLeftoverNeighborOnReusedIndex: someone deletes an interface of
+// theirs that has a static neighbour; VPP keeps the neighbour, and the
+// agent's next interface gets that index and the neighbour with it. It is
+// on the agent's interface now: the Retrieve reports it as a static entry
+// of unknown origin (OBTAINED), which no resync deletes, and an entry the
+// configuration puts at that address takes it over.
+func TestLeftoverNeighborOnReusedIndex(t *testing.T) {
+	e := newEnv(t)
+	other := e.createLoopback()
+	if err := e.neighborAPI(true, other, "10.0.0.9", "02:00:00:00:00:09", true); err != nil {
+		t.Fatal(err)
+	}
+	e.deleteLoopback(other)
+	e.mustCommit(iface("if1"))
+	if sw := e.swIfIndex("if1"); sw != other {
+		t.Fatalf("if1 at %d, want the freed %d", sw, other)
+	}
+	leftover := arpKV(t, &vppl3.ARPEntry{Interface: "if1", IpAddress: "10.0.0.9", PhysAddress: "02:00:00:00:00:09", Static: true})
+	seq, err := e.resync(kvapi.FullResync, iface("if1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ops := e.executed(seq); len(ops) != 0 {
+		t.Errorf("full resync executed %v", ops)
+	}
+	if st := e.state(leftover.key); st != kvapi.ValueStateObtained {
+		t.Errorf("the leftover neighbour on if1: %v, want OBTAINED", st)
+	}
+	mine := arpKV(t, &vppl3.ARPEntry{Interface: "if1", IpAddress: "10.0.0.9", PhysAddress: "02:00:00:00:00:0a", Static: true})
+	e.mustCommit(mine)
+	if got, want := e.neighbors(), []string{"if1 10.0.0.9 02:00:00:00:00:0a static=true"}; !slices.Equal(got, want) {
+		t.Errorf("neighbours %v, want %v", got, want)
+	}
+	e.mustCommit(del(mine.key))
+	if got := e.neighbors(); len(got) != 0 {
+		t.Errorf("neighbours left: %v", got)
+	}
+}
