@@ -362,7 +362,7 @@ func (p *Plugin) deleteRoute(_ string, r *vppl3.Route, md *RouteMetadata) error 
 		} else if imd, ok := p.ifaces(s.iface); ok {
 			sw = imd.SwIfIndex
 		} else {
-			p.log.Warn("route to delete: its interface is not known any more; the route went with it", "route", s.String())
+			p.log.Warn("route to delete: its interface has no sw_if_index in the VPP connected now; nothing is sent", "route", s.String())
 			return nil
 		}
 	}
