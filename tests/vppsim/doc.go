@@ -91,8 +91,9 @@
 // Errors come back as the reply's Retval (GoVPP turns it into an
 // api.VPPApiError) with VPP's codes: -1 UNSPECIFIED, -2 INVALID_SW_IF_INDEX,
 // -3 NO_SUCH_FIB, -6 NO_SUCH_ENTRY, -7 INVALID_VALUE, -9 UNIMPLEMENTED,
-// -10 INVALID_SW_IF_INDEX_2, -11 SYSCALL_ERROR_1, -30 FEATURE_DISABLED,
-// -31 INVALID_REGISTRATION, -55 INVALID_VLAN, -60 ADDRESS_NOT_FOUND_FOR_INTERFACE,
+// -10 INVALID_SW_IF_INDEX_2, -11 SYSCALL_ERROR_1, -14 SYSCALL_ERROR_4,
+// -30 FEATURE_DISABLED,
+// -31 INVALID_REGISTRATION, -54 NO_MATCHING_INTERFACE, -55 INVALID_VLAN, -60 ADDRESS_NOT_FOUND_FOR_INTERFACE,
 // -68 SUBIF_ALREADY_EXISTS, -71 INVALID_INTERFACE, -73 INVALID_ARGUMENT,
 // -74 UNEXPECTED_INTF_STATE, -79 IF_ALREADY_EXISTS, -98 INVALID_SUB_SW_IF_INDEX,
 // -105 ADDRESS_IN_USE, -114 ADDRESS_FOUND_FOR_INTERFACE, -119 BD_ALREADY_EXISTS,
@@ -110,6 +111,10 @@
 // and read the members); tap_create id 0 is tap0 (~0 allocates); use_random_mac /
 // use_random_hw_addr false means the given (possibly zero) MAC is used.
 //
+// The behaviours below were checked against VPP 25.10 (v25.10-release, the
+// build of ../shared/vpp), where the plugins' tests run one test body
+// against both; the Limits say what vppsim does not imitate.
+//
 // Interfaces: local0 (sw_if_index 0) always exists. Indexes are allocated
 // after it and a freed index is reused first (VPP's pools). Names: loop<n>
 // (lowest free instance; MAC de:ad:00:00:00:<n> when none given), host-<ifname>
@@ -117,21 +122,44 @@
 // "local", "Loopback", "af-packet", "memif", "virtio". Link: a loopback or
 // AF_PACKET has link while admin up, a TAP from creation, a memif only once a
 // peer connects (SetLinkUp), local0 never; a sub-interface reports its
-// parent's link and MAC, and can be set admin up only while its parent is up.
+// parent's link, and can be set admin up only while its parent is up.
 // MTU: sw_interface_set_mtu sets the four sw MTUs (L3, IP4, IP6, MPLS; VPP
-// shows "9000/0/0/0" by default; AF_PACKET 1500 from its host link);
-// hw_interface_set_mtu the link MTU and the L3 MTU. The MAC is a hardware
-// property (setting it on a sub-interface changes the parent's).
+// shows "9000/0/0/0" by default; AF_PACKET has link and L3 MTU 9000, not its
+// host link's; a sub-interface and an IP-mode memif start at 0/0/0/0; a
+// protocol MTU alone, as "set interface mtu ip4" sets it, is reported as
+// 0/1200/0/0); hw_interface_set_mtu the link MTU and the L3 MTU
+// (UNSUPPORTED on a loopback). MAC: a sub-interface and an IP-mode memif
+// report 00:00:00:00:00:00 and setting theirs is UNIMPLEMENTED.
+//
+// Memif: memif_dump reports run-time values, not the configured ones: ring
+// size 1 and buffer size 0 until a peer connects (SetLinkUp), and on a
+// master also while connected (only a connected slave reports its own
+// sizes); no secret. A master whose absolute socket path has no directory,
+// or a file that is no socket, fails with SYSCALL_ERROR_4 (vppsim looks at
+// this host's file system and takes paths under /run/vpp as existing); its
+// socket stays registered.
 //
 // Deleting an interface deletes its sub-interfaces and removes its
-// addresses, its bridge-domain membership (and BVI / UU-fwd role), the route
-// paths through it (a route left without paths goes), its neighbours and the
-// unnumbered setting of interfaces that borrowed its addresses.
+// addresses, its bridge-domain membership (and BVI / UU-fwd role), its
+// dynamic neighbours and the unnumbered setting of interfaces that
+// borrowed its addresses. As on VPP, its static neighbours and the route
+// paths through it stay under its sw_if_index (ip_neighbor_dump lists them,
+// for all interfaces or for that index), and the next interface that gets
+// that index has them; until then a neighbour or a route path through the
+// missing index cannot be added or deleted (ip_neighbor_add_del
+// INVALID_SW_IF_INDEX, ip_route_add_del NO_MATCHING_INTERFACE), while
+// deleting or replacing the whole route without that path works. An
+// interface going admin down drops its dynamic neighbours (static ones
+// stay); ip_neighbor_add_del without STATIC over a static entry changes
+// nothing with the same MAC and is INVALID_SW_IF_INDEX with another.
 // Subscribers get sw_interface_event (with their pid) when an interface's
 // admin or link flags change (one event per interface and request, with the
 // current flags) and when it is deleted (deleted=true); creation sends none.
 //
-// Addresses: listed by ip_address_dump in the order added, with host bits. An
+// Addresses: listed by ip_address_dump in the order added, with host bits.
+// Adding one the interface already has (any prefix length), or one in
+// another interface's subnet, is ADDRESS_IN_USE for IPv4 and
+// DUPLICATE_IF_ADDRESS for IPv6 (VPP answers both cases alike). An
 // unnumbered interface lists none of its donor's addresses in
 // ip_address_dump (VPP shows the subnet on the donor only); the borrowing is
 // reported by ip_unnumbered_dump and the Interface snapshot.
@@ -152,8 +180,10 @@
 // priorities: special, interface, API, CLI, adjacency, default-route).
 // ip_route_v2_dump adds the best source (route.src) and, with a non-zero
 // src, lists only the entries whose best source it is. Routes() lists the
-// routes added through the API, with their Source. Deleting a table
-// flushes the routes added to it.
+// routes added through the API, with their Source. Deleting a table through
+// the API only ends the API's hold on it: the table and its routes go once
+// nothing holds it (no interface bound to it, no route path of any table
+// resolving in it).
 //
 // Bridge domains: bd 0 is reserved (adding it is BD_ALREADY_EXISTS;
 // deleting it, bridge_flags and bridge_domain_set_mac_age on it
@@ -174,7 +204,16 @@
 //
 // No data plane (no packets, no learned MACs, no dynamic neighbours, no
 // counters or stats segment). Only the listed messages; other VPP messages are
-// absent from the table. Not imitated: bridge_domain_add_del_v2 with bd_id
+// absent from the table. Not imitated: two ways to crash VPP 25.10 (SIGSEGV),
+// ip_neighbor_flush of all interfaces while a deleted interface's static
+// neighbour is kept (vppsim has no ip_neighbor_flush), and deleting the last
+// route of a VRF table deleted through the API while that route still held
+// it; the /32 FIB entries of the neighbours kept on deleted interfaces; the
+// order of ip_neighbor_dump (VPP's pool order); neighbour ageing and
+// learning; memif socket ids allocated for ~0 (VPP picks random free ones,
+// vppsim the lowest from 1: memif1/3 rather than memif1476291629/3), and no
+// memif socket files are made; an AF_PACKET MAC change also changing the host
+// link's MAC; bridge_domain_add_del_v2 with bd_id
 // ~0 takes the lowest free id (VPP picks a pseudo-random unused one); the
 // order of a family's ARP termination entries (VPP's is hash order); the
 // resulting_feature_bitmap of bridge_flags. The l2 error codes were checked
