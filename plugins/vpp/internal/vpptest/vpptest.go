@@ -27,9 +27,11 @@
 //     Start until the test ends): a full resync of one would otherwise
 //     delete what another made;
 //   - at the end of every test, Start's cleanup removes what the test left
-//     in VPP (interfaces, bridge domains, API and CLI routes, IP tables,
-//     memif sockets that were not there when it started) and fails the test
-//     if anything is still left.
+//     in VPP (IP neighbours, interfaces, bridge domains, API and CLI routes,
+//     IP tables, memif sockets that were not there when it started; VPP
+//     keeps the static neighbours and route paths of a deleted interface
+//     under its index, so neighbours go before their interfaces) and fails
+//     the test if anything is still left.
 //
 // A package whose tests use Start calls Main from its TestMain (or
 // vpprun.StopShared after its tests), which stops the package's own VPP.
