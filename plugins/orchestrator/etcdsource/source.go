@@ -384,9 +384,17 @@ func (s *Source) watch(ctx context.Context, rev int64) (end watchEnd, establishe
 	}
 }
 
+// connState is what connectionLost reads of a *grpc.ClientConn.
+type connState interface {
+	GetState() connectivity.State
+	WaitForStateChange(ctx context.Context, sourceState connectivity.State) bool
+}
+
+var _ connState = (*grpc.ClientConn)(nil)
+
 // connectionLost closes lost when the client's connection to etcd is lost:
 // it fails, or it leaves the READY state it was in. It returns when ctx ends.
-func connectionLost(ctx context.Context, conn *grpc.ClientConn, lost chan<- struct{}) {
+func connectionLost(ctx context.Context, conn connState, lost chan<- struct{}) {
 	state := conn.GetState()
 	wasReady := false
 	for {
@@ -403,6 +411,13 @@ func connectionLost(ctx context.Context, conn *grpc.ClientConn, lost chan<- stru
 			}
 		}
 		if !conn.WaitForStateChange(ctx, state) {
+			return
+		}
+		if state == connectivity.Ready {
+			// It left READY, whatever it is by now: a quick reconnect
+			// (etcd restarted) may be READY again before this reads the
+			// state, and must not go unnoticed.
+			close(lost)
 			return
 		}
 		state = conn.GetState()

@@ -1,0 +1,65 @@
+package etcdsource
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc/connectivity"
+)
+
+// flappingConn is a connection that is READY whenever connectionLost
+// reads its state, but changes it (changes times) in between: it went from
+// READY through CONNECTING back to READY before the read (etcd restarted on
+// the same address, the client reconnected at once).
+type flappingConn struct{ changes int }
+
+func (c *flappingConn) GetState() connectivity.State { return connectivity.Ready }
+
+func (c *flappingConn) WaitForStateChange(ctx context.Context, _ connectivity.State) bool {
+	if c.changes > 0 {
+		c.changes--
+		return true
+	}
+	<-ctx.Done()
+	return false
+}
+
+// TestConnectionLostSeesAQuickReconnect: a connection that left READY is
+// lost, even when it is READY again when connectionLost looks (it missed
+// this on a loaded machine, and the watch then resumed on an etcd that came
+// back empty, missing its first revisions).
+func TestConnectionLostSeesAQuickReconnect(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	lost := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		connectionLost(ctx, &flappingConn{changes: 2}, lost)
+	}()
+	select {
+	case <-lost:
+	case <-done:
+		t.Fatal("connectionLost returned without closing lost: the reconnect went unnoticed")
+	}
+}
+
+// TestConnectionLostNotWhileReady: a connection that stays READY is not
+// lost.
+func TestConnectionLostNotWhileReady(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	lost := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		connectionLost(ctx, &flappingConn{}, lost)
+	}()
+	cancel()
+	<-done
+	select {
+	case <-lost:
+		t.Fatal("lost closed for a connection that stayed READY")
+	default:
+	}
+}
