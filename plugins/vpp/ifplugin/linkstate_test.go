@@ -2,6 +2,7 @@ package ifplugin_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -22,6 +23,7 @@ import (
 	"github.com/netagent-io/netagent/plugins/vpp/internal/vpptest"
 	"github.com/netagent-io/netagent/plugins/vpp/vppconn"
 	vppif "github.com/netagent-io/netagent/proto/vpp/interfaces"
+	"github.com/netagent-io/netagent/tests/vpprun"
 	"github.com/netagent-io/netagent/tests/vppsim"
 )
 
@@ -30,13 +32,15 @@ var lsQuiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 // lsDeadline bounds every wait of these tests.
 const lsDeadline = 10 * time.Second
 
-// lsEnv is a vppsim, a vppconn.Manager connected to it that calls the
-// watcher's Resync on every connect (as the daemon does), a scheduler with
-// the interface plugin's descriptors, and a LinkStateWatcher reporting to
-// the scheduler through a recorder.
+// lsEnv is the test's VPP (vpptest.Start: a vppsim, or a real VPP), a
+// vppconn.Manager of its own connected to it that calls the watcher's
+// Resync on every connect (as the daemon does), a scheduler with the
+// interface plugin's descriptors, and a LinkStateWatcher reporting to the
+// scheduler through a recorder.
 type lsEnv struct {
 	t        *testing.T
-	sim      *vppsim.Sim
+	vpp      *vpptest.VPP
+	sim      *vppsim.Sim // nil on a real VPP
 	m        *vppconn.Manager
 	s        *kvscheduler.Scheduler
 	w        *ifplugin.LinkStateWatcher
@@ -46,16 +50,11 @@ type lsEnv struct {
 
 func newLSEnv(t *testing.T, opts vppsim.Options, watcherLog *slog.Logger) *lsEnv {
 	t.Helper()
-	socket := filepath.Join(t.TempDir(), "api.sock")
-	opts.SocketPath = socket
-	sim, err := vppsim.Start(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = sim.Close() })
-	e := &lsEnv{t: t, sim: sim, connects: make(chan bool, 16)}
+	e := &lsEnv{t: t, connects: make(chan bool, 16)}
+	e.vpp = vpptest.Start(t, vpptest.Options{Sim: opts})
+	e.sim = e.vpp.Sim
 	e.m = vppconn.New(vppconn.Options{
-		Socket:      socket,
+		Socket:      e.vpp.Socket,
 		CallTimeout: 5 * time.Second,
 		Log:         lsQuiet,
 		OnConnect: func(restarted, _ bool) {
@@ -134,16 +133,18 @@ func (e *lsEnv) del(names ...string) {
 	}
 }
 
-// swIfIndex of the simulator's interface tagged with the logical name.
-func (e *lsEnv) swIfIndex(name string) uint32 {
-	e.t.Helper()
-	for _, i := range e.sim.Interfaces() {
-		if i.Tag == name {
-			return i.SwIfIndex
-		}
+// vppLinks describes VPP's interfaces for a failure message, as the
+// watcher lists them: "<VPP name> tag=<tag> link=<up>".
+func (e *lsEnv) vppLinks() string {
+	states, err := vppcalls.NewEventHandler(e.m).DumpLinkStates(context.Background())
+	if err != nil {
+		return "VPP's interfaces not listed: " + err.Error()
 	}
-	e.t.Fatalf("VPP has no interface tagged %s: %+v", name, e.sim.Interfaces())
-	return 0
+	var out []string
+	for _, s := range states {
+		out = append(out, fmt.Sprintf("%s tag=%s link=%v", s.Name, s.Tag, s.LinkUp))
+	}
+	return "VPP has " + strings.Join(out, ", ")
 }
 
 // waitKey waits on the scheduler's status channel (lsDeadline at most)
@@ -170,8 +171,8 @@ func (e *lsEnv) waitKey(key string, present bool) {
 				return
 			}
 		case <-deadline:
-			e.t.Fatalf("%s: want present=%v within %v, status %v; VPP %+v", key, present, lsDeadline,
-				e.s.GetValueStatus(key), e.sim.Interfaces())
+			e.t.Fatalf("%s: want present=%v within %v, status %v; %s", key, present, lsDeadline,
+				e.s.GetValueStatus(key), e.vppLinks())
 		}
 	}
 }
@@ -322,9 +323,7 @@ func lsLoop(name string) *vppif.Interface {
 }
 
 // TestLinkStateWatcherWithoutEvents: a VPP without want_interface_events
-// disables the watcher (its area), not the interfaces. (It comes first: it
-// makes no GoVPP event watcher, whose goroutine would race with the
-// vppconn.New of a later test, see TestLinkStateWatcher.)
+// disables the watcher (its area), not the interfaces.
 func TestLinkStateWatcherWithoutEvents(t *testing.T) {
 	vpptest.NeedSim(t, "a VPP without want_interface_events (Options.Omit)")
 	errs := make(chan string, 16)
@@ -364,12 +363,10 @@ func (h lsErrors) WithAttrs([]slog.Attr) slog.Handler { return h }
 func (h lsErrors) WithGroup(string) slog.Handler      { return h }
 
 // TestLinkStateWatcher: link up and down, only differences pushed, untagged
-// and deleted interfaces, and a VPP restart followed by the re-creation of
-// the interfaces. One environment only: GoVPP's event watcher goroutine reads
-// GoVPP's package logger as it ends, which vppconn.New sets, so a second
-// Manager created after a watcher closed is a data race for the detector.
+// and deleted interfaces. (TestLinkStateMemifPeer changes a link on a real
+// VPP too, and restarts VPP.)
 func TestLinkStateWatcher(t *testing.T) {
-	vpptest.NeedSim(t, "sets the carrier of links (SetLinkUp) and restarts VPP")
+	vpptest.NeedSim(t, "sets the carrier of loopbacks (SetLinkUp)")
 	e := newLSEnv(t, vppsim.Options{}, lsQuiet)
 
 	// Loopbacks set admin up have link; nothing else is reported (local0
@@ -380,7 +377,7 @@ func TestLinkStateWatcher(t *testing.T) {
 	if got, want := e.allLinkKeys(), []string{ifplugin.LinkStateKey("ls1", true), ifplugin.LinkStateKey("ls2", true)}; !slices.Equal(got, want) {
 		t.Errorf("link-state keys %v, want %v", got, want)
 	}
-	idx1 := e.swIfIndex("ls1")
+	idx1 := e.vpp.SwIfIndex("ls1")
 
 	// The carrier goes: DOWN replaces UP, and only ls1 is reported.
 	mark := e.rec.count()
@@ -404,7 +401,7 @@ func TestLinkStateWatcher(t *testing.T) {
 	// is pushed.
 	mark = e.rec.count()
 	e.w.Resync()
-	idx2 := e.swIfIndex("ls2")
+	idx2 := e.vpp.SwIfIndex("ls2")
 	if err := e.sim.SetLinkUp(idx2, false); err != nil {
 		t.Fatal(err)
 	}
@@ -422,7 +419,7 @@ func TestLinkStateWatcher(t *testing.T) {
 	// more, and goes at the next re-list (the next event).
 	e.commit(lsLoop("ls3"))
 	e.waitLink("ls3", true)
-	idx3 := e.swIfIndex("ls3")
+	idx3 := e.vpp.SwIfIndex("ls3")
 	if err := vppcalls.NewHandler(e.m).SetTag(context.Background(), idx3, ""); err != nil {
 		t.Fatal(err)
 	}
@@ -439,6 +436,57 @@ func TestLinkStateWatcher(t *testing.T) {
 	if got, want := e.allLinkKeys(), []string{ifplugin.LinkStateKey("ls2", true)}; !slices.Equal(got, want) {
 		t.Errorf("link-state keys %v, want %v", got, want)
 	}
+}
+
+// TestLinkStateMemifPeer: the link of a memif master is up while a peer
+// is connected, on vppsim and on a real VPP (a slave in a second VPP): DOWN
+// without a peer, UP while one is connected, each change one push of the
+// difference. After a VPP restart the watcher subscribes again (on the
+// connect), reports the interface gone, and once a downstream resync has
+// created it again, its link state and its changes, which come on the new
+// subscription.
+func TestLinkStateMemifPeer(t *testing.T) {
+	dir := t.TempDir() // first: removed after both VPPs let go of the socket
+	e := newLSEnv(t, vppsim.Options{}, lsQuiet)
+	if !e.vpp.CanRestart() {
+		t.Skipf("restarts VPP and starts a second one for the peer: not the user's VPP at %s", e.vpp.Socket)
+	}
+	const id = 5
+	socket := filepath.Join(dir, "ls.sock") // absolute: both VPPs take it as it is
+	peer := e.newMemifPeer("lsm", socket, id)
+	upKey, downKey := ifplugin.LinkStateKey("lsm", true), ifplugin.LinkStateKey("lsm", false)
+	wentUp := []string{"-" + downKey, "+" + upKey + "=UP"}
+	wentDown := []string{"-" + upKey, "+" + downKey + "=DOWN"}
+	pushed := func(mark int, want ...[]string) {
+		t.Helper()
+		if got := e.rec.since(mark); !slices.EqualFunc(got, want, slices.Equal) {
+			t.Errorf("pushed %q, want %q", got, want)
+		}
+	}
+
+	// Without a peer the link is down (reported at the event of the admin
+	// up: VPP sends none for a creation).
+	mark := e.rec.count()
+	e.commit(&vppif.Interface{Name: "lsm", Type: vppif.Interface_MEMIF, Enabled: true,
+		Link: &vppif.Interface_Memif{Memif: &vppif.MemifLink{Master: true, Id: id, SocketFilename: socket}}})
+	e.waitLink("lsm", false)
+	pushed(mark, []string{"+" + downKey + "=DOWN"})
+
+	// The peer connects: UP replaces DOWN. A Resync with nothing changed
+	// pushes nothing.
+	mark = e.rec.count()
+	e.w.Resync()
+	peer.connect()
+	e.waitLink("lsm", true)
+	pushed(mark, wentUp)
+
+	// The peer goes, and comes back.
+	mark = e.rec.count()
+	peer.disconnect()
+	e.waitLink("lsm", false)
+	peer.connect()
+	e.waitLink("lsm", true)
+	pushed(mark, wentDown, wentUp)
 
 	// VPP restarts empty: the watcher subscribes again on the connect (the
 	// OnConnect calls Resync) and reports the interface gone...
@@ -447,12 +495,11 @@ func TestLinkStateWatcher(t *testing.T) {
 	// lock, after reading it for the details of every dump: a dump that has
 	// not been followed by a write on the socket (which orders it before
 	// the reconnect) is a data race for the detector. So VPP restarts while
-	// the watcher is held in the push of a change, not listing, after a
-	// control_ping from the test.
+	// the watcher is held in the push of a change (the peer going), not
+	// listing, after a control_ping from the test.
+	mark = e.rec.count()
 	gate := e.rec.hold()
-	if err := e.sim.SetLinkUp(idx2, false); err != nil {
-		t.Fatal(err)
-	}
+	peer.disconnect()
 	select {
 	case <-gate.entered:
 	case <-time.After(lsDeadline):
@@ -465,25 +512,91 @@ func TestLinkStateWatcher(t *testing.T) {
 	if err := conn.Invoke(context.Background(), &memclnt.ControlPing{}, &memclnt.ControlPingReply{}); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.sim.Restart(0); err != nil {
-		t.Fatal(err)
-	}
+	e.vpp.Restart()
 	gate.open()
 	e.waitConnect(true)
-	e.waitNoLink("ls2")
+	e.waitNoLink("lsm")
+	pushed(mark, wentDown, []string{"-" + downKey})
 
-	// ...until the downstream resync re-creates it: it is reported again,
-	// and its changes are seen on the new subscription.
+	// ...until the downstream resync creates it again: DOWN without a
+	// peer, then UP when the peer connects again, and DOWN when it goes.
+	mark = e.rec.count()
 	if _, err := e.s.StartNBTransaction().Commit(api.WithResync(context.Background(), api.DownstreamResync, false)); err != nil {
 		t.Fatalf("downstream resync: %v", err)
 	}
-	e.waitLink("ls2", true)
-	if err := e.sim.SetLinkUp(e.swIfIndex("ls2"), false); err != nil {
-		t.Fatal(err)
+	e.waitLink("lsm", false)
+	peer.connect()
+	e.waitLink("lsm", true)
+	peer.disconnect()
+	e.waitLink("lsm", false)
+	pushed(mark, []string{"+" + downKey + "=DOWN"}, wentUp, wentDown)
+}
+
+// lsPeer is the other end of a memif master of the agent: connect brings
+// the master's link up, disconnect takes it down again.
+type lsPeer struct {
+	connect, disconnect func()
+}
+
+// newMemifPeer returns the peer of the agent's memif master name (socket,
+// id): on vppsim the master's carrier (SetLinkUp: a peer connects); on a
+// real VPP a slave memif in a second VPP, started from the test VPP's build
+// folder and stopped at the end of the test. Its connect creates the
+// slave, its disconnect deletes it: no memif is left connected, each of
+// which keeps a core of both VPPs busy polling.
+func (e *lsEnv) newMemifPeer(name, socket string, id uint32) lsPeer {
+	e.t.Helper()
+	if e.sim != nil {
+		var idx uint32
+		return lsPeer{
+			connect: func() {
+				e.t.Helper()
+				idx = e.vpp.SwIfIndex(name) // the master's in the VPP of now
+				if err := e.sim.SetLinkUp(idx, true); err != nil {
+					e.t.Fatal(err)
+				}
+			},
+			disconnect: func() {
+				e.t.Helper()
+				if err := e.sim.SetLinkUp(idx, false); err != nil {
+					e.t.Fatal(err)
+				}
+			},
+		}
 	}
-	e.waitLink("ls2", false)
-	if got, want := e.allLinkKeys(), []string{ifplugin.LinkStateKey("ls2", false)}; !slices.Equal(got, want) {
-		t.Errorf("link-state keys %v, want %v", got, want)
+	other, err := vpprun.Start(e.vpp.Own.Dir, "")
+	if err != nil {
+		e.t.Fatalf("starting the peer's VPP: %v", err)
+	}
+	e.t.Cleanup(func() {
+		if err := other.Stop(); err != nil {
+			e.t.Errorf("stopping the peer's VPP: %v", err)
+		}
+	})
+	// vppctl exits with 0 after a failed command too; these commands print
+	// nothing when they succeed.
+	cli := func(args ...string) {
+		e.t.Helper()
+		out, err := other.CLI(args...)
+		if err == nil && strings.TrimSpace(out) != "" {
+			err = errors.New(strings.TrimSpace(out))
+		}
+		if err != nil {
+			e.t.Fatalf("the peer's VPP: vppctl %s: %v", strings.Join(args, " "), err)
+		}
+	}
+	cli("create", "memif", "socket", "id", "1", "filename", socket)
+	slave := fmt.Sprintf("memif1/%d", id)
+	return lsPeer{
+		connect: func() {
+			e.t.Helper()
+			cli("create", "interface", "memif", "socket-id", "1", "id", fmt.Sprint(id), "slave")
+			cli("set", "interface", "state", slave, "up")
+		},
+		disconnect: func() {
+			e.t.Helper()
+			cli("delete", "interface", "memif", slave)
+		},
 	}
 }
 
