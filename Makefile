@@ -23,10 +23,10 @@ tools: ## install what tests and code generation need (pinned)
 test: tools proto-check lint ## the full test suite, as CI runs it (race detector on, VPP tests against vppsim and a real VPP, fuzz targets a few seconds each)
 	$(GO) test -race -count=1 -timeout 30m $(PKGS)
 	scripts/test-real-vpp.sh
+	FUZZ_TIME=5s scripts/fuzz.sh
 
 test-real-vpp: ## the VPP tests against a real VPP: ../shared/vpp (NETAGENT_VPP_DIR), or VPP_API_SOCKET
 	scripts/test-real-vpp.sh
-	FUZZ_TIME=5s scripts/fuzz.sh
 
 test-short: ## quick tests without the race detector
 	$(GO) test -short -count=1 $(PKGS)
