@@ -117,6 +117,14 @@
 //     transaction are deleted. Values found in the SB that the agent did not
 //     create (origin FromSB, or UnknownOrigin for a key the NB does not ask
 //     for and the agent did not create) are OBTAINED and never deleted.
+//     Derived values: the Retrieve of a derived value's own descriptor (one
+//     other than its base's) says whether it is in the SB; any other derived
+//     value is in the SB as the retrieved base value derives it (see
+//     api.KVDescriptor.Retrieve), unless the scheduler knows it did not
+//     apply it (PENDING, failed). So a derived value without a Retrieve of
+//     its own is created and deleted with its base, a resync does not create
+//     it again while its base is in the SB, and removes it before a base
+//     the NB no longer wants.
 //   - Upstream: the same without asking the SB.
 //   - Downstream: no values; the SB is refreshed and the NB values the
 //     scheduler holds are applied again.

@@ -678,8 +678,9 @@ func (rs *refreshState) isDerived(n *node, key string) bool {
 }
 
 // applyRetrieved records what a descriptor's Retrieve returned. A derived
-// value whose descriptor has Retrieve is in the SB when that Retrieve
-// returned it (retrievedDerived; refreshDerived applies it); the other values
+// value retrieved on its own (retrievedOnItsOwn) is in the SB when that
+// Retrieve returned it (retrievedDerived; refreshDerived applies it); the
+// other values
 // are recorded as the applied state of the descriptor's values (known are
 // those in the graph). Garbage (empty keys, nil values, keys of other
 // descriptors, duplicates) is skipped and reported.
@@ -821,10 +822,11 @@ func (s *Scheduler) forgetObtained(n *node) {
 }
 
 // refreshDerived sets, during a resync refresh, the applied state of n's
-// derived values. A derived value whose descriptor has Retrieve is in the SB
-// when that Retrieve returned it (retrieved). Any other derived value is in
-// the SB when the retrieved base derives it, except one the graph knows as
-// not applied (e.g. PENDING): the base alone cannot tell.
+// derived values. A derived value retrieved on its own (see retrievedOnItsOwn)
+// is in the SB when its descriptor's Retrieve returned it (retrieved). Any
+// other derived value is in the SB when the retrieved base derives it, except
+// one the graph knows as not applied (e.g. PENDING): the base alone cannot
+// tell.
 func (s *Scheduler) refreshDerived(n *node, retrieved map[string]api.KVWithMetadata) {
 	g := s.g
 	var have []api.KeyValuePair
@@ -835,7 +837,7 @@ func (s *Scheduler) refreshDerived(n *node, retrieved map[string]api.KVWithMetad
 	if len(have) == 0 && len(n.derived) == 0 {
 		return
 	}
-	ownRetrieve := func(d *node) bool { return d.desc != nil && d.desc.d.Retrieve != nil && !n.obtained }
+	ownRetrieve := func(d *node) bool { return retrievedOnItsOwn(d, n) }
 	setApplied := func(d *node, value proto.Message) {
 		switch {
 		case value == nil:
@@ -894,6 +896,16 @@ func (s *Scheduler) refreshDerived(n *node, retrieved map[string]api.KVWithMetad
 	if grown {
 		g.setDerived(n, list)
 	}
+}
+
+// retrievedOnItsOwn tells whether the SB state of the derived value d of base
+// is what d's own descriptor retrieves (api.KVDescriptor.Retrieve): d has a
+// descriptor with Retrieve other than the base's, and the base is not
+// OBTAINED. Otherwise (a property, a descriptor without Retrieve, the base's
+// own descriptor, whose Retrieve returns base values) the retrieved base value
+// tells, through its DerivedValues.
+func retrievedOnItsOwn(d, base *node) bool {
+	return d.desc != nil && d.desc.d.Retrieve != nil && d.desc != base.desc && !base.obtained
 }
 
 // retrieveOrder sorts descriptors so that each comes after those named in its

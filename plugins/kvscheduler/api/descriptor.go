@@ -147,13 +147,22 @@ type KVDescriptor struct {
 	UpdateWithRecreate func(key string, oldValue, newValue proto.Message, metadata any) bool
 
 	// Retrieve reads every value of this descriptor present in the SB.
-	// correlate holds the values the scheduler expects (the NB values at
-	// startup, the applied values at run time), with their metadata, to help
-	// reconstruct NB-shaped values from SB data. Values it returns must be
-	// accepted by KeySelector and appear once. Without Retrieve the SB is
-	// assumed to be as the scheduler left it. Derived values are not
-	// retrieved: their SB state is what DerivedValues returns for the
-	// retrieved base value.
+	// correlate holds the base (non-derived) values the scheduler expects
+	// (the NB values at startup, the applied values at run time), with their
+	// metadata, to help reconstruct NB-shaped values from SB data. Values it
+	// returns must be accepted by KeySelector and appear once. Without
+	// Retrieve the SB is assumed to be as the scheduler left it.
+	//
+	// Derived values: the Retrieve of a descriptor of derived values other
+	// than their base's descriptor is their SB state: a derived value it
+	// does not return is missing (and created again), whatever its base
+	// derives. The SB state of any other derived value (a property, one whose
+	// descriptor has no Retrieve, or one described by its base's descriptor,
+	// whose Retrieve returns base values) is what DerivedValues returns for
+	// the retrieved base value; a derived value the scheduler knows it has
+	// not applied (e.g. PENDING) stays not applied, as the base alone cannot
+	// tell. Derived values of an OBTAINED base are always what its
+	// DerivedValues returns.
 	Retrieve func(correlate []KVWithMetadata) ([]KVWithMetadata, error)
 
 	// IsRetriableFailure tells whether an error of Create, Update or Delete

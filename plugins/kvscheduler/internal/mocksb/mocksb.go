@@ -202,6 +202,10 @@ type Options struct {
 	NoUpdate bool
 	// NoRetrieve leaves Retrieve unset.
 	NoRetrieve bool
+	// RetrieveKeys, when set, narrows what Retrieve returns to the keys it
+	// accepts (e.g. a descriptor of both base and derived values whose
+	// Retrieve returns only the base values).
+	RetrieveKeys func(key string) bool
 	// RecreateIf makes UpdateWithRecreate true for these changes.
 	RecreateIf func(key string, oldValue, newValue proto.Message) bool
 	// Deps and Derived are the Dependencies and DerivedValues callbacks.
@@ -305,7 +309,7 @@ func (sb *SB) Descriptor(o Options) *api.KVDescriptor {
 			}
 			var out []api.KVWithMetadata
 			for k, it := range sb.items {
-				if selects(k) {
+				if selects(k) && (o.RetrieveKeys == nil || o.RetrieveKeys(k)) {
 					out = append(out, api.KVWithMetadata{Key: k, Value: it.Value, Metadata: it.Metadata, Origin: it.Origin})
 				}
 			}

@@ -1,0 +1,219 @@
+package kvscheduler_test
+
+// The SB state of derived values in a refresh (issue 15, A) and the refresh
+// after a failed operation on a derived value (issue 15, B; seed 001: "Refresh
+// is performed ... after a failed C(R)UD operation(s), but only for vertices
+// affected by the failure"), for the shapes a descriptor of derived values
+// can take:
+//
+//   - own Retrieve: a descriptor of its own, whose Retrieve returns the
+//     derived values the SB holds (as the VPP and Linux plugins' derived
+//     descriptors do): a derived value it does not return is missing;
+//   - no Retrieve: a descriptor of its own without Retrieve: the derived
+//     values are in the SB as the retrieved base value derives them;
+//   - base's descriptor: the base's descriptor describes the derived keys
+//     too; its Retrieve returns the base values only (seed 003: correlate and
+//     Retrieve are about non-derived values), so the derived values are
+//     in the SB as the retrieved base value derives them.
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/netagent-io/netagent/plugins/kvscheduler/api"
+	"github.com/netagent-io/netagent/plugins/kvscheduler/internal/mocksb"
+)
+
+// derivedShape registers the descriptors of base values "a/<name>" (value
+// "items=x,y" derives "a/<name>/x"="x" and "a/<name>/y"="y") and of their
+// derived values, in one of the shapes above.
+type derivedShape struct {
+	name string
+	// ownRetrieve: the derived values' own Retrieve tells whether they are
+	// in the SB.
+	ownRetrieve bool
+	descriptors func(base, derived mocksb.Options) []mocksb.Options
+}
+
+var derivedShapes = []derivedShape{
+	{
+		name: "own Retrieve", ownRetrieve: true,
+		descriptors: func(base, derived mocksb.Options) []mocksb.Options {
+			return []mocksb.Options{base, derived}
+		},
+	},
+	{
+		name: "no Retrieve",
+		descriptors: func(base, derived mocksb.Options) []mocksb.Options {
+			derived.NoRetrieve = true
+			return []mocksb.Options{base, derived}
+		},
+	},
+	{
+		name: "base's descriptor",
+		descriptors: func(base, derived mocksb.Options) []mocksb.Options {
+			base.Keys = nil
+			base.RetrieveKeys = depth(1)
+			prev := base.Deps
+			base.Deps = func(key string, v proto.Message) []api.Dependency {
+				if depth(2)(key) {
+					return derived.Deps(key, v)
+				}
+				if prev != nil {
+					return prev(key, v)
+				}
+				return nil
+			}
+			return []mocksb.Options{base}
+		},
+	},
+}
+
+func (sh derivedShape) register(e *env, base, derived mocksb.Options) {
+	if derived.Deps == nil {
+		derived.Deps = func(string, proto.Message) []api.Dependency { return nil }
+	}
+	e.register(sh.descriptors(base, derived)...)
+}
+
+func baseOpts() mocksb.Options {
+	return mocksb.Options{Name: "A", Prefix: "a/", NB: true, WithMetadata: true, Keys: depth(1), Derived: items}
+}
+
+func derivedOpts() mocksb.Options {
+	return mocksb.Options{Name: "A-item", Prefix: "a/", Keys: depth(2)}
+}
+
+// A full resync finds the derived values of a retrieved base in the SB: it
+// does not create those already there, deletes those of a changed base that
+// the NB value no longer derives, executes nothing when repeated, and an
+// empty full resync deletes the derived values before their bases.
+func TestResyncDerivedValuesOfRetrievedBase(t *testing.T) {
+	for _, sh := range derivedShapes {
+		t.Run(sh.name, func(t *testing.T) {
+			e := newEnv(t)
+			sh.register(e, baseOpts(), derivedOpts())
+			// What an earlier run of the agent left in the SB: v1 as the NB
+			// wants it, v2 with another item.
+			e.sb.Put("a/v1", mocksb.Str("items=x,y"), &mocksb.Meta{Index: 101}, api.FromNB)
+			e.sb.Put("a/v1/x", mocksb.Str("x"), nil, api.FromNB)
+			e.sb.Put("a/v1/y", mocksb.Str("y"), nil, api.FromNB)
+			e.sb.Put("a/v2", mocksb.Str("items=p"), &mocksb.Meta{Index: 102}, api.FromNB)
+			e.sb.Put("a/v2/p", mocksb.Str("p"), nil, api.FromNB)
+			nb := []kv{set("a/v1", "items=x,y"), set("a/v2", "items=q")}
+			want := map[string]string{
+				"a/v1": "items=x,y", "a/v1/x": "x", "a/v1/y": "y",
+				"a/v2": "items=q", "a/v2/q": "q",
+			}
+
+			// 1. Full resync: v1 and its items are in sync; v2's obsolete
+			//    item goes before v2 is updated, the new one follows it.
+			if _, err := e.resync(nb...); err != nil {
+				t.Fatalf("resync: %v", err)
+			}
+			e.expectOps("resync",
+				"delete a/v2/p",
+				"update a/v2=items=q",
+				"create a/v2/q=q")
+			for _, key := range []string{"a/v1", "a/v1/x", "a/v1/y", "a/v2", "a/v2/q"} {
+				e.expectState(key, api.ValueStateConfigured)
+			}
+			e.expectGone("a/v2/p")
+			e.expectSB("resync", want)
+
+			// 2. The same resync, twice: in sync, nothing is executed.
+			for _, step := range []string{"resync in sync", "resync in sync again"} {
+				if _, err := e.resync(nb...); err != nil {
+					t.Fatalf("%s: %v", step, err)
+				}
+				e.expectOps(step)
+				e.expectSB(step, want)
+				for _, key := range []string{"a/v1", "a/v1/x", "a/v1/y", "a/v2", "a/v2/q"} {
+					e.expectState(key, api.ValueStateConfigured)
+				}
+			}
+
+			// 3. A downstream resync: in sync as well.
+			if _, err := e.s.StartNBTransaction().Commit(api.WithResync(context.Background(), api.DownstreamResync, false)); err != nil {
+				t.Fatalf("downstream resync: %v", err)
+			}
+			e.expectOps("downstream resync in sync")
+
+			// 4. An empty full resync: every derived value goes before its
+			//    base.
+			if _, err := e.resync(); err != nil {
+				t.Fatalf("empty resync: %v", err)
+			}
+			e.expectOps("empty resync",
+				"delete a/v1/y",
+				"delete a/v1/x",
+				"delete a/v1",
+				"delete a/v2/q",
+				"delete a/v2")
+			for key := range want {
+				e.expectGone(key)
+			}
+			e.expectSB("empty resync", nil)
+		})
+	}
+}
+
+// A derived value lost from the SB behind the agent's back: its own Retrieve
+// tells, and the resync creates it again; without a Retrieve of its own the
+// retrieved base is all the scheduler can see, and the value counts as there.
+func TestResyncDerivedValueLostFromSB(t *testing.T) {
+	for _, sh := range derivedShapes {
+		t.Run(sh.name, func(t *testing.T) {
+			e := newEnv(t)
+			sh.register(e, baseOpts(), derivedOpts())
+			nb := []kv{set("a/v1", "items=x,y")}
+			if _, err := e.resync(nb...); err != nil {
+				t.Fatalf("resync: %v", err)
+			}
+			e.expectOps("resync", "create a/v1=items=x,y", "create a/v1/x=x", "create a/v1/y=y")
+
+			e.sb.Remove("a/v1/x")
+			if _, err := e.resync(nb...); err != nil {
+				t.Fatalf("resync after the loss: %v", err)
+			}
+			if sh.ownRetrieve {
+				e.expectOps("resync after the loss", "create a/v1/x=x")
+				e.expectSB("resync after the loss", map[string]string{"a/v1": "items=x,y", "a/v1/x": "x", "a/v1/y": "y"})
+			} else {
+				e.expectOps("resync after the loss")
+			}
+			e.expectState("a/v1/x", api.ValueStateConfigured)
+		})
+	}
+}
+
+// A derived value PENDING on a missing dependency is not in the SB, whatever
+// its retrieved base derives: a resync neither deletes it nor calls it
+// created.
+func TestResyncKeepsPendingDerivedValueNotApplied(t *testing.T) {
+	for _, sh := range derivedShapes {
+		t.Run(sh.name, func(t *testing.T) {
+			e := newEnv(t)
+			derived := derivedOpts()
+			derived.Deps = depsFrom(map[string][]string{"a/v1/y": {"a/other"}})
+			sh.register(e, baseOpts(), derived)
+			nb := []kv{set("a/v1", "items=x,y")}
+			if _, err := e.resync(nb...); err != nil {
+				t.Fatalf("resync: %v", err)
+			}
+			e.expectOps("resync", "create a/v1=items=x,y", "create a/v1/x=x")
+			e.expectState("a/v1/y", api.ValueStatePending, "a/other")
+			if _, err := e.resync(nb...); err != nil {
+				t.Fatalf("second resync: %v", err)
+			}
+			e.expectOps("second resync")
+			e.expectState("a/v1/y", api.ValueStatePending, "a/other")
+			e.expectState("a/v1/x", api.ValueStateConfigured)
+		})
+	}
+}
+
+var _ = errors.New
