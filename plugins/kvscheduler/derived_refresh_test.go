@@ -20,6 +20,8 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"testing/synctest"
+	"time"
 
 	"google.golang.org/protobuf/proto"
 
@@ -73,10 +75,24 @@ var derivedShapes = []derivedShape{
 }
 
 func (sh derivedShape) register(e *env, base, derived mocksb.Options) {
+	e.t.Helper()
+	for _, d := range sh.build(e, base, derived) {
+		if err := e.s.RegisterKVDescriptor(d); err != nil {
+			e.t.Fatalf("register descriptor %q: %v", d.Name, err)
+		}
+	}
+}
+
+// build returns the descriptors of the shape, backed by the env's SB.
+func (sh derivedShape) build(e *env, base, derived mocksb.Options) []*api.KVDescriptor {
 	if derived.Deps == nil {
 		derived.Deps = func(string, proto.Message) []api.Dependency { return nil }
 	}
-	e.register(sh.descriptors(base, derived)...)
+	var out []*api.KVDescriptor
+	for _, o := range sh.descriptors(base, derived) {
+		out = append(out, e.sb.Descriptor(o))
+	}
+	return out
 }
 
 func baseOpts() mocksb.Options {
@@ -216,4 +232,86 @@ func TestResyncKeepsPendingDerivedValueNotApplied(t *testing.T) {
 	}
 }
 
-var _ = errors.New
+// A failed Create of a derived value that changed its base in the SB: the
+// base is refreshed with it (seed 001: refresh after a failed operation, for
+// the vertices affected by the failure) and is no longer reported CONFIGURED;
+// the retry updates the base back, then creates the derived value.
+func TestFailedDerivedCreateRefreshesItsBase(t *testing.T) {
+	for _, sh := range derivedShapes {
+		t.Run(sh.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				e := openEnv(t)
+				defer e.s.Close()
+				errRefused := errors.New("address refused; interface reset")
+				for _, d := range sh.build(e, baseOpts(), derivedOpts()) {
+					create := d.Create
+					d.Create = func(key string, v proto.Message) (any, error) {
+						md, err := create(key, v)
+						if err != nil && key == "a/v1/x" {
+							// The failure changed the base in the SB.
+							it, _ := e.sb.Get("a/v1")
+							e.sb.Put("a/v1", mocksb.Str("items=x reset"), it.Metadata, api.FromNB)
+						}
+						return md, err
+					}
+					if err := e.s.RegisterKVDescriptor(d); err != nil {
+						t.Fatalf("register %s: %v", d.Name, err)
+					}
+				}
+
+				// 1. NB (retry after 1s): a/v1 with item x. Create(a/v1/x)
+				//    fails and resets a/v1; both are refreshed. a/v1 is not
+				//    as intended (MISSING), a/v1/x RETRYING.
+				e.sb.Fail("create", "a/v1/x", errRefused, 1)
+				ctx := api.WithRetry(context.Background(), time.Second, 3, false)
+				_, err := e.commit(ctx, set("a/v1", "items=x"))
+				te := txnErr(t, err)
+				expectKVErrors(t, te, errRefused, map[string]api.TxnOperation{"a/v1/x": api.OpCreate})
+				wantOps := []string{"create a/v1=items=x", "create a/v1/x=x", "retrieve A"}
+				if sh.ownRetrieve {
+					wantOps = append(wantOps, "retrieve A-item")
+				}
+				e.expectOpsWithRetrieve("failed derived create", wantOps...)
+				e.expectState("a/v1", api.ValueStateMissing)
+				e.expectState("a/v1/x", api.ValueStateRetrying)
+				e.expectSB("failed derived create", map[string]string{"a/v1": "items=x reset"})
+
+				// 2. The retry: the base first, then its derived value.
+				time.Sleep(time.Second)
+				synctest.Wait()
+				e.expectOps("retry", "update a/v1=items=x", "create a/v1/x=x")
+				e.expectState("a/v1", api.ValueStateConfigured)
+				e.expectState("a/v1/x", api.ValueStateConfigured)
+				e.expectSB("retry", map[string]string{"a/v1": "items=x", "a/v1/x": "x"})
+			})
+		})
+	}
+}
+
+// A failed Create of a derived value that left it in the SB: when its own
+// descriptor retrieves it, the refresh finds it, and it is CONFIGURED
+// without a retry; otherwise the retry creates it again.
+func TestFailedDerivedCreateLeavingItInTheSB(t *testing.T) {
+	for _, sh := range derivedShapes {
+		t.Run(sh.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				e := openEnv(t)
+				defer e.s.Close()
+				sh.register(e, baseOpts(), derivedOpts())
+				e.sb.FailLeaving("a/v1/x", nil, 1)
+				ctx := api.WithRetry(context.Background(), time.Second, 3, false)
+				_, _ = e.commit(ctx, set("a/v1", "items=x"))
+				e.expectState("a/v1", api.ValueStateConfigured)
+				time.Sleep(time.Second)
+				synctest.Wait()
+				if sh.ownRetrieve {
+					e.expectOps("left in the SB", "create a/v1=items=x", "create a/v1/x=x")
+				} else {
+					e.expectOps("left in the SB", "create a/v1=items=x", "create a/v1/x=x", "create a/v1/x=x")
+				}
+				e.expectState("a/v1/x", api.ValueStateConfigured)
+				e.expectSB("left in the SB", map[string]string{"a/v1": "items=x", "a/v1/x": "x"})
+			})
+		})
+	}
+}

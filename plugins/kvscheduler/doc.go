@@ -85,9 +85,15 @@
 //
 // Execution is best-effort by default: a failed operation leaves its value
 // FAILED (or RETRYING) and the rest of the transaction goes on; values that
-// depend on a failed one stay PENDING. After the transaction the failed keys,
-// and only those, are refreshed with their descriptor's Retrieve to learn what
-// the failure left in the SB. With api.WithRetry, retriable failures are
+// depend on a failed one stay PENDING. After the transaction the values
+// affected by a failure, and only those, are refreshed with their
+// descriptor's Retrieve to learn what the failure left in the SB: a failed
+// base value; for a failed derived value its base (an operation on a derived
+// value may change its base) and the derived value itself when its own
+// descriptor retrieves it. A value found in place is completed (CONFIGURED);
+// a CONFIGURED base found changed or gone is MISSING until the retry of its
+// derived value, which goes through the base, updates or re-creates it first
+// (or a resync does). With api.WithRetry, retriable failures are
 // retried by a later RetryFailedOps transaction after the period (doubled each
 // time with exponential backoff) up to the maximum count, then FAILED; a retry
 // is dropped for a key that changed in the meantime. A FAILED value is tried

@@ -967,17 +967,40 @@ func (r *txnRun) refreshFailed() {
 	}
 }
 
+// refreshFailedBatch refreshes the values affected by the failures of a batch
+// of failed values (seed 001: refresh "after a failed C(R)UD operation(s),
+// but only for vertices affected by the failure"): a failed base value
+// itself; for a failed derived value its base (an operation on a derived
+// value may change its base in the SB, as an address refused by VPP may
+// leave the interface changed) and the derived value itself when its own
+// descriptor retrieves it (retrievedOnItsOwn).
 func (r *txnRun) refreshFailedBatch(failed []*node) {
 	byDesc := map[*descriptorInfo][]*node{}
 	var order []*descriptorInfo
-	for _, n := range failed {
-		if n.desc == nil || n.base != nil || n.desc.d.Retrieve == nil || !n.inGraph {
-			continue
+	add := func(n *node) {
+		if n.desc == nil || n.desc.d.Retrieve == nil || !n.inGraph || slices.Contains(byDesc[n.desc], n) {
+			return
 		}
 		if _, ok := byDesc[n.desc]; !ok {
 			order = append(order, n.desc)
 		}
 		byDesc[n.desc] = append(byDesc[n.desc], n)
+	}
+	for _, n := range failed {
+		if n.base == nil {
+			add(n)
+			continue
+		}
+		root := n.base
+		for root.base != nil {
+			root = root.base
+		}
+		if !root.obtained {
+			add(root)
+		}
+		if retrievedOnItsOwn(n, n.base) {
+			add(n)
+		}
 	}
 	for _, di := range order {
 		nodes := byDesc[di]
@@ -1018,7 +1041,7 @@ func (r *txnRun) refreshFailedBatch(failed []*node) {
 				if n.applied == nil || !proto.Equal(n.applied, kv.Value) {
 					r.g.setApplied(n, kv.Value)
 				}
-				if di.d.WithMetadata && kv.Metadata != nil {
+				if di.d.WithMetadata && kv.Metadata != nil && n.base == nil {
 					r.g.setMetadata(n, kv.Metadata, true)
 				}
 			case n.applied != nil:
@@ -1028,6 +1051,7 @@ func (r *txnRun) refreshFailedBatch(failed []*node) {
 				}
 				gone = append(gone, n)
 			}
+			r.affectedByFailure(n)
 		}
 		for _, n := range gone {
 			r.afterVanished(n)
@@ -1042,6 +1066,20 @@ func (r *txnRun) refreshFailedBatch(failed []*node) {
 			}
 		}
 	}
+}
+
+// affectedByFailure sets the status of a CONFIGURED base value that the
+// refresh after the failure of one of its derived values found changed or
+// gone in the SB: MISSING (its intended value is not in the SB). It is not
+// repaired at once, which would call the failed derived value again: the
+// retry of the derived value goes through its base, updating or re-creating
+// it first (a resync does the same).
+func (r *txnRun) affectedByFailure(n *node) {
+	if n.base != nil || n.state != api.ValueStateConfigured || n.intended == nil ||
+		(n.applied != nil && r.equivalent(n, n.applied, n.intended)) {
+		return
+	}
+	r.setStatus(n, api.ValueStateMissing, n.lastOp, nil, nil)
 }
 
 // afterVanished removes what was built on a value that a refresh found missing

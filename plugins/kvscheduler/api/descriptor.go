@@ -127,7 +127,8 @@ type KVDescriptor struct {
 	// Create creates the value in the SB and returns its metadata. Called only
 	// when all dependencies are satisfied. Mandatory for descriptors of NB and
 	// derived values that need an SB operation. On error the scheduler
-	// refreshes the key (Retrieve) to learn what the failure left behind.
+	// refreshes the key (Retrieve) to learn what the failure left behind;
+	// for a derived value its base too.
 	Create func(key string, value proto.Message) (metadata any, err error)
 
 	// Delete removes the value from the SB. Called only after all values that
