@@ -19,6 +19,12 @@ E2E_PKGS=(./cmd/agent/ ./tests/agentctl/)
 E2E_RUN=VPP
 
 if [ -n "${VPP_API_SOCKET:-}" ]; then
+  # vppctl of the VPP build, when there is one (the tests look for it on
+  # PATH otherwise, and skip what needs it without it)
+  if [ -z "${NETAGENT_VPP_DIR:-}" ] && [ -x ../shared/vpp/bin/vppctl ]; then
+    NETAGENT_VPP_DIR=$(cd ../shared/vpp && pwd -P)
+    export NETAGENT_VPP_DIR
+  fi
   echo "test-real-vpp: the VPP tests against the VPP at VPP_API_SOCKET=$VPP_API_SOCKET (packages one at a time)"
   go test -race -count=1 -p 1 -timeout 20m "$@" "${PKGS[@]}"
   exec go test -race -count=1 -p 1 -timeout 20m -run "$E2E_RUN" "$@" "${E2E_PKGS[@]}"

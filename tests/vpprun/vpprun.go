@@ -308,9 +308,9 @@ func (v *VPP) removeRunDir() {
 
 // CLI runs a command on VPP's console (vppctl) and returns what it printed.
 func (v *VPP) CLI(args ...string) (string, error) {
-	vppctl := "vppctl"
-	if v.Dir != "" {
-		vppctl = filepath.Join(v.Dir, "bin", "vppctl")
+	vppctl, err := v.vppctl()
+	if err != nil {
+		return "", err
 	}
 	cmd := exec.Command(vppctl, append([]string{"-s", v.CLISocket}, args...)...)
 	out, err := cmd.CombinedOutput()
@@ -318,6 +318,31 @@ func (v *VPP) CLI(args ...string) (string, error) {
 		return string(out), fmt.Errorf("vppctl %s: %v: %s", strings.Join(args, " "), err, out)
 	}
 	return strings.ReplaceAll(string(out), "\r", ""), nil
+}
+
+// vppctl is the console client: bin/vppctl of the build folder, or vppctl
+// from PATH for the user's VPP without one.
+func (v *VPP) vppctl() (string, error) {
+	if v.Dir != "" {
+		return filepath.Join(v.Dir, "bin", "vppctl"), nil
+	}
+	path, err := exec.LookPath("vppctl")
+	if err != nil {
+		return "", fmt.Errorf("no vppctl for the VPP at %s: put it on PATH or set %s to a VPP build folder", v.Socket, DirEnv)
+	}
+	return path, nil
+}
+
+// HasCLI tells whether CLI can reach VPP's console: a vppctl to run and
+// the CLI socket there; why says what is missing.
+func (v *VPP) HasCLI() (ok bool, why string) {
+	if _, err := v.vppctl(); err != nil {
+		return false, err.Error()
+	}
+	if _, err := os.Stat(v.CLISocket); err != nil {
+		return false, fmt.Sprintf("no CLI socket for the VPP at %s: %v (set %s)", v.Socket, err, CLISocketEnv)
+	}
+	return true, ""
 }
 
 var shared struct {
