@@ -91,9 +91,9 @@
 // base value; for a failed derived value its base (an operation on a derived
 // value may change its base) and the derived value itself when its own
 // descriptor retrieves it. A value found in place is completed (CONFIGURED);
-// a CONFIGURED base found changed or gone is MISSING until the retry of its
-// derived value, which goes through the base, updates or re-creates it first
-// (or a resync does). With api.WithRetry, retriable failures are
+// a CONFIGURED base found changed is MISSING until the retry of its derived
+// value, which goes through the base, updates it first (or a resync does); a
+// base found gone is left as the graph knows it, for a resync to find. With api.WithRetry, retriable failures are
 // retried by a later RetryFailedOps transaction after the period (doubled each
 // time with exponential backoff) up to the maximum count, then FAILED; a retry
 // is dropped for a key that changed in the meantime. A FAILED value is tried

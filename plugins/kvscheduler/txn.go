@@ -1044,6 +1044,10 @@ func (r *txnRun) refreshFailedBatch(failed []*node) {
 				if di.d.WithMetadata && kv.Metadata != nil && n.base == nil {
 					r.g.setMetadata(n, kv.Metadata, true)
 				}
+			case n.applied != nil && n.state != api.ValueStateFailed:
+				// A base affected by the failure of a derived value, gone
+				// from the SB: left as the graph knows it (its derived
+				// values keep their status); a resync finds it gone.
 			case n.applied != nil:
 				r.g.setApplied(n, nil)
 				if n.metadata != nil {
@@ -1057,6 +1061,9 @@ func (r *txnRun) refreshFailedBatch(failed []*node) {
 			r.afterVanished(n)
 		}
 		for _, n := range nodes {
+			if n.state != api.ValueStateFailed {
+				continue // a base affected by a failure: the retry repairs it
+			}
 			if !r.revert && (n.lastOp == api.OpCreate || n.lastOp == api.OpUpdate) && n.intended != nil && n.applied != nil &&
 				(r.equivalent(n, n.applied, n.intended) || !r.g.depsMet(n)) {
 				// The failed operation did its job after all (the value is
@@ -1069,14 +1076,14 @@ func (r *txnRun) refreshFailedBatch(failed []*node) {
 }
 
 // affectedByFailure sets the status of a CONFIGURED base value that the
-// refresh after the failure of one of its derived values found changed or
-// gone in the SB: MISSING (its intended value is not in the SB). It is not
+// refresh after the failure of one of its derived values found changed in
+// the SB: MISSING (its intended value is not in the SB). It is not
 // repaired at once, which would call the failed derived value again: the
 // retry of the derived value goes through its base, updating or re-creating
 // it first (a resync does the same).
 func (r *txnRun) affectedByFailure(n *node) {
-	if n.base != nil || n.state != api.ValueStateConfigured || n.intended == nil ||
-		(n.applied != nil && r.equivalent(n, n.applied, n.intended)) {
+	if n.base != nil || n.state != api.ValueStateConfigured || n.intended == nil || n.applied == nil ||
+		r.equivalent(n, n.applied, n.intended) {
 		return
 	}
 	r.setStatus(n, api.ValueStateMissing, n.lastOp, nil, nil)
