@@ -93,10 +93,19 @@
 // descriptor retrieves it. A value found in place is completed (CONFIGURED);
 // a CONFIGURED base found changed is MISSING until the retry of its derived
 // value, which goes through the base, updates it first (or a resync does); a
-// base found gone is left as the graph knows it, for a resync to find. With api.WithRetry, retriable failures are
-// retried by a later RetryFailedOps transaction after the period (doubled each
-// time with exponential backoff) up to the maximum count, then FAILED; a retry
-// is dropped for a key that changed in the meantime. A FAILED value is tried
+// base found gone is left as the graph knows it, for a resync to find.
+//
+// With api.WithRetry, retriable failures are retried by a later
+// RetryFailedOps transaction after the period (doubled each time with
+// exponential backoff) up to the maximum count, then FAILED; a retry is
+// dropped for a key that changed in the meantime. The retry options belong
+// to the value: those of the NB transaction that last set or removed it
+// (for a derived value, its base), whichever transaction runs the failed
+// operation: an AF-Packet committed with retry and created by the SB
+// notification of its host interface is retried with them, a value
+// committed without retry is not retried even when a transaction with
+// retry creates it. Values no NB transaction set (found by a resync) follow
+// the running transaction's options. A FAILED value is tried
 // again by its retries, by an NB change of the value or by a resync, not
 // merely because one of its dependencies appeared. When a member of a
 // dependency cycle fails to be created, the members created with it are

@@ -36,6 +36,10 @@ type node struct {
 	// meanwhile. inGraph is true while the node is in the graph: the node
 	// map holds it under its key (so no lookup is needed to tell).
 	obtained, removing, inGraph bool
+	// retryPolicy is the retry policy of the NB transaction that last set
+	// the value's intent (see Scheduler.retryPolicy); it fills the byte
+	// after the flags.
+	retryPolicy uint8
 
 	// mark is scratch space for walks (compared with graph.epoch).
 	mark uint64
@@ -205,6 +209,7 @@ const (
 	undoMetadata
 	undoStatus
 	undoDesc
+	undoRetryPolicy
 )
 
 // undoEntry restores one change of one node: typed entries in one slice,
@@ -302,6 +307,8 @@ func (g *graph) rollback() {
 			}
 		case undoDesc:
 			n.desc, _ = e.old.(*descriptorInfo)
+		case undoRetryPolicy:
+			n.retryPolicy = uint8(e.a)
 		}
 	})
 }
@@ -739,6 +746,15 @@ func (g *graph) setRevision(n *node, rev uint64) {
 	old := n.revision
 	n.revision = rev
 	g.logUndo(undoEntry{kind: undoRevision, n: n, a: uint32(old), b: uint32(old >> 32)})
+}
+
+func (g *graph) setRetryPolicy(n *node, p uint8) {
+	if n.retryPolicy == p {
+		return
+	}
+	old := n.retryPolicy
+	n.retryPolicy = p
+	g.logUndo(undoEntry{kind: undoRetryPolicy, n: n, a: uint32(old)})
 }
 
 func (g *graph) setRetry(n *node, t *retryTicket) {

@@ -27,6 +27,9 @@ type txnRun struct {
 	stopped bool
 	// retryTxn flags operations as retries.
 	retryTxn bool
+	// retryPolicy is the transaction's retry policy, given to the values
+	// whose intent it sets (NB transactions only).
+	retryPolicy uint8
 	// reverting flags operations as undoing earlier ones.
 	reverting bool
 
@@ -430,6 +433,7 @@ func (r *txnRun) setNBIntent(n *node, key string, value proto.Message) *node {
 		if n == nil || n.obtained || n.intended == nil {
 			return nil
 		}
+		r.g.setRetryPolicy(n, r.retryPolicy)
 		r.setIntent(n, nil)
 		return n
 	}
@@ -437,6 +441,7 @@ func (r *txnRun) setNBIntent(n *node, key string, value proto.Message) *node {
 		n = &node{key: key, desc: r.descs.forKey(key)}
 		r.g.addNode(n)
 	}
+	r.g.setRetryPolicy(n, r.retryPolicy)
 	if n.obtained {
 		// The NB takes over a value the SB reported.
 		r.g.setObtained(n, false)

@@ -104,8 +104,11 @@ type Scheduler struct {
 	workerGID  atomic.Uint64
 	inCallback atomic.Bool
 
-	retryMu     sync.Mutex
-	retryTimers map[*retryTicket]func() bool
+	// retryPolicies are the distinct retry options of NB transactions
+	// (see retryPolicy); worker only.
+	retryPolicies []api.RetryOpt
+	retryMu       sync.Mutex
+	retryTimers   map[*retryTicket]func() bool
 
 	history *history
 	watch   *watchers

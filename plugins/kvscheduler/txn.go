@@ -164,6 +164,9 @@ func (s *Scheduler) newRun(qt *queuedTxn, descs *descriptorSet, simulate bool) *
 		revert:   qt.revert,
 		retryTxn: qt.typ == api.RetryFailedOps,
 	}
+	if qt.typ == api.NBTransaction {
+		r.retryPolicy = s.retryPolicy(qt.retryOpt)
+	}
 	s.runs += 2 // a batch marks its nodes with the run's id and id+1
 	r.id = s.runs
 	r.trackChanges = !simulate
@@ -1131,37 +1134,105 @@ func isRetriable(n *node, err error) bool {
 	return true
 }
 
+// Retry policies of values (node.retryPolicy): the retry options belong to
+// the value, given by the NB transaction that last set (or removed) it, not
+// to whichever transaction executes it (an SB notification that lets a
+// PENDING value be created, a transaction that creates a dependency). Distinct
+// options are interned; a node holds one byte.
+const (
+	// retryPolicyUnset: no NB transaction set the value (a value found by a
+	// resync, an OBTAINED one): the options of the transaction that runs
+	// the failed operation apply.
+	retryPolicyUnset uint8 = iota
+	// retryPolicyNone: set by an NB transaction without retry.
+	retryPolicyNone
+	// retryPolicyFirst is the policy of Scheduler.retryPolicies[0].
+	retryPolicyFirst
+)
+
+// retryPolicy returns the policy of the retry options of an NB transaction,
+// interning them. When all 254 slots are taken by other options, it returns
+// retryPolicyUnset: the values of the transaction then follow the options of
+// whichever transaction runs them.
+func (s *Scheduler) retryPolicy(opt *api.RetryOpt) uint8 {
+	if opt == nil {
+		return retryPolicyNone
+	}
+	for i, p := range s.retryPolicies {
+		if p == *opt {
+			return retryPolicyFirst + uint8(i)
+		}
+	}
+	if len(s.retryPolicies) >= 256-int(retryPolicyFirst) {
+		return retryPolicyUnset
+	}
+	s.retryPolicies = append(s.retryPolicies, *opt)
+	return retryPolicyFirst + uint8(len(s.retryPolicies)-1)
+}
+
+// retryOptOf returns the retry options of a failed value: those of its base
+// value's policy, or the running transaction's (running) when unset.
+func (s *Scheduler) retryOptOf(n *node, running *api.RetryOpt) *api.RetryOpt {
+	for n.base != nil {
+		n = n.base
+	}
+	switch p := n.retryPolicy; p {
+	case retryPolicyUnset:
+		return running
+	case retryPolicyNone:
+		return nil
+	default:
+		return &s.retryPolicies[p-retryPolicyFirst]
+	}
+}
+
 // scheduleRetries turns the retriable failures of a transaction into
-// RETRYING values and queues their retry after the period.
+// RETRYING values and queues their retry after the period of each value's
+// retry options (one retry transaction per distinct options).
 func (s *Scheduler) scheduleRetries(r *txnRun, qt *queuedTxn) {
-	opt := qt.retryOpt
-	var keys []retryKey
+	var groups []retryGroup
 	for _, n := range r.failed {
 		if n.state != api.ValueStateFailed || !n.inGraph {
 			continue
 		}
+		opt := s.retryOptOf(n, qt.retryOpt)
 		if opt == nil || qt.attempt >= opt.MaxCount || !isRetriable(n, n.err) {
 			continue
 		}
 		t := &retryTicket{attempt: qt.attempt + 1}
 		s.g.setRetry(n, t)
 		r.setStatus(n, api.ValueStateRetrying, n.lastOp, n.err, nil)
-		keys = append(keys, retryKey{key: n.key, revision: n.revision, ticket: t})
+		i := slices.IndexFunc(groups, func(g retryGroup) bool { return *g.opt == *opt })
+		if i < 0 {
+			groups = append(groups, retryGroup{opt: opt})
+			i = len(groups) - 1
+		}
+		groups[i].keys = append(groups[i].keys, retryKey{key: n.key, revision: n.revision, ticket: t})
 	}
-	if len(keys) == 0 {
-		return
+	for _, g := range groups {
+		s.scheduleRetry(g.opt, g.keys, qt.attempt)
 	}
+}
+
+// retryGroup are failed keys retried with the same options.
+type retryGroup struct {
+	opt  *api.RetryOpt
+	keys []retryKey
+}
+
+// scheduleRetry queues the retry of keys after the period of opt.
+func (s *Scheduler) scheduleRetry(opt *api.RetryOpt, keys []retryKey, attempt int) {
 	if s.opts.Observer != nil {
 		s.opts.Observer.RetryScheduled(len(keys))
 	}
 	period := opt.Period
 	if opt.ExpBackoff {
-		for i := 0; i < qt.attempt; i++ {
+		for i := 0; i < attempt; i++ {
 			period *= 2
 		}
 	}
-	next := &queuedTxn{typ: api.RetryFailedOps, retryKeys: keys, attempt: qt.attempt + 1, retryOpt: opt,
-		description: fmt.Sprintf("retry #%d of transaction failures", qt.attempt+1)}
+	next := &queuedTxn{typ: api.RetryFailedOps, retryKeys: keys, attempt: attempt + 1, retryOpt: opt,
+		description: fmt.Sprintf("retry #%d of transaction failures", attempt+1)}
 	ticket := keys[0].ticket
 	s.retryMu.Lock()
 	defer s.retryMu.Unlock()

@@ -85,6 +85,11 @@ const (
 // WithRetry lets the scheduler retry the retriable failures of a best-effort
 // transaction: after period, up to maxCount times, doubling the period each
 // time with expBackoff. A retry is dropped for a key changed in the meantime.
+// The options belong to the values the transaction sets or removes (and
+// their derived values): a failure of such a value is retried with them
+// whichever transaction runs the operation (an SB notification that lets a
+// PENDING value be created, a transaction creating its dependency), and a
+// value set without retry is not retried.
 func WithRetry(ctx context.Context, period time.Duration, maxCount int, expBackoff bool) context.Context {
 	return context.WithValue(ctx, retryKey, &RetryOpt{Period: period, MaxCount: maxCount, ExpBackoff: expBackoff})
 }
