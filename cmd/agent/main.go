@@ -214,7 +214,10 @@ func run(ctx context.Context, cfg Config, logOut io.Writer, listening chan<- Lis
 	// vppResyncs counts the resyncs after a VPP (re)connect under way: the
 	// agent is not ready while VPP is being brought back to the state.
 	var vppResyncs atomic.Int32
-	var o *orchestrator.Orchestrator
+	// The orchestrator exists before VPP can connect: OnConnect reads it
+	// (it was assigned after vppm.Run started, a data race when VPP
+	// connected at once).
+	o := orchestrator.New(s, log)
 	var linkWatcher *vppif.LinkStateWatcher
 	if !cfg.VPP.Disabled {
 		vppm = vppconn.New(vppconn.Options{Socket: cfg.VPP.Socket, CallTimeout: cfg.VPP.CallTimeout.Duration, Log: log,
@@ -262,7 +265,6 @@ func run(ctx context.Context, cfg Config, logOut io.Writer, listening chan<- Lis
 	}
 
 	// Northbound.
-	o = orchestrator.New(s, log)
 	var etcdClient *clientv3.Client
 	endpoints := cfg.Etcd.Endpoints
 	if cfg.Etcd.EmbeddedDir != "" {
