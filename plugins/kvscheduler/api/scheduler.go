@@ -37,7 +37,10 @@ type KVScheduler interface {
 	GetMetadataMap(descriptor string) MetadataMap
 
 	// GetValueStatus returns the status of the base value with the given key
-	// (a derived key gives its base) with the status of its derived values.
+	// (a derived key gives its base) with the status of its derived values,
+	// as of the last finished transaction: it never waits for a running one
+	// and is never ahead of the SB (called from a descriptor callback, it
+	// shows the running transaction's progress).
 	GetValueStatus(key string) *BaseValueStatus
 
 	// WatchValueStatus sends the status of every base value accepted by the
@@ -73,15 +76,22 @@ type KVScheduler interface {
 	// when the record is not kept.
 	GetGraphAsOf(seq uint64) (*GraphSnapshot, error)
 
-	// GetStats returns counters of values, the queue and the history.
+	// GetStats returns counters of values (as of the last finished
+	// transaction), the queue and the history. It never waits for a
+	// running transaction.
 	GetStats() SchedulerStats
 
 	// DumpValuesByDescriptor returns the values of one descriptor in the
-	// given view, sorted by key.
+	// given view, sorted by key. NBView and CachedView show the state as of
+	// the last finished transaction and never wait; SBView calls the
+	// descriptor's Retrieve on the scheduler's worker, after the
+	// transactions queued before it, so it waits for them (and for a
+	// descriptor call that hangs).
 	DumpValuesByDescriptor(descriptor string, view View) ([]KVWithMetadata, error)
 
 	// DumpValuesByKeyPrefix returns the values whose keys start with the
-	// prefix in the given view, sorted by key.
+	// prefix in the given view, sorted by key; it waits as
+	// DumpValuesByDescriptor does.
 	DumpValuesByKeyPrefix(keyPrefix string, view View) ([]KVWithMetadata, error)
 }
 
@@ -104,11 +114,14 @@ type Txn interface {
 type View int
 
 const (
-	// NBView shows the values the northbound requested (intended state).
+	// NBView shows the values the northbound requested (intended state), as
+	// of the last finished transaction.
 	NBView View = iota
-	// SBView asks the descriptors' Retrieve now (actual state).
+	// SBView asks the descriptors' Retrieve (actual state), on the
+	// scheduler's worker: it waits for the transactions queued before it.
 	SBView
-	// CachedView shows the SB as the scheduler knows it (the graph).
+	// CachedView shows the SB as the scheduler knows it, as of the last
+	// finished transaction.
 	CachedView
 )
 
