@@ -89,7 +89,14 @@ type Orchestrator struct {
 	s   Scheduler
 	log *slog.Logger
 
-	mu sync.Mutex
+	// commitMu orders the writers (Change, Resync, Start, Plan): each holds
+	// it from reading the merged state to the end of its Commit, so that
+	// transactions are queued in the order of the changes they carry. mu
+	// guards the state and is never held across a Commit, so that readers
+	// (Ready, Get, Value, SourceValue) answer while a transaction runs or a
+	// descriptor call hangs. Lock order: commitMu, then mu.
+	commitMu sync.Mutex
+	mu       sync.Mutex
 	// values: key -> source -> value (an *api.UndecodableValue for Err).
 	values map[string]map[SourceID]proto.Message
 	// sources registered, and those that delivered their first state.
@@ -194,6 +201,18 @@ func (o *Orchestrator) logBad(id SourceID, kvs []KV) {
 // changes are kept and 0, nil is returned.
 func (o *Orchestrator) Change(ctx context.Context, id SourceID, kvs []KV) (uint64, error) {
 	o.logBad(id, kvs)
+	o.commitMu.Lock()
+	defer o.commitMu.Unlock()
+	txn, changed := o.change(id, kvs)
+	if !changed {
+		return 0, nil
+	}
+	return txn.Commit(withRetry(ctx))
+}
+
+// change records changes of a source and returns the transaction of the
+// effective values they change (none before the first full sync).
+func (o *Orchestrator) change(id SourceID, kvs []KV) (api.Txn, bool) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	before := map[string]proto.Message{}
@@ -204,7 +223,7 @@ func (o *Orchestrator) Change(ctx context.Context, id SourceID, kvs []KV) (uint6
 		o.set(id, kv.Key, stored(kv))
 	}
 	if !o.started {
-		return 0, nil
+		return nil, false
 	}
 	txn := o.s.StartNBTransaction()
 	changed := 0
@@ -215,10 +234,7 @@ func (o *Orchestrator) Change(ctx context.Context, id SourceID, kvs []KV) (uint6
 			changed++
 		}
 	}
-	if changed == 0 {
-		return 0, nil
-	}
-	return txn.Commit(withRetry(ctx))
+	return txn, changed > 0
 }
 
 // Resync replaces all the values of one source with kvs. Before the first
@@ -227,6 +243,22 @@ func (o *Orchestrator) Change(ctx context.Context, id SourceID, kvs []KV) (uint6
 // (only this source's keys change; the SB is refreshed too).
 func (o *Orchestrator) Resync(ctx context.Context, id SourceID, kvs []KV) (uint64, error) {
 	o.logBad(id, kvs)
+	o.commitMu.Lock()
+	defer o.commitMu.Unlock()
+	txn, first, due := o.resync(id, kvs)
+	if !due {
+		return 0, nil
+	}
+	seq, err := o.commitFullResync(ctx, txn)
+	if first && (err == nil || isValueErrors(err)) {
+		o.markStarted(seq)
+	}
+	return seq, err
+}
+
+// resync records the new state of a source and returns the full resync to
+// commit, if one is due, and whether it is the first.
+func (o *Orchestrator) resync(id SourceID, kvs []KV) (txn *fullResyncTxn, first, due bool) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	for key, m := range o.values {
@@ -241,7 +273,7 @@ func (o *Orchestrator) Resync(ctx context.Context, id SourceID, kvs []KV) (uint6
 	if !o.started {
 		for src := range o.sources {
 			if !o.synced[src] {
-				return 0, nil
+				return nil, false, false
 			}
 		}
 	}
@@ -256,23 +288,23 @@ func (o *Orchestrator) Resync(ctx context.Context, id SourceID, kvs []KV) (uint6
 		sort.Strings(ids)
 		description = "first full resync (sources " + strings.Join(ids, ", ") + ")"
 	}
-	seq, err := o.fullResync(ctx, description)
-	if !o.started && (err == nil || isValueErrors(err)) {
-		o.markStarted(seq)
-	}
-	return seq, err
+	return o.fullResyncTxn(description), !o.started, true
 }
 
 // Start commits the first full resync now if no source was registered (an
 // agent with nothing configured); otherwise it is done by the last source's
 // first Resync.
 func (o *Orchestrator) Start(ctx context.Context) error {
+	o.commitMu.Lock()
+	defer o.commitMu.Unlock()
 	o.mu.Lock()
-	defer o.mu.Unlock()
 	if o.started || len(o.sources) > 0 {
+		o.mu.Unlock()
 		return nil
 	}
-	seq, err := o.fullResync(ctx, "full resync (no source)")
+	txn := o.fullResyncTxn("full resync (no source)")
+	o.mu.Unlock()
+	seq, err := o.commitFullResync(ctx, txn)
 	if err == nil || isValueErrors(err) {
 		o.markStarted(seq)
 	}
@@ -280,6 +312,8 @@ func (o *Orchestrator) Start(ctx context.Context) error {
 }
 
 func (o *Orchestrator) markStarted(seq uint64) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
 	o.started, o.firstSeq = true, seq
 	close(o.startedCh)
 	o.log.Info("first full resync done", "txn", seq)
@@ -304,14 +338,25 @@ func withRetry(ctx context.Context) context.Context {
 	return api.WithRetryDefault(ctx)
 }
 
-func (o *Orchestrator) fullResync(ctx context.Context, why string) (uint64, error) {
-	ctx = withRetry(api.WithResync(ctx, api.FullResync, false))
-	ctx = api.WithDescription(ctx, why)
+// fullResyncTxn is a full resync of the merged state, staged under mu.
+type fullResyncTxn struct {
+	txn         api.Txn
+	description string
+}
+
+func (o *Orchestrator) fullResyncTxn(why string) *fullResyncTxn {
 	txn := o.s.StartNBTransaction()
 	for _, key := range o.keysLocked() {
 		txn.SetValue(key, o.effective(key))
 	}
-	return txn.Commit(ctx)
+	return &fullResyncTxn{txn: txn, description: why}
+}
+
+// commitFullResync commits a staged full resync (without mu).
+func (o *Orchestrator) commitFullResync(ctx context.Context, r *fullResyncTxn) (uint64, error) {
+	ctx = withRetry(api.WithResync(ctx, api.FullResync, false))
+	ctx = api.WithDescription(ctx, r.description)
+	return r.txn.Commit(ctx)
 }
 
 func (o *Orchestrator) keysLocked() []string {
@@ -354,9 +399,21 @@ func (o *Orchestrator) SourceValue(id SourceID, key string) proto.Message {
 // Plan returns the operations that committing changes of a source would
 // execute, without applying anything (a dry run of the scheduler).
 func (o *Orchestrator) Plan(ctx context.Context, id SourceID, kvs []KV, resync bool) (uint64, error) {
+	o.commitMu.Lock()
+	defer o.commitMu.Unlock()
+	txn := o.plan(id, kvs, resync)
+	ctx = api.WithDryRun(ctx)
+	if resync {
+		ctx = api.WithResync(ctx, api.UpstreamResync, false)
+	}
+	return txn.Commit(ctx)
+}
+
+// plan stages the transaction of a dry run: the merged state after the
+// change, computed on a copy that readers never see.
+func (o *Orchestrator) plan(id SourceID, kvs []KV, resync bool) api.Txn {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	// The merged state after the change, computed on a copy.
 	saved := map[string]map[SourceID]proto.Message{}
 	for key, m := range o.values {
 		c := make(map[SourceID]proto.Message, len(m))
@@ -378,10 +435,8 @@ func (o *Orchestrator) Plan(ctx context.Context, id SourceID, kvs []KV, resync b
 		o.set(id, kv.Key, stored(kv))
 		touched[kv.Key] = true
 	}
-	ctx = api.WithDryRun(ctx)
 	txn := o.s.StartNBTransaction()
 	if resync {
-		ctx = api.WithResync(ctx, api.UpstreamResync, false)
 		for _, key := range o.keysLocked() {
 			txn.SetValue(key, o.effective(key))
 		}
@@ -390,5 +445,5 @@ func (o *Orchestrator) Plan(ctx context.Context, id SourceID, kvs []KV, resync b
 			txn.SetValue(key, o.effective(key))
 		}
 	}
-	return txn.Commit(ctx)
+	return txn
 }

@@ -29,6 +29,9 @@ type sb struct {
 	ops   []string
 	// failOnce: the next Create of these keys fails (retriable).
 	failOnce map[string]bool
+	// hold, when set, is called by Create before it does anything (it may
+	// block, like a descriptor call to a hung VPP).
+	hold func(key string)
 }
 
 func (b *sb) descriptor() *api.KVDescriptor {
@@ -37,6 +40,9 @@ func (b *sb) descriptor() *api.KVDescriptor {
 		NBKeyPrefix: "item/",
 		KeySelector: func(k string) bool { return strings.HasPrefix(k, "item/") },
 		Create: func(k string, v proto.Message) (any, error) {
+			if b.hold != nil {
+				b.hold(k)
+			}
 			b.mu.Lock()
 			defer b.mu.Unlock()
 			if b.failOnce[k] {
@@ -310,5 +316,86 @@ func TestFailedChangeIsRetried(t *testing.T) {
 	}
 	if ops := b.takeOps(); !slices.Equal(ops, []string{"create item/late failed", "create item/late=x"}) {
 		t.Errorf("operations %v", ops)
+	}
+}
+
+// answersWithin runs f and fails the test if it does not return in time: a
+// reader stuck behind a running transaction.
+func answersWithin(t *testing.T, what string, f func()) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() { defer close(done); f() }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("%s did not answer while a transaction was blocked", what)
+	}
+}
+
+// TestReadinessAnswersDuringABlockedCommit: the orchestrator holds no lock
+// of its state across a Commit, so readiness and the merged state answer
+// while a descriptor call of the transaction blocks, during the first full
+// resync and during a later change.
+func TestReadinessAnswersDuringABlockedCommit(t *testing.T) {
+	o, _, b := newEnv(t, nil)
+	ctx := context.Background()
+	entered, release := make(chan string), make(chan struct{})
+	stop := make(chan struct{})
+	t.Cleanup(func() { close(stop) }) // before the scheduler closes
+	b.hold = func(key string) {
+		if strings.HasPrefix(key, "item/slow") {
+			select {
+			case entered <- key:
+			case <-stop:
+				return
+			}
+			select {
+			case <-release:
+			case <-stop:
+			}
+		}
+	}
+	o.Register(orchestrator.SourceEtcd)
+
+	first := make(chan error, 1)
+	go func() {
+		_, err := o.Resync(ctx, orchestrator.SourceEtcd, []orchestrator.KV{kv("item/slow1", "s")})
+		first <- err
+	}()
+	<-entered
+	answersWithin(t, "Ready during the first full resync", func() {
+		if ready, why := o.Ready(); ready || !slices.Equal(why, []string{"first full resync"}) {
+			t.Errorf("Ready during the first full resync: %v %v, want not ready, waiting for it", ready, why)
+		}
+	})
+	answersWithin(t, "Value during the first full resync", func() {
+		if v := o.Value("item/slow1"); v == nil {
+			t.Error("Value of item/slow1: nil during its resync")
+		}
+	})
+	release <- struct{}{}
+	if err := <-first; err != nil {
+		t.Fatalf("first full resync: %v", err)
+	}
+
+	change := make(chan error, 1)
+	go func() {
+		_, err := o.Change(ctx, orchestrator.SourceGRPC, []orchestrator.KV{kv("item/slow2", "t")})
+		change <- err
+	}()
+	<-entered
+	answersWithin(t, "Ready during a change", func() {
+		if ready, why := o.Ready(); !ready {
+			t.Errorf("Ready during a change: not ready, %v", why)
+		}
+	})
+	answersWithin(t, "Get during a change", func() {
+		if got := o.Get(); len(got) != 2 {
+			t.Errorf("Get during a change: %v, want item/slow1 and item/slow2", got)
+		}
+	})
+	release <- struct{}{}
+	if err := <-change; err != nil {
+		t.Fatalf("change: %v", err)
 	}
 }
