@@ -22,11 +22,9 @@ import (
 //
 // Publishing costs what the transaction changed, not what the graph holds:
 // the graph's setters list the nodes they change (graph.dirty), the worker
-// builds the entries of those nodes only, as a small sorted delta on top of
-// the previous snapshot, folds the deltas into a copy-on-write B-tree from
-// time to time (its clone, O(1), is the new base), and keeps the counters
-// by state and descriptor up to date by difference. A transaction that
-// changes about every value (a bulk load) rebuilds the tree in key order.
+// rebuilds the entries of those nodes only, in a copy-on-write B-tree whose
+// clone (O(1)) is the published snapshot, and keeps the counters by state
+// and descriptor up to date by difference.
 
 // valueEntry is the published view of one node. It is never changed once
 // in a published tree: a change of the node replaces the entry. What few
