@@ -80,9 +80,8 @@
 // graph is rolled back and the algorithm runs again with an executor that
 // replays the results of the calls already made and the failure, then calls
 // the descriptors for real: the failure is handled exactly as if the
-// transaction had run step by step. Readers do not see the plan: they see
-// the state as of the last finished transaction (see "Readers" below);
-// watchers are told when the transaction ends.
+// transaction had run step by step. While the calls run, readers see the
+// statuses the plan leads to; watchers are told when the transaction ends.
 //
 // Execution is best-effort by default: a failed operation leaves its value
 // FAILED (or RETRYING) and the rest of the transaction goes on; values that
@@ -189,49 +188,18 @@
 // its host interface), and when one goes away what depends on it is deleted
 // and becomes PENDING.
 //
-// # Readers and what runs concurrently
-//
-// The worker goroutine owns the graph: it alone changes it, and it alone
-// calls descriptors (CRUD, Retrieve, also for an SB-view dump), one call at
-// a time. At the end of every transaction, once its retries are scheduled
-// (RETRYING), it publishes an immutable snapshot of every value (intended
-// and applied value, metadata, status) and of the counters by state and
-// descriptor; publishing costs what the transaction changed (a
-// copy-on-write tree), not what the graph holds.
-//
-// GetValueStatus, ListValueStatuses, GetStats (so the metrics collector and
-// the REST status and stats) and dumps in the NB and cached views read the
-// latest snapshot and never wait, whatever the worker is doing (a full
-// resync's Retrieve, a descriptor call hanging on VPP). What they show is
-// the state as of the last finished transaction: never ahead of the SB (a
-// value is CONFIGURED only once its Create has returned and its transaction
-// ended), possibly behind it by the running transaction. A Commit that
-// returned, or a TransactionBarrier, guarantees that readers see that
-// transaction. The transaction history is recorded after the snapshot is
-// published, so a recorded transaction's statuses are visible.
-//
-// A dump in the SB view calls Retrieve: it is queued like a transaction and
-// runs on the worker, so it waits for the transactions queued before it
-// (and a hung descriptor call delays it). Key timelines and graph
-// snapshots (GetKeyTimeline, GetGraphSnapshot, GetGraphAsOf) read the graph
-// and wait for the running transaction to end. Descriptor registration may
-// wait for a running transaction too.
-//
 // # Re-entrancy
 //
-// CRUD callbacks run on the worker without the scheduler's graph lock, so
-// they may read status, dumps and metadata maps; status read by a callback
-// is the graph as the running transaction left it so far (not the
-// snapshot), and an SB-view dump from a callback runs its Retrieve calls
-// right there, on the worker. A Commit called from inside a callback is
-// queued and returns at once (it would otherwise wait for itself); its
-// result is in the transaction history. PushSBNotification never blocks.
+// CRUD callbacks run without the scheduler's graph lock, so they may read
+// status, dumps and metadata maps. A Commit called from inside a callback is
+// queued and returns at once (it would otherwise wait for itself); its result
+// is in the transaction history. PushSBNotification never blocks.
 //
 // # Status
 //
-// GetValueStatus returns the status of a base value and its derived values
-// (from the snapshot, see above). WatchValueStatus delivers status changes
-// after each transaction; each watcher has its own goroutine and a buffer
-// coalesced by key, so a slow watcher never blocks the scheduler and always
-// ends up with the latest status.
+// GetValueStatus returns the status of a base value and its derived values.
+// WatchValueStatus delivers status changes after each transaction; each
+// watcher has its own goroutine and a buffer coalesced by key, so a slow
+// watcher never blocks the scheduler and always ends up with the latest
+// status.
 package kvscheduler

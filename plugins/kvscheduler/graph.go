@@ -179,27 +179,6 @@ type graph struct {
 	// epoch is bumped by every walk that marks nodes; walk by supportedBy,
 	// which runs inside such walks (and marks with walk<<2).
 	epoch, walk uint64
-	// dirty lists the nodes changed since the last published snapshot (see
-	// publisher), in the order of their changes, with repeats.
-	dirty []*node
-}
-
-// touch lists a node whose published entry may have changed. Rollbacks need
-// no touch: they restore nodes that the changes they undo touched.
-func (g *graph) touch(n *node) {
-	if k := len(g.dirty); k == 0 || g.dirty[k-1] != n {
-		g.dirty = append(g.dirty, n)
-	}
-}
-
-// clearDirty empties the dirty list after a publication, dropping a big one.
-func (g *graph) clearDirty() {
-	clear(g.dirty)
-	if cap(g.dirty) > 4096 {
-		g.dirty = nil
-	} else {
-		g.dirty = g.dirty[:0]
-	}
 }
 
 func newGraph() *graph {
@@ -366,7 +345,6 @@ func (g *graph) addNode(n *node) {
 		n.born = g.recording
 	}
 	g.linkNode(n)
-	g.touch(n)
 	g.logUndo(undoEntry{kind: undoAdd, n: n})
 }
 
@@ -392,7 +370,6 @@ func (g *graph) linkNode(n *node) {
 func (g *graph) removeNode(n *node) {
 	g.setDeps(n, nil)
 	g.unlinkNode(n)
-	g.touch(n)
 	g.logUndo(undoEntry{kind: undoRemove, n: n})
 }
 
@@ -721,14 +698,12 @@ func (g *graph) unmetDeps(n *node) []string {
 func (g *graph) setIntended(n *node, v proto.Message) {
 	old := n.intended
 	n.intended = v
-	g.touch(n)
 	g.logUndo(undoEntry{kind: undoIntended, n: n, old: old})
 }
 
 func (g *graph) setApplied(n *node, v proto.Message) {
 	old := n.applied
 	n.applied = v
-	g.touch(n)
 	g.logUndo(undoEntry{kind: undoApplied, n: n, old: old})
 }
 
@@ -751,7 +726,6 @@ func (g *graph) setInvalid(n *node, err error) {
 func (g *graph) setObtained(n *node, obtained bool) {
 	old := n.obtained
 	n.obtained = obtained
-	g.touch(n)
 	g.logUndo(undoEntry{kind: undoObtained, n: n, flag: old})
 }
 
@@ -765,7 +739,6 @@ func (g *graph) setRemoving(n *node, removing bool) {
 func (g *graph) setDerived(n *node, derived []*node) {
 	old := n.derived
 	n.derived = derived
-	g.touch(n)
 	g.logUndo(undoEntry{kind: undoDerived, n: n, old: old})
 }
 
@@ -797,7 +770,6 @@ func (g *graph) setRetry(n *node, t *retryTicket) {
 func (g *graph) setMetadata(n *node, md any, publish bool) {
 	old := n.metadata
 	n.metadata = md
-	g.touch(n)
 	if publish {
 		publishMetadata(n, md)
 	}
@@ -832,5 +804,4 @@ func (g *graph) setStatus(n *node, st status) {
 		g.logUndo(undoEntry{kind: undoStatus, n: n, a: uint32(n.state), b: uint32(n.lastOp), old: old})
 	}
 	n.state, n.lastOp, n.err, n.details = st.state, st.lastOp, st.err, st.details
-	g.touch(n)
 }

@@ -292,22 +292,32 @@ func (s *Scheduler) finishSnapshot(snap *api.GraphSnapshot, nodes map[string]*ap
 	return snap
 }
 
-// GetStats implements api.KVScheduler. The counts of values are those of
-// the last finished transaction's snapshot: it never waits.
+// GetStats implements api.KVScheduler.
 func (s *Scheduler) GetStats() api.SchedulerStats {
 	st := api.SchedulerStats{
 		ValuesByState:      map[string]int{},
 		ValuesByDescriptor: map[string]map[string]int{},
 		Transactions:       map[string]uint64{},
 	}
-	for _, c := range s.snap.Load().counts {
-		state := c.group.state.String()
-		st.ValuesByState[state] += c.count
-		if st.ValuesByDescriptor[c.group.desc] == nil {
-			st.ValuesByDescriptor[c.group.desc] = map[string]int{}
+	release := s.readSettled()
+	s.mu.RLock()
+	for _, n := range s.g.nodes {
+		state := n.state.String()
+		st.ValuesByState[state]++
+		d := n.descName()
+		if d == "" {
+			d = api.StatsNoDescriptor
+			if n.base != nil {
+				d = api.StatsProperties
+			}
 		}
-		st.ValuesByDescriptor[c.group.desc][state] += c.count
+		if st.ValuesByDescriptor[d] == nil {
+			st.ValuesByDescriptor[d] = map[string]int{}
+		}
+		st.ValuesByDescriptor[d][state]++
 	}
+	s.mu.RUnlock()
+	release()
 	s.qMu.Lock()
 	st.QueueLength = len(s.queue)
 	s.qMu.Unlock()

@@ -431,9 +431,6 @@ func (e *propEnv) nbKVs() []propKV {
 func (e *propEnv) barrier() {
 	e.t.Helper()
 	e.guard("TransactionBarrier", e.s.TransactionBarrier)
-	if diff := e.s.SnapshotMismatch(); diff != "" {
-		e.t.Fatalf("the snapshot readers see differs from the graph: %s", diff)
-	}
 }
 
 // fireRetry fires the earliest retry timer, if any, and waits for what it

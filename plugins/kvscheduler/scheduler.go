@@ -82,18 +82,11 @@ type Scheduler struct {
 	// transaction, except during descriptor CRUD callbacks.
 	mu sync.RWMutex
 	g  *graph
-	// settled is held by the worker for a whole transaction, so that the
-	// readers that still read the graph (key timelines, graph snapshots)
-	// see the state between transactions: during the callbacks the graph
-	// shows what the plan leads to, which is not yet true in the SB.
-	// Callbacks on the worker read the graph as it is.
+	// settled is held by the worker for a whole transaction, so that status
+	// and dump readers see the state between transactions: during the
+	// callbacks the graph shows what the plan leads to, which is not yet
+	// true in the SB. Callbacks on the worker read the graph as it is.
 	settled sync.RWMutex
-
-	// snap is the state as of the last finished transaction, for readers
-	// that must never wait (status, stats, NB and cached dumps); pub builds
-	// it (worker only). See snapshot.go.
-	snap atomic.Pointer[snapshot]
-	pub  *publisher
 
 	// queue of transactions.
 	qMu       sync.Mutex
@@ -157,9 +150,7 @@ func New(opts Options) *Scheduler {
 		history:     newHistory(opts.HistorySize, opts.HistoryMaxBytes, opts.HistoryMaxAge),
 		watch:       newWatchers(),
 		txnCounts:   map[api.TxnType]uint64{},
-		pub:         newPublisher(),
 	}
-	s.snap.Store(s.pub.last)
 	if s.clock == nil {
 		s.clock = realClock{}
 	}
@@ -332,10 +323,8 @@ type queuedTxn struct {
 	// retry transactions: the failed keys and which attempt this is.
 	retryKeys []retryKey
 	attempt   int
-	// barrier: no transaction, just a signal that what came before is done,
-	// after work (when set) has run on the worker.
+	// barrier: no transaction, just a signal that what came before is done.
 	barrier bool
-	work    func()
 	// done receives the result of a blocking commit.
 	done chan txnResult
 	// enqueued is when the transaction entered the queue.
@@ -445,12 +434,7 @@ func (s *Scheduler) worker() {
 			return
 		}
 		if qt.barrier {
-			if qt.work != nil {
-				qt.work()
-				qt.done <- txnResult{}
-			} else {
-				close(qt.done)
-			}
+			close(qt.done)
 			continue
 		}
 		if qt.done != nil && qt.ctx != nil && qt.ctx.Err() != nil {
@@ -604,30 +588,9 @@ func (s *Scheduler) PushSBNotification(notifications ...api.KVWithMetadata) erro
 	return err
 }
 
-// GetValueStatus implements api.KVScheduler. It reads the snapshot of the
-// last finished transaction and never waits; a descriptor callback of the
-// running transaction reads the graph as that transaction left it so far.
+// GetValueStatus implements api.KVScheduler.
 func (s *Scheduler) GetValueStatus(key string) *api.BaseValueStatus {
-	if s.inWorkerCallback() {
-		return s.liveValueStatus(key)
-	}
-	sn := s.snap.Load()
-	e := sn.get(key)
-	if e == nil {
-		return &api.BaseValueStatus{Value: &api.ValueStatus{Key: key, State: api.ValueStateNonexistent}}
-	}
-	for e.base != "" {
-		b := sn.get(e.base)
-		if b == nil {
-			break
-		}
-		e = b
-	}
-	return sn.baseStatus(e)
-}
-
-// liveValueStatus is GetValueStatus from the graph, for callbacks.
-func (s *Scheduler) liveValueStatus(key string) *api.BaseValueStatus {
+	defer s.readSettled()()
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	n := s.g.get(key)
@@ -664,14 +627,15 @@ func valueStatus(n *node) *api.ValueStatus {
 }
 
 // ListValueStatuses returns the status of every base value whose key starts
-// with prefix, sorted by key, as of the last finished transaction (see
-// GetValueStatus); it never waits.
+// with prefix, sorted by key.
 func (s *Scheduler) ListValueStatuses(prefix string) []*api.BaseValueStatus {
-	sn := s.snap.Load()
+	defer s.readSettled()()
+	s.mu.RLock()
+	defer s.mu.RUnlock()
 	var out []*api.BaseValueStatus
-	sn.scanPrefix(prefix, func(e *valueEntry) bool {
-		if e.base == "" {
-			out = append(out, sn.baseStatus(e))
+	s.g.scanPrefix(prefix, func(n *node) bool {
+		if n.base == nil {
+			out = append(out, baseStatus(n))
 		}
 		return true
 	})
@@ -718,70 +682,36 @@ func (s *Scheduler) DumpValuesByKeyPrefix(keyPrefix string, view api.View) ([]ap
 }
 
 func (s *Scheduler) dump(view api.View, prefix string, only *descriptorInfo) ([]api.KVWithMetadata, error) {
-	if view == api.SBView {
-		return s.dumpSB(prefix, only)
-	}
 	var out []api.KVWithMetadata
-	s.snap.Load().scanPrefix(prefix, func(e *valueEntry) bool {
-		if only != nil && e.desc != only {
+	correlate := map[*descriptorInfo][]api.KVWithMetadata{}
+	release := s.readSettled()
+	s.mu.RLock()
+	s.g.scanPrefix(prefix, func(n *node) bool {
+		if only != nil && n.desc != only {
 			return true
 		}
 		switch view {
 		case api.NBView:
-			if e.intended != nil && !e.obtained {
-				out = append(out, api.KVWithMetadata{Key: e.key, Value: e.intended, Metadata: e.metadata, Origin: api.FromNB})
+			if n.intended != nil && !n.obtained {
+				out = append(out, api.KVWithMetadata{Key: n.key, Value: n.intended, Metadata: n.metadata, Origin: api.FromNB})
 			}
 		case api.CachedView:
-			if e.applied != nil {
-				out = append(out, api.KVWithMetadata{Key: e.key, Value: e.applied, Metadata: e.metadata, Origin: e.origin()})
+			if n.applied != nil {
+				out = append(out, api.KVWithMetadata{Key: n.key, Value: n.applied, Metadata: n.metadata, Origin: n.origin()})
+			}
+		case api.SBView:
+			if n.desc != nil && n.base == nil && n.applied != nil {
+				correlate[n.desc] = append(correlate[n.desc], api.KVWithMetadata{Key: n.key, Value: n.applied, Metadata: n.metadata, Origin: n.origin()})
 			}
 		}
 		return true
 	})
-	return out, nil
-}
-
-// dumpSB asks the descriptors' Retrieve on the worker, queued like a
-// transaction, so that it never runs concurrently with another callback. A
-// descriptor callback asking for it is already on the worker: it runs there
-// and then.
-func (s *Scheduler) dumpSB(prefix string, only *descriptorInfo) ([]api.KVWithMetadata, error) {
-	var out []api.KVWithMetadata
-	var err error
-	work := func() {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		out, err = s.retrieveForDump(prefix, only)
+	s.mu.RUnlock()
+	release()
+	if view != api.SBView {
+		return out, nil
 	}
-	if s.inWorkerCallback() {
-		// The callback runs without the graph lock (see callback), and
-		// inCallback stays set for the nested Retrieve calls.
-		s.inCallback.Store(false)
-		defer s.inCallback.Store(true)
-		work()
-		return out, err
-	}
-	qt := &queuedTxn{barrier: true, work: work, done: make(chan txnResult, 1)}
-	if _, qerr := s.enqueue(qt, false); qerr != nil {
-		return nil, qerr
-	}
-	if res := <-qt.done; res.err != nil {
-		return nil, res.err
-	}
-	return out, err
-}
-
-// retrieveForDump calls the Retrieve of the descriptors a dump covers, with
-// what the graph holds of them as correlate. Worker only, under mu.
-func (s *Scheduler) retrieveForDump(prefix string, only *descriptorInfo) ([]api.KVWithMetadata, error) {
-	correlate := map[*descriptorInfo][]api.KVWithMetadata{}
-	s.g.scanPrefix(prefix, func(n *node) bool {
-		if (only == nil || n.desc == only) && n.desc != nil && n.base == nil && n.applied != nil {
-			correlate[n.desc] = append(correlate[n.desc], api.KVWithMetadata{Key: n.key, Value: n.applied, Metadata: n.metadata, Origin: n.origin()})
-		}
-		return true
-	})
-	var out []api.KVWithMetadata
+	// Ask the SB now, outside the graph lock.
 	var errs []error
 	for _, di := range s.descs.Load().list {
 		if di.d.Retrieve == nil || (only != nil && di != only) {
@@ -791,9 +721,9 @@ func (s *Scheduler) retrieveForDump(prefix string, only *descriptorInfo) ([]api.
 			!strings.HasPrefix(di.d.NBKeyPrefix, prefix) && !strings.HasPrefix(prefix, di.d.NBKeyPrefix) {
 			continue
 		}
-		kvs, err := s.retrieve(di, correlate[di])
+		kvs, err := di.d.Retrieve(correlate[di])
 		if err != nil {
-			errs = append(errs, err)
+			errs = append(errs, fmt.Errorf("descriptor %s: retrieve: %w", di.d.Name, err))
 			continue
 		}
 		for _, kv := range kvs {

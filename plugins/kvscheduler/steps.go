@@ -171,7 +171,6 @@ func (r *txnRun) finishSteps(md []any) {
 		} else {
 			n.metadata = md[i]
 		}
-		r.g.touch(n)
 		publishMetadata(n, n.metadata)
 	})
 }

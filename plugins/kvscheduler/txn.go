@@ -117,9 +117,6 @@ func (s *Scheduler) processTxn(qt *queuedTxn) error {
 		rec.Executed = exe.ops
 	}
 	rec.Stop = s.clock.Now()
-	// Readers see the transaction once it is over (retries scheduled), and
-	// never the history of a transaction before its statuses.
-	s.snap.Store(s.pub.publish(s.g))
 	s.history.add(rec)
 	var kvErrs []api.KeyWithError
 	kvErrs = append(kvErrs, initErrs...)
@@ -360,7 +357,6 @@ func mergeSortRuns(a, buf []kvChange) []kvChange {
 func (r *txnRun) setDesc(n *node, di *descriptorInfo) {
 	old := n.desc
 	n.desc = di
-	r.g.touch(n)
 	r.g.logUndo(undoEntry{kind: undoDesc, n: n, old: old})
 }
 
@@ -1308,12 +1304,10 @@ func (s *Scheduler) revert(r *txnRun) {
 		}
 		if o.err != nil {
 			n.state, n.lastOp, n.err = api.ValueStateFailed, api.OpUndefined, fmt.Errorf("revert failed: %w", o.err)
-			s.g.touch(n)
 			continue
 		}
 		if n.desc.d.WithMetadata && n.applied != nil {
 			n.metadata = o.md
-			s.g.touch(n)
 			publishMetadata(n, o.md)
 		}
 	}

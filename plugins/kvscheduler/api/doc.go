@@ -15,11 +15,8 @@
 //
 // # What the scheduler guarantees to descriptors
 //
-//   - Create, Update, Delete and Retrieve of one scheduler are never called
-//     concurrently: transactions run one at a time, on the scheduler's
-//     worker goroutine, and the Retrieve calls of an SB-view dump are queued
-//     to run there too. (The pure callbacks below may also be called by
-//     readers, e.g. Dependencies for a graph snapshot.)
+//   - Callbacks of one scheduler are never called concurrently: transactions
+//     run one at a time, on one goroutine.
 //   - Create is called only when every dependency of the value is satisfied;
 //     Delete of a value is called only after every value that depends on it was
 //     deleted, and after its derived values were deleted.

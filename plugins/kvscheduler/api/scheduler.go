@@ -37,10 +37,7 @@ type KVScheduler interface {
 	GetMetadataMap(descriptor string) MetadataMap
 
 	// GetValueStatus returns the status of the base value with the given key
-	// (a derived key gives its base) with the status of its derived values,
-	// as of the last finished transaction: it never waits for a running one
-	// and is never ahead of the SB (called from a descriptor callback, it
-	// shows the running transaction's progress).
+	// (a derived key gives its base) with the status of its derived values.
 	GetValueStatus(key string) *BaseValueStatus
 
 	// WatchValueStatus sends the status of every base value accepted by the
@@ -76,22 +73,15 @@ type KVScheduler interface {
 	// when the record is not kept.
 	GetGraphAsOf(seq uint64) (*GraphSnapshot, error)
 
-	// GetStats returns counters of values (as of the last finished
-	// transaction), the queue and the history. It never waits for a
-	// running transaction.
+	// GetStats returns counters of values, the queue and the history.
 	GetStats() SchedulerStats
 
 	// DumpValuesByDescriptor returns the values of one descriptor in the
-	// given view, sorted by key. NBView and CachedView show the state as of
-	// the last finished transaction and never wait; SBView calls the
-	// descriptor's Retrieve on the scheduler's worker, after the
-	// transactions queued before it, so it waits for them (and for a
-	// descriptor call that hangs).
+	// given view, sorted by key.
 	DumpValuesByDescriptor(descriptor string, view View) ([]KVWithMetadata, error)
 
 	// DumpValuesByKeyPrefix returns the values whose keys start with the
-	// prefix in the given view, sorted by key; it waits as
-	// DumpValuesByDescriptor does.
+	// prefix in the given view, sorted by key.
 	DumpValuesByKeyPrefix(keyPrefix string, view View) ([]KVWithMetadata, error)
 }
 
@@ -114,14 +104,11 @@ type Txn interface {
 type View int
 
 const (
-	// NBView shows the values the northbound requested (intended state), as
-	// of the last finished transaction.
+	// NBView shows the values the northbound requested (intended state).
 	NBView View = iota
-	// SBView asks the descriptors' Retrieve (actual state), on the
-	// scheduler's worker: it waits for the transactions queued before it.
+	// SBView asks the descriptors' Retrieve now (actual state).
 	SBView
-	// CachedView shows the SB as the scheduler knows it, as of the last
-	// finished transaction.
+	// CachedView shows the SB as the scheduler knows it (the graph).
 	CachedView
 )
 
