@@ -232,6 +232,9 @@ func (m *Manager) entry(r Ref, create bool) (*entry, error) {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if r.IsDefault() {
+		return m.ownEntry()
+	}
 	path := r.path()
 	id, err := statNS(path)
 	if err != nil && create && r.Type == linuxns.NetNamespace_NSID && errors.Is(err, os.ErrNotExist) {
@@ -267,6 +270,33 @@ func (m *Manager) entry(r Ref, create bool) (*entry, error) {
 	}
 	e := &entry{id: id, ns: ns, handle: h}
 	m.entries[r] = e
+	return e, nil
+}
+
+// ownEntry is the entry of the agent's own namespace, opened once from the
+// handle NewManager took and never reopened. It is not looked up through
+// /proc/self/ns/net like the others: that names the namespace of the
+// process's first thread, which a goroutine of Do or createNamed may have
+// moved into another namespace for a moment (any goroutine may run on that
+// thread); the entry was then taken for one deleted and created again, its
+// handle closed under the watcher that was using it (a data race seen in
+// CI), and reopened in the wrong namespace. Under m.mu.
+func (m *Manager) ownEntry() (*entry, error) {
+	if e := m.entries[Ref{}]; e != nil {
+		return e, nil
+	}
+	fd, err := syscall.Dup(int(m.origin))
+	if err != nil {
+		return nil, fmt.Errorf("the agent's network namespace: %w", err)
+	}
+	ns := netns.NsHandle(fd)
+	h, err := netlink.NewHandleAt(ns)
+	if err != nil {
+		ns.Close()
+		return nil, fmt.Errorf("netlink handle in the agent's network namespace: %w", err)
+	}
+	e := &entry{id: m.originID, ns: ns, handle: h}
+	m.entries[Ref{}] = e
 	return e, nil
 }
 
