@@ -771,3 +771,69 @@ func TestStatusWaitsForTheRunningTransaction(t *testing.T) {
 		t.Errorf("status of iface/b after the transaction: %v, want FAILED", st)
 	}
 }
+
+// An SB-view dump by a reader calls the descriptors' Retrieve under the
+// same rule as the worker's callbacks: never at the same time as another
+// callback. While the dump's Retrieve blocks, a transaction committed
+// meanwhile does not call its Create; it runs once the Retrieve is over.
+func TestSBDumpIsNotConcurrentWithTransactions(t *testing.T) {
+	s := kvscheduler.New(kvscheduler.Options{})
+	t.Cleanup(s.Close)
+	inRetrieve, releaseRetrieve := make(chan struct{}), make(chan struct{})
+	created := make(chan struct{}, 1)
+	var retrieving atomic.Bool
+	var overlap atomic.Bool
+	d := &api.KVDescriptor{
+		Name:          "slow",
+		NBKeyPrefix:   "slow/",
+		KeySelector:   func(key string) bool { return strings.HasPrefix(key, "slow/") },
+		ValueTypeName: string((&wrapperspb.StringValue{}).ProtoReflect().Descriptor().FullName()),
+		Create: func(string, proto.Message) (any, error) {
+			overlap.Store(overlap.Load() || retrieving.Load())
+			created <- struct{}{}
+			return nil, nil
+		},
+		Delete: func(string, proto.Message, any) error { return nil },
+		Retrieve: func([]api.KVWithMetadata) ([]api.KVWithMetadata, error) {
+			retrieving.Store(true)
+			defer retrieving.Store(false)
+			close(inRetrieve)
+			<-releaseRetrieve
+			return nil, nil
+		},
+	}
+	if err := s.RegisterKVDescriptor(d); err != nil {
+		t.Fatal(err)
+	}
+	dumped := make(chan error, 1)
+	go func() {
+		_, err := s.DumpValuesByDescriptor("slow", api.SBView)
+		dumped <- err
+	}()
+	<-inRetrieve
+	committed := make(chan error, 1)
+	go func() {
+		txn := s.StartNBTransaction()
+		txn.SetValue("slow/a", wrapperspb.String("a"))
+		_, err := txn.Commit(context.Background())
+		committed <- err
+	}()
+	for range 100 {
+		runtime.Gosched()
+	}
+	select {
+	case <-created:
+		t.Fatal("Create called while the SB dump's Retrieve runs")
+	default:
+	}
+	close(releaseRetrieve)
+	if err := <-dumped; err != nil {
+		t.Fatal(err)
+	}
+	if err := <-committed; err != nil {
+		t.Fatal(err)
+	}
+	if overlap.Load() {
+		t.Error("Create ran during Retrieve")
+	}
+}

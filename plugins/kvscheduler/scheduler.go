@@ -87,6 +87,11 @@ type Scheduler struct {
 	// callbacks the graph shows what the plan leads to, which is not yet
 	// true in the SB. Callbacks on the worker read the graph as it is.
 	settled sync.RWMutex
+	// sbDump serialises the SB-view dumps of readers: with settled held for
+	// reading through their Retrieves, no transaction runs meanwhile, and
+	// with this no other dump does, so that descriptor callbacks are never
+	// concurrent (api doc).
+	sbDump sync.Mutex
 
 	// queue of transactions.
 	qMu       sync.Mutex
@@ -685,6 +690,15 @@ func (s *Scheduler) dump(view api.View, prefix string, only *descriptorInfo) ([]
 	var out []api.KVWithMetadata
 	correlate := map[*descriptorInfo][]api.KVWithMetadata{}
 	release := s.readSettled()
+	if view == api.SBView && !s.inWorkerCallback() {
+		// The Retrieves below run under settled (no transaction meanwhile)
+		// and one SB dump at a time: callbacks are never concurrent. A
+		// callback of the worker dumping the SB runs them itself.
+		s.sbDump.Lock()
+		settledRelease := release
+		release = func() {}
+		defer func() { s.sbDump.Unlock(); settledRelease() }()
+	}
 	s.mu.RLock()
 	s.g.scanPrefix(prefix, func(n *node) bool {
 		if only != nil && n.desc != only {
@@ -711,7 +725,8 @@ func (s *Scheduler) dump(view api.View, prefix string, only *descriptorInfo) ([]
 	if view != api.SBView {
 		return out, nil
 	}
-	// Ask the SB now, outside the graph lock.
+	// Ask the SB now, outside the graph lock (and, for a reader, still
+	// under settled and sbDump: see above).
 	var errs []error
 	for _, di := range s.descs.Load().list {
 		if di.d.Retrieve == nil || (only != nil && di != only) {

@@ -106,7 +106,10 @@ type View int
 const (
 	// NBView shows the values the northbound requested (intended state).
 	NBView View = iota
-	// SBView asks the descriptors' Retrieve now (actual state).
+	// SBView asks the descriptors' Retrieve now (actual state). Like every
+	// callback, those Retrieves run between transactions: the dump waits
+	// for the running transaction, and the next one waits for the dump (so
+	// a Retrieve must not wait for the scheduler: read statuses or commit).
 	SBView
 	// CachedView shows the SB as the scheduler knows it (the graph).
 	CachedView
