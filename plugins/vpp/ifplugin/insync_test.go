@@ -268,13 +268,10 @@ func (e *env) connectPeer(sock string, id uint32, secret string) uint32 {
 	}
 }
 
+// memifClient calls VPP's memif API behind the agent's back.
 func (e *env) memifClient() memif.RPCService {
 	e.t.Helper()
-	conn, err := e.m.Conn(vppcalls.MemifAreaName)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	return memif.NewServiceClient(conn)
+	return memif.NewServiceClient(e.conn(vppcalls.MemifAreaName))
 }
 
 // TestDriftRepaired: changes made behind the agent's back (as with vppctl,

@@ -44,11 +44,17 @@ func (e *env) restart() {
 // interfacesClient calls VPP behind the agent's back.
 func (e *env) interfacesClient() interfaces.RPCService {
 	e.t.Helper()
-	conn, err := e.m.Conn(vppcalls.AreaName)
+	return interfaces.NewServiceClient(e.conn(vppcalls.AreaName))
+}
+
+// conn is the Manager's connection for the calls of an area.
+func (e *env) conn(area string) govppapi.Connection {
+	e.t.Helper()
+	conn, err := e.m.Conn(area)
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	return interfaces.NewServiceClient(conn)
+	return conn
 }
 
 // TestSubInterfaceUpWaitsResync: a sub-interface configured up under a

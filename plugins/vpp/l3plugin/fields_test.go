@@ -197,18 +197,7 @@ func TestRetrieveFieldByField(t *testing.T) {
 	}
 
 	// 3. The agent restarts on an in-sync VPP: nothing to do.
-	e.startScheduler()
-	e.resetCalls()
-	seq, err := e.resync(api.FullResync, cfg...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if ops := e.executed(seq); len(ops) != 0 {
-		t.Errorf("full resync of an in-sync VPP executed %v", ops)
-	}
-	if w, _ := e.writes(); len(w) != 0 {
-		t.Errorf("full resync of an in-sync VPP wrote %v", w)
-	}
+	e.restartInSync(cfg...)
 
 	// 4. Changes by hand, each found and repaired by a resync.
 	if1, if2 := e.vppName("if1"), e.vppName("if2")

@@ -109,6 +109,25 @@ func (e *env) resetCalls() {
 	}
 }
 
+// restartInSync starts a new scheduler and plugin (the agent restarting on
+// the same VPP) and checks that its full resync of cfg, VPP having it all,
+// executes no operation and writes nothing to VPP.
+func (e *env) restartInSync(cfg ...kv) {
+	e.t.Helper()
+	e.startScheduler()
+	e.resetCalls()
+	seq, err := e.resync(api.FullResync, cfg...)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if ops := e.executed(seq); len(ops) != 0 {
+		e.t.Errorf("full resync of an in-sync VPP executed %v", ops)
+	}
+	if w, _ := e.writes(); len(w) != 0 {
+		e.t.Errorf("full resync of an in-sync VPP wrote %v", w)
+	}
+}
+
 // writes lists the requests that changed VPP since resetCalls, from
 // vppsim's log; ok is false on a real VPP, which keeps no such log.
 func (e *env) writes() (w []string, ok bool) {

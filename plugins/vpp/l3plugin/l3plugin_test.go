@@ -447,18 +447,7 @@ func TestResyncAndVPPRestart(t *testing.T) {
 	}
 
 	// The agent restarts; VPP kept everything: a full resync does nothing.
-	e.startScheduler()
-	e.resetCalls()
-	seq, err := e.resync(api.FullResync, cfg...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if ops := e.executed(seq); len(ops) != 0 {
-		t.Errorf("full resync of an in-sync VPP executed %v", ops)
-	}
-	if w, _ := e.writes(); len(w) != 0 {
-		t.Errorf("full resync of an in-sync VPP wrote %v", w)
-	}
+	e.restartInSync(cfg...)
 	check("after the full resync")
 
 	// A static neighbour someone else added on if1 is left alone (OBTAINED).
