@@ -19,16 +19,12 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
-
-	"github.com/netagent-io/netagent/tests/testsupport"
 
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -667,7 +663,6 @@ func TestE2ESIGTERM(t *testing.T) {
 		t.Skip("builds and runs the agent binary; skipped with -short")
 	}
 	n := uniqueNames(t, "t7")
-	bin := agentBinary(t)
 	example, err := os.ReadFile("../../examples/veth-route.yaml")
 	if err != nil {
 		t.Fatal(err)
@@ -679,7 +674,7 @@ func TestE2ESIGTERM(t *testing.T) {
 	if err := os.WriteFile(initFile, []byte(doc), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	restPort := freePort(t)
+	restPort, grpcPort := freePort(t), freePort(t)
 	grace := 10 * time.Second
 	config := fmt.Sprintf(`label: vpp1
 log_level: info
@@ -692,57 +687,26 @@ etcd:
 init_file: %s
 shutdown_grace: %v
 vpp: {disabled: true}
-`, restPort, freePort(t), filepath.Join(dir, "etcd"), freePort(t), freePort(t), initFile, grace)
+`, restPort, grpcPort, filepath.Join(dir, "etcd"), freePort(t), freePort(t), initFile, grace)
 	configFile := filepath.Join(dir, "agent.yaml")
 	if err := os.WriteFile(configFile, []byte(config), 0o600); err != nil {
 		t.Fatal(err)
 	}
-
-	cmd := exec.Command(bin, "--config", configFile)
-	logs := &testsupport.SyncBuffer{}
-	cmd.Stdout, cmd.Stderr = logs, logs
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	t.Cleanup(func() {
-		if cmd.ProcessState == nil {
-			_ = cmd.Process.Kill()
-			<-exited
-		}
-		if t.Failed() {
-			t.Logf("agent output:\n%s", testsupport.Tail(logs.String(), 30000))
-		}
-	})
-	client := &http.Client{Timeout: 5 * time.Second}
-	eventually(t, "/readyz 200 from the agent process", func() (bool, string) {
-		select {
-		case err := <-exited:
-			exited <- err
-			t.Fatalf("the agent exited: %v", err)
-		default:
-		}
-		resp, err := client.Get(fmt.Sprintf("http://127.0.0.1:%d/readyz", restPort))
-		if err != nil {
-			return false, err.Error()
-		}
-		defer resp.Body.Close()
-		body, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode == http.StatusOK, fmt.Sprintf("%d %s", resp.StatusCode, body)
-	})
+	var cfg Config // what runAgentFile needs to know of the file
+	cfg.REST.Address, cfg.GRPC.Address = fmt.Sprintf("127.0.0.1:%d", restPort), fmt.Sprintf("127.0.0.1:%d", grpcPort)
+	cfg.ShutdownGrace = Duration{grace}
+	a := runAgentFile(t, configFile, cfg)
 	// veth-app is eth0 in its namespace (host_if_name).
 	wantRoute := "10.200.0.0/16 via 172.30.7.1 dev eth0"
 	if out, err := ourRoutes(n.ns); err != nil || !strings.Contains(out, wantRoute) {
 		t.Fatalf("before SIGTERM: routes %q %v, want %q", out, err, wantRoute)
 	}
 
-	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
+	a.stopped = true // stopped here, with the grace as the limit
+	a.cancel()       // SIGTERM
 	start := time.Now()
 	select {
-	case err := <-exited:
+	case err := <-a.done:
 		if err != nil {
 			t.Errorf("exit after SIGTERM: %v, want status 0", err)
 		}
@@ -750,7 +714,7 @@ vpp: {disabled: true}
 	case <-time.After(grace):
 		t.Fatalf("still running %v after SIGTERM", grace)
 	}
-	if !strings.Contains(logs.String(), "the network configuration stays in place") {
+	if !strings.Contains(a.log.String(), "the network configuration stays in place") {
 		t.Errorf("no graceful-stop line in the log")
 	}
 	// The configuration stays.

@@ -36,7 +36,6 @@ import (
 // and waits for /readyz 200. stop sends SIGTERM and waits for the exit.
 func startAgentProcess(t *testing.T, cfg Config) *agent {
 	t.Helper()
-	bin := agentBinary(t)
 	if cfg.REST.Address == "127.0.0.1:0" {
 		cfg.REST.Address = fmt.Sprintf("127.0.0.1:%d", freePort(t))
 	}
@@ -51,7 +50,17 @@ func startAgentProcess(t *testing.T, cfg Config) *agent {
 	if err := os.WriteFile(file, text, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(bin, "--config", file)
+	return runAgentFile(t, file, cfg)
+}
+
+// runAgentFile runs the agent binary with the configuration file file,
+// whose settings cfg repeats (REST and gRPC addresses, shutdown grace,
+// token), until the test ends (SIGKILL if still running then), and waits
+// for /readyz 200. Its output is logged when the test failed. stop sends
+// SIGTERM and waits for the exit.
+func runAgentFile(t *testing.T, file string, cfg Config) *agent {
+	t.Helper()
+	cmd := exec.Command(agentBinary(t), "--config", file)
 	logs := &testsupport.SyncBuffer{}
 	cmd.Stdout, cmd.Stderr = logs, logs
 	if err := cmd.Start(); err != nil {
@@ -66,6 +75,9 @@ func startAgentProcess(t *testing.T, cfg Config) *agent {
 	t.Cleanup(func() {
 		if !a.stopped {
 			_ = a.stop()
+		}
+		if cmd.ProcessState == nil { // stop gave up waiting
+			_ = cmd.Process.Kill()
 		}
 		if t.Failed() {
 			t.Logf("agent output:\n%s", testsupport.Tail(logs.String(), 30000))
