@@ -38,12 +38,12 @@ const standInArea = "test-interfaces"
 
 func standIn[MD any](m *vppconn.Manager, wrap func(ifplugin.Metadata) MD, unwrap func(MD) ifplugin.Metadata) *api.KVDescriptor {
 	prefix := models.VPPInterface.KeyPrefix
-	call := func(f func(ctx context.Context, c interfaces.RPCService) error) error {
+	call := func(ctx context.Context, f func(ctx context.Context, c interfaces.RPCService) error) error {
 		conn, err := m.Conn(standInArea)
 		if err != nil {
 			return err
 		}
-		ctx, cancel := m.CallContext(context.Background())
+		ctx, cancel := m.CallContext(ctx)
 		defer cancel()
 		return f(ctx, interfaces.NewServiceClient(conn))
 	}
@@ -53,8 +53,8 @@ func standIn[MD any](m *vppconn.Manager, wrap func(ifplugin.Metadata) MD, unwrap
 		KeySelector:  func(key string) bool { return strings.HasPrefix(key, prefix) },
 		KeyLabel:     func(key string) string { return strings.TrimPrefix(key, prefix) },
 		WithMetadata: true,
-		Create: func(_ string, v *vppif.Interface) (md MD, err error) {
-			err = call(func(ctx context.Context, c interfaces.RPCService) error {
+		Create: func(ctx context.Context, _ string, v *vppif.Interface) (md MD, err error) {
+			err = call(ctx, func(ctx context.Context, c interfaces.RPCService) error {
 				r, err := c.CreateLoopback(ctx, &interfaces.CreateLoopback{})
 				if err != nil {
 					return err
@@ -65,18 +65,18 @@ func standIn[MD any](m *vppconn.Manager, wrap func(ifplugin.Metadata) MD, unwrap
 			})
 			return md, err
 		},
-		Delete: func(_ string, _ *vppif.Interface, md MD) error {
-			return call(func(ctx context.Context, c interfaces.RPCService) error {
+		Delete: func(ctx context.Context, _ string, _ *vppif.Interface, md MD) error {
+			return call(ctx, func(ctx context.Context, c interfaces.RPCService) error {
 				_, err := c.DeleteLoopback(ctx, &interfaces.DeleteLoopback{SwIfIndex: interface_types.InterfaceIndex(unwrap(md).SwIfIndex)})
 				return err
 			})
 		},
-		Retrieve: func(correlate []api.TypedKV[*vppif.Interface, MD]) (out []api.TypedKV[*vppif.Interface, MD], err error) {
+		Retrieve: func(ctx context.Context, correlate []api.TypedKV[*vppif.Interface, MD]) (out []api.TypedKV[*vppif.Interface, MD], err error) {
 			byName := map[string]api.TypedKV[*vppif.Interface, MD]{}
 			for _, c := range correlate {
 				byName[c.Value.GetName()] = c
 			}
-			err = call(func(ctx context.Context, c interfaces.RPCService) error {
+			err = call(ctx, func(ctx context.Context, c interfaces.RPCService) error {
 				st, err := c.SwInterfaceDump(ctx, &interfaces.SwInterfaceDump{SwIfIndex: ^interface_types.InterfaceIndex(0)})
 				if err != nil {
 					return err

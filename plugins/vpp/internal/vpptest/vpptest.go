@@ -310,23 +310,23 @@ type KeyValue interface {
 	KeyValue() (string, proto.Message)
 }
 
-// Commit commits the values in one NB transaction (30 s at most) and
-// returns its sequence number. ctx may carry transaction options
-// (api.WithResync, api.WithRetry).
-func Commit[KV KeyValue](ctx context.Context, s api.KVScheduler, kvs ...KV) (uint64, error) {
+// Commit commits the values in one NB transaction with the given options
+// (resync, retry, revert) and returns its sequence number. It waits 30 s at
+// most, less when ctx ends sooner.
+func Commit[KV KeyValue](ctx context.Context, s api.KVScheduler, opts api.TxnOptions, kvs ...KV) (uint64, error) {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	txn := s.StartNBTransaction()
 	for _, x := range kvs {
 		txn.SetValue(x.KeyValue())
 	}
-	return txn.Commit(ctx)
+	return txn.Commit(ctx, opts)
 }
 
 // MustCommit commits and fails the test on an error.
 func MustCommit[KV KeyValue](t testing.TB, s api.KVScheduler, kvs ...KV) uint64 {
 	t.Helper()
-	seq, err := Commit(context.Background(), s, kvs...)
+	seq, err := Commit(context.Background(), s, api.TxnOptions{}, kvs...)
 	if err != nil {
 		t.Fatalf("commit: %v", err)
 	}
@@ -335,7 +335,7 @@ func MustCommit[KV KeyValue](t testing.TB, s api.KVScheduler, kvs ...KV) uint64 
 
 // Resync commits a resync of the given type with the given values.
 func Resync[KV KeyValue](s api.KVScheduler, typ api.ResyncType, kvs ...KV) (uint64, error) {
-	return Commit(api.WithResync(context.Background(), typ, false), s, kvs...)
+	return Commit(context.Background(), s, api.TxnOptions{Resync: typ}, kvs...)
 }
 
 // Executed lists the operations of a transaction that called a descriptor
