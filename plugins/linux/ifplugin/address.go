@@ -1,6 +1,7 @@
 package ifplugin
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -47,9 +48,11 @@ func (p *Plugin) addressDescriptor() *api.KVDescriptor {
 			_, _, ok := ParseAddressKey(key)
 			return ok
 		},
-		Create: func(key string, v *linuxif.Interface) (any, error) { return nil, p.addAddress(v) },
-		Update: func(key string, _, v *linuxif.Interface, _ any) (any, error) { return nil, p.addAddress(v) },
-		Delete: func(key string, v *linuxif.Interface, _ any) error { return p.delAddress(v) },
+		Create: func(_ context.Context, key string, v *linuxif.Interface) (any, error) { return nil, p.addAddress(v) },
+		Update: func(_ context.Context, key string, _, v *linuxif.Interface, _ any) (any, error) {
+			return nil, p.addAddress(v)
+		},
+		Delete: func(_ context.Context, key string, v *linuxif.Interface, _ any) error { return p.delAddress(v) },
 	}
 	return d.KVDescriptor()
 }

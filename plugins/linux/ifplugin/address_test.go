@@ -1,7 +1,6 @@
 package ifplugin_test
 
 import (
-	"context"
 	"os/exec"
 	"slices"
 	"strings"
@@ -32,7 +31,7 @@ func foreignVeth(t *testing.T, name string) {
 
 func fullResync(a *agent, values ...proto.Message) []string {
 	a.t.Helper()
-	seq, err := a.commit(api.WithResync(context.Background(), api.FullResync, false), values...)
+	seq, err := a.commit(api.TxnOptions{Resync: api.FullResync}, values...)
 	if err != nil {
 		a.t.Fatalf("full resync: %v", err)
 	}

@@ -44,7 +44,7 @@ func BenchmarkVethPairs100(b *testing.B) {
 		a.mustCommit(values...)
 		create += time.Since(start)
 		start = time.Now()
-		if _, err := a.commit(api.WithResync(context.Background(), api.FullResync, false), values...); err != nil {
+		if _, err := a.commit(api.TxnOptions{Resync: api.FullResync}, values...); err != nil {
 			b.Fatal(err)
 		}
 		resync += time.Since(start)
@@ -53,7 +53,7 @@ func BenchmarkVethPairs100(b *testing.B) {
 		for _, v := range values {
 			txn.SetValue("config/linux/interfaces/v2/interface/"+v.(*linuxif.Interface).GetName(), nil)
 		}
-		if _, err := txn.Commit(context.Background()); err != nil {
+		if _, err := txn.Commit(context.Background(), api.TxnOptions{}); err != nil {
 			b.Fatal(err)
 		}
 		del += time.Since(start)

@@ -152,4 +152,25 @@
 // the agent's namespace and every namespace the configuration references,
 // and retries dumps the kernel interrupted (netlink.ErrDumpInterrupted)
 // instead of trusting them.
+//
+// Every callback takes the context the scheduler gives it. Netlink requests
+// take none and each is short, so Create, Update and Delete run to the end
+// once started (stopping between two requests would leave a half-made veth
+// pair for the retry to find, and gains nothing); Retrieve stops between
+// two namespaces when the context is done (the scheduler closes, or the
+// call's deadline passes) and returns its error. No callback waits for a
+// link or a namespace: a missing one is a retriable failure, or a
+// dependency the scheduler waits for (PENDING). The callbacks never call
+// the scheduler.
+//
+// Registration, and the watcher that reports the host links:
+//
+//	p := ifplugin.New(nsManager, logger)
+//	p.SetLabel(label) // optional: the microservice label in the ownership mark
+//	sched.RegisterKVDescriptor(append(p.Descriptors(), ifplugin.WatcherDescriptor())...)
+//	w := ifplugin.NewWatcher(nsManager, sched, logger)
+//	go w.Run(ctx)
+//	<-w.Synced()
+//	txn := sched.StartNBTransaction().SetValue(ifplugin.InterfaceKey("veth1"), veth1)
+//	_, err := txn.Commit(ctx, api.TxnOptions{Retry: api.DefaultRetry()})
 package ifplugin

@@ -2,6 +2,7 @@ package ifplugin_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -95,18 +96,18 @@ func (a *agent) close() {
 	})
 }
 
-func (a *agent) commit(ctx context.Context, kvs ...proto.Message) (uint64, error) {
+func (a *agent) commit(opts api.TxnOptions, kvs ...proto.Message) (uint64, error) {
 	txn := a.s.StartNBTransaction()
 	for _, v := range kvs {
 		i := v.(*linuxif.Interface)
 		txn.SetValue(ifplugin.InterfaceKey(i.GetName()), i)
 	}
-	return txn.Commit(ctx)
+	return txn.Commit(context.Background(), opts)
 }
 
 func (a *agent) mustCommit(kvs ...proto.Message) uint64 {
 	a.t.Helper()
-	seq, err := a.commit(context.Background(), kvs...)
+	seq, err := a.commit(api.TxnOptions{}, kvs...)
 	if err != nil {
 		a.t.Fatalf("commit: %v", err)
 	}
@@ -119,7 +120,7 @@ func (a *agent) delete(names ...string) {
 	for _, n := range names {
 		txn.SetValue(ifplugin.InterfaceKey(n), nil)
 	}
-	if _, err := txn.Commit(context.Background()); err != nil {
+	if _, err := txn.Commit(context.Background(), api.TxnOptions{}); err != nil {
 		a.t.Fatalf("delete: %v", err)
 	}
 }
@@ -393,7 +394,7 @@ func TestResyncRestoresAndRestartIsQuiet(t *testing.T) {
 			IpAddresses: []string{"127.0.0.1/8", "10.99.0.1/32"}},
 	}
 	t.Cleanup(func() { _ = exec.Command("ip", "link", "del", "ra").Run() })
-	resync := api.WithResync(context.Background(), api.FullResync, false)
+	resync := api.TxnOptions{Resync: api.FullResync}
 
 	a := newAgent(t)
 	a.mustCommit(values...)
@@ -440,14 +441,14 @@ func TestUnsupportedValuesAreInvalid(t *testing.T) {
 		{&linuxif.Interface{Name: "x1", Type: linuxif.Interface_VETH, Link: &linuxif.Interface_Veth{Veth: &linuxif.VethLink{PeerIfName: "vpp1/x2"}}}, `contains "/"`},
 		{&linuxif.Interface{Name: "v1", Type: linuxif.Interface_VETH, Mtu: 1, IpAddresses: []string{"10.0.0.1/33"}, Link: &linuxif.Interface_Veth{Veth: &linuxif.VethLink{PeerIfName: "v2"}}}, "ip_addresses[0]"},
 	} {
-		_, err := a.commit(context.Background(), c.v)
+		_, err := a.commit(api.TxnOptions{}, c.v)
 		st := a.s.GetValueStatus(ifplugin.InterfaceKey(c.v.GetName())).GetValue()
 		if err == nil || st.GetState() != api.ValueStateInvalid || !strings.Contains(st.GetError(), c.want) {
 			t.Errorf("%s: commit error %v, state %v %q; want INVALID mentioning %q", c.v.GetName(), err, st.GetState(), st.GetError(), c.want)
 		}
 	}
 	// DUMMY: supported or INVALID with the reason, as this kernel allows.
-	_, err := a.commit(context.Background(), &linuxif.Interface{Name: "dum0", Type: linuxif.Interface_DUMMY})
+	_, err := a.commit(api.TxnOptions{}, &linuxif.Interface{Name: "dum0", Type: linuxif.Interface_DUMMY})
 	st := a.s.GetValueStatus(ifplugin.InterfaceKey("dum0")).GetValue()
 	if err != nil {
 		if !strings.Contains(st.GetError(), "no dummy links") {
@@ -488,7 +489,7 @@ func TestRenameInPlaceAndMTURange(t *testing.T) {
 	}
 	x3 := proto.Clone(x2).(*linuxif.Interface)
 	x3.Mtu = 70000
-	if _, err := a.commit(context.Background(), x3); err == nil || !strings.Contains(a.s.GetValueStatus(ifplugin.InterfaceKey("rn0")).GetValue().GetError(), "mtu 70000 is out of range") {
+	if _, err := a.commit(api.TxnOptions{}, x3); err == nil || !strings.Contains(a.s.GetValueStatus(ifplugin.InterfaceKey("rn0")).GetValue().GetError(), "mtu 70000 is out of range") {
 		t.Errorf("MTU 70000: %v, %v", err, a.s.GetValueStatus(ifplugin.InterfaceKey("rn0")).GetValue())
 	}
 }
@@ -506,14 +507,14 @@ func TestTapToVPP(t *testing.T) {
 	vpp := &api.KVDescriptor{
 		Name:        "vpp-interface-standin",
 		KeySelector: func(key string) bool { return strings.HasPrefix(key, "config/vpp/v2/interfaces/") },
-		Create: func(key string, v proto.Message) (any, error) {
+		Create: func(_ context.Context, key string, v proto.Message) (any, error) {
 			out, err := exec.Command("ip", "tuntap", "add", "mode", "tap", "tapvpp0").CombinedOutput()
 			if err != nil {
 				return nil, fmt.Errorf("%v: %s", err, out)
 			}
 			return nil, nil
 		},
-		Delete: func(key string, v proto.Message, md any) error { return nil },
+		Delete: func(_ context.Context, key string, v proto.Message, md any) error { return nil },
 	}
 	if err := a.s.RegisterKVDescriptor(vpp); err != nil {
 		t.Fatal(err)
@@ -526,7 +527,7 @@ func TestTapToVPP(t *testing.T) {
 		t.Fatalf("TAP_TO_VPP before its VPP TAP: %v, want PENDING", st)
 	}
 	txn := a.s.StartNBTransaction().SetValue("config/vpp/v2/interfaces/tap0", &linuxif.Interface{Name: "tap0"})
-	if _, err := txn.Commit(context.Background()); err != nil {
+	if _, err := txn.Commit(context.Background(), api.TxnOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if st := a.state("tap-host"); st != api.ValueStateConfigured {
@@ -574,7 +575,7 @@ func TestAgentsOfOtherLabelsAreLeftAlone(t *testing.T) {
 			owner.close()
 
 			other := newLabelledAgent(t, c.other)
-			seq, err := other.commit(api.WithResync(context.Background(), api.FullResync, false))
+			seq, err := other.commit(api.TxnOptions{Resync: api.FullResync})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -584,7 +585,7 @@ func TestAgentsOfOtherLabelsAreLeftAlone(t *testing.T) {
 			other.close()
 
 			same := newLabelledAgent(t, c.owner)
-			if _, err := same.commit(api.WithResync(context.Background(), api.FullResync, false)); err != nil {
+			if _, err := same.commit(api.TxnOptions{Resync: api.FullResync}); err != nil {
 				t.Fatal(err)
 			}
 			if link(t, "", "lbl0") != nil || link(t, "", "lbl1") != nil {
@@ -637,7 +638,7 @@ func TestAgentsOwnLoopbackStaysUp(t *testing.T) {
 		{&linuxif.Interface{Name: "t-lo", HostIfName: "lo", Type: linuxif.Interface_TAP_TO_VPP, Link: &linuxif.Interface_Tap{Tap: &linuxif.TapLink{VppTapIfName: "tap0"}}},
 			"host_if_name", "host_if_name: lo is the loopback every namespace already has"},
 	} {
-		_, err := a.commit(context.Background(), c.v)
+		_, err := a.commit(api.TxnOptions{}, c.v)
 		st := a.s.GetValueStatus(ifplugin.InterfaceKey(c.v.GetName())).GetValue()
 		if err == nil || st.GetState() != api.ValueStateInvalid || !strings.Contains(st.GetError(), c.error) || !slices.Equal(st.GetDetails(), []string{c.field}) {
 			t.Errorf("%v: commit error %v, status %v %q %q; want INVALID, details [%s], error containing %q", c.v, err, st.GetState(), st.GetError(), st.GetDetails(), c.field, c.error)
@@ -660,7 +661,7 @@ func TestAgentsOwnLoopbackStaysUp(t *testing.T) {
 	}
 	down := proto.Clone(lo).(*linuxif.Interface)
 	down.Enabled = false
-	if _, err := a.commit(context.Background(), down); err == nil || a.state("lo") != api.ValueStateInvalid {
+	if _, err := a.commit(api.TxnOptions{}, down); err == nil || a.state("lo") != api.ValueStateInvalid {
 		t.Errorf("lo set down: commit error %v, state %v; want INVALID", err, a.state("lo"))
 	}
 	if !loUp() {
@@ -695,7 +696,7 @@ func TestDummyNeverTakesAForeignLink(t *testing.T) {
 	a := newAgent(t)
 	t.Cleanup(func() { _ = exec.Command("ip", "link", "del", "dmy0").Run() })
 	run(t, "ip", "link", "add", "dmy0", "type", "veth", "peer", "name", "dmy1")
-	_, err := a.commit(context.Background(), &linuxif.Interface{Name: "dmy0", Type: linuxif.Interface_DUMMY, Mtu: 1300})
+	_, err := a.commit(api.TxnOptions{}, &linuxif.Interface{Name: "dmy0", Type: linuxif.Interface_DUMMY, Mtu: 1300})
 	st := a.s.GetValueStatus(ifplugin.InterfaceKey("dmy0")).GetValue()
 	if st.GetState() == api.ValueStateInvalid && strings.Contains(st.GetError(), "no dummy links") {
 		t.Skip("this kernel has no dummy links: " + st.GetError())
@@ -729,7 +730,7 @@ func TestTapToVPPWithoutVPP(t *testing.T) {
 	}
 	tap := &linuxif.Interface{Name: "tap-novpp", Type: linuxif.Interface_TAP_TO_VPP, Enabled: true,
 		Link: &linuxif.Interface_Tap{Tap: &linuxif.TapLink{VppTapIfName: "tap0"}}}
-	if _, err := s.StartNBTransaction().SetValue(ifplugin.InterfaceKey("tap-novpp"), tap).Commit(context.Background()); err != nil {
+	if _, err := s.StartNBTransaction().SetValue(ifplugin.InterfaceKey("tap-novpp"), tap).Commit(context.Background(), api.TxnOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	st := s.GetValueStatus(ifplugin.InterfaceKey("tap-novpp")).GetValue()
@@ -737,5 +738,28 @@ func TestTapToVPPWithoutVPP(t *testing.T) {
 		return strings.Contains(d, "VPP TAP tap0") && strings.Contains(d, "this agent runs without VPP")
 	}) {
 		t.Errorf("TAP_TO_VPP without VPP: %v, details %q; want PENDING saying the agent runs without VPP", st.GetState(), st.GetDetails())
+	}
+}
+
+// TestRetrieveStopsWhenItsContextIsDone: a Retrieve whose context is done
+// (the scheduler closing) returns its error instead of dumping the
+// namespaces.
+func TestRetrieveStopsWhenItsContextIsDone(t *testing.T) {
+	needRoot(t)
+	ns, err := nsplugin.NewManager()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(ns.Close)
+	p := ifplugin.New(ns, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	for _, d := range p.Descriptors() {
+		if d.Retrieve == nil {
+			continue
+		}
+		if got, err := d.Retrieve(ctx, nil); !errors.Is(err, context.Canceled) || len(got) != 0 {
+			t.Errorf("%s: Retrieve with a cancelled context: %v, %v; want context.Canceled and nothing", d.Name, got, err)
+		}
 	}
 }

@@ -1,6 +1,7 @@
 package ifplugin
 
 import (
+	"context"
 	"crypto/sha1"
 	"encoding/hex"
 	"errors"
@@ -304,7 +305,7 @@ func createsNamespace(v *linuxif.Interface) bool {
 	return v.GetType() != linuxif.Interface_EXISTING
 }
 
-func (p *Plugin) create(key string, v *linuxif.Interface) (*Metadata, error) {
+func (p *Plugin) create(_ context.Context, key string, v *linuxif.Interface) (*Metadata, error) {
 	ref := nsplugin.RefOf(v.GetNamespace())
 	h, err := p.ns.Handle(ref, createsNamespace(v))
 	if errors.Is(err, errNotExist) && !createsNamespace(v) {
@@ -701,7 +702,7 @@ func (p *Plugin) configure(ref nsplugin.Ref, h *netlink.Handle, link netlink.Lin
 	return nil
 }
 
-func (p *Plugin) update(key string, old, v *linuxif.Interface, md *Metadata) (*Metadata, error) {
+func (p *Plugin) update(_ context.Context, key string, old, v *linuxif.Interface, md *Metadata) (*Metadata, error) {
 	ref := nsplugin.RefOf(v.GetNamespace())
 	h, err := p.ns.Handle(ref, createsNamespace(v))
 	if err != nil {
@@ -723,7 +724,7 @@ func (p *Plugin) update(key string, old, v *linuxif.Interface, md *Metadata) (*M
 	return p.metadata(h, v, ref)
 }
 
-func (p *Plugin) delete(key string, v *linuxif.Interface, md *Metadata) error {
+func (p *Plugin) delete(_ context.Context, key string, v *linuxif.Interface, md *Metadata) error {
 	ref := nsplugin.RefOf(v.GetNamespace())
 	if err := p.deleteLink(ref, v); err != nil {
 		return err
@@ -805,7 +806,7 @@ func (p *Plugin) deleteLink(ref nsplugin.Ref, v *linuxif.Interface) error {
 // an end whose peer is not the value's peer, or cannot be found (its
 // namespace deleted by hand while the agent held it open), differs from
 // its value and is re-created with its peer, as a pair.
-func (p *Plugin) retrieve(correlate []api.TypedKV[*linuxif.Interface, *Metadata]) ([]api.TypedKV[*linuxif.Interface, *Metadata], error) {
+func (p *Plugin) retrieve(ctx context.Context, correlate []api.TypedKV[*linuxif.Interface, *Metadata]) ([]api.TypedKV[*linuxif.Interface, *Metadata], error) {
 	byName := map[string]*linuxif.Interface{}
 	refs := []nsplugin.Ref{{}}
 	for _, kv := range correlate {
@@ -816,6 +817,11 @@ func (p *Plugin) retrieve(correlate []api.TypedKV[*linuxif.Interface, *Metadata]
 	}
 	var spaces []*nsLinks
 	for _, ref := range refs {
+		// Netlink takes no context: a scheduler that closes (or the call's
+		// deadline) ends the dump between two namespaces.
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
 		if !p.ns.Exists(ref) {
 			continue
 		}

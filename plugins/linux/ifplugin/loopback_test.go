@@ -1,7 +1,6 @@
 package ifplugin_test
 
 import (
-	"context"
 	"slices"
 	"strings"
 	"testing"
@@ -36,7 +35,7 @@ func TestLoopbackWithoutHostName(t *testing.T) {
 	}
 
 	bad := &linuxif.Interface{Name: "w3lo2", HostIfName: "lo2", Type: linuxif.Interface_LOOPBACK, Enabled: true, Namespace: nsRef(ns)}
-	_, err := a.commit(context.Background(), bad)
+	_, err := a.commit(api.TxnOptions{}, bad)
 	st := a.s.GetValueStatus(ifplugin.InterfaceKey("w3lo2")).GetValue()
 	if err == nil || st.GetState() != api.ValueStateInvalid || !strings.Contains(st.GetError(), `host_if_name must be empty or lo, not "lo2"`) {
 		t.Errorf("LOOPBACK with host_if_name lo2: %v, %v %q; want INVALID naming lo2", err, st.GetState(), st.GetError())

@@ -1,7 +1,6 @@
 package ifplugin_test
 
 import (
-	"context"
 	"slices"
 	"strings"
 	"testing"
@@ -49,7 +48,7 @@ func TestExistingNamespaceIsNotCreated(t *testing.T) {
 	a := newAgent(t)
 	ex := &linuxif.Interface{Name: "exns", HostIfName: "exns0", Type: linuxif.Interface_EXISTING, Enabled: true, Namespace: nsRef(ns),
 		IpAddresses: []string{"10.38.0.1/24"}}
-	if _, err := a.commit(context.Background(), ex); err == nil {
+	if _, err := a.commit(api.TxnOptions{}, ex); err == nil {
 		t.Error("commit of an EXISTING interface in a missing namespace: no error")
 	}
 	st := a.s.GetValueStatus(ifplugin.InterfaceKey("exns")).GetValue()

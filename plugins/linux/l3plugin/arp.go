@@ -2,6 +2,7 @@ package l3plugin
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"net"
 	"net/netip"
@@ -76,10 +77,12 @@ func (p *Plugin) arpDescriptor() *api.TypedDescriptor[*linuxl3.ARPEntry, *Placem
 		ValueComparator: func(_ string, a, b *linuxl3.ARPEntry) bool {
 			return arpsEquivalent(a, b)
 		},
-		WithMetadata:       true,
-		Validate:           validateARP,
-		Create:             p.setARP,
-		Update:             func(key string, _, n *linuxl3.ARPEntry, _ *Placement) (*Placement, error) { return p.setARP(key, n) },
+		WithMetadata: true,
+		Validate:     validateARP,
+		Create:       p.setARP,
+		Update: func(ctx context.Context, key string, _, n *linuxl3.ARPEntry, _ *Placement) (*Placement, error) {
+			return p.setARP(ctx, key, n)
+		},
 		Delete:             p.deleteARP,
 		Retrieve:           p.retrieveARPs,
 		IsRetriableFailure: isRetriable,
@@ -102,12 +105,12 @@ func validateARP(key string, a *linuxl3.ARPEntry) error {
 // setARP adds or replaces the permanent neighbour (NeighSet: create or
 // replace), so it serves Create and the in-place Update of the MAC, and is
 // idempotent.
-func (p *Plugin) setARP(_ string, a *linuxl3.ARPEntry) (*Placement, error) {
+func (p *Plugin) setARP(ctx context.Context, _ string, a *linuxl3.ARPEntry) (*Placement, error) {
 	s, err := parseARP(a)
 	if err != nil {
 		return nil, api.NonRetriable(invalid(err))
 	}
-	md, h, err := p.link(s.iface)
+	md, h, err := p.link(ctx, s.iface)
 	if err != nil {
 		return nil, fmt.Errorf("ARP entry %s: %w", s, err)
 	}
@@ -118,12 +121,12 @@ func (p *Plugin) setARP(_ string, a *linuxl3.ARPEntry) (*Placement, error) {
 }
 
 // deleteARP removes the neighbour; one already gone is success.
-func (p *Plugin) deleteARP(_ string, a *linuxl3.ARPEntry, md *Placement) error {
+func (p *Plugin) deleteARP(ctx context.Context, _ string, a *linuxl3.ARPEntry, md *Placement) error {
 	s, err := parseARP(a)
 	if err != nil {
 		return nil // never created
 	}
-	pl, ok := p.placement(md, s.iface)
+	pl, ok := p.placement(ctx, md, s.iface)
 	if !ok {
 		p.log.Warn("ARP entry to delete: its link is not known any more; it went with it", "arp", s.String())
 		return nil
@@ -148,7 +151,7 @@ func (p *Plugin) deleteARP(_ string, a *linuxl3.ARPEntry, md *Placement) error {
 // SetInterfaceLister). Neighbours carry no mark of ownership: the values
 // come with an unknown origin, so the scheduler takes those the NB asks for
 // (or the agent made) as the agent's and the others as foreign (OBTAINED).
-func (p *Plugin) retrieveARPs(correlate []api.TypedKV[*linuxl3.ARPEntry, *Placement]) ([]api.TypedKV[*linuxl3.ARPEntry, *Placement], error) {
+func (p *Plugin) retrieveARPs(ctx context.Context, correlate []api.TypedKV[*linuxl3.ARPEntry, *Placement]) ([]api.TypedKV[*linuxl3.ARPEntry, *Placement], error) {
 	names := map[string]struct{}{}
 	expected := make(map[string]*linuxl3.ARPEntry, len(correlate))
 	for _, c := range correlate {
@@ -157,10 +160,13 @@ func (p *Plugin) retrieveARPs(correlate []api.TypedKV[*linuxl3.ARPEntry, *Placem
 			expected[c.Key] = c.Value
 		}
 	}
-	byNS := p.interfacesByNamespace(names)
+	byNS := p.interfacesByNamespace(ctx, names)
 	var out []api.TypedKV[*linuxl3.ARPEntry, *Placement]
 	seen := map[string]struct{}{}
 	for _, ref := range sortedRefs(byNS) {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
 		idx := byNS[ref]
 		if len(idx) == 0 {
 			continue

@@ -10,7 +10,16 @@
 //
 // The interface side is ifplugin's: a logical interface name is turned into
 // its link (namespace and ifindex) by the InterfaceLookup, which reads the
-// metadata the interface descriptor publishes (ifplugin.Metadata).
+// metadata the interface descriptor publishes (ifplugin.Metadata). The
+// lookups SchedulerInterfaces and SchedulerInterfaceNames build read it,
+// inside a descriptor callback, through the read view of the callback's
+// context (api.ViewOf): a callback never calls the scheduler itself.
+//
+// Values are then committed as to any descriptor:
+//
+//	key, err := models.LinuxRoute.Key(route) // config/linux/l3/v2/route/10.1.0.0/16/eth1
+//	_, err = sched.StartNBTransaction().SetValue(key, route).
+//		Commit(ctx, api.TxnOptions{Retry: api.DefaultRetry()})
 //
 // # Ownership
 //
@@ -89,4 +98,14 @@
 // (netlink.ErrDumpInterrupted: the table changed meanwhile) are run again, a
 // few times; a partial dump is never taken as the truth: Retrieve fails
 // instead, and the scheduler keeps its view of the kernel.
+//
+// # The context
+//
+// Every callback takes the context the scheduler gives it. Netlink requests
+// take none, and Create, Update and Delete are one or two short requests
+// each, so they run to the end once started. Retrieve stops between two
+// namespaces when the context is done (the scheduler closes, or the call's
+// deadline passes) and returns its error. No callback waits for an
+// interface: a missing one is a dependency the scheduler waits for
+// (PENDING), or a retriable failure.
 package l3plugin

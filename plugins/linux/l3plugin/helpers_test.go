@@ -142,12 +142,14 @@ func interfaceStandIn(mgr *nsplugin.Manager) *api.KVDescriptor {
 		KeySelector:  func(key string) bool { return strings.HasPrefix(key, prefix) },
 		KeyLabel:     func(key string) string { return strings.TrimPrefix(key, prefix) },
 		WithMetadata: true,
-		Create:       func(_ string, v *linuxif.Interface) (ifplugin.Metadata, error) { return lookup(v) },
-		Update: func(_ string, _, v *linuxif.Interface, _ ifplugin.Metadata) (ifplugin.Metadata, error) {
+		Create: func(_ context.Context, _ string, v *linuxif.Interface) (ifplugin.Metadata, error) {
 			return lookup(v)
 		},
-		Delete: func(string, *linuxif.Interface, ifplugin.Metadata) error { return nil },
-		Retrieve: func(correlate []api.TypedKV[*linuxif.Interface, ifplugin.Metadata]) ([]api.TypedKV[*linuxif.Interface, ifplugin.Metadata], error) {
+		Update: func(_ context.Context, _ string, _, v *linuxif.Interface, _ ifplugin.Metadata) (ifplugin.Metadata, error) {
+			return lookup(v)
+		},
+		Delete: func(context.Context, string, *linuxif.Interface, ifplugin.Metadata) error { return nil },
+		Retrieve: func(_ context.Context, correlate []api.TypedKV[*linuxif.Interface, ifplugin.Metadata]) ([]api.TypedKV[*linuxif.Interface, ifplugin.Metadata], error) {
 			var out []api.TypedKV[*linuxif.Interface, ifplugin.Metadata]
 			for _, c := range correlate {
 				if md, err := lookup(c.Value); err == nil {
@@ -244,16 +246,16 @@ type kv struct {
 // commit runs one NB transaction and fails the test on any error.
 func (e *env) commit(kvs ...kv) uint64 {
 	e.tb.Helper()
-	return e.commitCtx(context.Background(), kvs...)
+	return e.commitOpts(api.TxnOptions{}, kvs...)
 }
 
-func (e *env) commitCtx(ctx context.Context, kvs ...kv) uint64 {
+func (e *env) commitOpts(opts api.TxnOptions, kvs ...kv) uint64 {
 	e.tb.Helper()
 	txn := e.s.StartNBTransaction()
 	for _, p := range kvs {
 		txn.SetValue(p.key, p.value)
 	}
-	seq, err := txn.Commit(ctx)
+	seq, err := txn.Commit(context.Background(), opts)
 	if err != nil {
 		e.tb.Fatalf("commit: %v", err)
 	}
@@ -263,7 +265,7 @@ func (e *env) commitCtx(ctx context.Context, kvs ...kv) uint64 {
 // resync runs a full resync with the given NB state.
 func (e *env) resync(kvs ...kv) uint64 {
 	e.tb.Helper()
-	return e.commitCtx(api.WithResync(context.Background(), api.FullResync, false), kvs...)
+	return e.commitOpts(api.TxnOptions{Resync: api.FullResync}, kvs...)
 }
 
 func (e *env) state(key string) api.ValueState {

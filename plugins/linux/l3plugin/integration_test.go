@@ -55,7 +55,7 @@ func TestWithTheInterfacePlugin(t *testing.T) {
 		for k, v := range kvs {
 			txn.SetValue(k, v)
 		}
-		if _, err := txn.Commit(context.Background()); err != nil {
+		if _, err := txn.Commit(context.Background(), api.TxnOptions{}); err != nil {
 			t.Fatalf("commit: %v", err)
 		}
 	}
@@ -148,7 +148,7 @@ func newRealAgent(t *testing.T, prefix string) *realAgent {
 
 // commit applies the values (interfaces, routes, ARP entries) and returns
 // the operations executed.
-func (a *realAgent) commit(ctx context.Context, values ...proto.Message) []string {
+func (a *realAgent) commit(opts api.TxnOptions, values ...proto.Message) []string {
 	a.t.Helper()
 	txn := a.s.StartNBTransaction()
 	for _, v := range values {
@@ -167,7 +167,7 @@ func (a *realAgent) commit(ctx context.Context, values ...proto.Message) []strin
 		}
 		txn.SetValue(key, v)
 	}
-	seq, err := txn.Commit(ctx)
+	seq, err := txn.Commit(context.Background(), opts)
 	if err != nil {
 		a.t.Fatalf("commit: %v", err)
 	}
@@ -234,20 +234,20 @@ func TestRenameKeepsRoutesAndARPEntries(t *testing.T) {
 		&linuxl3.Route{OutgoingInterface: "rx", DstNetwork: "fd64::/64", GwAddr: "fd63::2"},
 		&linuxl3.ARPEntry{Interface: "rx", IpAddress: "10.63.0.9", HwAddress: "02:00:00:00:63:09"},
 	}
-	a.commit(context.Background(), values...)
+	a.commit(api.TxnOptions{}, values...)
 	a.mustBeConfigured(values[2:]...)
 
 	renamed := proto.Clone(x).(*linuxif.Interface)
 	renamed.HostIfName = "rx-new"
 	values[0] = renamed
-	a.commit(context.Background(), renamed)
+	a.commit(api.TxnOptions{}, renamed)
 	a.mustBeConfigured(values[2:]...)
 	a.mustHave("routes after the rename", []string{"-4", "route", "show", "proto", "181"},
 		"172.20.0.0/16 dev rx-new scope link", "10.64.0.0/24 via 172.20.0.1 dev rx-new", "10.65.0.0/24 via 10.63.0.2 dev rx-new")
 	a.mustHave("IPv6 routes after the rename", []string{"-6", "route", "show", "proto", "181"}, "fd64::/64 via fd63::2 dev rx-new")
 	a.mustHave("neighbours after the rename", []string{"neigh", "show", "dev", "rx-new"}, "10.63.0.9 lladdr 02:00:00:00:63:09 PERMANENT")
 	a.mustHave("addresses after the rename", []string{"addr", "show", "dev", "rx-new"}, "10.63.0.1/24", "fd63::1/64")
-	if ops := a.commit(api.WithResync(context.Background(), api.FullResync, false), values...); len(ops) > 0 {
+	if ops := a.commit(api.TxnOptions{Resync: api.FullResync}, values...); len(ops) > 0 {
 		t.Errorf("resync after the rename executed %v", ops)
 	}
 }
@@ -263,16 +263,16 @@ func TestDisableEnableKeepsIPv6Routes(t *testing.T) {
 	y := &linuxif.Interface{Name: "ky", Type: linuxif.Interface_VETH, Enabled: true, Namespace: a.ns,
 		Link: &linuxif.Interface_Veth{Veth: &linuxif.VethLink{PeerIfName: "kx"}}}
 	r := &linuxl3.Route{OutgoingInterface: "kx", DstNetwork: "fd67::/64", GwAddr: "fd66::2"}
-	a.commit(context.Background(), x, y, r)
+	a.commit(api.TxnOptions{}, x, y, r)
 	a.mustBeConfigured(r)
 	down := proto.Clone(x).(*linuxif.Interface)
 	down.Enabled = false
-	a.commit(context.Background(), down)
-	a.commit(context.Background(), x)
+	a.commit(api.TxnOptions{}, down)
+	a.commit(api.TxnOptions{}, x)
 	a.mustBeConfigured(r)
 	a.mustHave("addresses after down and up", []string{"addr", "show", "dev", "kx"}, "fd66::1/64")
 	a.mustHave("IPv6 routes after down and up", []string{"-6", "route", "show", "proto", "181"}, "fd67::/64 via fd66::2 dev kx")
-	if ops := a.commit(api.WithResync(context.Background(), api.FullResync, false), x, y, r); len(ops) > 0 {
+	if ops := a.commit(api.TxnOptions{Resync: api.FullResync}, x, y, r); len(ops) > 0 {
 		t.Errorf("resync after down and up executed %v", ops)
 	}
 }

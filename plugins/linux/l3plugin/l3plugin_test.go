@@ -1,6 +1,7 @@
 package l3plugin_test
 
 import (
+	"context"
 	"errors"
 	"log/slog"
 	"slices"
@@ -235,7 +236,7 @@ func TestResyncInSyncExecutesNothing(t *testing.T) {
 			t.Errorf("full resync %d of an in-sync kernel executed %q", i+1, ops)
 		}
 	}
-	if ops := e.executed(e.commitCtx(api.WithResync(t.Context(), api.DownstreamResync, false))); len(ops) != 0 {
+	if ops := e.executed(e.commitOpts(api.TxnOptions{Resync: api.DownstreamResync})); len(ops) != 0 {
 		t.Errorf("downstream resync of an in-sync kernel executed %q", ops)
 	}
 	for _, p := range nb {
@@ -353,7 +354,7 @@ func TestCreateOverExistingRoute(t *testing.T) {
 	for _, p := range []kv{e.iface("v0", "192.168.1.1/24"), ours, clash} {
 		txn.SetValue(p.key, p.value)
 	}
-	_, err := txn.Commit(t.Context())
+	_, err := txn.Commit(t.Context(), api.TxnOptions{})
 	var te *api.TransactionError
 	if !errors.As(err, &te) || len(te.KVErrors) != 1 || te.KVErrors[0].Key != clash.key ||
 		!strings.Contains(te.KVErrors[0].Error.Error(), "foreign route") {
@@ -390,7 +391,7 @@ func TestValidation(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			_, err := s.StartNBTransaction().SetValue(c.key, c.value).Commit(t.Context())
+			_, err := s.StartNBTransaction().SetValue(c.key, c.value).Commit(t.Context(), api.TxnOptions{})
 			var iv *api.InvalidValueError
 			if !errors.As(err, &iv) {
 				t.Fatalf("commit: %v, want an InvalidValueError", err)
@@ -404,7 +405,7 @@ func TestValidation(t *testing.T) {
 		})
 	}
 	_, err := s.StartNBTransaction().SetValue("config/linux/l3/v2/arp/eth0/10.0.0.1",
-		&linuxl3.ARPEntry{Interface: "eth0", IpAddress: "10.0.0.1", HwAddress: "not-a-mac"}).Commit(t.Context())
+		&linuxl3.ARPEntry{Interface: "eth0", IpAddress: "10.0.0.1", HwAddress: "not-a-mac"}).Commit(t.Context(), api.TxnOptions{})
 	var iv *api.InvalidValueError
 	if !errors.As(err, &iv) || !slices.Contains(iv.InvalidFields, "hw_address") {
 		t.Errorf("ARP entry with a bad MAC: %v", err)
@@ -414,7 +415,7 @@ func TestValidation(t *testing.T) {
 // The dependencies of a route: interface up, and a gateway reachable through
 // an address or a link-local route of the same interface.
 func TestRouteDependencies(t *testing.T) {
-	p := l3plugin.New(nil, func(string) (ifplugin.Metadata, bool) { return ifplugin.Metadata{}, false }, slog.New(slog.DiscardHandler))
+	p := l3plugin.New(nil, func(context.Context, string) (ifplugin.Metadata, bool) { return ifplugin.Metadata{}, false }, slog.New(slog.DiscardHandler))
 	var d *api.KVDescriptor
 	for _, x := range p.Descriptors() {
 		if x.Name == l3plugin.RouteDescriptorName {
@@ -472,7 +473,7 @@ func TestRouteDependencies(t *testing.T) {
 // is a retriable error saying so; deleting then is success (nothing can be
 // there).
 func TestCreateWithoutInterfaceMetadata(t *testing.T) {
-	p := l3plugin.New(nil, func(string) (ifplugin.Metadata, bool) { return ifplugin.Metadata{}, false }, slog.New(slog.DiscardHandler))
+	p := l3plugin.New(nil, func(context.Context, string) (ifplugin.Metadata, bool) { return ifplugin.Metadata{}, false }, slog.New(slog.DiscardHandler))
 	for _, d := range p.Descriptors() {
 		var key string
 		var value proto.Message
@@ -484,7 +485,7 @@ func TestCreateWithoutInterfaceMetadata(t *testing.T) {
 			a := arp(t, &linuxl3.ARPEntry{Interface: "eth0", IpAddress: "10.0.0.1", HwAddress: "02:00:00:00:00:01"})
 			key, value = a.key, a.value
 		}
-		_, err := d.Create(key, value)
+		_, err := d.Create(t.Context(), key, value)
 		if err == nil || !strings.Contains(err.Error(), "eth0") || !strings.Contains(err.Error(), "metadata") {
 			t.Errorf("%s: Create without interface metadata: %v", d.Name, err)
 		}
@@ -492,8 +493,94 @@ func TestCreateWithoutInterfaceMetadata(t *testing.T) {
 		if errors.As(err, &nr) || !d.IsRetriableFailure(err) {
 			t.Errorf("%s: %v is not retriable", d.Name, err)
 		}
-		if err := d.Delete(key, value, nil); err != nil {
+		if err := d.Delete(t.Context(), key, value, nil); err != nil {
 			t.Errorf("%s: Delete without interface metadata: %v", d.Name, err)
+		}
+	}
+}
+
+// callbackScope is what the scheduler gives a callback's context: a read view
+// holding the interface descriptor's metadata map.
+type callbackScope struct{ interfaces api.MetadataMap }
+
+func (c callbackScope) GetValueStatus(key string) *api.BaseValueStatus {
+	return &api.BaseValueStatus{Value: &api.ValueStatus{Key: key}}
+}
+
+func (c callbackScope) GetMetadataMap(descriptor string) api.MetadataMap {
+	if descriptor == ifplugin.InterfaceDescriptorName {
+		return c.interfaces
+	}
+	return nil
+}
+
+func (c callbackScope) RequestReconcile(...string) {}
+
+// metadataSource stands for the scheduler given to SchedulerInterfaces; it
+// counts the calls.
+type metadataSource struct {
+	interfaces api.MetadataMap
+	calls      int
+}
+
+func (m *metadataSource) GetMetadataMap(descriptor string) api.MetadataMap {
+	m.calls++
+	if descriptor == ifplugin.InterfaceDescriptorName {
+		return m.interfaces
+	}
+	return nil
+}
+
+// Inside a descriptor callback the interface lookups read the metadata
+// through the callback's read view and never call the scheduler; a caller
+// that is no callback (a test calling Create directly) reads the
+// scheduler's map.
+func TestInterfaceLookupsReadTheCallbackView(t *testing.T) {
+	inView := api.NewMetadataMap()
+	inView.Put("eth0", &ifplugin.Metadata{Index: 7, HostName: "eth0"})
+	inScheduler := api.NewMetadataMap()
+	inScheduler.Put("eth1", ifplugin.Metadata{Index: 3, HostName: "eth1"})
+	src := &metadataSource{interfaces: inScheduler}
+	lookup, names := l3plugin.SchedulerInterfaces(src), l3plugin.SchedulerInterfaceNames(src)
+
+	callback := api.WithCallScope(t.Context(), callbackScope{interfaces: inView})
+	if md, ok := lookup(callback, "eth0"); !ok || md.Index != 7 {
+		t.Errorf("eth0 in a callback: %+v, %v; want index 7 from the view", md, ok)
+	}
+	if _, ok := lookup(callback, "eth1"); ok {
+		t.Error("eth1 in a callback: found; the view does not hold it")
+	}
+	if got := names(callback); !slices.Equal(got, []string{"eth0"}) {
+		t.Errorf("names in a callback: %v, want [eth0]", got)
+	}
+	if src.calls != 0 {
+		t.Errorf("the lookups called the scheduler %d times from a callback", src.calls)
+	}
+
+	if md, ok := lookup(t.Context(), "eth1"); !ok || md.Index != 3 {
+		t.Errorf("eth1 outside a callback: %+v, %v; want index 3 from the scheduler", md, ok)
+	}
+	if got := names(t.Context()); !slices.Equal(got, []string{"eth1"}) {
+		t.Errorf("names outside a callback: %v, want [eth1]", got)
+	}
+}
+
+// A Retrieve whose context is done (the scheduler closing) returns its
+// error instead of dumping the namespaces.
+func TestRetrieveStopsWhenItsContextIsDone(t *testing.T) {
+	onLink1 := func(context.Context, string) (ifplugin.Metadata, bool) { return ifplugin.Metadata{Index: 1}, true }
+	p := l3plugin.New(nil, onLink1, slog.New(slog.DiscardHandler))
+	r := route(t, &linuxl3.Route{OutgoingInterface: "eth0", DstNetwork: "10.0.0.0/8"})
+	a := arp(t, &linuxl3.ARPEntry{Interface: "eth0", IpAddress: "10.0.0.1", HwAddress: "02:00:00:00:00:01"})
+	correlate := map[string][]api.KVWithMetadata{
+		l3plugin.RouteDescriptorName: {{Key: r.key, Value: r.value}},
+		l3plugin.ARPDescriptorName:   {{Key: a.key, Value: a.value}},
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	for _, d := range p.Descriptors() {
+		if got, err := d.Retrieve(ctx, correlate[d.Name]); !errors.Is(err, context.Canceled) || len(got) != 0 {
+			t.Errorf("%s: Retrieve with a cancelled context: %v, %v; want context.Canceled and nothing", d.Name, got, err)
 		}
 	}
 }

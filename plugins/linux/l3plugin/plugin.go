@@ -1,6 +1,7 @@
 package l3plugin
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -49,21 +50,36 @@ func linkLocalRouteKeyPrefix(iface string) string {
 
 // InterfaceLookup finds the kernel link of a logical Linux interface (the
 // daemon passes a function reading the scheduler's metadata map of
-// ifplugin.InterfaceDescriptorName; see SchedulerInterfaces).
-type InterfaceLookup func(name string) (ifplugin.Metadata, bool)
+// ifplugin.InterfaceDescriptorName; see SchedulerInterfaces). ctx is the
+// context of the descriptor callback that asks.
+type InterfaceLookup func(ctx context.Context, name string) (ifplugin.Metadata, bool)
 
 // MetadataSource is the part of the scheduler that SchedulerInterfaces needs.
 type MetadataSource interface {
 	GetMetadataMap(descriptor string) api.MetadataMap
 }
 
+// interfaceMetadata returns the metadata map of
+// ifplugin.InterfaceDescriptorName: through the read view of the descriptor
+// callback whose context ctx is (a callback never calls the scheduler, and
+// the view shows the map as the running transaction has it so far), and
+// from s for a caller that is not a callback (a test or a tool calling a
+// callback directly with a context of its own).
+func interfaceMetadata(ctx context.Context, s MetadataSource) api.MetadataMap {
+	if api.InCallback(ctx) {
+		return api.ViewOf(ctx).GetMetadataMap(ifplugin.InterfaceDescriptorName)
+	}
+	return s.GetMetadataMap(ifplugin.InterfaceDescriptorName)
+}
+
 // SchedulerInterfaces returns an InterfaceLookup reading the metadata map of
-// ifplugin.InterfaceDescriptorName in s (ifplugin.Metadata or
-// *ifplugin.Metadata). The map is looked up at each call, so the lookup may
-// be built before the interface descriptor is registered.
+// ifplugin.InterfaceDescriptorName (ifplugin.Metadata or
+// *ifplugin.Metadata): the one of the scheduler running the callback
+// (api.ViewOf), else the one of s. The map is looked up at each call, so
+// the lookup may be built before the interface descriptor is registered.
 func SchedulerInterfaces(s MetadataSource) InterfaceLookup {
-	return func(name string) (ifplugin.Metadata, bool) {
-		m := s.GetMetadataMap(ifplugin.InterfaceDescriptorName)
+	return func(ctx context.Context, name string) (ifplugin.Metadata, bool) {
+		m := interfaceMetadata(ctx, s)
 		if m == nil {
 			return ifplugin.Metadata{}, false
 		}
@@ -84,11 +100,11 @@ func SchedulerInterfaces(s MetadataSource) InterfaceLookup {
 }
 
 // SchedulerInterfaceNames returns a lister of the logical names of the
-// interfaces in the metadata map of ifplugin.InterfaceDescriptorName in s,
-// for SetInterfaceLister.
-func SchedulerInterfaceNames(s MetadataSource) func() []string {
-	return func() []string {
-		if m := s.GetMetadataMap(ifplugin.InterfaceDescriptorName); m != nil {
+// interfaces in the metadata map of ifplugin.InterfaceDescriptorName (read
+// as SchedulerInterfaces reads it), for SetInterfaceLister.
+func SchedulerInterfaceNames(s MetadataSource) func(ctx context.Context) []string {
+	return func(ctx context.Context) []string {
+		if m := interfaceMetadata(ctx, s); m != nil {
 			return m.ListLabels()
 		}
 		return nil
@@ -108,7 +124,7 @@ type Placement struct {
 type Plugin struct {
 	ns     *nsplugin.Manager
 	ifaces InterfaceLookup
-	names  func() []string
+	names  func(ctx context.Context) []string
 	log    *slog.Logger
 }
 
@@ -123,11 +139,12 @@ func New(ns *nsplugin.Manager, ifaces InterfaceLookup, log *slog.Logger) *Plugin
 
 // SetInterfaceLister lets Retrieve also look at the interfaces that no
 // expected (correlate) value mentions: names lists the logical names of every
-// configured interface (SchedulerInterfaceNames). Without it, a route or ARP
+// configured interface (SchedulerInterfaceNames), given the context of the
+// Retrieve that asks. Without it, a route or ARP
 // entry of ours on an interface that none of the expected values uses is not
 // found, so a full resync after a restart cannot remove one the NB dropped
 // while the agent was away. Call it before registering the descriptors.
-func (p *Plugin) SetInterfaceLister(names func() []string) { p.names = names }
+func (p *Plugin) SetInterfaceLister(names func(ctx context.Context) []string) { p.names = names }
 
 // Descriptors returns the route and ARP descriptors, to register after the
 // interface descriptor.
@@ -191,9 +208,9 @@ type nsIndex map[int]string
 // interface is there: a namespace where no known interface lives has no route
 // that could be mapped back to a logical name, so it is not dumped).
 // Interfaces without metadata are left out.
-func (p *Plugin) interfacesByNamespace(names map[string]struct{}) map[nsplugin.Ref]nsIndex {
+func (p *Plugin) interfacesByNamespace(ctx context.Context, names map[string]struct{}) map[nsplugin.Ref]nsIndex {
 	if p.names != nil {
-		for _, n := range p.names() {
+		for _, n := range p.names(ctx) {
 			names[n] = struct{}{}
 		}
 	}
@@ -204,7 +221,7 @@ func (p *Plugin) interfacesByNamespace(names map[string]struct{}) map[nsplugin.R
 	sort.Strings(sorted)
 	out := map[nsplugin.Ref]nsIndex{}
 	for _, name := range sorted {
-		md, ok := p.ifaces(name)
+		md, ok := p.ifaces(ctx, name)
 		if !ok || md.Index <= 0 {
 			p.log.Debug("retrieve: interface has no link (yet), its routes and ARP entries are not looked for", "interface", name)
 			continue
@@ -244,8 +261,8 @@ func (p *Plugin) handle(ref nsplugin.Ref) (*netlink.Handle, error) {
 }
 
 // link returns the link of a logical interface for Create and Update.
-func (p *Plugin) link(iface string) (ifplugin.Metadata, *netlink.Handle, error) {
-	md, ok := p.ifaces(iface)
+func (p *Plugin) link(ctx context.Context, iface string) (ifplugin.Metadata, *netlink.Handle, error) {
+	md, ok := p.ifaces(ctx, iface)
 	if !ok || md.Index <= 0 {
 		// The dependency on the interface should have prevented this; the
 		// interface plugin may publish its metadata a moment later.
@@ -260,11 +277,11 @@ func (p *Plugin) link(iface string) (ifplugin.Metadata, *netlink.Handle, error) 
 
 // placement returns where a value was put: its metadata, else where its
 // interface is now (ok false when neither is known).
-func (p *Plugin) placement(md *Placement, iface string) (Placement, bool) {
+func (p *Plugin) placement(ctx context.Context, md *Placement, iface string) (Placement, bool) {
 	if md != nil && md.LinkIndex > 0 {
 		return *md, true
 	}
-	if imd, ok := p.ifaces(iface); ok && imd.Index > 0 {
+	if imd, ok := p.ifaces(ctx, iface); ok && imd.Index > 0 {
 		return Placement{Namespace: imd.Namespace, LinkIndex: imd.Index}, true
 	}
 	return Placement{}, false

@@ -1,6 +1,7 @@
 package l3plugin
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -273,12 +274,12 @@ func routeDerivedValues(_ string, r *linuxl3.Route) []api.KeyValuePair {
 // attributes on the same link is replaced; anything else with the same
 // destination and metric (a foreign route, or ours on another link) is a
 // conflict the agent does not resolve.
-func (p *Plugin) createRoute(_ string, r *linuxl3.Route) (*Placement, error) {
+func (p *Plugin) createRoute(ctx context.Context, _ string, r *linuxl3.Route) (*Placement, error) {
 	s, err := parseRoute(r)
 	if err != nil {
 		return nil, api.NonRetriable(invalid(err))
 	}
-	md, h, err := p.link(s.iface)
+	md, h, err := p.link(ctx, s.iface)
 	if err != nil {
 		return nil, fmt.Errorf("route %s: %w", s, err)
 	}
@@ -332,12 +333,12 @@ func (p *Plugin) routeExists(h *netlink.Handle, s routeSpec, index int, nr *netl
 
 // updateRoute changes gateway or scope in place (same destination and
 // metric: RouteReplace replaces the route of that identity).
-func (p *Plugin) updateRoute(_ string, _, newValue *linuxl3.Route, oldMd *Placement) (*Placement, error) {
+func (p *Plugin) updateRoute(ctx context.Context, _ string, _, newValue *linuxl3.Route, oldMd *Placement) (*Placement, error) {
 	s, err := parseRoute(newValue)
 	if err != nil {
 		return oldMd, api.NonRetriable(invalid(err))
 	}
-	md, h, err := p.link(s.iface)
+	md, h, err := p.link(ctx, s.iface)
 	if err != nil {
 		return oldMd, fmt.Errorf("route %s: %w", s, err)
 	}
@@ -350,12 +351,12 @@ func (p *Plugin) updateRoute(_ string, _, newValue *linuxl3.Route, oldMd *Placem
 // deleteRoute removes our route; one already gone (with its link or
 // namespace) is success. The kernel matches the protocol, so a foreign route
 // to the same destination is never removed instead.
-func (p *Plugin) deleteRoute(_ string, r *linuxl3.Route, md *Placement) error {
+func (p *Plugin) deleteRoute(ctx context.Context, _ string, r *linuxl3.Route, md *Placement) error {
 	s, err := parseRoute(r)
 	if err != nil {
 		return nil // never created
 	}
-	pl, ok := p.placement(md, s.iface)
+	pl, ok := p.placement(ctx, md, s.iface)
 	if !ok {
 		p.log.Warn("route to delete: its link is not known any more; it went with it", "route", s.String())
 		return nil
@@ -412,7 +413,7 @@ func routeFromKernel(iface string, kr netlink.Route) (*linuxl3.Route, error) {
 // every interface, with SetInterfaceLister), on links that map back to a
 // logical interface. A value equivalent to the expected one is returned as
 // the expected one.
-func (p *Plugin) retrieveRoutes(correlate []api.TypedKV[*linuxl3.Route, *Placement]) ([]api.TypedKV[*linuxl3.Route, *Placement], error) {
+func (p *Plugin) retrieveRoutes(ctx context.Context, correlate []api.TypedKV[*linuxl3.Route, *Placement]) ([]api.TypedKV[*linuxl3.Route, *Placement], error) {
 	names := map[string]struct{}{}
 	expected := make(map[string]*linuxl3.Route, len(correlate))
 	for _, c := range correlate {
@@ -421,10 +422,13 @@ func (p *Plugin) retrieveRoutes(correlate []api.TypedKV[*linuxl3.Route, *Placeme
 			expected[c.Key] = c.Value
 		}
 	}
-	byNS := p.interfacesByNamespace(names)
+	byNS := p.interfacesByNamespace(ctx, names)
 	var out []api.TypedKV[*linuxl3.Route, *Placement]
 	found := map[string]int{}
 	for _, ref := range sortedRefs(byNS) {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
 		idx := byNS[ref]
 		if len(idx) == 0 {
 			continue
