@@ -323,16 +323,16 @@ func (e *benchEnv) clearVPP() {
 	for i, x := range e.kvs {
 		deletes[i] = kv{key: x.key}
 	}
-	e.commit(context.Background(), deletes)
+	e.commit(api.TxnOptions{}, deletes)
 	if ifs, routes := e.vpp.NewInterfaces(), e.vpp.NewRoutes(vpptest.SourceAPI); len(ifs) > 0 || len(routes) > 0 {
 		e.b.Fatalf("after deleting the workload VPP still has %d new interfaces and %d new API routes", len(ifs), len(routes))
 	}
 }
 
-// commit runs one transaction of the workload's values with the options of
-// ctx, and returns its sequence number.
-func (e *benchEnv) commit(ctx context.Context, kvs []kv) uint64 {
-	seq, err := vpptest.Commit(ctx, e.s, kvs...)
+// commit runs one transaction of the workload's values with the given
+// options, and returns its sequence number.
+func (e *benchEnv) commit(opts api.TxnOptions, kvs []kv) uint64 {
+	seq, err := vpptest.Commit(context.Background(), e.s, opts, kvs...)
 	if err != nil {
 		e.b.Fatalf("commit: %v (VPP connection: %+v)", err, e.vpp.M.Status())
 	}
@@ -470,7 +470,7 @@ func BenchmarkCreate(b *testing.B) {
 			e.startAgent()
 		}
 		e.startTimer()
-		seq := e.commit(context.Background(), e.kvs)
+		seq := e.commit(api.TxnOptions{}, e.kvs)
 		e.stopTimer()
 		e.expectOps("create", seq, benchOps, api.OpCreate)
 		e.expectWrites("create", createWrites)
@@ -483,14 +483,14 @@ func BenchmarkCreate(b *testing.B) {
 // them all: it retrieves everything and must change nothing.
 func BenchmarkResyncInSync(b *testing.B) {
 	e := newBenchEnv(b)
-	e.commit(context.Background(), e.kvs)
+	e.commit(api.TxnOptions{}, e.kvs)
 	e.expectApplied("set-up")
-	ctx := api.WithResync(context.Background(), api.FullResync, false)
+	resync := api.TxnOptions{Resync: api.FullResync}
 	b.ResetTimer()
 	for range b.N {
 		b.StopTimer()
 		e.startTimer()
-		seq := e.commit(ctx, e.kvs)
+		seq := e.commit(resync, e.kvs)
 		e.stopTimer()
 		e.expectOps("resync in sync", seq, 0, api.OpCreate)
 		e.expectWrites("resync in sync", map[string]int{})
@@ -505,14 +505,14 @@ func BenchmarkResyncAfterRestart(b *testing.B) {
 	if !e.vpp.CanRestart() {
 		b.Skipf("restarts VPP: not the user's VPP at %s", e.vpp.Socket)
 	}
-	e.commit(context.Background(), e.kvs)
-	ctx := api.WithResync(context.Background(), api.DownstreamResync, false)
+	e.commit(api.TxnOptions{}, e.kvs)
+	resync := api.TxnOptions{Resync: api.DownstreamResync}
 	b.ResetTimer()
 	for range b.N {
 		b.StopTimer()
 		e.vpp.Restart()
 		e.startTimer()
-		seq := e.commit(ctx, nil)
+		seq := e.commit(resync, nil)
 		e.stopTimer()
 		e.expectOps("resync after restart", seq, benchOps, api.OpCreate)
 		e.expectWrites("resync after restart", createWrites)

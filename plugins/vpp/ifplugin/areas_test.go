@@ -1,7 +1,6 @@
 package ifplugin_test
 
 import (
-	"context"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -31,8 +30,8 @@ func TestVPPWithoutMemif(t *testing.T) {
 	tap := &vppif.Interface{Name: "tapA", Type: vppif.Interface_TAP, Enabled: true, Link: &vppif.Interface_Tap{Tap: &vppif.TapLink{HostIfName: "tapa-host"}}}
 	memif := &vppif.Interface{Name: "memA", Type: vppif.Interface_MEMIF, Enabled: true,
 		Link: &vppif.Interface_Memif{Memif: &vppif.MemifLink{Master: true, Id: 3, SocketFilename: filepath.Join(t.TempDir(), "m.sock")}}}
-	ctx := api.WithRetry(context.Background(), time.Millisecond, 3, false)
-	if _, err := e.commitCtx(ctx, loop, tap, memif); err == nil || !strings.Contains(err.Error(), "memif_create_v2") {
+	retry := api.TxnOptions{Retry: &api.RetryOpt{Period: time.Millisecond, MaxCount: 3}}
+	if _, err := e.commitWith(retry, loop, tap, memif); err == nil || !strings.Contains(err.Error(), "memif_create_v2") {
 		t.Errorf("commit: %v, want memA's error naming memif_create_v2", err)
 	}
 	e.s.TransactionBarrier()
@@ -50,7 +49,7 @@ func TestVPPWithoutMemif(t *testing.T) {
 	}
 	// A resync finds the loopback and the TAP as they are: it tries memA
 	// again, and changes nothing else.
-	seq, err := e.commitCtx(api.WithResync(context.Background(), api.FullResync, false), loop, tap, memif)
+	seq, err := e.commitWith(api.TxnOptions{Resync: api.FullResync}, loop, tap, memif)
 	if err == nil {
 		t.Error("resync: no error for memA")
 	}

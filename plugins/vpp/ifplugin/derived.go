@@ -1,6 +1,7 @@
 package ifplugin
 
 import (
+	"context"
 	"fmt"
 	"net/netip"
 
@@ -36,29 +37,29 @@ func (p *Plugin) adminStateDescriptor() *api.KVDescriptor {
 		Name:               AdminStateDescriptorName,
 		KeySelector:        func(key string) bool { return classify(key) == kindAdminState },
 		IsRetriableFailure: isRetriable,
-		Retrieve: func(c []api.TypedKV[*vppif.Interface, any]) ([]api.TypedKV[*vppif.Interface, any], error) {
-			return vppconn.Retrieved(p.retrieveAdminStates(c))
+		Retrieve: func(ctx context.Context, c []api.TypedKV[*vppif.Interface, any]) ([]api.TypedKV[*vppif.Interface, any], error) {
+			return vppconn.Retrieved(p.retrieveAdminStates(ctx, c))
 		},
 		RetrieveDependencies: []string{InterfaceDescriptorName},
-		Create: func(key string, v *vppif.Interface) (any, error) {
+		Create: func(ctx context.Context, key string, v *vppif.Interface) (any, error) {
 			idx, err := p.ownSwIfIndex(v.GetName())
 			if err != nil {
 				return nil, err
 			}
-			if err := p.h.SetAdminUp(opCtx(), idx, v.GetEnabled()); err != nil {
+			if err := p.h.SetAdminUp(ctx, idx, v.GetEnabled()); err != nil {
 				return nil, fmt.Errorf("interface %s: %w", v.GetName(), err)
 			}
 			return nil, nil
 		},
-		Delete: func(key string, v *vppif.Interface, _ any) error {
+		Delete: func(ctx context.Context, key string, v *vppif.Interface, _ any) error {
 			if !v.GetEnabled() {
 				return nil
 			}
-			idx, ok, err := p.ownIndex(v.GetName())
+			idx, ok, err := p.ownIndex(ctx, v.GetName())
 			if err != nil || !ok {
 				return err
 			}
-			if err := p.h.SetAdminUp(opCtx(), idx, false); err != nil && !isMissingInterface(err) {
+			if err := p.h.SetAdminUp(ctx, idx, false); err != nil && !isMissingInterface(err) {
 				return fmt.Errorf("interface %s: %w", v.GetName(), err)
 			}
 			return nil
@@ -79,12 +80,12 @@ func (p *Plugin) adminStateDescriptor() *api.KVDescriptor {
 // state value under the key the interface value derives. An interface whose
 // admin state differs reports nothing: its value is not applied, so a
 // resync applies it, or it waits (PENDING) for its parent.
-func (p *Plugin) retrieveAdminStates([]api.TypedKV[*vppif.Interface, any]) ([]api.TypedKV[*vppif.Interface, any], error) {
+func (p *Plugin) retrieveAdminStates(ctx context.Context, _ []api.TypedKV[*vppif.Interface, any]) ([]api.TypedKV[*vppif.Interface, any], error) {
 	m := p.index.Load()
 	if m == nil {
 		return nil, nil
 	}
-	all, err := p.h.ListInterfaces(opCtx())
+	all, err := p.h.ListInterfaces(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -133,22 +134,22 @@ func (p *Plugin) vrfDescriptor() *api.KVDescriptor {
 		Name:               VRFDescriptorName,
 		KeySelector:        func(key string) bool { return classify(key) == kindVRF },
 		IsRetriableFailure: isRetriable,
-		Create: func(key string, v *vppif.Interface) (any, error) {
+		Create: func(ctx context.Context, key string, v *vppif.Interface) (any, error) {
 			idx, err := p.ownSwIfIndex(v.GetName())
 			if err != nil {
 				return nil, err
 			}
-			if err := p.h.SetTable(opCtx(), idx, v.GetVrf()); err != nil {
+			if err := p.h.SetTable(ctx, idx, v.GetVrf()); err != nil {
 				return nil, fmt.Errorf("interface %s: VRF %d: %w", v.GetName(), v.GetVrf(), err)
 			}
 			return nil, nil
 		},
-		Delete: func(key string, v *vppif.Interface, _ any) error {
-			idx, ok, err := p.ownIndex(v.GetName())
+		Delete: func(ctx context.Context, key string, v *vppif.Interface, _ any) error {
+			idx, ok, err := p.ownIndex(ctx, v.GetName())
 			if err != nil || !ok {
 				return err
 			}
-			if err := p.h.SetTable(opCtx(), idx, 0); err != nil && !isMissingInterface(err) {
+			if err := p.h.SetTable(ctx, idx, 0); err != nil && !isMissingInterface(err) {
 				return fmt.Errorf("interface %s: back to VRF 0: %w", v.GetName(), err)
 			}
 			return nil
@@ -169,11 +170,11 @@ func (p *Plugin) addressDescriptor() *api.KVDescriptor {
 		Name:               AddressDescriptorName,
 		KeySelector:        func(key string) bool { return classify(key) == kindAddress },
 		IsRetriableFailure: isRetriable,
-		Retrieve: func(c []api.TypedKV[*vppif.Interface, any]) ([]api.TypedKV[*vppif.Interface, any], error) {
-			return vppconn.Retrieved(p.retrieveAddresses(c))
+		Retrieve: func(ctx context.Context, c []api.TypedKV[*vppif.Interface, any]) ([]api.TypedKV[*vppif.Interface, any], error) {
+			return vppconn.Retrieved(p.retrieveAddresses(ctx, c))
 		},
 		RetrieveDependencies: []string{InterfaceDescriptorName},
-		Create: func(key string, v *vppif.Interface) (any, error) {
+		Create: func(ctx context.Context, key string, v *vppif.Interface) (any, error) {
 			addr, err := addressOf(v)
 			if err != nil {
 				return nil, err
@@ -182,24 +183,24 @@ func (p *Plugin) addressDescriptor() *api.KVDescriptor {
 			if err != nil {
 				return nil, err
 			}
-			if err := p.h.AddAddress(opCtx(), idx, addr); err != nil {
-				if holder, other, ok := p.overlapping(idx, addr, err); ok {
+			if err := p.h.AddAddress(ctx, idx, addr); err != nil {
+				if holder, other, ok := p.overlapping(ctx, idx, addr, err); ok {
 					return nil, fmt.Errorf("interface %s: address %s overlaps %s of interface %s (VPP keeps a subnet on one interface per VRF): %w", v.GetName(), addr, other, holder, err)
 				}
 				return nil, fmt.Errorf("interface %s: address %s: %w", v.GetName(), addr, err)
 			}
 			return nil, nil
 		},
-		Delete: func(key string, v *vppif.Interface, _ any) error {
+		Delete: func(ctx context.Context, key string, v *vppif.Interface, _ any) error {
 			addr, err := addressOf(v)
 			if err != nil {
 				return err
 			}
-			idx, ok, err := p.ownIndex(v.GetName())
+			idx, ok, err := p.ownIndex(ctx, v.GetName())
 			if err != nil || !ok {
 				return err
 			}
-			if err := p.h.DelAddress(opCtx(), idx, addr); err != nil {
+			if err := p.h.DelAddress(ctx, idx, addr); err != nil {
 				return fmt.Errorf("interface %s: address %s: %w", v.GetName(), addr, err)
 			}
 			return nil
@@ -220,17 +221,16 @@ func (p *Plugin) addressDescriptor() *api.KVDescriptor {
 // before this runs), leaving out what the interface descriptor's Retrieve
 // leaves out: IPv6 link-local addresses the value does not name, and a
 // donor's addresses on an unnumbered interface.
-func (p *Plugin) retrieveAddresses([]api.TypedKV[*vppif.Interface, any]) ([]api.TypedKV[*vppif.Interface, any], error) {
+func (p *Plugin) retrieveAddresses(ctx context.Context, _ []api.TypedKV[*vppif.Interface, any]) ([]api.TypedKV[*vppif.Interface, any], error) {
 	m := p.index.Load()
 	if m == nil {
 		return nil, nil
 	}
-	c := opCtx()
-	all, err := p.h.ListInterfaces(c)
+	all, err := p.h.ListInterfaces(ctx)
 	if err != nil {
 		return nil, err
 	}
-	unnumbered, err := p.h.DumpUnnumbered(c)
+	unnumbered, err := p.h.DumpUnnumbered(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -239,7 +239,7 @@ func (p *Plugin) retrieveAddresses([]api.TypedKV[*vppif.Interface, any]) ([]api.
 		if a, ok := dumped[idx]; ok {
 			return a, nil
 		}
-		a, err := p.h.DumpAddresses(c, idx)
+		a, err := p.h.DumpAddresses(ctx, idx)
 		dumped[idx] = a
 		return a, err
 	}
@@ -276,11 +276,11 @@ func (p *Plugin) retrieveAddresses([]api.TypedKV[*vppif.Interface, any]) ([]api.
 // overlapping finds, when VPP refused addr on interface idx as in use, the
 // interface (its logical name, else VPP's) that has an overlapping address
 // in the same table, to name it in the error.
-func (p *Plugin) overlapping(idx uint32, addr netip.Prefix, err error) (holder string, other netip.Prefix, ok bool) {
+func (p *Plugin) overlapping(ctx context.Context, idx uint32, addr netip.Prefix, err error) (holder string, other netip.Prefix, ok bool) {
 	if !isVPPError(err, govppapi.ADDRESS_IN_USE) && !isVPPError(err, govppapi.DUPLICATE_IF_ADDRESS) {
 		return "", netip.Prefix{}, false
 	}
-	all, derr := p.h.DumpInterfaces(opCtx())
+	all, derr := p.h.DumpInterfaces(ctx)
 	if derr != nil {
 		return "", netip.Prefix{}, false
 	}
@@ -338,7 +338,7 @@ func (p *Plugin) unnumberedDescriptor() *api.KVDescriptor {
 		KeySelector:          func(key string) bool { return classify(key) == kindUnnumbered },
 		IsRetriableFailure:   isRetriable,
 		RetrieveDependencies: []string{InterfaceDescriptorName},
-		Create: func(key string, v *vppif.Interface) (any, error) {
+		Create: func(ctx context.Context, key string, v *vppif.Interface) (any, error) {
 			donor := v.GetUnnumbered().GetInterfaceWithIp()
 			idx, err := p.ownSwIfIndex(v.GetName())
 			if err != nil {
@@ -348,17 +348,17 @@ func (p *Plugin) unnumberedDescriptor() *api.KVDescriptor {
 			if err != nil {
 				return nil, err
 			}
-			if err := p.h.SetUnnumbered(opCtx(), idx, didx); err != nil {
+			if err := p.h.SetUnnumbered(ctx, idx, didx); err != nil {
 				return nil, fmt.Errorf("interface %s: unnumbered from %s: %w", v.GetName(), donor, err)
 			}
 			return nil, nil
 		},
-		Delete: func(key string, v *vppif.Interface, _ any) error {
-			idx, ok, err := p.ownIndex(v.GetName())
+		Delete: func(ctx context.Context, key string, v *vppif.Interface, _ any) error {
+			idx, ok, err := p.ownIndex(ctx, v.GetName())
 			if err != nil || !ok {
 				return err
 			}
-			if err := p.h.UnsetUnnumbered(opCtx(), idx); err != nil {
+			if err := p.h.UnsetUnnumbered(ctx, idx); err != nil {
 				return fmt.Errorf("interface %s: unnumbered off: %w", v.GetName(), err)
 			}
 			return nil
@@ -379,8 +379,8 @@ func (p *Plugin) unnumberedDescriptor() *api.KVDescriptor {
 				},
 			}}
 		},
-		Retrieve: func(_ []api.TypedKV[*vppif.Interface, any]) ([]api.TypedKV[*vppif.Interface, any], error) {
-			un, err := p.h.DumpUnnumbered(opCtx())
+		Retrieve: func(ctx context.Context, _ []api.TypedKV[*vppif.Interface, any]) ([]api.TypedKV[*vppif.Interface, any], error) {
+			un, err := p.h.DumpUnnumbered(ctx)
 			if err != nil {
 				return vppconn.Retrieved[api.TypedKV[*vppif.Interface, any]](nil, err)
 			}

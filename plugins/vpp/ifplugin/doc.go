@@ -23,6 +23,16 @@
 // a Plugin's descriptors with one scheduler only: the derived descriptors
 // read the metadata map that scheduler built.
 //
+// Every Create, Update, Delete and Retrieve, of the interfaces and of their
+// derived values alike, makes its VPP calls with the context the scheduler
+// gives it, each call bounded by the Manager's CallContext (the call
+// timeout): when the scheduler closes, or the scheduler's own deadline for
+// the callback passes, the request VPP has not answered yet is given up, no
+// other is sent, and the callback fails (a failed Create still deletes the
+// interface it made, see below). A callback never calls the scheduler: the
+// derived descriptors read the metadata map they kept from
+// MetadataMapFactory.
+//
 // # Ownership
 //
 // The VPP tag of every interface the agent creates is its logical name. An
@@ -129,8 +139,9 @@
 //   - Create: creates the interface by type, sets the tag, the MTU
 //     (sw_interface_set_mtu [mtu,0,0,0], only when mtu != 0) and returns the
 //     metadata. When anything after the creation fails, the interface is
-//     deleted again before the error is returned, so that no untagged
-//     interface is left behind and a retry starts afresh.
+//     deleted again before the error is returned (even when the failure is
+//     the end of the callback's context), so that no untagged interface is
+//     left behind and a retry starts afresh.
 //   - Update: MAC (sw_interface_set_mac_address) and MTU in place; an MTU
 //     of 0 or an empty phys_address leaves VPP's as it is. Admin state, VRF,
 //     addresses and unnumbered change through the derived values.

@@ -88,17 +88,17 @@ func (e *env) waitConnect(wantRestarted bool) {
 	}
 }
 
-func (e *env) commitCtx(ctx context.Context, vs ...*vppif.Interface) (uint64, error) {
+func (e *env) commitWith(opts api.TxnOptions, vs ...*vppif.Interface) (uint64, error) {
 	txn := e.s.StartNBTransaction()
 	for _, v := range vs {
 		txn.SetValue(ifplugin.InterfaceKey(v.GetName()), v)
 	}
-	return txn.Commit(ctx)
+	return txn.Commit(context.Background(), opts)
 }
 
 func (e *env) commit(vs ...*vppif.Interface) uint64 {
 	e.t.Helper()
-	seq, err := e.commitCtx(context.Background(), vs...)
+	seq, err := e.commitWith(api.TxnOptions{}, vs...)
 	if err != nil {
 		e.t.Fatalf("commit: %v", err)
 	}
@@ -111,7 +111,7 @@ func (e *env) del(names ...string) uint64 {
 	for _, n := range names {
 		txn.SetValue(ifplugin.InterfaceKey(n), nil)
 	}
-	seq, err := txn.Commit(context.Background())
+	seq, err := txn.Commit(context.Background(), api.TxnOptions{})
 	if err != nil {
 		e.t.Fatalf("delete: %v", err)
 	}

@@ -149,7 +149,7 @@ func TestForeignInterfacesAreLeftAlone(t *testing.T) {
 	}
 	e.commit(loop("mine"))
 	seq, err := e.s.StartNBTransaction().SetValue(ifplugin.InterfaceKey("mine"), loop("mine")).
-		Commit(api.WithResync(context.Background(), api.FullResync, false))
+		Commit(context.Background(), api.TxnOptions{Resync: api.FullResync})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -203,7 +203,7 @@ func TestValidation(t *testing.T) {
 		{&vppif.Interface{Name: "l2", Type: vppif.Interface_SOFTWARE_LOOPBACK, PhysAddress: "zz"}, "phys_address", "MAC"},
 	}
 	for _, c := range cases {
-		_, err := e.commitCtx(context.Background(), c.v)
+		_, err := e.commitWith(api.TxnOptions{}, c.v)
 		var ive *api.InvalidValueError
 		if !errors.As(err, &ive) || !slices.Contains(ive.InvalidFields, c.field) || !strings.Contains(err.Error(), c.text) {
 			t.Errorf("%s: error %v, want invalid field %s saying %q", c.v.GetName(), err, c.field, c.text)
@@ -382,7 +382,7 @@ func TestMemifSocketFiles(t *testing.T) {
 	socketsBefore := e.vpp.DumpMemifSockets()
 	master := &vppif.Interface{Name: "m-missing", Type: vppif.Interface_MEMIF,
 		Link: &vppif.Interface_Memif{Memif: &vppif.MemifLink{Master: true, Id: 1, SocketFilename: missing}}}
-	_, err := e.commitCtx(context.Background(), master)
+	_, err := e.commitWith(api.TxnOptions{}, master)
 	var te *api.TransactionError
 	key := ifplugin.InterfaceKey("m-missing")
 	if !errors.As(err, &te) || te.ErrorOf(key) == nil {
@@ -553,8 +553,8 @@ func TestFailedCreateIsRetried(t *testing.T) {
 	vpptest.NeedSim(t, "fails requests (FailNext)")
 	e := newEnv(t, vppsim.Options{})
 	e.sim.FailNext("create_loopback", -1, 1)
-	ctx := api.WithRetry(context.Background(), 50*time.Millisecond, 3, false)
-	_, err := e.commitCtx(ctx, loop("loop1", "10.0.0.1/24"))
+	retry := api.TxnOptions{Retry: &api.RetryOpt{Period: 50 * time.Millisecond, MaxCount: 3}}
+	_, err := e.commitWith(retry, loop("loop1", "10.0.0.1/24"))
 	if err == nil || !strings.Contains(err.Error(), "create_loopback") {
 		t.Fatalf("commit error %v, want the create_loopback failure", err)
 	}
@@ -567,7 +567,7 @@ func TestFailedCreateIsRetried(t *testing.T) {
 	// A failure after the interface was made (tagging) deletes it again, so
 	// nothing untagged is left; the retry makes it afresh.
 	e.sim.FailNext("sw_interface_tag_add_del", -1, 1)
-	_, err = e.commitCtx(ctx, loop("loop2"))
+	_, err = e.commitWith(retry, loop("loop2"))
 	if err == nil || !strings.Contains(err.Error(), "sw_interface_tag_add_del") {
 		t.Fatalf("commit error %v", err)
 	}
@@ -586,7 +586,7 @@ func TestVPPNotConnected(t *testing.T) {
 	if err := s.RegisterKVDescriptor(p.Descriptors()...); err != nil {
 		t.Fatal(err)
 	}
-	_, err := s.StartNBTransaction().SetValue(ifplugin.InterfaceKey("loop1"), loop("loop1")).Commit(context.Background())
+	_, err := s.StartNBTransaction().SetValue(ifplugin.InterfaceKey("loop1"), loop("loop1")).Commit(context.Background(), api.TxnOptions{})
 	if err == nil || !strings.Contains(err.Error(), "VPP is not connected") || !errors.Is(err, vppconn.ErrNotConnected) {
 		t.Fatalf("commit error %v, want VPP is not connected", err)
 	}
@@ -644,7 +644,7 @@ func fullResync(t *testing.T, s api.KVScheduler, vs []*vppif.Interface) uint64 {
 	for _, v := range vs {
 		txn.SetValue(ifplugin.InterfaceKey(v.GetName()), v)
 	}
-	seq, err := txn.Commit(api.WithResync(context.Background(), api.FullResync, false))
+	seq, err := txn.Commit(context.Background(), api.TxnOptions{Resync: api.FullResync})
 	var te *api.TransactionError
 	if err != nil && !errors.As(err, &te) {
 		t.Fatalf("resync: %v", err)
@@ -773,7 +773,7 @@ func TestVPPRestartedEmpty(t *testing.T) {
 	if got := e.vpp.DumpInterfaces(); len(got) != 1 {
 		t.Fatalf("VPP not empty after restart: %+v", got)
 	}
-	seq, err := e.s.StartNBTransaction().Commit(api.WithResync(context.Background(), api.DownstreamResync, false))
+	seq, err := e.s.StartNBTransaction().Commit(context.Background(), api.TxnOptions{Resync: api.DownstreamResync})
 	if err != nil {
 		t.Fatalf("downstream resync: %v", err)
 	}

@@ -1,6 +1,7 @@
 package ifplugin
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -278,8 +279,7 @@ func parseMAC(s string) (net.HardwareAddr, error) {
 	return hw, nil
 }
 
-func (p *Plugin) create(key string, v *vppif.Interface) (*Metadata, error) {
-	c := opCtx()
+func (p *Plugin) create(ctx context.Context, key string, v *vppif.Interface) (*Metadata, error) {
 	pid := p.currentPID()
 	hw, err := parseMAC(v.GetPhysAddress())
 	if err != nil {
@@ -288,26 +288,26 @@ func (p *Plugin) create(key string, v *vppif.Interface) (*Metadata, error) {
 	var idx uint32
 	switch v.GetType() {
 	case vppif.Interface_SOFTWARE_LOOPBACK:
-		idx, err = p.h.CreateLoopback(c, hw)
+		idx, err = p.h.CreateLoopback(ctx, hw)
 	case vppif.Interface_AF_PACKET:
-		idx, err = p.h.CreateAfPacket(c, hostIfName(v), hw)
+		idx, err = p.h.CreateAfPacket(ctx, hostIfName(v), hw)
 	case vppif.Interface_MEMIF:
 		m := v.GetMemif()
 		var sock uint32
 		var sockPath string
-		if sock, sockPath, err = p.h.RegisterMemifSocket(c, m.GetSocketFilename()); err != nil {
+		if sock, sockPath, err = p.h.RegisterMemifSocket(ctx, m.GetSocketFilename()); err != nil {
 			break
 		}
-		idx, err = p.h.CreateMemif(c, vppcalls.MemifParams{
+		idx, err = p.h.CreateMemif(ctx, vppcalls.MemifParams{
 			SocketID: sock, SocketFilename: sockPath, ID: m.GetId(), Master: m.GetMaster(), Mode: uint32(m.GetMode()), Secret: m.GetSecret(),
 			RingSize: m.GetRingSize(), BufferSize: m.GetBufferSize(), RxQueues: m.GetRxQueues(), TxQueues: m.GetTxQueues(), MAC: hw,
 		})
 		if err != nil {
-			_ = p.h.UnregisterMemifSocket(c, m.GetSocketFilename())
+			_ = p.h.UnregisterMemifSocket(undoCtx(ctx), m.GetSocketFilename())
 		}
 	case vppif.Interface_TAP:
 		t := v.GetTap()
-		idx, err = p.h.CreateTap(c, vppcalls.TapParams{
+		idx, err = p.h.CreateTap(ctx, vppcalls.TapParams{
 			HostIfName: t.GetHostIfName(), RxRingSize: t.GetRxRingSize(), TxRingSize: t.GetTxRingSize(),
 			GSO: t.GetEnableGso(), MAC: hw, Tag: v.GetName(),
 		})
@@ -317,7 +317,7 @@ func (p *Plugin) create(key string, v *vppif.Interface) (*Metadata, error) {
 		if !ok {
 			return nil, fmt.Errorf("interface %s: parent interface %s has no VPP interface yet", v.GetName(), parent)
 		}
-		idx, err = p.h.CreateSubif(c, pmd.SwIfIndex, v.GetSub().GetSubId(), uint16(v.GetSub().GetSubId()))
+		idx, err = p.h.CreateSubif(ctx, pmd.SwIfIndex, v.GetSub().GetSubId(), uint16(v.GetSub().GetSubId()))
 	default:
 		return nil, api.NonRetriable(fmt.Errorf("interface %s: type %s is not supported", v.GetName(), v.GetType()))
 	}
@@ -327,9 +327,9 @@ func (p *Plugin) create(key string, v *vppif.Interface) (*Metadata, error) {
 	// The interface exists: tag it (it is ours from now on) and configure
 	// it; on failure, delete it again so that no untagged (foreign-looking)
 	// interface is left behind and a retry starts afresh.
-	md, err := p.configureNew(v, idx, pid)
+	md, err := p.configureNew(ctx, v, idx, pid)
 	if err != nil {
-		if derr := p.deleteByType(v, idx); derr != nil {
+		if derr := p.deleteByType(undoCtx(ctx), v, idx); derr != nil {
 			p.log.Warn("VPP interface: could not delete a half-configured interface", "interface", v.GetName(), "sw_if_index", idx, "error", derr)
 		}
 		return nil, fmt.Errorf("interface %s: %w", v.GetName(), err)
@@ -337,19 +337,18 @@ func (p *Plugin) create(key string, v *vppif.Interface) (*Metadata, error) {
 	return md, nil
 }
 
-func (p *Plugin) configureNew(v *vppif.Interface, idx, pid uint32) (*Metadata, error) {
-	c := opCtx()
+func (p *Plugin) configureNew(ctx context.Context, v *vppif.Interface, idx, pid uint32) (*Metadata, error) {
 	if v.GetType() != vppif.Interface_TAP { // tap_create_v3 sets the tag
-		if err := p.h.SetTag(c, idx, v.GetName()); err != nil {
+		if err := p.h.SetTag(ctx, idx, v.GetName()); err != nil {
 			return nil, err
 		}
 	}
 	if mtu := v.GetMtu(); mtu != 0 {
-		if err := p.h.SetMTU(c, idx, mtu); err != nil {
+		if err := p.h.SetMTU(ctx, idx, mtu); err != nil {
 			return nil, err
 		}
 	}
-	cur, err := p.h.GetInterface(c, idx)
+	cur, err := p.h.GetInterface(ctx, idx)
 	if err != nil {
 		return nil, err
 	}
@@ -359,23 +358,29 @@ func (p *Plugin) configureNew(v *vppif.Interface, idx, pid uint32) (*Metadata, e
 	return &Metadata{SwIfIndex: idx, VPPPID: p.stampPID(pid), InternalName: cur.Name, DevType: cur.DevType, Vrf: v.GetVrf(), Value: cloneValue(v)}, nil
 }
 
+// undoCtx is the context of the calls that undo a failed Create: not
+// cancelled with ctx, whose end (the scheduler closing, its deadline for the
+// callback) may be the very cause of the failure, so that what the Create
+// made is still removed; each call stays bounded by the Manager's
+// CallContext.
+func undoCtx(ctx context.Context) context.Context { return context.WithoutCancel(ctx) }
+
 // deleteByType deletes the interface idx with the call of its type.
-func (p *Plugin) deleteByType(v *vppif.Interface, idx uint32) error {
-	c := opCtx()
+func (p *Plugin) deleteByType(ctx context.Context, v *vppif.Interface, idx uint32) error {
 	switch v.GetType() {
 	case vppif.Interface_SOFTWARE_LOOPBACK:
-		return p.h.DeleteLoopback(c, idx)
+		return p.h.DeleteLoopback(ctx, idx)
 	case vppif.Interface_AF_PACKET:
-		return p.h.DeleteAfPacket(c, hostIfName(v))
+		return p.h.DeleteAfPacket(ctx, hostIfName(v))
 	case vppif.Interface_MEMIF:
-		if err := p.h.DeleteMemif(c, idx); err != nil {
+		if err := p.h.DeleteMemif(ctx, idx); err != nil {
 			return err
 		}
-		return p.h.UnregisterMemifSocket(c, v.GetMemif().GetSocketFilename())
+		return p.h.UnregisterMemifSocket(ctx, v.GetMemif().GetSocketFilename())
 	case vppif.Interface_TAP:
-		return p.h.DeleteTap(c, idx)
+		return p.h.DeleteTap(ctx, idx)
 	case vppif.Interface_SUB_INTERFACE:
-		return p.h.DeleteSubif(c, idx)
+		return p.h.DeleteSubif(ctx, idx)
 	}
 	return api.NonRetriable(fmt.Errorf("type %s is not supported", v.GetType()))
 }
@@ -384,10 +389,9 @@ func (p *Plugin) deleteByType(v *vppif.Interface, idx uint32) error {
 // metadata when it still carries the name as tag (indexes are reused), or by
 // tag when there is no metadata or that of a VPP that has restarted since.
 // ok is false when VPP has no such interface.
-func (p *Plugin) own(name string, md *Metadata) (idx uint32, ok bool, err error) {
-	c := opCtx()
+func (p *Plugin) own(ctx context.Context, name string, md *Metadata) (idx uint32, ok bool, err error) {
 	if md != nil && p.isCurrent(md) {
-		cur, err := p.h.GetInterface(c, md.SwIfIndex)
+		cur, err := p.h.GetInterface(ctx, md.SwIfIndex)
 		if err != nil {
 			return 0, false, err
 		}
@@ -396,7 +400,7 @@ func (p *Plugin) own(name string, md *Metadata) (idx uint32, ok bool, err error)
 		}
 		return md.SwIfIndex, true, nil
 	}
-	all, err := p.h.DumpInterfaces(c)
+	all, err := p.h.DumpInterfaces(ctx)
 	if err != nil {
 		return 0, false, err
 	}
@@ -411,18 +415,18 @@ func (p *Plugin) own(name string, md *Metadata) (idx uint32, ok bool, err error)
 // delete removes an interface of the agent. A foreign interface (metadata
 // from Retrieve's OBTAINED value, which the NB then took over) is never
 // deleted: the Delete succeeds and VPP is left as it is.
-func (p *Plugin) delete(key string, v *vppif.Interface, md *Metadata) error {
+func (p *Plugin) delete(ctx context.Context, key string, v *vppif.Interface, md *Metadata) error {
 	if md != nil && md.Foreign {
 		return nil
 	}
-	idx, ok, err := p.own(v.GetName(), md)
+	idx, ok, err := p.own(ctx, v.GetName(), md)
 	if err != nil {
 		return fmt.Errorf("interface %s: %w", v.GetName(), err)
 	}
 	if !ok {
 		return nil // already gone
 	}
-	if err := p.deleteByType(v, idx); err != nil {
+	if err := p.deleteByType(ctx, v, idx); err != nil {
 		return fmt.Errorf("interface %s: %w", v.GetName(), err)
 	}
 	return nil
@@ -431,8 +435,7 @@ func (p *Plugin) delete(key string, v *vppif.Interface, md *Metadata) error {
 // update changes the MAC and the MTU in place; admin state, VRF, addresses
 // and unnumbered follow as derived values. An MTU or MAC going back to unset
 // (0, "") leaves VPP's as it is.
-func (p *Plugin) update(key string, old, v *vppif.Interface, md *Metadata) (*Metadata, error) {
-	c := opCtx()
+func (p *Plugin) update(ctx context.Context, key string, old, v *vppif.Interface, md *Metadata) (*Metadata, error) {
 	pid := p.currentPID()
 	n := &Metadata{Vrf: v.GetVrf(), Value: cloneValue(v)}
 	if md != nil {
@@ -443,7 +446,7 @@ func (p *Plugin) update(key string, old, v *vppif.Interface, md *Metadata) (*Met
 	if !setMAC && !setMTU && md != nil {
 		return n, nil // the rest follows as derived values
 	}
-	idx, ok, err := p.own(v.GetName(), md)
+	idx, ok, err := p.own(ctx, v.GetName(), md)
 	if err != nil {
 		return md, fmt.Errorf("interface %s: %w", v.GetName(), err)
 	}
@@ -456,12 +459,12 @@ func (p *Plugin) update(key string, old, v *vppif.Interface, md *Metadata) (*Met
 		if err != nil {
 			return md, err
 		}
-		if err := p.h.SetMAC(c, idx, hw); err != nil {
+		if err := p.h.SetMAC(ctx, idx, hw); err != nil {
 			return md, fmt.Errorf("interface %s: %w", v.GetName(), err)
 		}
 	}
 	if setMTU {
-		if err := p.h.SetMTU(c, idx, v.GetMtu()); err != nil {
+		if err := p.h.SetMTU(ctx, idx, v.GetMtu()); err != nil {
 			return md, fmt.Errorf("interface %s: %w", v.GetName(), err)
 		}
 	}
@@ -504,9 +507,9 @@ func logicalName(i *vppcalls.Interface) string {
 // VPP, and the values are created again and fail, naming the messages (an
 // error would leave them as the scheduler knew them: CONFIGURED, with the
 // metadata of the VPP before).
-func (p *Plugin) retrieve(correlate []api.TypedKV[*vppif.Interface, *Metadata]) ([]api.TypedKV[*vppif.Interface, *Metadata], error) {
+func (p *Plugin) retrieve(ctx context.Context, correlate []api.TypedKV[*vppif.Interface, *Metadata]) ([]api.TypedKV[*vppif.Interface, *Metadata], error) {
 	pid := p.currentPID()
-	all, err := p.h.DumpInterfaces(opCtx())
+	all, err := p.h.DumpInterfaces(ctx)
 	if vppconn.IsIncompatible(err) {
 		p.log.Warn("VPP lacks the interfaces' messages: no interface is reported, the configured ones fail until a compatible VPP connects", "error", err)
 		return nil, nil

@@ -117,7 +117,7 @@ func (e *lsEnv) commit(vs ...*vppif.Interface) {
 	for _, v := range vs {
 		txn.SetValue(ifplugin.InterfaceKey(v.GetName()), v)
 	}
-	if _, err := txn.Commit(context.Background()); err != nil {
+	if _, err := txn.Commit(context.Background(), api.TxnOptions{}); err != nil {
 		e.t.Fatalf("commit: %v", err)
 	}
 }
@@ -128,7 +128,7 @@ func (e *lsEnv) del(names ...string) {
 	for _, n := range names {
 		txn.SetValue(ifplugin.InterfaceKey(n), nil)
 	}
-	if _, err := txn.Commit(context.Background()); err != nil {
+	if _, err := txn.Commit(context.Background(), api.TxnOptions{}); err != nil {
 		e.t.Fatalf("delete: %v", err)
 	}
 }
@@ -521,7 +521,7 @@ func TestLinkStateMemifPeer(t *testing.T) {
 	// ...until the downstream resync creates it again: DOWN without a
 	// peer, then UP when the peer connects again, and DOWN when it goes.
 	mark = e.rec.count()
-	if _, err := e.s.StartNBTransaction().Commit(api.WithResync(context.Background(), api.DownstreamResync, false)); err != nil {
+	if _, err := e.s.StartNBTransaction().Commit(context.Background(), api.TxnOptions{Resync: api.DownstreamResync}); err != nil {
 		t.Fatalf("downstream resync: %v", err)
 	}
 	e.waitLink("lsm", false)

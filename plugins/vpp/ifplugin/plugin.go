@@ -79,10 +79,6 @@ func (p *Plugin) Descriptors() []*api.KVDescriptor {
 	}
 }
 
-// opCtx is the context of the descriptor calls: the scheduler gives callbacks
-// none; every VPP call is bounded by the Manager's CallContext.
-func opCtx() context.Context { return context.Background() }
-
 // isRetriable: every failure may go away (VPP reconnects, a race with
 // another client), except VPP lacking the plugin's messages.
 func isRetriable(err error) bool { return !vppconn.IsIncompatible(err) }
@@ -179,12 +175,12 @@ func (p *Plugin) ownSwIfIndex(name string) (uint32, error) {
 // ownIndex returns the sw_if_index of an interface for the Delete of one of
 // its derived values: ok is false when the interface has no metadata or VPP
 // no longer has it at that index under its tag.
-func (p *Plugin) ownIndex(name string) (idx uint32, ok bool, err error) {
+func (p *Plugin) ownIndex(ctx context.Context, name string) (idx uint32, ok bool, err error) {
 	md, found := p.lookup(name)
 	if !found {
 		return 0, false, nil
 	}
-	idx, ok, err = p.own(name, md)
+	idx, ok, err = p.own(ctx, name, md)
 	if err != nil {
 		err = fmt.Errorf("interface %s: %w", name, err)
 	}

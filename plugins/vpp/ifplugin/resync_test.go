@@ -119,7 +119,7 @@ func TestSubInterfaceUpWaitsResync(t *testing.T) {
 func TestAddressRefusedByVPP(t *testing.T) {
 	e := newEnv(t, vppsim.Options{})
 	cfg := []*vppif.Interface{loop("a", "10.0.0.1/24"), loop("b", "10.0.0.2/24", "10.1.0.2/24")}
-	_, err := e.commitCtx(context.Background(), cfg...)
+	_, err := e.commitWith(api.TxnOptions{}, cfg...)
 	refused := ifplugin.AddressKey("b", "10.0.0.2/24")
 	var te *api.TransactionError
 	if !errors.As(err, &te) || te.ErrorOf(refused) == nil {
@@ -256,7 +256,7 @@ func TestAddressConflicts(t *testing.T) {
 	}
 
 	cfg := []*vppif.Interface{loop("a", "10.31.0.1/24", "2001:db8:31::1/64"), loop("b", "2001:db8:31::2/64")}
-	_, err := e.commitCtx(context.Background(), cfg...)
+	_, err := e.commitWith(api.TxnOptions{}, cfg...)
 	refused := ifplugin.AddressKey("b", "2001:db8:31::2/64")
 	var te *api.TransactionError
 	if !errors.As(err, &te) || te.ErrorOf(refused) == nil {

@@ -76,8 +76,8 @@ func (p *Plugin) arpDescriptor() *api.TypedDescriptor[*vppl3.ARPEntry, any] {
 		Update:             p.updateARP,
 		UpdateWithRecreate: arpNeedsRecreate,
 		Delete:             p.deleteARP,
-		Retrieve: func(c []api.TypedKV[*vppl3.ARPEntry, any]) ([]api.TypedKV[*vppl3.ARPEntry, any], error) {
-			return vppconn.Retrieved(p.retrieveARPs(c))
+		Retrieve: func(ctx context.Context, c []api.TypedKV[*vppl3.ARPEntry, any]) ([]api.TypedKV[*vppl3.ARPEntry, any], error) {
+			return vppconn.Retrieved(p.retrieveARPs(ctx, c))
 		},
 		IsRetriableFailure: isRetriable,
 		Dependencies: func(_ string, a *vppl3.ARPEntry) []api.Dependency {
@@ -101,14 +101,14 @@ func arpNeedsRecreate(_ string, oldValue, newValue *vppl3.ARPEntry, _ any) bool 
 	return oldValue.GetStatic() && !newValue.GetStatic()
 }
 
-func (p *Plugin) neighborAddDel(isAdd bool, s arpSpec, swIfIndex uint32) error {
+func (p *Plugin) neighborAddDel(ctx context.Context, isAdd bool, s arpSpec, swIfIndex uint32) error {
 	flags := ip_neighbor.IP_API_NEIGHBOR_FLAG_NONE
 	if s.static {
 		flags = ip_neighbor.IP_API_NEIGHBOR_FLAG_STATIC
 	}
 	var mac ethernet_types.MacAddress
 	copy(mac[:], s.mac)
-	return p.call(func(ctx context.Context, conn govppapi.Connection) error {
+	return p.call(ctx, func(ctx context.Context, conn govppapi.Connection) error {
 		_, err := ip_neighbor.NewServiceClient(conn).IPNeighborAddDel(ctx, &ip_neighbor.IPNeighborAddDel{
 			IsAdd: isAdd,
 			Neighbor: ip_neighbor.IPNeighbor{
@@ -122,7 +122,7 @@ func (p *Plugin) neighborAddDel(isAdd bool, s arpSpec, swIfIndex uint32) error {
 
 // setARP adds the entry, or changes it in place (ip_neighbor_add_del of an
 // existing entry replaces its MAC and flags).
-func (p *Plugin) setARP(a *vppl3.ARPEntry) error {
+func (p *Plugin) setARP(ctx context.Context, a *vppl3.ARPEntry) error {
 	s, err := parseARP(a)
 	if err != nil {
 		return api.NonRetriable(validate.Invalid(err))
@@ -131,18 +131,18 @@ func (p *Plugin) setARP(a *vppl3.ARPEntry) error {
 	if !ok {
 		return fmt.Errorf("ARP entry %s: interface %s has no sw_if_index in the VPP connected now (no metadata of %s, or that of a VPP that has restarted since)", s, s.iface, ifplugin.InterfaceDescriptorName)
 	}
-	if err := p.neighborAddDel(true, s, md.SwIfIndex); err != nil {
+	if err := p.neighborAddDel(ctx, true, s, md.SwIfIndex); err != nil {
 		return fmt.Errorf("ip_neighbor_add_del (add %s): %w", s, err)
 	}
 	return nil
 }
 
-func (p *Plugin) createARP(_ string, a *vppl3.ARPEntry) (any, error) {
-	return nil, p.setARP(a)
+func (p *Plugin) createARP(ctx context.Context, _ string, a *vppl3.ARPEntry) (any, error) {
+	return nil, p.setARP(ctx, a)
 }
 
-func (p *Plugin) updateARP(_ string, _, newValue *vppl3.ARPEntry, _ any) (any, error) {
-	return nil, p.setARP(newValue)
+func (p *Plugin) updateARP(ctx context.Context, _ string, _, newValue *vppl3.ARPEntry, _ any) (any, error) {
+	return nil, p.setARP(ctx, newValue)
 }
 
 // deleteARP removes the entry; one already gone, or whose interface is gone,
@@ -150,7 +150,7 @@ func (p *Plugin) updateARP(_ string, _, newValue *vppl3.ARPEntry, _ any) (any, e
 // interface (they depend on it); an interface deleted by someone else
 // leaves its static entries in VPP, where no message reaches them (see
 // Limits in doc.go).
-func (p *Plugin) deleteARP(_ string, a *vppl3.ARPEntry, _ any) error {
+func (p *Plugin) deleteARP(ctx context.Context, _ string, a *vppl3.ARPEntry, _ any) error {
 	s, err := parseARP(a)
 	if err != nil {
 		return nil // never added
@@ -160,7 +160,7 @@ func (p *Plugin) deleteARP(_ string, a *vppl3.ARPEntry, _ any) error {
 		p.log.Warn("ARP entry to delete: its interface has no sw_if_index in the VPP connected now (a VPP restarted since, or the interface deleted); nothing is sent", "entry", s.String())
 		return nil
 	}
-	err = p.neighborAddDel(false, s, md.SwIfIndex)
+	err = p.neighborAddDel(ctx, false, s, md.SwIfIndex)
 	switch {
 	case err == nil, vppconn.IsVPPError(err, govppapi.NO_SUCH_ENTRY):
 		return nil
@@ -180,7 +180,7 @@ func (p *Plugin) deleteARP(_ string, a *vppl3.ARPEntry, _ any) error {
 // that no expected value names has an unknown origin (OBTAINED unless the NB
 // asks for it); dynamic entries that are not expected are the data plane's
 // and are not reported.
-func (p *Plugin) retrieveARPs(correlate []api.TypedKV[*vppl3.ARPEntry, any]) ([]api.TypedKV[*vppl3.ARPEntry, any], error) {
+func (p *Plugin) retrieveARPs(ctx context.Context, correlate []api.TypedKV[*vppl3.ARPEntry, any]) ([]api.TypedKV[*vppl3.ARPEntry, any], error) {
 	names := map[string]struct{}{}
 	expected := make(map[string]*vppl3.ARPEntry, len(correlate))
 	for _, c := range correlate {
@@ -189,7 +189,7 @@ func (p *Plugin) retrieveARPs(correlate []api.TypedKV[*vppl3.ARPEntry, any]) ([]
 			expected[c.Key] = c.Value
 		}
 	}
-	index, err := p.interfaceIndex(names, true)
+	index, err := p.interfaceIndex(ctx, names, true)
 	if err != nil || len(index) == 0 {
 		return nil, err
 	}
@@ -203,7 +203,7 @@ func (p *Plugin) retrieveARPs(correlate []api.TypedKV[*vppl3.ARPEntry, any]) ([]
 		// One dump for all interfaces: a dump per interface would cost a
 		// round trip per interface.
 		var details []*ip_neighbor.IPNeighborDetails
-		err := p.call(func(ctx context.Context, conn govppapi.Connection) (err error) {
+		err := p.call(ctx, func(ctx context.Context, conn govppapi.Connection) (err error) {
 			details, err = vppconn.Dump[*ip_neighbor.IPNeighborDetails](ctx, conn, &ip_neighbor.IPNeighborDump{
 				SwIfIndex: interface_types.InterfaceIndex(noIndex), Af: af,
 			})

@@ -126,11 +126,15 @@
 //
 // # Errors
 //
-// Every callback is idempotent. Errors name the VPP message and the item;
-// they are retriable (VPP not connected, an interface without metadata yet,
-// a missing table) except when VPP lacks the area's messages
-// (*vppconn.IncompatibleError: the area is disabled until a compatible VPP
-// connects) and values that do not parse (api.NonRetriable). The Retrieves
+// Every callback is idempotent, and makes its VPP calls with the context the
+// scheduler gives it, each call bounded by the Manager's CallContext (the
+// call timeout): a closing scheduler, or its deadline for the callback,
+// gives up a request VPP has not answered and sends no other. Errors name
+// the VPP message and the item; they are retriable (VPP not connected, an
+// interface without metadata yet, a missing table) except when VPP lacks
+// the area's messages (*vppconn.IncompatibleError: the area is disabled
+// until a compatible VPP connects) and values that do not parse
+// (api.NonRetriable). The Retrieves
 // of a disabled area report nothing, so that after a VPP restart the routes
 // and entries of the VPP before are not kept CONFIGURED: they are created
 // again and fail, naming the messages. Interfaces are found through

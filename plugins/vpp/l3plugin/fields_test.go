@@ -58,7 +58,7 @@ func (e *env) retrieve(descriptor string, correlate ...kv) map[string]proto.Mess
 		if d.Name != descriptor {
 			continue
 		}
-		kvs, err := d.Retrieve(c)
+		kvs, err := d.Retrieve(e.t.Context(), c)
 		if err != nil {
 			e.t.Fatalf("%s Retrieve: %v", descriptor, err)
 		}

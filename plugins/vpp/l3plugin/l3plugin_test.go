@@ -313,7 +313,7 @@ func TestRevertWhenRouteFails(t *testing.T) {
 	route := routeKV(t, &vppl3.Route{DstNetwork: "10.1.0.0/16", NextHopAddr: "192.168.1.1", OutgoingInterface: "rv"})
 	arp := arpKV(t, &vppl3.ARPEntry{Interface: "rv", IpAddress: "192.168.1.1", PhysAddress: "02:00:00:00:00:01", Static: true})
 	e.sim.FailNext("ip_route_add_del", -1, 1)
-	seq, err := e.commitCtx(api.WithRevert(context.Background()), iface("rv"), arp, route)
+	seq, err := e.commitWith(api.TxnOptions{Revert: true}, iface("rv"), arp, route)
 	var te *api.TransactionError
 	if !errors.As(err, &te) || te.ErrorOf(route.key) == nil {
 		t.Fatalf("commit: %v, want the route's error", err)

@@ -97,13 +97,19 @@ func (p *Plugin) Descriptors() []*api.KVDescriptor {
 
 // --- VPP calls ----------------------------------------------------------------
 
-// call runs f with the connection of the area and a bounded context.
-func (p *Plugin) call(f func(ctx context.Context, conn govppapi.Connection) error) error {
+// call runs f with the connection of the area and ctx bounded by the
+// Manager's call deadline. Nothing is sent once ctx has ended: GoVPP would
+// send the request and give up its reply, and VPP would carry it out
+// unseen.
+func (p *Plugin) call(ctx context.Context, f func(ctx context.Context, conn govppapi.Connection) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	conn, err := p.m.Conn(AreaName)
 	if err != nil {
 		return err
 	}
-	ctx, cancel := p.m.CallContext(context.Background())
+	ctx, cancel := p.m.CallContext(ctx)
 	defer cancel()
 	return f(ctx, conn)
 }
@@ -140,7 +146,7 @@ func fromVPPPrefix(p ip_types.Prefix) (netip.Prefix, bool) {
 // keeps the static neighbours and the route paths of a deleted interface
 // under its index, so they would be taken for the entries and routes of
 // the interface, which the resync then does not re-create.
-func (p *Plugin) interfaceIndex(names map[string]struct{}, withLister bool) (map[string]uint32, error) {
+func (p *Plugin) interfaceIndex(ctx context.Context, names map[string]struct{}, withLister bool) (map[string]uint32, error) {
 	if withLister && p.names != nil {
 		for _, n := range p.names() {
 			names[n] = struct{}{}
@@ -170,7 +176,7 @@ func (p *Plugin) interfaceIndex(names map[string]struct{}, withLister bool) (map
 		return out, nil
 	}
 	var details []*interfaces.SwInterfaceDetails
-	err := p.call(func(ctx context.Context, conn govppapi.Connection) (err error) {
+	err := p.call(ctx, func(ctx context.Context, conn govppapi.Connection) (err error) {
 		details, err = vppconn.Dump[*interfaces.SwInterfaceDetails](ctx, conn, &interfaces.SwInterfaceDump{SwIfIndex: interface_types.InterfaceIndex(noIndex)})
 		return err
 	})

@@ -197,8 +197,8 @@ func (p *Plugin) routeDescriptor() *api.TypedDescriptor[*vppl3.Route, *RouteMeta
 		Validate:        validateRoute,
 		Create:          p.createRoute,
 		Delete:          p.deleteRoute,
-		Retrieve: func(c []api.TypedKV[*vppl3.Route, *RouteMetadata]) ([]api.TypedKV[*vppl3.Route, *RouteMetadata], error) {
-			return vppconn.Retrieved(p.retrieveRoutes(c))
+		Retrieve: func(ctx context.Context, c []api.TypedKV[*vppl3.Route, *RouteMetadata]) ([]api.TypedKV[*vppl3.Route, *RouteMetadata], error) {
+			return vppconn.Retrieved(p.retrieveRoutes(ctx, c))
 		},
 		IsRetriableFailure:   isRetriable,
 		Dependencies:         routeDependencies,
@@ -231,7 +231,7 @@ func routeDependencies(_ string, r *vppl3.Route) []api.Dependency {
 // existing table changes nothing). Tables made are remembered per VPP
 // process, and never deleted: an interface may be bound to one, and deleting
 // a table flushes every route in it.
-func (p *Plugin) ensureTables(keys []tableKey) error {
+func (p *Plugin) ensureTables(ctx context.Context, keys []tableKey) error {
 	var pid uint32 // read once a table other than 0 is needed
 	for _, k := range keys {
 		if k.id == 0 {
@@ -249,7 +249,7 @@ func (p *Plugin) ensureTables(keys []tableKey) error {
 		if known {
 			continue
 		}
-		if err := p.tableAddDel(k); err != nil {
+		if err := p.tableAddDel(ctx, k); err != nil {
 			return err
 		}
 		p.mu.Lock()
@@ -263,8 +263,8 @@ func (p *Plugin) ensureTables(keys []tableKey) error {
 
 // tableAddDel makes sure the table exists and the API holds it
 // (ip_table_add_del add: a no-op for a table the API has added).
-func (p *Plugin) tableAddDel(k tableKey) error {
-	err := p.call(func(ctx context.Context, conn govppapi.Connection) error {
+func (p *Plugin) tableAddDel(ctx context.Context, k tableKey) error {
+	err := p.call(ctx, func(ctx context.Context, conn govppapi.Connection) error {
 		_, err := ip.NewServiceClient(conn).IPTableAddDel(ctx, &ip.IPTableAddDel{
 			IsAdd: true, Table: ip.IPTable{TableID: k.id, IsIP6: k.ipv6},
 		})
@@ -282,8 +282,8 @@ func (p *Plugin) forgetTables() {
 	p.tables = map[tableKey]bool{}
 }
 
-func (p *Plugin) routeAddDel(isAdd bool, s routeSpec, swIfIndex uint32) error {
-	return p.call(func(ctx context.Context, conn govppapi.Connection) error {
+func (p *Plugin) routeAddDel(ctx context.Context, isAdd bool, s routeSpec, swIfIndex uint32) error {
+	return p.call(ctx, func(ctx context.Context, conn govppapi.Connection) error {
 		_, err := ip.NewServiceClient(conn).IPRouteAddDel(ctx, &ip.IPRouteAddDel{
 			IsAdd: isAdd,
 			// Multipath: routes of other keys to the same destination
@@ -300,7 +300,7 @@ func (p *Plugin) routeAddDel(isAdd bool, s routeSpec, swIfIndex uint32) error {
 }
 
 // createRoute adds the route's path, creating its tables first.
-func (p *Plugin) createRoute(_ string, r *vppl3.Route) (*RouteMetadata, error) {
+func (p *Plugin) createRoute(ctx context.Context, _ string, r *vppl3.Route) (*RouteMetadata, error) {
 	s, err := parseRoute(r)
 	if err != nil {
 		return nil, api.NonRetriable(validate.Invalid(err))
@@ -315,15 +315,15 @@ func (p *Plugin) createRoute(_ string, r *vppl3.Route) (*RouteMetadata, error) {
 		}
 		sw = md.SwIfIndex
 	}
-	if err := p.ensureTables(s.tables()); err != nil {
+	if err := p.ensureTables(ctx, s.tables()); err != nil {
 		return nil, fmt.Errorf("route %s: %w", s, err)
 	}
-	err = p.routeAddDel(true, s, sw)
+	err = p.routeAddDel(ctx, true, s, sw)
 	if vppconn.IsVPPError(err, govppapi.NO_SUCH_FIB) {
 		// A table this plugin made went away (deleted by someone else).
 		p.forgetTables()
-		if err = p.ensureTables(s.tables()); err == nil {
-			err = p.routeAddDel(true, s, sw)
+		if err = p.ensureTables(ctx, s.tables()); err == nil {
+			err = p.routeAddDel(ctx, true, s, sw)
 		}
 	}
 	if err != nil {
@@ -337,7 +337,7 @@ func (p *Plugin) createRoute(_ string, r *vppl3.Route) (*RouteMetadata, error) {
 
 // deleteRoute removes the route's path; a path, table or interface already
 // gone is success.
-func (p *Plugin) deleteRoute(_ string, r *vppl3.Route, md *RouteMetadata) error {
+func (p *Plugin) deleteRoute(ctx context.Context, _ string, r *vppl3.Route, md *RouteMetadata) error {
 	s, err := parseRoute(r)
 	if err != nil {
 		return nil // never added
@@ -351,7 +351,7 @@ func (p *Plugin) deleteRoute(_ string, r *vppl3.Route, md *RouteMetadata) error 
 		// VPP then kept it for such paths, and removing the last one
 		// crashes VPP 25.10 (SIGSEGV in fib_entry_path_remove). The API's
 		// hold is taken again first (a no-op when the API has it).
-		if err := p.tableAddDel(tableKey{s.vrf, s.ipv6()}); err != nil {
+		if err := p.tableAddDel(ctx, tableKey{s.vrf, s.ipv6()}); err != nil {
 			return fmt.Errorf("route %s: %w", s, err)
 		}
 	}
@@ -366,9 +366,9 @@ func (p *Plugin) deleteRoute(_ string, r *vppl3.Route, md *RouteMetadata) error 
 			return nil
 		}
 	}
-	err = p.routeAddDel(false, s, sw)
+	err = p.routeAddDel(ctx, false, s, sw)
 	if sw != noIndex && vppconn.IsVPPError(err, govppapi.NO_MATCHING_INTERFACE) {
-		err = p.removeOrphanPath(s, sw)
+		err = p.removeOrphanPath(ctx, s, sw)
 	}
 	if err != nil && !vppconn.IsVPPError(err, govppapi.NO_SUCH_FIB, govppapi.INVALID_SW_IF_INDEX, govppapi.NO_SUCH_ENTRY) {
 		return fmt.Errorf("ip_route_add_del (delete %s): %w", s, err)
@@ -385,9 +385,9 @@ func (p *Plugin) deleteRoute(_ string, r *vppl3.Route, md *RouteMetadata) error 
 // route's (ip_route_add_del without is_multipath), or deleted when none is
 // left. Nothing to do when the entry shows no API path (it is gone, or
 // behind a better source).
-func (p *Plugin) removeOrphanPath(s routeSpec, sw uint32) error {
+func (p *Plugin) removeOrphanPath(ctx context.Context, s routeSpec, sw uint32) error {
 	var details []*ip.IPRouteV2Details
-	err := p.call(func(ctx context.Context, conn govppapi.Connection) (err error) {
+	err := p.call(ctx, func(ctx context.Context, conn govppapi.Connection) (err error) {
 		details, err = vppconn.Dump[*ip.IPRouteV2Details](ctx, conn, &ip.IPRouteV2Dump{Table: ip.IPTable{TableID: s.vrf, IsIP6: s.ipv6()}})
 		return err
 	})
@@ -403,7 +403,7 @@ func (p *Plugin) removeOrphanPath(s routeSpec, sw uint32) error {
 			return nil
 		}
 		p.log.Warn("route to delete: its interface is gone from VPP, which keeps the path; the entry's other paths replace its paths", "route", s.String(), "sw_if_index", sw, "paths_left", len(others))
-		return p.call(func(ctx context.Context, conn govppapi.Connection) error {
+		return p.call(ctx, func(ctx context.Context, conn govppapi.Connection) error {
 			_, err := ip.NewServiceClient(conn).IPRouteAddDel(ctx, &ip.IPRouteAddDel{
 				IsAdd: len(others) > 0, IsMultipath: false,
 				Route: ip.IPRoute{TableID: s.vrf, Prefix: toVPPPrefix(s.dst), NPaths: uint8(len(others)), Paths: others},
@@ -435,7 +435,7 @@ const fibSourceAPI = 8
 //
 // Entries of other sources (VPP's own, the CLI's, other control planes')
 // are never reported beyond the expected paths found in them.
-func (p *Plugin) retrieveRoutes(correlate []api.TypedKV[*vppl3.Route, *RouteMetadata]) ([]api.TypedKV[*vppl3.Route, *RouteMetadata], error) {
+func (p *Plugin) retrieveRoutes(ctx context.Context, correlate []api.TypedKV[*vppl3.Route, *RouteMetadata]) ([]api.TypedKV[*vppl3.Route, *RouteMetadata], error) {
 	type expected struct {
 		key   string
 		value *vppl3.Route
@@ -454,7 +454,7 @@ func (p *Plugin) retrieveRoutes(correlate []api.TypedKV[*vppl3.Route, *RouteMeta
 			names[c.Value.GetOutgoingInterface()] = struct{}{}
 		}
 	}
-	index, err := p.interfaceIndex(names, true)
+	index, err := p.interfaceIndex(ctx, names, true)
 	if err != nil {
 		return nil, err
 	}
@@ -481,7 +481,7 @@ func (p *Plugin) retrieveRoutes(correlate []api.TypedKV[*vppl3.Route, *RouteMeta
 		k := entryKey{s.vrf, s.dst}
 		byEntry[k] = append(byEntry[k], &expected{key: c.Key, value: c.Value, spec: s, sw: sw})
 	}
-	tables, err := p.dumpTables()
+	tables, err := p.dumpTables(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -489,7 +489,7 @@ func (p *Plugin) retrieveRoutes(correlate []api.TypedKV[*vppl3.Route, *RouteMeta
 	reported := make(map[string]bool, len(correlate))
 	for _, t := range tables {
 		var details []*ip.IPRouteV2Details
-		err := p.call(func(ctx context.Context, conn govppapi.Connection) (err error) {
+		err := p.call(ctx, func(ctx context.Context, conn govppapi.Connection) (err error) {
 			details, err = vppconn.Dump[*ip.IPRouteV2Details](ctx, conn, &ip.IPRouteV2Dump{Table: ip.IPTable{TableID: t.id, IsIP6: t.ipv6}})
 			return err
 		})
@@ -603,9 +603,9 @@ func unexpectedRoute(table uint32, dst netip.Prefix, fp fib_types.FibPath, nameO
 
 // dumpTables lists VPP's IP tables (ip_table_dump), IPv4 before IPv6, each
 // once, by id.
-func (p *Plugin) dumpTables() ([]tableKey, error) {
+func (p *Plugin) dumpTables(ctx context.Context) ([]tableKey, error) {
 	var details []*ip.IPTableDetails
-	err := p.call(func(ctx context.Context, conn govppapi.Connection) (err error) {
+	err := p.call(ctx, func(ctx context.Context, conn govppapi.Connection) (err error) {
 		details, err = vppconn.Dump[*ip.IPTableDetails](ctx, conn, &ip.IPTableDump{})
 		return err
 	})

@@ -1,7 +1,6 @@
 package l3plugin_test
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -120,7 +119,7 @@ func TestSlowVPPCall(t *testing.T) {
 	e.sim.FailNext("ip_neighbor_add_del", -1, 1)
 	refused := arp("192.168.1.2")
 	sameTxn := routeKV(t, &vppl3.Route{DstNetwork: "10.2.0.0/16", OutgoingInterface: "if1"})
-	seq, err := e.commitCtx(api.WithRetry(context.Background(), retryPeriod, 3, false), refused, sameTxn)
+	seq, err := e.commitWith(api.TxnOptions{Retry: &api.RetryOpt{Period: retryPeriod, MaxCount: 3}}, refused, sameTxn)
 	var te *api.TransactionError
 	if !errors.As(err, &te) {
 		t.Fatalf("commit: %v, want a TransactionError", err)

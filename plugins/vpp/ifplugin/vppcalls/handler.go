@@ -135,8 +135,14 @@ func (h *handler) call(ctx context.Context, msg string, f func(ctx context.Conte
 	return h.callIn(ctx, h.area, msg, f)
 }
 
-// callIn is call for a request of another area (an interface type's).
+// callIn is call for a request of another area (an interface type's). A
+// request is not sent once ctx has ended: GoVPP would send it and give up
+// its reply, and VPP would carry it out unseen (a loopback made that no one
+// tags, or deletes).
 func (h *handler) callIn(ctx context.Context, area, msg string, f func(ctx context.Context, conn govppapi.Connection) error) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("%s: %w", msg, err)
+	}
 	conn, err := h.m.Conn(area)
 	if err != nil {
 		return fmt.Errorf("%s: %w", msg, err)

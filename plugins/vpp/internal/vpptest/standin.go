@@ -39,6 +39,9 @@ const standInArea = "test-interfaces"
 func standIn[MD any](m *vppconn.Manager, wrap func(ifplugin.Metadata) MD, unwrap func(MD) ifplugin.Metadata) *api.KVDescriptor {
 	prefix := models.VPPInterface.KeyPrefix
 	call := func(ctx context.Context, f func(ctx context.Context, c interfaces.RPCService) error) error {
+		if err := ctx.Err(); err != nil {
+			return err // as ifplugin: nothing is sent once ctx has ended
+		}
 		conn, err := m.Conn(standInArea)
 		if err != nil {
 			return err
