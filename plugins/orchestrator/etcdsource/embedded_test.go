@@ -20,10 +20,11 @@ func TestStartEmbeddedPortTaken(t *testing.T) {
 	defer l.Close()
 	for _, which := range []string{"client", "peer"} {
 		taken := fmt.Sprintf("http://%s", l.Addr())
+		ports := freePorts(t, 2)
 		cfg := etcdsource.EmbeddedConfig{
 			Dir:       t.TempDir(),
-			ClientURL: fmt.Sprintf("http://127.0.0.1:%d", freePort(t)),
-			PeerURL:   fmt.Sprintf("http://127.0.0.1:%d", freePort(t)),
+			ClientURL: fmt.Sprintf("http://127.0.0.1:%d", ports[0]),
+			PeerURL:   fmt.Sprintf("http://127.0.0.1:%d", ports[1]),
 			Log:       testLog(),
 		}
 		if which == "client" {

@@ -43,15 +43,22 @@ func testLog() *slog.Logger {
 	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 }
 
-// freePort returns a loopback port free a moment ago.
-func freePort(t *testing.T) int {
+// freePorts returns n distinct loopback ports free a moment ago. The
+// listeners stay open until all n are picked: closed one by one, the
+// kernel may hand out the same port twice (an etcd whose client and peer
+// URLs collide cannot start).
+func freePorts(t *testing.T, n int) []int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	ports := make([]int, 0, n)
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return ports
 }
 
 // etcdServer is an embedded etcd that a test can stop and start again on
@@ -64,10 +71,11 @@ type etcdServer struct {
 
 func startEtcd(t *testing.T) *etcdServer {
 	t.Helper()
+	ports := freePorts(t, 2)
 	s := &etcdServer{t: t, cfg: etcdsource.EmbeddedConfig{
 		Dir:       filepath.Join(t.TempDir(), "etcd"), // etcd creates it 0700
-		ClientURL: fmt.Sprintf("http://127.0.0.1:%d", freePort(t)),
-		PeerURL:   fmt.Sprintf("http://127.0.0.1:%d", freePort(t)),
+		ClientURL: fmt.Sprintf("http://127.0.0.1:%d", ports[0]),
+		PeerURL:   fmt.Sprintf("http://127.0.0.1:%d", ports[1]),
 		Log:       testLog(),
 		MaxTxnOps: 1000,
 	}}
