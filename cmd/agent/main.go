@@ -231,9 +231,9 @@ func run(ctx context.Context, cfg Config, logOut io.Writer, listening chan<- Lis
 				vppResyncs.Add(1)
 				go func() {
 					defer vppResyncs.Add(-1)
-					ctx := api.WithResync(context.Background(), api.DownstreamResync, false)
-					ctx = api.WithDescription(ctx, fmt.Sprintf("VPP connected (restarted: %v)", restarted))
-					if _, err := s.StartNBTransaction().Commit(api.WithRetryDefault(ctx)); err != nil && !isValueErr(err) {
+					opts := api.TxnOptions{Resync: api.DownstreamResync, Retry: api.DefaultRetry(),
+						Description: fmt.Sprintf("VPP connected (restarted: %v)", restarted)}
+					if _, err := s.StartNBTransaction().Commit(context.Background(), opts); err != nil && !isValueErr(err) {
 						log.Warn("resync after the VPP connect", "error", err)
 					}
 				}()
@@ -242,7 +242,6 @@ func run(ctx context.Context, cfg Config, logOut io.Writer, listening chan<- Lis
 		vif.SetLinuxDisabled(cfg.Linux.Disabled)
 		l2 := vppl2.New(vppm, vppif.SchedulerInterfaces(s), log)
 		l2.SetInterfaceLister(vppif.SchedulerInterfaceNames(s))
-		l2.SetScheduler(s)
 		l3 := vppl3.New(vppm, vppif.SchedulerInterfaces(s), log)
 		l3.SetInterfaceLister(vppif.SchedulerInterfaceNames(s))
 		for _, a := range append(vif.Areas(), l2.Area(), l3.Area()) {
@@ -289,7 +288,7 @@ func run(ctx context.Context, cfg Config, logOut io.Writer, listening chan<- Lis
 		o.Register(orchestrator.SourceInitFile)
 	}
 	o.Register(orchestrator.SourceGRPC)
-	if _, err := o.Resync(ctx, orchestrator.SourceGRPC, nil); err != nil && !isValueErr(err) {
+	if _, err := o.Resync(ctx, orchestrator.SourceGRPC, nil, api.TxnOptions{}); err != nil && !isValueErr(err) {
 		return err
 	}
 	if cfg.InitFile != "" {
@@ -297,7 +296,7 @@ func run(ctx context.Context, cfg Config, logOut io.Writer, listening chan<- Lis
 		if err != nil {
 			return err
 		}
-		if _, err := o.Resync(ctx, orchestrator.SourceInitFile, kvs); err != nil && !isValueErr(err) {
+		if _, err := o.Resync(ctx, orchestrator.SourceInitFile, kvs, api.TxnOptions{}); err != nil && !isValueErr(err) {
 			return err
 		} else if err != nil {
 			log.Warn("init file: some values failed", "error", err)

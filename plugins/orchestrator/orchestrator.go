@@ -24,12 +24,23 @@
 // # Failures
 //
 // Every transaction the sources' changes make (and the full resyncs) is
-// committed with the scheduler's default retry (api.WithRetryDefault),
-// unless the caller's context carries a retry option of its own: a value
-// whose operation fails in a way worth retrying (a namespace that is not
-// there yet, a link the kernel is still setting up) is tried again with
-// backoff, as when VPP reconnects, instead of staying FAILED until the next
-// resync.
+// committed with the scheduler's default retry (api.DefaultRetry), unless
+// the caller's options have a retry of their own: a value whose operation
+// fails in a way worth retrying (a namespace that is not there yet, a link
+// the kernel is still setting up) is tried again with backoff, as when VPP
+// reconnects, instead of staying FAILED until the next resync.
+//
+// # Transaction options
+//
+// Change, Resync and Plan take the caller's api.TxnOptions: its
+// Description, NonBlocking and Retry apply to the transaction committed.
+// The orchestrator sets Resync (a full resync for Resync) and DryRun (Plan)
+// itself, and does not revert: a source keeps the values it sent whatever
+// the transaction does, so a reverted transaction would leave the SB
+// behind the sources' state until the next resync. Options that set
+// Resync, DryRun or Revert, or that api.TxnOptions.Validate refuses, are
+// refused before anything is recorded: the error is a *api.TransactionError
+// whose TxnInitError is the *api.OptionError naming the field.
 //
 // # Bad values
 //
@@ -197,9 +208,13 @@ func (o *Orchestrator) logBad(id SourceID, kvs []KV) {
 
 // Change applies changes of one source (a nil Value removes the source's
 // value of the key) and commits the resulting changes of the effective
-// values, blocking like api.Txn.Commit. Before the first full sync the
-// changes are kept and 0, nil is returned.
-func (o *Orchestrator) Change(ctx context.Context, id SourceID, kvs []KV) (uint64, error) {
+// values with opts, blocking like api.Txn.Commit unless opts.NonBlocking.
+// Before the first full sync the changes are kept and 0, nil is returned.
+func (o *Orchestrator) Change(ctx context.Context, id SourceID, kvs []KV, opts api.TxnOptions) (uint64, error) {
+	opts, err := txnOptions(opts, api.NotResync, false)
+	if err != nil {
+		return 0, err
+	}
 	o.logBad(id, kvs)
 	o.commitMu.Lock()
 	defer o.commitMu.Unlock()
@@ -207,7 +222,7 @@ func (o *Orchestrator) Change(ctx context.Context, id SourceID, kvs []KV) (uint6
 	if !changed {
 		return 0, nil
 	}
-	return txn.Commit(withRetry(ctx))
+	return txn.Commit(ctx, opts)
 }
 
 // change records changes of a source and returns the transaction of the
@@ -240,8 +255,14 @@ func (o *Orchestrator) change(id SourceID, kvs []KV) (api.Txn, bool) {
 // Resync replaces all the values of one source with kvs. Before the first
 // full sync it records the source as synced and, once all are, commits the
 // first full resync; after, it commits a full resync of the merged state
-// (only this source's keys change; the SB is refreshed too).
-func (o *Orchestrator) Resync(ctx context.Context, id SourceID, kvs []KV) (uint64, error) {
+// (only this source's keys change; the SB is refreshed too). The resync is
+// committed with opts (the description of the resync is appended to
+// opts.Description).
+func (o *Orchestrator) Resync(ctx context.Context, id SourceID, kvs []KV, opts api.TxnOptions) (uint64, error) {
+	opts, err := txnOptions(opts, api.FullResync, false)
+	if err != nil {
+		return 0, err
+	}
 	o.logBad(id, kvs)
 	o.commitMu.Lock()
 	defer o.commitMu.Unlock()
@@ -249,7 +270,7 @@ func (o *Orchestrator) Resync(ctx context.Context, id SourceID, kvs []KV) (uint6
 	if !due {
 		return 0, nil
 	}
-	seq, err := o.commitFullResync(ctx, txn)
+	seq, err := o.commitFullResync(ctx, txn, opts)
 	if first && (err == nil || isValueErrors(err)) {
 		o.markStarted(seq)
 	}
@@ -304,7 +325,11 @@ func (o *Orchestrator) Start(ctx context.Context) error {
 	}
 	txn := o.fullResyncTxn("full resync (no source)")
 	o.mu.Unlock()
-	seq, err := o.commitFullResync(ctx, txn)
+	opts, err := txnOptions(api.TxnOptions{}, api.FullResync, false)
+	if err != nil {
+		return err
+	}
+	seq, err := o.commitFullResync(ctx, txn, opts)
 	if err == nil || isValueErrors(err) {
 		o.markStarted(seq)
 	}
@@ -329,13 +354,31 @@ func isValueErrors(err error) bool {
 	return errors.As(err, &te) && te.TxnInitError == nil
 }
 
-// withRetry adds the default retry to the context of a commit, unless it
-// has a retry option already.
-func withRetry(ctx context.Context) context.Context {
-	if _, ok := api.IsWithRetry(ctx); ok {
-		return ctx
+// txnOptions returns the options of a commit of the orchestrator: the
+// caller's opts with resync and dryRun set and, for a commit that applies
+// something, the default retry unless opts has a retry of its own. The
+// error is a *api.TransactionError as Commit returns for invalid options
+// (see the package documentation).
+func txnOptions(opts api.TxnOptions, resync api.ResyncType, dryRun bool) (api.TxnOptions, error) {
+	var err error
+	switch {
+	case opts.Resync != api.NotResync:
+		err = &api.OptionError{Field: "Resync", Reason: "is set by the orchestrator (a source's Resync commits a full resync)"}
+	case opts.DryRun:
+		err = &api.OptionError{Field: "DryRun", Reason: "is set by the orchestrator (Plan is its dry run)"}
+	case opts.Revert:
+		err = &api.OptionError{Field: "Revert", Reason: "is not supported by the orchestrator (the source would keep the values the revert undid)"}
+	default:
+		opts.Resync, opts.DryRun = resync, dryRun
+		if opts.Retry == nil && !dryRun {
+			opts.Retry = api.DefaultRetry()
+		}
+		err = opts.Validate()
 	}
-	return api.WithRetryDefault(ctx)
+	if err != nil {
+		return opts, &api.TransactionError{TxnInitError: err}
+	}
+	return opts, nil
 }
 
 // fullResyncTxn is a full resync of the merged state, staged under mu.
@@ -352,11 +395,15 @@ func (o *Orchestrator) fullResyncTxn(why string) *fullResyncTxn {
 	return &fullResyncTxn{txn: txn, description: why}
 }
 
-// commitFullResync commits a staged full resync (without mu).
-func (o *Orchestrator) commitFullResync(ctx context.Context, r *fullResyncTxn) (uint64, error) {
-	ctx = withRetry(api.WithResync(ctx, api.FullResync, false))
-	ctx = api.WithDescription(ctx, r.description)
-	return r.txn.Commit(ctx)
+// commitFullResync commits a staged full resync (without mu) with opts
+// (from txnOptions), its description after the caller's.
+func (o *Orchestrator) commitFullResync(ctx context.Context, r *fullResyncTxn, opts api.TxnOptions) (uint64, error) {
+	if opts.Description == "" {
+		opts.Description = r.description
+	} else {
+		opts.Description += ": " + r.description
+	}
+	return r.txn.Commit(ctx, opts)
 }
 
 func (o *Orchestrator) keysLocked() []string {
@@ -396,17 +443,24 @@ func (o *Orchestrator) SourceValue(id SourceID, key string) proto.Message {
 	return o.values[key][id]
 }
 
-// Plan returns the operations that committing changes of a source would
-// execute, without applying anything (a dry run of the scheduler).
-func (o *Orchestrator) Plan(ctx context.Context, id SourceID, kvs []KV, resync bool) (uint64, error) {
+// Plan commits a dry run of the changes of a source (of its Resync when
+// resync is set) with opts: the transaction's record lists the operations
+// they would execute, and nothing is applied or recorded by the
+// orchestrator. A dry-run resync is an upstream one: the SB is not
+// refreshed.
+func (o *Orchestrator) Plan(ctx context.Context, id SourceID, kvs []KV, resync bool, opts api.TxnOptions) (uint64, error) {
+	resyncType := api.NotResync
+	if resync {
+		resyncType = api.UpstreamResync
+	}
+	opts, err := txnOptions(opts, resyncType, true)
+	if err != nil {
+		return 0, err
+	}
 	o.commitMu.Lock()
 	defer o.commitMu.Unlock()
 	txn := o.plan(id, kvs, resync)
-	ctx = api.WithDryRun(ctx)
-	if resync {
-		ctx = api.WithResync(ctx, api.UpstreamResync, false)
-	}
-	return txn.Commit(ctx)
+	return txn.Commit(ctx, opts)
 }
 
 // plan stages the transaction of a dry run: the merged state after the

@@ -39,7 +39,7 @@ func (b *sb) descriptor() *api.KVDescriptor {
 		Name:        "item",
 		NBKeyPrefix: "item/",
 		KeySelector: func(k string) bool { return strings.HasPrefix(k, "item/") },
-		Create: func(k string, v proto.Message) (any, error) {
+		Create: func(_ context.Context, k string, v proto.Message) (any, error) {
 			if b.hold != nil {
 				b.hold(k)
 			}
@@ -54,21 +54,21 @@ func (b *sb) descriptor() *api.KVDescriptor {
 			b.ops = append(b.ops, "create "+k+"="+b.items[k])
 			return nil, nil
 		},
-		Update: func(k string, _, v proto.Message, _ any) (any, error) {
+		Update: func(_ context.Context, k string, _, v proto.Message, _ any) (any, error) {
 			b.mu.Lock()
 			defer b.mu.Unlock()
 			b.items[k] = v.(*wrapperspb.StringValue).GetValue()
 			b.ops = append(b.ops, "update "+k+"="+b.items[k])
 			return nil, nil
 		},
-		Delete: func(k string, _ proto.Message, _ any) error {
+		Delete: func(_ context.Context, k string, _ proto.Message, _ any) error {
 			b.mu.Lock()
 			defer b.mu.Unlock()
 			delete(b.items, k)
 			b.ops = append(b.ops, "delete "+k)
 			return nil
 		},
-		Retrieve: func([]api.KVWithMetadata) ([]api.KVWithMetadata, error) {
+		Retrieve: func(context.Context, []api.KVWithMetadata) ([]api.KVWithMetadata, error) {
 			b.mu.Lock()
 			defer b.mu.Unlock()
 			var out []api.KVWithMetadata
@@ -117,16 +117,16 @@ func TestNothingBeforeEverySourceIsSynced(t *testing.T) {
 	if ready, why := o.Ready(); ready || !slices.Equal(why, []string{"first state of source etcd", "first state of source init-file"}) {
 		t.Errorf("ready %v %v", ready, why)
 	}
-	if _, err := o.Change(ctx, orchestrator.SourceGRPC, []orchestrator.KV{kv("item/g", "g")}); err != nil {
+	if _, err := o.Change(ctx, orchestrator.SourceGRPC, []orchestrator.KV{kv("item/g", "g")}, api.TxnOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := o.Resync(ctx, orchestrator.SourceEtcd, []orchestrator.KV{kv("item/a", "a")}); err != nil {
+	if _, err := o.Resync(ctx, orchestrator.SourceEtcd, []orchestrator.KV{kv("item/a", "a")}, api.TxnOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if ops := b.takeOps(); len(ops) > 0 {
 		t.Fatalf("operations before the init file was read: %v", ops)
 	}
-	seq, err := o.Resync(ctx, orchestrator.SourceInitFile, []orchestrator.KV{kv("item/i", "i")})
+	seq, err := o.Resync(ctx, orchestrator.SourceInitFile, []orchestrator.KV{kv("item/i", "i")}, api.TxnOptions{})
 	if err != nil || seq == 0 {
 		t.Fatalf("first full resync: %d, %v", seq, err)
 	}
@@ -143,7 +143,7 @@ func TestNothingBeforeEverySourceIsSynced(t *testing.T) {
 	if rec := s.GetRecordedTransaction(seq); rec == nil || rec.Description != "first full resync (sources etcd, init-file)" {
 		t.Errorf("record of the first full resync: %+v", rec)
 	}
-	seq, err = o.Resync(ctx, orchestrator.SourceEtcd, []orchestrator.KV{kv("item/a", "a")})
+	seq, err = o.Resync(ctx, orchestrator.SourceEtcd, []orchestrator.KV{kv("item/a", "a")}, api.TxnOptions{})
 	if rec := s.GetRecordedTransaction(seq); err != nil || rec == nil || rec.Description != "full resync (source etcd)" {
 		t.Errorf("record of a later resync of etcd: %+v, %v", rec, err)
 	}
@@ -152,7 +152,7 @@ func TestNothingBeforeEverySourceIsSynced(t *testing.T) {
 func TestRestartOnAnInSyncSystemDoesNothing(t *testing.T) {
 	o, _, b := newEnv(t, map[string]string{"item/a": "a", "item/b": "b"})
 	o.Register(orchestrator.SourceEtcd)
-	if _, err := o.Resync(context.Background(), orchestrator.SourceEtcd, []orchestrator.KV{kv("item/a", "a"), kv("item/b", "b")}); err != nil {
+	if _, err := o.Resync(context.Background(), orchestrator.SourceEtcd, []orchestrator.KV{kv("item/a", "a"), kv("item/b", "b")}, api.TxnOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if ops := b.takeOps(); len(ops) > 0 {
@@ -164,7 +164,7 @@ func TestPriorityAndFallback(t *testing.T) {
 	o, s, b := newEnv(t, nil)
 	ctx := context.Background()
 	o.Register(orchestrator.SourceEtcd)
-	if _, err := o.Resync(ctx, orchestrator.SourceEtcd, []orchestrator.KV{kv("item/k", "from-etcd")}); err != nil {
+	if _, err := o.Resync(ctx, orchestrator.SourceEtcd, []orchestrator.KV{kv("item/k", "from-etcd")}, api.TxnOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if ops := b.takeOps(); !slices.Equal(ops, []string{"create item/k=from-etcd"}) {
@@ -184,7 +184,7 @@ func TestPriorityAndFallback(t *testing.T) {
 		{orchestrator.SourceInitFile, []orchestrator.KV{kv("item/k", "")}, "", []string{"delete item/k"}},
 	}
 	for i, st := range steps {
-		if _, err := o.Change(ctx, st.source, st.kvs); err != nil {
+		if _, err := o.Change(ctx, st.source, st.kvs, api.TxnOptions{}); err != nil {
 			t.Fatalf("step %d: %v", i, err)
 		}
 		if ops := b.takeOps(); !slices.Equal(ops, st.ops) {
@@ -206,14 +206,14 @@ func TestResyncOfOneSourceKeepsTheOthers(t *testing.T) {
 	o, _, b := newEnv(t, nil)
 	ctx := context.Background()
 	o.Register(orchestrator.SourceEtcd)
-	if _, err := o.Resync(ctx, orchestrator.SourceEtcd, []orchestrator.KV{kv("item/e1", "1"), kv("item/e2", "2")}); err != nil {
+	if _, err := o.Resync(ctx, orchestrator.SourceEtcd, []orchestrator.KV{kv("item/e1", "1"), kv("item/e2", "2")}, api.TxnOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := o.Change(ctx, orchestrator.SourceGRPC, []orchestrator.KV{kv("item/g", "g")}); err != nil {
+	if _, err := o.Change(ctx, orchestrator.SourceGRPC, []orchestrator.KV{kv("item/g", "g")}, api.TxnOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	b.takeOps()
-	if _, err := o.Resync(ctx, orchestrator.SourceEtcd, []orchestrator.KV{kv("item/e2", "2b")}); err != nil {
+	if _, err := o.Resync(ctx, orchestrator.SourceEtcd, []orchestrator.KV{kv("item/e2", "2b")}, api.TxnOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	ops := b.takeOps()
@@ -238,7 +238,7 @@ func TestUndecodableValueBlocksNothing(t *testing.T) {
 	}
 	_, err := o.Change(ctx, orchestrator.SourceEtcd, []orchestrator.KV{
 		{Key: "item/bad", Err: errors.New(`value of key "item/bad": proto: syntax error`)}, kv("item/good", "g"),
-	})
+	}, api.TxnOptions{})
 	if err == nil {
 		t.Fatal("no error for the undecodable value")
 	}
@@ -249,7 +249,7 @@ func TestUndecodableValueBlocksNothing(t *testing.T) {
 	if ops := b.takeOps(); !slices.Equal(ops, []string{"create item/good=g"}) {
 		t.Errorf("operations %v", ops)
 	}
-	if _, err := o.Change(ctx, orchestrator.SourceEtcd, []orchestrator.KV{kv("item/bad", "fixed")}); err != nil {
+	if _, err := o.Change(ctx, orchestrator.SourceEtcd, []orchestrator.KV{kv("item/bad", "fixed")}, api.TxnOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if ops := b.takeOps(); !slices.Equal(ops, []string{"create item/bad=fixed"}) {
@@ -263,11 +263,11 @@ func TestPlanChangesNothing(t *testing.T) {
 	if err := o.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := o.Change(ctx, orchestrator.SourceGRPC, []orchestrator.KV{kv("item/a", "a")}); err != nil {
+	if _, err := o.Change(ctx, orchestrator.SourceGRPC, []orchestrator.KV{kv("item/a", "a")}, api.TxnOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	b.takeOps()
-	seq, err := o.Plan(ctx, orchestrator.SourceGRPC, []orchestrator.KV{kv("item/a", "a2"), kv("item/b", "b")}, false)
+	seq, err := o.Plan(ctx, orchestrator.SourceGRPC, []orchestrator.KV{kv("item/a", "a2"), kv("item/b", "b")}, false, api.TxnOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -293,7 +293,7 @@ func TestFailedChangeIsRetried(t *testing.T) {
 	o, s, b := newEnv(t, nil)
 	ctx := context.Background()
 	o.Register(orchestrator.SourceEtcd)
-	if _, err := o.Resync(ctx, orchestrator.SourceEtcd, nil); err != nil {
+	if _, err := o.Resync(ctx, orchestrator.SourceEtcd, nil, api.TxnOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	b.mu.Lock()
@@ -302,7 +302,7 @@ func TestFailedChangeIsRetried(t *testing.T) {
 	statuses := make(chan *api.BaseValueStatus, 16)
 	stop := s.WatchValueStatus(statuses, func(k string) bool { return k == "item/late" })
 	defer stop()
-	if _, err := o.Change(ctx, orchestrator.SourceEtcd, []orchestrator.KV{kv("item/late", "x")}); err == nil {
+	if _, err := o.Change(ctx, orchestrator.SourceEtcd, []orchestrator.KV{kv("item/late", "x")}, api.TxnOptions{}); err == nil {
 		t.Fatal("the first create of item/late did not fail")
 	}
 	timeout := time.After(20 * time.Second)
@@ -359,7 +359,7 @@ func TestReadinessAnswersDuringABlockedCommit(t *testing.T) {
 
 	first := make(chan error, 1)
 	go func() {
-		_, err := o.Resync(ctx, orchestrator.SourceEtcd, []orchestrator.KV{kv("item/slow1", "s")})
+		_, err := o.Resync(ctx, orchestrator.SourceEtcd, []orchestrator.KV{kv("item/slow1", "s")}, api.TxnOptions{})
 		first <- err
 	}()
 	<-entered
@@ -380,7 +380,7 @@ func TestReadinessAnswersDuringABlockedCommit(t *testing.T) {
 
 	change := make(chan error, 1)
 	go func() {
-		_, err := o.Change(ctx, orchestrator.SourceGRPC, []orchestrator.KV{kv("item/slow2", "t")})
+		_, err := o.Change(ctx, orchestrator.SourceGRPC, []orchestrator.KV{kv("item/slow2", "t")}, api.TxnOptions{})
 		change <- err
 	}()
 	<-entered
@@ -397,5 +397,116 @@ func TestReadinessAnswersDuringABlockedCommit(t *testing.T) {
 	release <- struct{}{}
 	if err := <-change; err != nil {
 		t.Fatalf("change: %v", err)
+	}
+}
+
+// TestTxnOptions: the caller's options reach the transaction: its
+// description (after which a full resync's own is appended) and
+// NonBlocking (Change returns once the transaction is queued).
+func TestTxnOptions(t *testing.T) {
+	o, s, b := newEnv(t, nil)
+	ctx := context.Background()
+	entered, release := make(chan string), make(chan struct{})
+	b.hold = func(key string) {
+		if key == "item/slow" {
+			entered <- key
+			<-release
+		}
+	}
+	if err := o.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	seq, err := o.Change(ctx, orchestrator.SourceGRPC, []orchestrator.KV{kv("item/a", "a")}, api.TxnOptions{Description: "add a"})
+	if rec := s.GetRecordedTransaction(seq); err != nil || rec == nil || rec.Description != "add a" {
+		t.Errorf("record of a change described %q: %+v, %v", "add a", rec, err)
+	}
+	seq, err = o.Resync(ctx, orchestrator.SourceEtcd, []orchestrator.KV{kv("item/e", "e")}, api.TxnOptions{Description: "reload"})
+	if rec := s.GetRecordedTransaction(seq); err != nil || rec == nil || rec.Description != "reload: full resync (source etcd)" || rec.ResyncType != api.FullResync {
+		t.Errorf("record of a resync described %q: %+v, %v", "reload", rec, err)
+	}
+
+	queued := make(chan uint64, 1)
+	go func() {
+		seq, err := o.Change(ctx, orchestrator.SourceGRPC, []orchestrator.KV{kv("item/slow", "s")}, api.TxnOptions{NonBlocking: true})
+		if err != nil {
+			t.Errorf("non-blocking change: %v", err)
+		}
+		queued <- seq
+	}()
+	// The Create of item/slow waits for release: Change returned before it
+	// could finish.
+	<-entered
+	select {
+	case seq = <-queued:
+	case <-time.After(10 * time.Second):
+		t.Fatal("a non-blocking Change did not return while its transaction ran")
+	}
+	close(release)
+	// Transactions run in order: once a blocking one is done, so is the
+	// non-blocking one.
+	if _, err := o.Change(ctx, orchestrator.SourceGRPC, []orchestrator.KV{kv("item/b", "b")}, api.TxnOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if rec := s.GetRecordedTransaction(seq); rec == nil || len(rec.Executed) != 1 || rec.Executed[0].Key != "item/slow" {
+		t.Errorf("record of the non-blocking change #%d: %+v", seq, rec)
+	}
+}
+
+// TestRefusedTxnOptionsChangeNothing: options the orchestrator or the
+// scheduler refuses fail the call with the *api.OptionError naming the
+// field, before the source's values change or anything is committed.
+func TestRefusedTxnOptionsChangeNothing(t *testing.T) {
+	o, s, b := newEnv(t, nil)
+	ctx := context.Background()
+	if err := o.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	calls := map[string]func(api.TxnOptions) (uint64, error){
+		"Change": func(opts api.TxnOptions) (uint64, error) {
+			return o.Change(ctx, orchestrator.SourceGRPC, []orchestrator.KV{kv("item/x", "x")}, opts)
+		},
+		"Resync": func(opts api.TxnOptions) (uint64, error) {
+			return o.Resync(ctx, orchestrator.SourceGRPC, []orchestrator.KV{kv("item/x", "x")}, opts)
+		},
+		"Plan": func(opts api.TxnOptions) (uint64, error) {
+			return o.Plan(ctx, orchestrator.SourceGRPC, []orchestrator.KV{kv("item/x", "x")}, false, opts)
+		},
+	}
+	for _, tc := range []struct {
+		opts  api.TxnOptions
+		field string
+	}{
+		{api.TxnOptions{Revert: true}, "Revert"},
+		{api.TxnOptions{DryRun: true}, "DryRun"},
+		{api.TxnOptions{Resync: api.DownstreamResync}, "Resync"},
+		{api.TxnOptions{Retry: &api.RetryOpt{Period: time.Second}}, "Retry.MaxCount"},
+		{api.TxnOptions{Retry: &api.RetryOpt{MaxCount: 1}}, "Retry.Period"},
+	} {
+		for name, call := range calls {
+			history := len(s.GetTransactionHistory(time.Time{}, time.Time{}))
+			seq, err := call(tc.opts)
+			var te *api.TransactionError
+			var oe *api.OptionError
+			if !errors.As(err, &te) || te.TxnInitError == nil || !errors.As(err, &oe) || oe.Field != tc.field ||
+				!strings.Contains(err.Error(), "transaction options: "+tc.field+" ") {
+				t.Errorf("%s with %+v: %d, %v; want the *api.OptionError of %s", name, tc.opts, seq, err, tc.field)
+			}
+			if v := o.SourceValue(orchestrator.SourceGRPC, "item/x"); v != nil {
+				t.Fatalf("%s with %+v refused, but the source holds item/x", name, tc.opts)
+			}
+			if n := len(s.GetTransactionHistory(time.Time{}, time.Time{})); n != history {
+				t.Errorf("%s with %+v refused, but %d transactions were recorded", name, tc.opts, n-history)
+			}
+		}
+	}
+	// Verbose is a resync's option: a change refuses it, a resync takes it.
+	if _, err := calls["Change"](api.TxnOptions{Verbose: true}); err == nil || !strings.Contains(err.Error(), "Verbose") {
+		t.Errorf("Change with Verbose: %v", err)
+	}
+	if _, err := calls["Resync"](api.TxnOptions{Verbose: true}); err != nil {
+		t.Errorf("Resync with Verbose: %v", err)
+	}
+	if ops := b.takeOps(); !slices.Equal(ops, []string{"create item/x=x"}) {
+		t.Errorf("operations %v, want the create of the accepted resync only", ops)
 	}
 }

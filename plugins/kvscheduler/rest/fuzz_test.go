@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/netagent-io/netagent/plugins/kvscheduler"
+	"github.com/netagent-io/netagent/plugins/kvscheduler/api"
 	"github.com/netagent-io/netagent/plugins/kvscheduler/internal/mocksb"
 	"github.com/netagent-io/netagent/plugins/kvscheduler/rest"
 )
@@ -50,7 +51,7 @@ func FuzzQuery(f *testing.F) {
 		for k, v := range step {
 			txn.SetValue(k, mocksb.Str(v))
 		}
-		if _, err := txn.Commit(context.Background()); err != nil {
+		if _, err := txn.Commit(context.Background(), api.TxnOptions{}); err != nil {
 			f.Fatal(err)
 		}
 	}

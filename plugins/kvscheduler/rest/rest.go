@@ -818,13 +818,20 @@ func (h *Handler) downstreamResync(w http.ResponseWriter, r *http.Request) {
 		fail(w, err)
 		return
 	}
-	ctx := api.WithResync(r.Context(), api.DownstreamResync, verbose)
-	ctx = api.WithDescription(ctx, "downstream resync requested over REST")
+	opts := api.TxnOptions{Resync: api.DownstreamResync, Verbose: verbose, Description: "downstream resync requested over REST"}
 	if retry {
-		ctx = api.WithRetryDefault(ctx)
+		opts.Retry = api.DefaultRetry()
 	}
-	seq, err := h.s.StartNBTransaction().Commit(ctx)
+	seq, err := h.s.StartNBTransaction().Commit(r.Context(), opts)
 	if seq == 0 && err != nil {
+		// Options the scheduler refuses are the request's fault (the text
+		// names the field); anything else that kept the transaction from
+		// being queued is the scheduler's state (closed, queue full).
+		var optErr *api.OptionError
+		if errors.As(err, &optErr) {
+			writeError(w, http.StatusBadRequest, "downstream resync: "+optErr.Error())
+			return
+		}
 		writeError(w, http.StatusServiceUnavailable, "downstream resync: "+err.Error())
 		return
 	}

@@ -125,19 +125,19 @@ type kv struct {
 func set(key, text string) kv { return kv{key, mocksb.Str(text)} }
 func del(key string) kv       { return kv{key: key} }
 
-func (e *env) commit(ctx context.Context, changes ...kv) (uint64, error) {
+func (e *env) commit(opts api.TxnOptions, changes ...kv) (uint64, error) {
 	txn := e.s.StartNBTransaction()
 	for _, c := range changes {
 		txn.SetValue(c.key, c.value)
 	}
-	return txn.Commit(ctx)
+	return txn.Commit(context.Background(), opts)
 }
 
 // txn moves the clock by a second and runs a transaction that must succeed.
 func (e *env) txn(changes ...kv) uint64 {
 	e.t.Helper()
 	e.clock.advance(time.Second)
-	seq, err := e.commit(context.Background(), changes...)
+	seq, err := e.commit(api.TxnOptions{}, changes...)
 	if err != nil {
 		e.t.Fatalf("commit: %v", err)
 	}
@@ -630,7 +630,7 @@ func TestTxnHistoryRevertedTransaction(t *testing.T) {
 	e.txn(set("iface/a", "a"))
 	e.sb.Fail("create", "route/r2", nil, 1)
 	e.clock.advance(time.Second)
-	seq, err := e.commit(api.WithRevert(context.Background()), set("iface/a", "a2"), set("route/r2", "x dep=iface/a"))
+	seq, err := e.commit(api.TxnOptions{Revert: true}, set("iface/a", "a2"), set("route/r2", "x dep=iface/a"))
 	if err == nil {
 		t.Fatal("reverted commit: no error")
 	}
@@ -1183,7 +1183,7 @@ func TestStatus(t *testing.T) {
 	// A failed value shows its error.
 	e.sb.Fail("create", "iface/c", nil, 1)
 	e.clock.advance(time.Second)
-	if _, err := e.commit(context.Background(), set("iface/c", "c")); err == nil {
+	if _, err := e.commit(api.TxnOptions{}, set("iface/c", "c")); err == nil {
 		t.Fatal("failing create: no error")
 	}
 	var failed jStatuses

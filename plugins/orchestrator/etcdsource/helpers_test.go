@@ -19,6 +19,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/netagent-io/netagent/pkg/models"
+	"github.com/netagent-io/netagent/plugins/kvscheduler/api"
 	"github.com/netagent-io/netagent/plugins/orchestrator"
 	"github.com/netagent-io/netagent/plugins/orchestrator/etcdsource"
 	vppif "github.com/netagent-io/netagent/proto/vpp/interfaces"
@@ -151,11 +152,11 @@ func newSink() *fakeSink {
 		notify: make(chan struct{}, 1), entered: make(chan call, 16)}
 }
 
-func (f *fakeSink) Resync(ctx context.Context, id orchestrator.SourceID, kvs []orchestrator.KV) (uint64, error) {
+func (f *fakeSink) Resync(ctx context.Context, id orchestrator.SourceID, kvs []orchestrator.KV, _ api.TxnOptions) (uint64, error) {
 	return f.record(ctx, id, true, kvs)
 }
 
-func (f *fakeSink) Change(ctx context.Context, id orchestrator.SourceID, kvs []orchestrator.KV) (uint64, error) {
+func (f *fakeSink) Change(ctx context.Context, id orchestrator.SourceID, kvs []orchestrator.KV, _ api.TxnOptions) (uint64, error) {
 	return f.record(ctx, id, false, kvs)
 }
 

@@ -21,10 +21,11 @@ import (
 )
 
 // Sink receives the states and changes (the *orchestrator.Orchestrator
-// implements it).
+// implements it). The source passes the zero api.TxnOptions: the
+// orchestrator's defaults.
 type Sink interface {
-	Resync(ctx context.Context, id orchestrator.SourceID, kvs []orchestrator.KV) (uint64, error)
-	Change(ctx context.Context, id orchestrator.SourceID, kvs []orchestrator.KV) (uint64, error)
+	Resync(ctx context.Context, id orchestrator.SourceID, kvs []orchestrator.KV, opts api.TxnOptions) (uint64, error)
+	Change(ctx context.Context, id orchestrator.SourceID, kvs []orchestrator.KV, opts api.TxnOptions) (uint64, error)
 }
 
 var _ Sink = (*orchestrator.Orchestrator)(nil)
@@ -199,7 +200,7 @@ func (s *Source) resync(ctx context.Context) (int64, error) {
 		return 0, err
 	}
 	start := time.Now()
-	if _, err := s.sink.Resync(ctx, orchestrator.SourceEtcd, kvs); err != nil && ctx.Err() == nil {
+	if _, err := s.sink.Resync(ctx, orchestrator.SourceEtcd, kvs, api.TxnOptions{}); err != nil && ctx.Err() == nil {
 		s.log.Log(ctx, sinkErrLevel(err), "resync of the etcd state reported an error", "revision", rev, "keys", len(kvs), "error", err)
 	} else {
 		s.log.Debug("resynced the etcd state", "revision", rev, "keys", len(kvs), "took", time.Since(start))
@@ -335,7 +336,7 @@ func (s *Source) watch(ctx context.Context, rev int64) (end watchEnd, establishe
 			return // only keys created and deleted within the batch
 		}
 		start := time.Now()
-		if _, err := s.sink.Change(ctx, orchestrator.SourceEtcd, kvs); err != nil && ctx.Err() == nil {
+		if _, err := s.sink.Change(ctx, orchestrator.SourceEtcd, kvs, api.TxnOptions{}); err != nil && ctx.Err() == nil {
 			s.log.Log(ctx, sinkErrLevel(err), "change from etcd reported an error", "keys", len(kvs), "revisions", revs, "error", err)
 		} else {
 			s.log.Debug("change from etcd", "keys", len(kvs), "revisions", revs, "took", time.Since(start))

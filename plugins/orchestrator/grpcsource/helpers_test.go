@@ -97,7 +97,7 @@ func (f *fakeSB) descriptor(name string, m *models.Model) *api.KVDescriptor {
 		KeySelector:   func(key string) bool { return strings.HasPrefix(key, m.KeyPrefix) },
 		ValueTypeName: string(m.MessageName()),
 		WithMetadata:  false,
-		Create: func(key string, v proto.Message) (any, error) {
+		Create: func(_ context.Context, key string, v proto.Message) (any, error) {
 			f.record("create " + key)
 			f.mu.Lock()
 			block := f.block
@@ -114,14 +114,14 @@ func (f *fakeSB) descriptor(name string, m *models.Model) *api.KVDescriptor {
 			f.foreign[key] = false
 			return nil, nil
 		},
-		Update: func(key string, _, v proto.Message, _ any) (any, error) {
+		Update: func(_ context.Context, key string, _, v proto.Message, _ any) (any, error) {
 			f.record("update " + key)
 			f.mu.Lock()
 			defer f.mu.Unlock()
 			f.values[key] = proto.Clone(v)
 			return nil, nil
 		},
-		Delete: func(key string, _ proto.Message, _ any) error {
+		Delete: func(_ context.Context, key string, _ proto.Message, _ any) error {
 			f.record("delete " + key)
 			f.mu.Lock()
 			defer f.mu.Unlock()
@@ -129,7 +129,7 @@ func (f *fakeSB) descriptor(name string, m *models.Model) *api.KVDescriptor {
 			delete(f.foreign, key)
 			return nil
 		},
-		Retrieve: func([]api.KVWithMetadata) ([]api.KVWithMetadata, error) {
+		Retrieve: func(context.Context, []api.KVWithMetadata) ([]api.KVWithMetadata, error) {
 			f.mu.Lock()
 			defer f.mu.Unlock()
 			if f.retrieveErr != nil {
@@ -253,9 +253,9 @@ func (e *env) start(t *testing.T, etcd ...proto.Message) {
 	ctx := context.Background()
 	var err error
 	if len(etcd) > 0 {
-		_, err = e.o.Resync(ctx, orchestrator.SourceEtcd, kvsOf(t, etcd...))
+		_, err = e.o.Resync(ctx, orchestrator.SourceEtcd, kvsOf(t, etcd...), api.TxnOptions{})
 	} else {
-		_, err = e.o.Resync(ctx, orchestrator.SourceGRPC, nil)
+		_, err = e.o.Resync(ctx, orchestrator.SourceGRPC, nil, api.TxnOptions{})
 	}
 	if err != nil {
 		t.Fatalf("first sync: %v", err)

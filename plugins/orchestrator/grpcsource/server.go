@@ -49,7 +49,9 @@
 // # Errors
 //
 // InvalidArgument: a malformed request (no configuration where one is
-// required, an invalid value, an empty or unknown key prefix).
+// required, an invalid value, an empty or unknown key prefix), or
+// transaction options the orchestrator or the scheduler refuses (the
+// message names the field, as api.OptionError does).
 // ResourceExhausted: the transaction queue is full. Unavailable: the
 // scheduler is closed, or a descriptor's Retrieve failed (Dump). Canceled
 // and DeadlineExceeded: the client's context ended. Internal: anything else.
@@ -206,11 +208,11 @@ func (s *Server) Update(ctx context.Context, req *configuratorpb.UpdateRequest) 
 	if err != nil {
 		return nil, err
 	}
-	seq, errs, err := s.commit(ctx, "update", req.GetWaitDone(), func(ctx context.Context) (uint64, error) {
+	seq, errs, err := s.commit(ctx, "update", req.GetWaitDone(), func(ctx context.Context, opts api.TxnOptions) (uint64, error) {
 		if req.GetFullResync() {
-			return s.o.Resync(ctx, orchestrator.SourceGRPC, kvs)
+			return s.o.Resync(ctx, orchestrator.SourceGRPC, kvs, opts)
 		}
-		return s.o.Change(ctx, orchestrator.SourceGRPC, kvs)
+		return s.o.Change(ctx, orchestrator.SourceGRPC, kvs, opts)
 	})
 	if err != nil {
 		return nil, err
@@ -288,8 +290,8 @@ func (s *Server) Delete(ctx context.Context, req *configuratorpb.DeleteRequest) 
 	for i, key := range keys {
 		kvs[i] = orchestrator.KV{Key: key}
 	}
-	seq, errs, err := s.commit(ctx, "delete", req.GetWaitDone(), func(ctx context.Context) (uint64, error) {
-		return s.o.Change(ctx, orchestrator.SourceGRPC, kvs)
+	seq, errs, err := s.commit(ctx, "delete", req.GetWaitDone(), func(ctx context.Context, opts api.TxnOptions) (uint64, error) {
+		return s.o.Change(ctx, orchestrator.SourceGRPC, kvs, opts)
 	})
 	if err != nil {
 		return nil, err
@@ -423,18 +425,16 @@ func hasFieldsOf(v, part proto.Message) bool {
 	return same
 }
 
-// commit runs a change of the gRPC source. The change always runs once
+// commit runs a change of the gRPC source, giving it the context and the
+// transaction options to commit with. The change always runs once
 // committed (the client's cancellation does not drop it: the orchestrator
 // already holds the values). Without wait, it is only queued.
-func (s *Server) commit(ctx context.Context, what string, wait bool, change func(context.Context) (uint64, error)) (uint64, []*configuratorpb.KeyError, error) {
+func (s *Server) commit(ctx context.Context, what string, wait bool, change func(context.Context, api.TxnOptions) (uint64, error)) (uint64, []*configuratorpb.KeyError, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, nil, status.FromContextError(err).Err()
 	}
-	txnCtx := api.WithDescription(context.WithoutCancel(ctx), "gRPC "+what)
-	if !wait {
-		txnCtx = api.WithoutBlocking(txnCtx)
-	}
-	seq, err := change(txnCtx)
+	opts := api.TxnOptions{Description: "gRPC " + what, NonBlocking: !wait}
+	seq, err := change(context.WithoutCancel(ctx), opts)
 	if err == nil {
 		return seq, nil, nil
 	}
@@ -469,7 +469,13 @@ func (s *Server) stateOf(key string) api.ValueState {
 
 // schedulerError maps an error of a commit to a gRPC status.
 func (s *Server) schedulerError(what string, err error) error {
+	var optErr *api.OptionError
 	switch {
+	case errors.As(err, &optErr):
+		// Options the request asked for that the orchestrator or the
+		// scheduler refuses: the client's to fix, and the text names the
+		// field.
+		return status.Errorf(codes.InvalidArgument, "%s: %v", what, optErr)
 	case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
 		return status.FromContextError(err).Err()
 	case errors.Is(err, api.ErrTxnQueueFull):
@@ -487,7 +493,7 @@ func (s *Server) Plan(ctx context.Context, req *configuratorpb.UpdateRequest) (*
 	if err != nil {
 		return nil, err
 	}
-	seq, err := s.o.Plan(api.WithDescription(ctx, "gRPC plan"), orchestrator.SourceGRPC, kvs, req.GetFullResync())
+	seq, err := s.o.Plan(ctx, orchestrator.SourceGRPC, kvs, req.GetFullResync(), api.TxnOptions{Description: "gRPC plan"})
 	var te *api.TransactionError
 	if err != nil && !(errors.As(err, &te) && te.TxnInitError == nil) {
 		return nil, s.schedulerError("plan", err)

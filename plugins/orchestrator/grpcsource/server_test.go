@@ -309,7 +309,7 @@ func TestUnchangedValuesInError(t *testing.T) {
 
 	// The in-process client sets tun1 to a loopback: the gRPC value of tun1
 	// is not the one applied, its INVALID status is gone and not reported.
-	if _, err := e.o.Change(context.Background(), orchestrator.SourceLocal, kvsOf(t, loop("tun1"))); err != nil {
+	if _, err := e.o.Change(context.Background(), orchestrator.SourceLocal, kvsOf(t, loop("tun1")), api.TxnOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	plan, err = e.client.Plan(context.Background(), &configuratorpb.UpdateRequest{Update: doc})

@@ -6,8 +6,11 @@
 //	seq, err := c.Put(ctx, &linuxif.Interface{Name: "veth1", ...}, &linuxl3.Route{...})
 //
 // Each call is one transaction; it blocks until the transaction is done,
-// like api.Txn.Commit (pass api.WithoutBlocking(ctx) to only queue it), and
-// returns its *api.TransactionError for values that failed.
+// like api.Txn.Commit, and returns its *api.TransactionError for values that
+// failed. WithOptions gives a client committing with other options, e.g. to
+// only queue the transactions:
+//
+//	seq, err := c.WithOptions(api.TxnOptions{NonBlocking: true}).Put(ctx, v)
 package localclient
 
 import (
@@ -17,6 +20,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/netagent-io/netagent/pkg/models"
+	"github.com/netagent-io/netagent/plugins/kvscheduler/api"
 	"github.com/netagent-io/netagent/plugins/orchestrator"
 )
 
@@ -24,6 +28,8 @@ import (
 type Client struct {
 	o   *orchestrator.Orchestrator
 	reg *models.Registry
+	// opts are the options of every transaction of the client.
+	opts api.TxnOptions
 }
 
 // New returns a client of the orchestrator (nil registry: models.Default).
@@ -32,10 +38,21 @@ func New(ctx context.Context, o *orchestrator.Orchestrator, reg *models.Registry
 	if reg == nil {
 		reg = models.Default
 	}
-	if _, err := o.Resync(ctx, orchestrator.SourceLocal, nil); err != nil {
+	if _, err := o.Resync(ctx, orchestrator.SourceLocal, nil, api.TxnOptions{}); err != nil {
 		return nil, err
 	}
 	return &Client{o: o, reg: reg}, nil
+}
+
+// WithOptions returns a client of the same source whose transactions are
+// committed with opts (see the orchestrator's package documentation for the
+// options it accepts: invalid ones fail each call with a
+// *api.TransactionError naming the field, and change nothing). c is
+// unchanged.
+func (c *Client) WithOptions(opts api.TxnOptions) *Client {
+	c2 := *c
+	c2.opts = opts
+	return &c2
 }
 
 func (c *Client) kvs(values []proto.Message, del bool) ([]orchestrator.KV, error) {
@@ -61,7 +78,7 @@ func (c *Client) Put(ctx context.Context, values ...proto.Message) (uint64, erro
 	if err != nil {
 		return 0, err
 	}
-	return c.o.Change(ctx, orchestrator.SourceLocal, kvs)
+	return c.o.Change(ctx, orchestrator.SourceLocal, kvs, c.opts)
 }
 
 // Delete removes the local values with the keys of these values (other
@@ -71,7 +88,7 @@ func (c *Client) Delete(ctx context.Context, values ...proto.Message) (uint64, e
 	if err != nil {
 		return 0, err
 	}
-	return c.o.Change(ctx, orchestrator.SourceLocal, kvs)
+	return c.o.Change(ctx, orchestrator.SourceLocal, kvs, c.opts)
 }
 
 // Resync replaces all the local values with these.
@@ -80,5 +97,5 @@ func (c *Client) Resync(ctx context.Context, values ...proto.Message) (uint64, e
 	if err != nil {
 		return 0, err
 	}
-	return c.o.Resync(ctx, orchestrator.SourceLocal, kvs)
+	return c.o.Resync(ctx, orchestrator.SourceLocal, kvs, c.opts)
 }
