@@ -28,8 +28,8 @@
 //   - transactions_total{type, resync, result} (counter): finished
 //     transactions, dry runs included. type is the transaction type in
 //     snake_case: nb_transaction, sb_notification,
-//     retry_of_failed_operations, retry_of_unimplemented_values (unknown for
-//     any other). resync is none, full, upstream or downstream (unknown for
+//     retry_of_failed_operations, retry_of_unimplemented_values,
+//     follow_up_requested_by_a_descriptor (unknown for any other). resync is none, full, upstream or downstream (unknown for
 //     any other). result is ok or failed.
 //   - transaction_duration_seconds{type} (histogram): Stop - Start of the
 //     transaction record; not observed when either time is zero or Stop is

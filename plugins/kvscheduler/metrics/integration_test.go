@@ -5,12 +5,16 @@ import (
 	"io"
 	"log/slog"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/netagent-io/netagent/plugins/kvscheduler"
+	"github.com/netagent-io/netagent/plugins/kvscheduler/api"
 	"github.com/netagent-io/netagent/plugins/kvscheduler/internal/mocksb"
 	"github.com/netagent-io/netagent/plugins/kvscheduler/metrics"
 )
@@ -39,7 +43,7 @@ func TestWiredToAScheduler(t *testing.T) {
 		SetValue("iface/b", mocksb.Str("b")).
 		SetValue("route/r1", mocksb.Str("dep=iface/a")).
 		SetValue("route/r2", mocksb.Str("dep=iface/x"))
-	if _, err := txn.Commit(context.Background()); err == nil {
+	if _, err := txn.Commit(context.Background(), api.TxnOptions{}); err == nil {
 		t.Fatal("commit with a failing create: no error")
 	}
 	want := `
@@ -61,6 +65,67 @@ netagent_scheduler_values{descriptor="route",state="configured"} 1
 netagent_scheduler_values{descriptor="route",state="pending"} 1
 `
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(wantValues), "netagent_scheduler_values"); err != nil {
+		t.Error(err)
+	}
+}
+
+// followUpWatch is an observer that passes the events on to the metrics
+// and tells when a follow-up transaction is done.
+type followUpWatch struct {
+	*metrics.Metrics
+	done chan struct{}
+}
+
+func (w followUpWatch) TxnDone(rec *api.RecordedTxn, wait time.Duration, failed bool) {
+	w.Metrics.TxnDone(rec, wait, failed)
+	if rec != nil && rec.TxnType == api.FollowUp {
+		w.done <- struct{}{}
+	}
+}
+
+// TestFollowUpTransaction: the transaction of a descriptor's
+// api.RequestReconcile is counted under its own type.
+func TestFollowUpTransaction(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m, err := metrics.New(reg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := followUpWatch{Metrics: m, done: make(chan struct{}, 1)}
+	s := kvscheduler.New(kvscheduler.Options{Observer: w, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	defer s.Close()
+	m.SetSource(s)
+	var asked atomic.Bool
+	if err := s.RegisterKVDescriptor(&api.KVDescriptor{
+		Name:        "item",
+		NBKeyPrefix: "item/",
+		KeySelector: func(k string) bool { return strings.HasPrefix(k, "item/") },
+		Create: func(ctx context.Context, key string, _ proto.Message) (any, error) {
+			// The first create asks for one more look at its value.
+			if !asked.Swap(true) {
+				return nil, api.RequestReconcile(ctx, key)
+			}
+			return nil, nil
+		},
+		Delete: func(context.Context, string, proto.Message, any) error { return nil },
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.StartNBTransaction().SetValue("item/a", mocksb.Str("a")).Commit(context.Background(), api.TxnOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-w.done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no follow-up transaction after a RequestReconcile")
+	}
+	want := `
+# HELP netagent_scheduler_transactions_total Transactions finished by the KV Scheduler, by type, resync type and result.
+# TYPE netagent_scheduler_transactions_total counter
+netagent_scheduler_transactions_total{result="ok",resync="none",type="follow_up_requested_by_a_descriptor"} 1
+netagent_scheduler_transactions_total{result="ok",resync="none",type="nb_transaction"} 1
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "netagent_scheduler_transactions_total"); err != nil {
 		t.Error(err)
 	}
 }

@@ -182,7 +182,7 @@ func validLabel(s string) string {
 // "nb_transaction"); the known types only, "unknown" otherwise.
 func txnTypeLabel(t api.TxnType) string {
 	switch t {
-	case api.NBTransaction, api.SBNotification, api.RetryFailedOps, api.RetryUnimplemented:
+	case api.NBTransaction, api.SBNotification, api.RetryFailedOps, api.RetryUnimplemented, api.FollowUp:
 		return snakeCase(t.String())
 	default:
 		return unknown

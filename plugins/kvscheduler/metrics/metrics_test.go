@@ -129,6 +129,7 @@ func TestTransactions(t *testing.T) {
 	m.TxnDone(rec(api.SBNotification, api.NotResync, 100*time.Microsecond), 0, false)
 	m.TxnDone(rec(api.RetryFailedOps, api.NotResync, time.Millisecond), 0, true)
 	m.TxnDone(rec(api.RetryUnimplemented, api.NotResync, time.Millisecond), 0, false)
+	m.TxnDone(rec(api.FollowUp, api.NotResync, 4*time.Millisecond), 0, true)
 	m.TxnDone(rec(api.TxnType(42), api.ResyncType(42), time.Millisecond), 0, false)
 
 	compare(t, reg, `
@@ -142,6 +143,7 @@ netagent_scheduler_transactions_total{result="ok",resync="downstream",type="nb_t
 netagent_scheduler_transactions_total{result="ok",resync="none",type="sb_notification"} 1
 netagent_scheduler_transactions_total{result="failed",resync="none",type="retry_of_failed_operations"} 1
 netagent_scheduler_transactions_total{result="ok",resync="none",type="retry_of_unimplemented_values"} 1
+netagent_scheduler_transactions_total{result="failed",resync="none",type="follow_up_requested_by_a_descriptor"} 1
 netagent_scheduler_transactions_total{result="ok",resync="unknown",type="unknown"} 1
 `, "netagent_scheduler_transactions_total")
 
@@ -154,11 +156,13 @@ netagent_scheduler_transactions_total{result="ok",resync="unknown",type="unknown
 	checkHistogram(t, reg, "netagent_scheduler_transaction_duration_seconds",
 		map[string]string{"type": "retry_of_unimplemented_values"}, 1, 0.001)
 	checkHistogram(t, reg, "netagent_scheduler_transaction_duration_seconds",
+		map[string]string{"type": "follow_up_requested_by_a_descriptor"}, 1, 0.004)
+	checkHistogram(t, reg, "netagent_scheduler_transaction_duration_seconds",
 		map[string]string{"type": "unknown"}, 1, 0.001)
-	if n := count(t, reg, "netagent_scheduler_transaction_duration_seconds"); n != 5 {
-		t.Errorf("%d transaction_duration_seconds series, want 5", n)
+	if n := count(t, reg, "netagent_scheduler_transaction_duration_seconds"); n != 6 {
+		t.Errorf("%d transaction_duration_seconds series, want 6", n)
 	}
-	checkHistogram(t, reg, "netagent_scheduler_transaction_queue_wait_seconds", nil, 10, 0.001)
+	checkHistogram(t, reg, "netagent_scheduler_transaction_queue_wait_seconds", nil, 11, 0.001)
 }
 
 func TestTransactionDurationBuckets(t *testing.T) {
