@@ -1065,11 +1065,12 @@ func TestE2ERunFailingAfterTheLinuxPlugins(t *testing.T) {
 	}
 }
 
-// The agent wires the VPP L2 plugin to its scheduler: an interface moved
-// from one bridge domain to another in one transaction is moved at once,
-// also when the new domain sorts first (without the wiring the new binding
-// is refused while the old one is still in place), and an interface in two
-// bridge domains is refused with both named.
+// An interface is in one bridge domain at a time (the bindings' Exclusive
+// dependency, kept by the scheduler): one moved from a bridge domain to
+// another in one transaction is moved at once, also when the new domain
+// sorts first (the old binding is removed before the new one is made), and
+// one put in two bridge domains waits PENDING in the second, its details
+// naming the binding that holds it, until the first lets it go.
 func TestE2EVPPBridgeDomainMoveAndConflict(t *testing.T) {
 	a, _ := startVPPAgent(t)
 	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
@@ -1143,16 +1144,16 @@ func TestE2EVPPBridgeDomainMoveAndConflict(t *testing.T) {
 		t.Errorf("binding bd-a/mv1 right after the move: %+v, want CONFIGURED", st)
 	}
 
-	// mv1 in bd-a and bd-b: the second binding is refused, naming both.
+	// mv1 in bd-a and bd-b: the second binding waits for the first.
 	update(true, bd("bd-a", "mv1"), bd("bd-b", "mv1"), bd("bd-z"))
-	st := waitBinding(binding("bd-b", "mv1"), "FAILED")
-	if !strings.Contains(st.Error, "bd-a") || !strings.Contains(st.Error, "one bridge domain") {
-		t.Errorf("refused binding: error %q, want it to name bd-a and say why", st.Error)
+	st := waitBinding(binding("bd-b", "mv1"), "PENDING")
+	if !slices.ContainsFunc(st.Details, func(d string) bool { return strings.Contains(d, binding("bd-a", "mv1")) }) {
+		t.Errorf("waiting binding: details %q, want them to name %s", st.Details, binding("bd-a", "mv1"))
 	}
 	if st := bindingStatus(binding("bd-a", "mv1")); st.State != "CONFIGURED" {
 		t.Errorf("binding bd-a/mv1 after the conflict: %+v, want CONFIGURED", st)
 	}
-	// bd-a lets mv1 go: the refused binding is applied.
+	// bd-a lets mv1 go: the waiting binding is applied.
 	update(true, bd("bd-a"), bd("bd-b", "mv1"), bd("bd-z"))
 	waitBinding(binding("bd-b", "mv1"), "CONFIGURED")
 }
