@@ -79,7 +79,7 @@ func (e *badEnv) commit(ctx context.Context, key string, value proto.Message) er
 	e.t.Helper()
 	var err error
 	e.noPanic("Commit", func() {
-		_, err = e.s.StartNBTransaction().SetValue(key, value).Commit(ctx)
+		_, err = e.s.StartNBTransaction().SetValue(key, value).Commit(ctx, optsOf(ctx))
 	})
 	return err
 }
@@ -200,7 +200,7 @@ func TestBadEmptyKey(t *testing.T) {
 		_, txnErr = e.s.StartNBTransaction().
 			SetValue("ok/with-empty", mocksb.Str("v")).
 			SetValue("", mocksb.Str("no key")).
-			Commit(context.Background())
+			Commit(context.Background(), api.TxnOptions{})
 	})
 	if !errors.Is(txnErr, api.ErrNilKey) {
 		t.Fatalf("transaction with an empty key among others: error %v, want api.ErrNilKey", txnErr)
@@ -281,10 +281,10 @@ func TestBadRevertWithResync(t *testing.T) {
 
 	// An empty full resync would delete everything; with revert it must not
 	// even start.
-	ctx := api.WithRevert(api.WithResync(context.Background(), api.FullResync, false))
+	ctx := withOpts(withOpts(context.Background(), api.TxnOptions{Resync: api.FullResync}), api.TxnOptions{Revert: true})
 	e.sb.ClearOps()
 	var err error
-	e.noPanic("Commit", func() { _, err = e.s.StartNBTransaction().Commit(ctx) })
+	e.noPanic("Commit", func() { _, err = e.s.StartNBTransaction().Commit(ctx, optsOf(ctx)) })
 	if !errors.Is(err, api.ErrRevertNotSupportedWithResync) {
 		t.Fatalf("revert with resync: error %v, want api.ErrRevertNotSupportedWithResync", err)
 	}
@@ -305,7 +305,7 @@ func TestBadCommitAfterClose(t *testing.T) {
 	if err := e.commit(context.Background(), "ok/after-close", mocksb.Str("v")); !errors.Is(err, api.ErrClosed) {
 		t.Fatalf("commit after Close: error %v, want api.ErrClosed", err)
 	}
-	if err := e.commit(api.WithoutBlocking(context.Background()), "ok/after-close", mocksb.Str("v")); !errors.Is(err, api.ErrClosed) {
+	if err := e.commit(withOpts(context.Background(), api.TxnOptions{NonBlocking: true}), "ok/after-close", mocksb.Str("v")); !errors.Is(err, api.ErrClosed) {
 		t.Fatalf("non-blocking commit after Close: error %v, want api.ErrClosed", err)
 	}
 	e.noPanic("TransactionBarrier after Close", e.s.TransactionBarrier)
@@ -335,7 +335,7 @@ func TestBadCancelledContext(t *testing.T) {
 		// Hold the worker inside a Create so the next commit has to wait.
 		entered, release := make(chan struct{}), make(chan struct{})
 		var holding atomic.Bool
-		e.sb.Hook = func(kind, key string) {
+		e.sb.Hook = func(_ context.Context, kind, key string) {
 			if kind == "create" && key == "ok/slow" && holding.CompareAndSwap(false, true) {
 				close(entered)
 				<-release
@@ -344,7 +344,7 @@ func TestBadCancelledContext(t *testing.T) {
 		defer func() { e.sb.Hook = nil }()
 		slowDone := make(chan error, 1)
 		go func() {
-			_, err := e.s.StartNBTransaction().SetValue("ok/slow", mocksb.Str("slow")).Commit(context.Background())
+			_, err := e.s.StartNBTransaction().SetValue("ok/slow", mocksb.Str("slow")).Commit(context.Background(), api.TxnOptions{})
 			slowDone <- err
 		}()
 		select {
@@ -356,7 +356,7 @@ func TestBadCancelledContext(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		queuedDone := make(chan error, 1)
 		go func() {
-			_, err := e.s.StartNBTransaction().SetValue("ok/queued", mocksb.Str("queued")).Commit(ctx)
+			_, err := e.s.StartNBTransaction().SetValue("ok/queued", mocksb.Str("queued")).Commit(ctx, optsOf(ctx))
 			queuedDone <- err
 		}()
 		cancel()
@@ -390,8 +390,8 @@ func TestBadCancelledContext(t *testing.T) {
 func badGarbageDescriptor(sb *mocksb.SB, garbage *atomic.Pointer[func([]api.KVWithMetadata, error) ([]api.KVWithMetadata, error)]) *api.KVDescriptor {
 	d := sb.Descriptor(mocksb.Options{Name: "g", Prefix: "g/", NB: true})
 	honest := d.Retrieve
-	d.Retrieve = func(correlate []api.KVWithMetadata) ([]api.KVWithMetadata, error) {
-		values, err := honest(correlate)
+	d.Retrieve = func(ctx context.Context, correlate []api.KVWithMetadata) ([]api.KVWithMetadata, error) {
+		values, err := honest(ctx, correlate)
 		if f := garbage.Load(); f != nil {
 			return (*f)(values, err)
 		}
@@ -466,13 +466,13 @@ func TestBadRetrieveGarbage(t *testing.T) {
 
 			garbage.Store(&tc.garbage)
 			var err error
-			full := api.WithResync(context.Background(), api.FullResync, false)
+			full := withOpts(context.Background(), api.TxnOptions{Resync: api.FullResync})
 			e.noPanic("full resync", func() {
 				_, err = e.s.StartNBTransaction().
 					SetValue("g/1", mocksb.Str("g/1")).
 					SetValue("g/2", mocksb.Str("g/2")).
 					SetValue("g/3", mocksb.Str("g/3")).
-					Commit(full)
+					Commit(full, optsOf(full))
 			})
 			if tc.fails {
 				if !errors.Is(err, errRetrieve) && !badStatusMentions(e.s, "retrieve broke", "g/1", "g/2", "g/3") {
@@ -508,7 +508,7 @@ func TestBadRetrieveGarbage(t *testing.T) {
 					SetValue("g/1", mocksb.Str("g/1")).
 					SetValue("g/2", mocksb.Str("g/2")).
 					SetValue("g/3", mocksb.Str("g/3")).
-					Commit(full)
+					Commit(full, optsOf(full))
 			})
 			if err != nil {
 				t.Fatalf("honest resync: %v", err)
@@ -579,40 +579,76 @@ func TestBadValidateInvalidValue(t *testing.T) {
 	e.proveWorking()
 }
 
-func TestBadNestedCommitFromCallback(t *testing.T) {
+// TestBadCommitFromCallback: a callback that commits with its context is
+// refused (it would wait for itself); it reads statuses through its view and
+// asks for follow-up work with RequestReconcile, which the scheduler does in
+// a transaction of its own after the running one.
+func TestBadCommitFromCallback(t *testing.T) {
 	t.Parallel()
 	e := badNewEnv(t)
 	e.register(e.sb.Descriptor(mocksb.Options{Name: "n", Prefix: "n/", NB: true, Deps: mocksb.DependsOn}))
+	// n/2 fails once and is not retried: FAILED until something asks.
+	e.sb.Fail("create", "n/2", errors.New("refused"), 1)
+	if err := e.commit(context.Background(), "n/2", mocksb.Str("second")); err == nil {
+		t.Fatal("n/2: no error for the failing create")
+	}
+	e.wantState("n/2", api.ValueStateFailed)
 
-	nested := make(chan error, 2)
-	e.sb.Hook = func(kind, key string) {
+	type seen struct {
+		commitErr, pushErr, reqErr error
+		view                       api.ValueState
+	}
+	got := make(chan seen, 1)
+	e.sb.Hook = func(ctx context.Context, kind, key string) {
 		if kind != "create" || key != "n/1" {
 			return
 		}
-		_, err := e.s.StartNBTransaction().
-			SetValue("n/2", mocksb.Str("nested dep=n/1")).
-			Commit(context.Background())
-		nested <- err
-		nested <- e.s.PushSBNotification(api.KVWithMetadata{Key: "n/ext", Value: mocksb.Str("from SB"), Origin: api.FromSB})
+		var sn seen
+		_, sn.commitErr = e.s.StartNBTransaction().SetValue("n/3", mocksb.Str("nested")).Commit(ctx, api.TxnOptions{})
+		sn.view = api.ViewOf(ctx).GetValueStatus("n/1").GetValue().GetState()
+		sn.reqErr = api.RequestReconcile(ctx, "n/2", "n/unknown")
+		sn.pushErr = e.s.PushSBNotification(api.KVWithMetadata{Key: "n/ext", Value: mocksb.Str("from SB"), Origin: api.FromSB})
+		got <- sn
 	}
-	if err := e.commit(context.Background(), "n/1", mocksb.Str("outer")); err != nil {
-		t.Fatalf("outer commit: %v", err)
-	}
-	for range 2 {
-		select {
-		case err := <-nested:
-			if err != nil {
-				t.Errorf("call into the scheduler from a Create: %v", err)
-			}
-		default:
-			t.Fatalf("the Create hook did not finish its calls into the scheduler")
+	seq := uint64(0)
+	e.noPanic("Commit", func() {
+		var err error
+		seq, err = e.s.StartNBTransaction().SetValue("n/1", mocksb.Str("outer")).Commit(context.Background(), api.TxnOptions{})
+		if err != nil {
+			t.Errorf("outer commit: %v", err)
 		}
+	})
+	var sn seen
+	select {
+	case sn = <-got:
+	default:
+		t.Fatal("the Create hook did not run")
+	}
+	if !errors.Is(sn.commitErr, api.ErrCommitInCallback) {
+		t.Errorf("Commit with a callback's context: %v, want api.ErrCommitInCallback", sn.commitErr)
+	}
+	if sn.view != api.ValueStateConfigured {
+		t.Errorf("the callback's view of n/1 during its Create: %v, want CONFIGURED (the plan so far)", sn.view)
+	}
+	if sn.reqErr != nil || sn.pushErr != nil {
+		t.Errorf("RequestReconcile: %v; PushSBNotification: %v", sn.reqErr, sn.pushErr)
+	}
+	if err := api.RequestReconcile(context.Background(), "n/2"); !errors.Is(err, api.ErrNotInCallback) {
+		t.Errorf("RequestReconcile outside a callback: %v, want api.ErrNotInCallback", err)
 	}
 	e.barrier()
 	e.wantSB("n/1", "outer")
-	e.wantSB("n/2", "nested dep=n/1")
+	e.wantSB("n/2", "second")
 	e.wantState("n/2", api.ValueStateConfigured)
+	e.wantState("n/3", api.ValueStateNonexistent)
 	e.wantState("n/ext", api.ValueStateObtained)
+	// After the outer transaction: the notification pushed during it, then
+	// the follow-up.
+	follow := e.s.GetRecordedTransaction(seq + 2)
+	if follow == nil || follow.TxnType != api.FollowUp || !strings.Contains(follow.Description, "n/2") ||
+		!strings.Contains(follow.Description, "requested by n") || len(follow.Executed) != 1 || follow.Executed[0].Key != "n/2" {
+		t.Errorf("follow-up transaction: %+v", follow)
+	}
 	e.proveWorking()
 }
 
@@ -635,7 +671,7 @@ func TestBadStuckWatcherDoesNotBlock(t *testing.T) {
 			if i == commits-1 {
 				value = "last dep=ok/missing" // the latest status of ok/w99 is PENDING
 			}
-			if _, err := e.s.StartNBTransaction().SetValue(keyOf(i), mocksb.Str(value)).Commit(context.Background()); err != nil {
+			if _, err := e.s.StartNBTransaction().SetValue(keyOf(i), mocksb.Str(value)).Commit(context.Background(), api.TxnOptions{}); err != nil {
 				t.Errorf("commit %d: %v", i, err)
 				return
 			}
@@ -708,7 +744,7 @@ func TestNonBlockingCommitRunsAfterItsContextEnds(t *testing.T) {
 	e := newEnv(t)
 	e.register(mocksb.Options{Name: "iface", Prefix: "iface/", NB: true})
 	block, entered := make(chan struct{}), make(chan struct{})
-	e.sb.Hook = func(kind, key string) {
+	e.sb.Hook = func(_ context.Context, kind, key string) {
 		if key == "iface/first" {
 			close(entered)
 			<-block
@@ -719,7 +755,7 @@ func TestNonBlockingCommitRunsAfterItsContextEnds(t *testing.T) {
 	go func() { _, err := e.commit(context.Background(), set("iface/first", "1")); firstDone <- err }()
 	<-entered
 	ctx, cancel := context.WithCancel(context.Background())
-	if _, err := e.commit(api.WithoutBlocking(ctx), set("iface/second", "2")); err != nil {
+	if _, err := e.commit(withOpts(ctx, api.TxnOptions{NonBlocking: true}), set("iface/second", "2")); err != nil {
 		t.Fatal(err)
 	}
 	cancel()
@@ -731,17 +767,19 @@ func TestNonBlockingCommitRunsAfterItsContextEnds(t *testing.T) {
 	e.expectState("iface/second", api.ValueStateConfigured)
 }
 
-// TestStatusWaitsForTheRunningTransaction: while a transaction runs its
-// descriptor calls, the graph already shows the states the plan leads to; a
-// status reader (other than a callback of that transaction) waits until the
-// transaction is over, so it never reports CONFIGURED for a value whose
-// Create has not run or failed.
-func TestStatusWaitsForTheRunningTransaction(t *testing.T) {
+// TestReadersDoNotWaitForTheRunningTransaction: while a transaction's
+// descriptor call blocks (a hung SB), every reader answers at once with the
+// state as of the last finished transaction (never ahead of the SB: the
+// graph already shows what the plan leads to): statuses, listings, stats,
+// NB and cached dumps, graph snapshots and key timelines. An SB-view dump
+// waits for the call (callbacks are never concurrent).
+func TestReadersDoNotWaitForTheRunningTransaction(t *testing.T) {
 	e := newEnv(t)
 	e.register(mocksb.Options{Name: "iface", Prefix: "iface/", NB: true})
+	e.mustCommit(context.Background(), set("iface/c", "c1"), set("iface/x", "x"))
 	block, entered := make(chan struct{}), make(chan struct{})
 	e.sb.Fail("create", "iface/b", nil, 1)
-	e.sb.Hook = func(kind, key string) {
+	e.sb.Hook = func(_ context.Context, kind, key string) {
 		if key == "iface/a" {
 			close(entered)
 			<-block
@@ -749,26 +787,135 @@ func TestStatusWaitsForTheRunningTransaction(t *testing.T) {
 	}
 	done := make(chan error, 1)
 	go func() {
-		_, err := e.commit(context.Background(), set("iface/a", "a"), set("iface/b", "b"))
+		_, err := e.commit(context.Background(), set("iface/a", "a"), set("iface/b", "b"), set("iface/c", "c2"), del("iface/x"))
 		done <- err
 	}()
 	<-entered
-	got := make(chan api.ValueState, 1)
-	go func() { got <- e.s.GetValueStatus("iface/b").GetValue().GetState() }()
+	released := false
+	release := func() {
+		if !released {
+			released = true
+			close(block)
+		}
+	}
+	defer release()
+	read := func(what string, f func()) {
+		t.Helper()
+		mustReturn(t, what+" while a descriptor call blocks", release, f)
+	}
+	for key, want := range map[string]api.ValueState{
+		"iface/a": api.ValueStateNonexistent, "iface/b": api.ValueStateNonexistent,
+		"iface/c": api.ValueStateConfigured, "iface/x": api.ValueStateConfigured,
+	} {
+		read("GetValueStatus", func() {
+			if got := e.s.GetValueStatus(key).GetValue().GetState(); got != want {
+				t.Errorf("status of %s during the transaction: %v, want %v", key, got, want)
+			}
+		})
+	}
+	read("ListValueStatuses", func() {
+		var keys []string
+		for _, st := range e.s.ListValueStatuses("iface/") {
+			keys = append(keys, st.GetValue().GetKey()+"="+st.GetValue().GetState().String())
+		}
+		if got := strings.Join(keys, " "); got != "iface/c=CONFIGURED iface/x=CONFIGURED" {
+			t.Errorf("listing during the transaction: %s", got)
+		}
+	})
+	read("GetStats", func() {
+		if st := e.s.GetStats(); st.ValuesByState["CONFIGURED"] != 2 || len(st.ValuesByState) != 1 {
+			t.Errorf("stats during the transaction: %v, want 2 CONFIGURED", st.ValuesByState)
+		}
+	})
+	for _, view := range []api.View{api.NBView, api.CachedView} {
+		read("dump "+view.String(), func() {
+			kvs, err := e.s.DumpValuesByKeyPrefix("iface/", view)
+			var got []string
+			for _, kv := range kvs {
+				got = append(got, kv.Key+"="+mocksb.Text(kv.Value))
+			}
+			if err != nil || strings.Join(got, " ") != "iface/c=c1 iface/x=x" {
+				t.Errorf("%s dump during the transaction: %v %v", view, got, err)
+			}
+		})
+	}
+	read("GetGraphSnapshot", func() {
+		snap, err := e.s.GetGraphSnapshot(time.Time{})
+		var got []string
+		if err == nil {
+			for _, n := range snap.Nodes {
+				got = append(got, n.Key+"="+n.State.String())
+			}
+		}
+		if err != nil || strings.Join(got, " ") != "iface/c=CONFIGURED iface/x=CONFIGURED" {
+			t.Errorf("graph snapshot during the transaction: %v %v", got, err)
+		}
+	})
+	read("GetKeyTimeline", func() {
+		revs := e.s.GetKeyTimeline("iface/x")
+		if len(revs) == 0 || revs[len(revs)-1].State != api.ValueStateConfigured {
+			t.Errorf("timeline of iface/x during the transaction: %+v", revs)
+		}
+	})
+	// The SB-view dump waits for the blocked call, then answers.
+	sbDone := make(chan []api.KVWithMetadata, 1)
+	go func() {
+		kvs, _ := e.s.DumpValuesByKeyPrefix("iface/", api.SBView)
+		sbDone <- kvs
+	}()
 	for range 100 {
 		runtime.Gosched()
 	}
 	select {
-	case st := <-got:
-		t.Fatalf("status read during the transaction returned %v", st)
+	case kvs := <-sbDone:
+		t.Errorf("SB-view dump returned while a Create was blocked: %v", kvs)
 	default:
 	}
-	close(block)
+	release()
 	if err := <-done; err == nil {
 		t.Error("commit: no error for the failing create")
 	}
-	if st := <-got; st != api.ValueStateFailed {
-		t.Errorf("status of iface/b after the transaction: %v, want FAILED", st)
+	<-sbDone
+	for key, want := range map[string]api.ValueState{
+		"iface/a": api.ValueStateConfigured, "iface/b": api.ValueStateFailed,
+		"iface/c": api.ValueStateConfigured, "iface/x": api.ValueStateNonexistent,
+	} {
+		if got := e.s.GetValueStatus(key).GetValue().GetState(); got != want {
+			t.Errorf("status of %s after the transaction: %v, want %v", key, got, want)
+		}
+	}
+}
+
+// TestReadersDuringARevertedTransaction: a transaction that fails and is
+// reverted runs its descriptor calls twice (the plan, then the undo); a
+// reader during the undo still sees the state before the transaction.
+func TestReadersDuringARevertedTransaction(t *testing.T) {
+	e := newEnv(t)
+	e.register(mocksb.Options{Name: "iface", Prefix: "iface/", NB: true})
+	e.mustCommit(context.Background(), set("iface/c", "c1"))
+	e.sb.Fail("create", "iface/b", nil, 1)
+	seen := make(chan string, 4)
+	e.sb.Hook = func(_ context.Context, kind, key string) {
+		if kind == "delete" && key == "iface/a" { // the undo of iface/a's Create
+			st := e.s.GetValueStatus("iface/c").GetValue()
+			seen <- fmt.Sprintf("a=%v c=%v", e.s.GetValueStatus("iface/a").GetValue().GetState(), st.GetState())
+		}
+	}
+	if _, err := e.commit(withOpts(context.Background(), api.TxnOptions{Revert: true}),
+		set("iface/a", "a"), set("iface/b", "b"), set("iface/c", "c2")); err == nil {
+		t.Fatal("commit: no error for the failing create")
+	}
+	select {
+	case got := <-seen:
+		if got != "a=NONEXISTENT c=CONFIGURED" {
+			t.Errorf("reader during the undo: %s, want a=NONEXISTENT c=CONFIGURED", got)
+		}
+	default:
+		t.Fatal("the undo never deleted iface/a")
+	}
+	kvs, _ := e.s.DumpValuesByKeyPrefix("iface/", api.NBView)
+	if len(kvs) != 1 || mocksb.Text(kvs[0].Value) != "c1" {
+		t.Errorf("NB dump after the revert: %v", kvs)
 	}
 }
 
@@ -788,13 +935,13 @@ func TestSBDumpIsNotConcurrentWithTransactions(t *testing.T) {
 		NBKeyPrefix:   "slow/",
 		KeySelector:   func(key string) bool { return strings.HasPrefix(key, "slow/") },
 		ValueTypeName: string((&wrapperspb.StringValue{}).ProtoReflect().Descriptor().FullName()),
-		Create: func(string, proto.Message) (any, error) {
+		Create: func(context.Context, string, proto.Message) (any, error) {
 			overlap.Store(overlap.Load() || retrieving.Load())
 			created <- struct{}{}
 			return nil, nil
 		},
-		Delete: func(string, proto.Message, any) error { return nil },
-		Retrieve: func([]api.KVWithMetadata) ([]api.KVWithMetadata, error) {
+		Delete: func(context.Context, string, proto.Message, any) error { return nil },
+		Retrieve: func(context.Context, []api.KVWithMetadata) ([]api.KVWithMetadata, error) {
 			retrieving.Store(true)
 			defer retrieving.Store(false)
 			close(inRetrieve)
@@ -815,7 +962,7 @@ func TestSBDumpIsNotConcurrentWithTransactions(t *testing.T) {
 	go func() {
 		txn := s.StartNBTransaction()
 		txn.SetValue("slow/a", wrapperspb.String("a"))
-		_, err := txn.Commit(context.Background())
+		_, err := txn.Commit(context.Background(), api.TxnOptions{})
 		committed <- err
 	}()
 	for range 100 {

@@ -157,17 +157,17 @@ func (sb *benchSB) resetCounters() {
 	sb.retrieves.Store(0)
 }
 
-func (sb *benchSB) create(string, proto.Message) (any, error) {
+func (sb *benchSB) create(context.Context, string, proto.Message) (any, error) {
 	sb.creates.Add(1)
 	return nil, nil
 }
 
-func (sb *benchSB) update(string, proto.Message, proto.Message, any) (any, error) {
+func (sb *benchSB) update(context.Context, string, proto.Message, proto.Message, any) (any, error) {
 	sb.updates.Add(1)
 	return nil, nil
 }
 
-func (sb *benchSB) delete(string, proto.Message, any) error {
+func (sb *benchSB) delete(context.Context, string, proto.Message, any) error {
 	sb.deletes.Add(1)
 	return nil
 }
@@ -181,7 +181,7 @@ func (sb *benchSB) descriptors() []*api.KVDescriptor {
 		Create:        sb.create,
 		Update:        sb.update,
 		Delete:        sb.delete,
-		Retrieve: func([]api.KVWithMetadata) ([]api.KVWithMetadata, error) {
+		Retrieve: func(context.Context, []api.KVWithMetadata) ([]api.KVWithMetadata, error) {
 			sb.retrieves.Add(1)
 			return sb.sbIfaces, nil
 		},
@@ -207,7 +207,7 @@ func (sb *benchSB) descriptors() []*api.KVDescriptor {
 		ValueTypeName: benchStringValueType,
 		Create:        sb.create,
 		Delete:        sb.delete,
-		Retrieve: func([]api.KVWithMetadata) ([]api.KVWithMetadata, error) {
+		Retrieve: func(context.Context, []api.KVWithMetadata) ([]api.KVWithMetadata, error) {
 			sb.retrieves.Add(1)
 			return sb.sbRoutes, nil
 		},
@@ -316,7 +316,7 @@ func (env *benchEnv) commit(ctx context.Context, b *testing.B, sets ...benchSet)
 			}
 		}
 	}
-	seq, err := txn.Commit(ctx)
+	seq, err := txn.Commit(ctx, optsOf(ctx))
 	if err != nil {
 		b.Fatalf("Commit: %v", err)
 	}
@@ -465,7 +465,7 @@ func BenchmarkW2RouteUpdate(b *testing.B) {
 		for iter := range b.N {
 			for k := range benchUpdates {
 				start := time.Now()
-				if _, err := env.s.StartNBTransaction().SetValue(keys[k], vals[iter%2][k]).Commit(ctx); err != nil {
+				if _, err := env.s.StartNBTransaction().SetValue(keys[k], vals[iter%2][k]).Commit(ctx, optsOf(ctx)); err != nil {
 					b.Fatalf("Commit: %v", err)
 				}
 				latencies = append(latencies, time.Since(start))
@@ -555,7 +555,7 @@ func BenchmarkW5ResyncInSync(b *testing.B) {
 	benchRunSizes(b, benchSizes, func(b *testing.B, n int) {
 		d := benchNewData(n)
 		sbIfaces, sbRoutes := d.sbState()
-		ctx := api.WithResync(context.Background(), api.FullResync, false)
+		ctx := withOpts(context.Background(), api.TxnOptions{Resync: api.FullResync})
 		var gc benchCollections
 		b.ResetTimer()
 		for range b.N {
@@ -626,7 +626,7 @@ func BenchmarkW6Heap(b *testing.B) {
 				txn.SetValue(benchRouteKey(i), benchRouteValue(i, 0))
 			}
 			b.StartTimer()
-			if _, err := txn.Commit(context.Background()); err != nil {
+			if _, err := txn.Commit(context.Background(), api.TxnOptions{}); err != nil {
 				b.Fatalf("Commit: %v", err)
 			}
 			b.StopTimer()
@@ -636,7 +636,7 @@ func BenchmarkW6Heap(b *testing.B) {
 
 			for k := range benchUpdates {
 				i := k * n / benchUpdates
-				if _, err := env.s.StartNBTransaction().SetValue(benchRouteKey(i), benchRouteValue(i, 1)).Commit(context.Background()); err != nil {
+				if _, err := env.s.StartNBTransaction().SetValue(benchRouteKey(i), benchRouteValue(i, 1)).Commit(context.Background(), api.TxnOptions{}); err != nil {
 					b.Fatalf("Commit: %v", err)
 				}
 			}

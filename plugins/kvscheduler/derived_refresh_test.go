@@ -153,7 +153,7 @@ func TestResyncDerivedValuesOfRetrievedBase(t *testing.T) {
 			}
 
 			// 3. A downstream resync: in sync as well.
-			if _, err := e.s.StartNBTransaction().Commit(api.WithResync(context.Background(), api.DownstreamResync, false)); err != nil {
+			if _, err := e.s.StartNBTransaction().Commit(context.Background(), api.TxnOptions{Resync: api.DownstreamResync}); err != nil {
 				t.Fatalf("downstream resync: %v", err)
 			}
 			e.expectOps("downstream resync in sync")
@@ -245,8 +245,8 @@ func TestFailedDerivedCreateRefreshesItsBase(t *testing.T) {
 				errRefused := errors.New("address refused; interface reset")
 				for _, d := range sh.build(e, baseOpts(), derivedOpts()) {
 					create := d.Create
-					d.Create = func(key string, v proto.Message) (any, error) {
-						md, err := create(key, v)
+					d.Create = func(ctx context.Context, key string, v proto.Message) (any, error) {
+						md, err := create(ctx, key, v)
 						if err != nil && key == "a/v1/x" {
 							// The failure changed the base in the SB.
 							it, _ := e.sb.Get("a/v1")
@@ -263,7 +263,7 @@ func TestFailedDerivedCreateRefreshesItsBase(t *testing.T) {
 				//    fails and resets a/v1; both are refreshed. a/v1 is not
 				//    as intended (MISSING), a/v1/x RETRYING.
 				e.sb.Fail("create", "a/v1/x", errRefused, 1)
-				ctx := api.WithRetry(context.Background(), time.Second, 3, false)
+				ctx := withOpts(context.Background(), api.TxnOptions{Retry: &api.RetryOpt{Period: time.Second, MaxCount: 3, ExpBackoff: false}})
 				_, err := e.commit(ctx, set("a/v1", "items=x"))
 				te := txnErr(t, err)
 				expectKVErrors(t, te, errRefused, map[string]api.TxnOperation{"a/v1/x": api.OpCreate})
@@ -299,7 +299,7 @@ func TestFailedDerivedCreateLeavingItInTheSB(t *testing.T) {
 				defer e.s.Close()
 				sh.register(e, baseOpts(), derivedOpts())
 				e.sb.FailLeaving("a/v1/x", nil, 1)
-				ctx := api.WithRetry(context.Background(), time.Second, 3, false)
+				ctx := withOpts(context.Background(), api.TxnOptions{Retry: &api.RetryOpt{Period: time.Second, MaxCount: 3, ExpBackoff: false}})
 				_, _ = e.commit(ctx, set("a/v1", "items=x"))
 				e.expectState("a/v1", api.ValueStateConfigured)
 				time.Sleep(time.Second)

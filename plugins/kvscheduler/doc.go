@@ -45,6 +45,18 @@
 // rejected change does not tear down what depends on it). PENDING, INVALID,
 // UNIMPLEMENTED and failed-Create values satisfy nothing.
 //
+// Exclusive dependencies name a resource only one value at a time may hold
+// in the SB (VPP keeps an interface in one bridge domain). Values listing
+// the same resource compete: one is created only while no other of them is
+// applied. The first applied holds it (created first, or found in the SB by
+// a resync: after a restart, the one the SB has); the others wait PENDING
+// with the holder named in their details ("... (held by KEY)"). When the
+// holder leaves the SB (deleted, or found gone), the first waiting value in
+// key order is created, in the same transaction: a move from one holder to
+// another works in one transaction whatever the order of their keys. A
+// value being re-created keeps its resource. Holders never displace each
+// other: two found applied by a resync both stay.
+//
 // Derived values (DerivedValues of the base) are nodes of their own, with
 // their own descriptor (or none: a property, created and deleted with no
 // CRUD), dependencies and status. They exist only while their base is applied:
@@ -80,8 +92,8 @@
 // graph is rolled back and the algorithm runs again with an executor that
 // replays the results of the calls already made and the failure, then calls
 // the descriptors for real: the failure is handled exactly as if the
-// transaction had run step by step. While the calls run, readers see the
-// statuses the plan leads to; watchers are told when the transaction ends.
+// transaction had run step by step. Watchers are told when the transaction
+// ends.
 //
 // Execution is best-effort by default: a failed operation leaves its value
 // FAILED (or RETRYING) and the rest of the transaction goes on; values that
@@ -95,7 +107,7 @@
 // value, which goes through the base, updates it first (or a resync does); a
 // base found gone is left as the graph knows it, for a resync to find.
 //
-// With api.WithRetry, retriable failures are retried by a later
+// With TxnOptions.Retry, retriable failures are retried by a later
 // RetryFailedOps transaction after the period (doubled each time with
 // exponential backoff) up to the maximum count, then FAILED; a retry is
 // dropped for a key that changed in the meantime. The retry options belong
@@ -113,12 +125,14 @@
 // unless the descriptor's IsRetriableFailure says otherwise or they are
 // api.InvalidValueError or api.NonRetriable.
 //
-// With api.WithRevert the transaction is all-or-nothing: on the first failure
+// With TxnOptions.Revert the transaction is all-or-nothing: on the first failure
 // the failed key is refreshed, every operation already executed is undone in
 // reverse order (recorded with IsRevert), the graph returns to its previous
 // state and Commit returns the error.
 //
-// api.WithDryRun computes and records the plan and executes nothing.
+// TxnOptions.DryRun computes and records the plan and executes nothing.
+// Options are validated before anything is queued (api.OptionError names
+// the field).
 //
 // Commit returns *api.TransactionError with the errors of every value the
 // transaction touched: its own keys, their derived values and values created
@@ -188,12 +202,43 @@
 // its host interface), and when one goes away what depends on it is deleted
 // and becomes PENDING.
 //
-// # Re-entrancy
+// # Who owns what, and what runs concurrently
 //
-// CRUD callbacks run without the scheduler's graph lock, so they may read
-// status, dumps and metadata maps. A Commit called from inside a callback is
-// queued and returns at once (it would otherwise wait for itself); its result
-// is in the transaction history. PushSBNotification never blocks.
+// The worker goroutine is the one owner of the graph: only it changes
+// values, statuses, dependencies and metadata. It holds the graph's lock
+// while it plans and records, and releases it around every descriptor call
+// (Create, Update, Delete, Retrieve).
+//
+// Readers (GetValueStatus, ListValueStatuses, GetStats, NB and cached dumps,
+// graph snapshots, key timelines, and what is built on them: REST, gRPC,
+// /metrics, readiness) never wait for the SB. They take the lock for
+// reading, which they get between transactions and whenever the worker is
+// in a descriptor call, and see the state as of the last finished
+// transaction: while one runs, the graph already shows what its plan leads
+// to, which is not yet true in the SB, so readers look through the running
+// transaction's undo logs (which it records anyway) to the state before it.
+// They wait at most for in-memory work (planning, recording), never for a
+// descriptor call; a hung VPP does not stall status or metrics.
+//
+// Descriptor calls are never concurrent: the worker's calls, and the
+// Retrieves of SB-view dumps that readers ask for, take one mutex. An SB
+// dump therefore waits for a blocked call, and the worker's next call waits
+// for the dump's Retrieves.
+//
+// A callback gets a context: cancelled by Close, with Options.CallTimeout
+// as deadline when set. Through it a callback may read (api.ViewOf:
+// statuses as the running transaction has them so far, metadata maps) and
+// ask for follow-up work (api.RequestReconcile: keys reconciled again in a
+// FollowUp transaction after the running one). It must not call the
+// scheduler otherwise: Commit refuses a callback's context
+// (api.ErrCommitInCallback), and a blocking Commit, TransactionBarrier or
+// SB-view dump made with another context would wait for the callback
+// itself. Rules between values that VPP or the kernel enforce (one bridge
+// domain per interface) are dependencies (api.Dependency.Exclusive), not
+// checks a callback makes against the scheduler. The pure callbacks
+// (Validate, Dependencies, DerivedValues, comparators, KeyLabel,
+// UpdateWithRecreate, IsRetriableFailure) run while the graph is being
+// planned and must not call anything.
 //
 // # Status
 //

@@ -22,11 +22,11 @@ func Example() {
 		Name:        "iface",
 		NBKeyPrefix: "iface/",
 		KeySelector: func(key string) bool { return strings.HasPrefix(key, "iface/") },
-		Create: func(key string, v *wrapperspb.StringValue) (any, error) {
+		Create: func(_ context.Context, key string, v *wrapperspb.StringValue) (any, error) {
 			fmt.Println("create", key)
 			return nil, nil
 		},
-		Delete: func(key string, v *wrapperspb.StringValue, _ any) error {
+		Delete: func(_ context.Context, key string, v *wrapperspb.StringValue, _ any) error {
 			fmt.Println("delete", key)
 			return nil
 		},
@@ -35,11 +35,11 @@ func Example() {
 		Name:        "route",
 		NBKeyPrefix: "route/",
 		KeySelector: func(key string) bool { return strings.HasPrefix(key, "route/") },
-		Create: func(key string, v *wrapperspb.StringValue) (any, error) {
+		Create: func(_ context.Context, key string, v *wrapperspb.StringValue) (any, error) {
 			fmt.Println("create", key, "via", v.GetValue())
 			return nil, nil
 		},
-		Delete: func(key string, v *wrapperspb.StringValue, _ any) error {
+		Delete: func(_ context.Context, key string, v *wrapperspb.StringValue, _ any) error {
 			fmt.Println("delete", key)
 			return nil
 		},
@@ -52,14 +52,14 @@ func Example() {
 	}
 
 	ctx := context.Background()
-	s.StartNBTransaction().SetValue("route/10.0.0.0/24", wrapperspb.String("eth0")).Commit(ctx)
+	s.StartNBTransaction().SetValue("route/10.0.0.0/24", wrapperspb.String("eth0")).Commit(ctx, api.TxnOptions{})
 	st := s.GetValueStatus("route/10.0.0.0/24").GetValue()
 	fmt.Println(st.GetState(), "waiting for", st.GetDetails())
 
-	s.StartNBTransaction().SetValue("iface/eth0", wrapperspb.String("up")).Commit(ctx)
+	s.StartNBTransaction().SetValue("iface/eth0", wrapperspb.String("up")).Commit(ctx, api.TxnOptions{})
 	fmt.Println(s.GetValueStatus("route/10.0.0.0/24").GetValue().GetState())
 
-	s.StartNBTransaction().SetValue("iface/eth0", nil).Commit(ctx)
+	s.StartNBTransaction().SetValue("iface/eth0", nil).Commit(ctx, api.TxnOptions{})
 	fmt.Println(s.GetValueStatus("route/10.0.0.0/24").GetValue().GetState())
 	// Output:
 	// PENDING waiting for [interface]

@@ -38,20 +38,20 @@ func TestTypedDescriptor(t *testing.T) {
 			}
 			return nil
 		},
-		Create: func(key string, v *wrapperspb.StringValue) (*ifMeta, error) {
+		Create: func(_ context.Context, key string, v *wrapperspb.StringValue) (*ifMeta, error) {
 			mu.Lock()
 			defer mu.Unlock()
 			next++
 			calls = append(calls, "create "+key+"="+v.GetValue())
 			return &ifMeta{Index: next}, nil
 		},
-		Update: func(key string, old, v *wrapperspb.StringValue, md *ifMeta) (*ifMeta, error) {
+		Update: func(_ context.Context, key string, old, v *wrapperspb.StringValue, md *ifMeta) (*ifMeta, error) {
 			mu.Lock()
 			defer mu.Unlock()
 			calls = append(calls, "update "+key+" "+old.GetValue()+"->"+v.GetValue())
 			return md, nil
 		},
-		Delete: func(key string, v *wrapperspb.StringValue, md *ifMeta) error {
+		Delete: func(_ context.Context, key string, v *wrapperspb.StringValue, md *ifMeta) error {
 			mu.Lock()
 			defer mu.Unlock()
 			calls = append(calls, "delete "+key+" index "+string(rune('0'+md.Index)))
@@ -144,7 +144,7 @@ func TestMetadataMapFactorySecondaryIndex(t *testing.T) {
 	}
 	// A reverted transaction leaves the map as it was.
 	e.sb.Fail("create", "route/r", nil, 1)
-	if _, err := e.commit(api.WithRevert(ctx), set("iface/c", "c"), set("route/r", "r dep=iface/c")); err == nil {
+	if _, err := e.commit(withOpts(ctx, api.TxnOptions{Revert: true}), set("iface/c", "c"), set("route/r", "r dep=iface/c")); err == nil {
 		t.Fatal("commit succeeded, want the injected failure")
 	}
 	if labels := m.ListLabels(); strings.Join(labels, ",") != "iface/b" {
@@ -164,7 +164,7 @@ func TestUpstreamResync(t *testing.T) {
 	e.mustCommit(ctx, set("iface/a", "a"), set("iface/b", "b"), set("route/r", "r dep=iface/b"))
 	e.expectOps("setup", "create iface/a=a", "create iface/b=b", "create route/r=r dep=iface/b")
 	e.sb.Remove("iface/a") // drift the upstream resync must not see
-	_, err := e.commit(api.WithResync(ctx, api.UpstreamResync, false), set("iface/a", "a"), set("iface/c", "c"))
+	_, err := e.commit(withOpts(ctx, api.TxnOptions{Resync: api.UpstreamResync}), set("iface/a", "a"), set("iface/c", "c"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -216,7 +216,7 @@ func TestDryRun(t *testing.T) {
 	e := newEnv(t)
 	e.register(ifaces(), routes())
 	ctx := context.Background()
-	seq, err := e.commit(api.WithDryRun(ctx), set("iface/a", "a"), set("route/r", "r dep=iface/a"))
+	seq, err := e.commit(withOpts(ctx, api.TxnOptions{DryRun: true}), set("iface/a", "a"), set("route/r", "r dep=iface/a"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -244,7 +244,7 @@ func TestRetryExponentialBackoff(t *testing.T) {
 		defer e.s.Close()
 		e.register(ifaces())
 		e.sb.Fail("create", "iface/a", nil, 100)
-		ctx := api.WithRetry(context.Background(), time.Second, 3, true)
+		ctx := withOpts(context.Background(), api.TxnOptions{Retry: &api.RetryOpt{Period: time.Second, MaxCount: 3, ExpBackoff: true}})
 		if _, err := e.commit(ctx, set("iface/a", "a")); err == nil {
 			t.Fatal("commit succeeded, want the injected failure")
 		}
@@ -286,7 +286,7 @@ func TestNonRetriableFailures(t *testing.T) {
 		}
 		e.sb.Fail("create", "iface/a", fatal, 1)
 		e.sb.Fail("create", "iface/b", api.NonRetriable(errors.New("no such driver")), 1)
-		ctx := api.WithRetryDefault(context.Background())
+		ctx := withOpts(context.Background(), api.TxnOptions{Retry: api.DefaultRetry()})
 		_, err := e.commit(ctx, set("iface/a", "a"), set("iface/b", "b"))
 		te := txnErr(t, err)
 		if !errors.Is(te.ErrorOf("iface/a"), fatal) {
@@ -342,7 +342,7 @@ func (p *pairSB) descriptor() *api.KVDescriptor {
 		Name:        "pair",
 		NBKeyPrefix: "pair/",
 		KeySelector: func(key string) bool { return strings.HasPrefix(key, "pair/") },
-		Create: func(key string, v proto.Message) (any, error) {
+		Create: func(_ context.Context, key string, v proto.Message) (any, error) {
 			p.mu.Lock()
 			defer p.mu.Unlock()
 			p.creates++
@@ -358,14 +358,14 @@ func (p *pairSB) descriptor() *api.KVDescriptor {
 			p.sb[key] = mocksb.Text(v)
 			return nil, nil
 		},
-		Delete: func(key string, _ proto.Message, _ any) error {
+		Delete: func(_ context.Context, key string, _ proto.Message, _ any) error {
 			p.mu.Lock()
 			defer p.mu.Unlock()
 			delete(p.sb, key)
 			delete(p.sb, other[key])
 			return nil
 		},
-		Retrieve: func([]api.KVWithMetadata) ([]api.KVWithMetadata, error) {
+		Retrieve: func(context.Context, []api.KVWithMetadata) ([]api.KVWithMetadata, error) {
 			p.mu.Lock()
 			defer p.mu.Unlock()
 			var out []api.KVWithMetadata
@@ -391,7 +391,7 @@ func TestRefreshAfterFailureEnds(t *testing.T) {
 	}
 	var err error
 	mustReturn(t, "commit", func() {}, func() {
-		_, err = e.commit(api.WithRetry(context.Background(), time.Hour, 3, false), set("pair/a", "a"), set("pair/b", "b"))
+		_, err = e.commit(withOpts(context.Background(), api.TxnOptions{Retry: &api.RetryOpt{Period: time.Hour, MaxCount: 3, ExpBackoff: false}}), set("pair/a", "a"), set("pair/b", "b"))
 	})
 	if te := txnErr(t, err); te.ErrorOf("pair/a") == nil {
 		t.Errorf("commit: %v, want pair/a's error", err)
@@ -430,7 +430,7 @@ func TestDerivedValuesOfAValueLostAndNotRecreated(t *testing.T) {
 		e.sb.Remove(k)
 	}
 	e.sb.Fail("create", "vif/tap1", errors.New("tap_create_v3: busy"), 100)
-	_, _ = e.s.StartNBTransaction().Commit(api.WithResync(ctx, api.DownstreamResync, false))
+	_, _ = e.s.StartNBTransaction().Commit(ctx, api.TxnOptions{Resync: api.DownstreamResync})
 	if st := e.status("vif/tap1").GetState(); st != api.ValueStateFailed && st != api.ValueStateRetrying {
 		t.Errorf("vif/tap1 is %v, want FAILED", st)
 	}

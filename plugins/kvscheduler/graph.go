@@ -166,6 +166,9 @@ type graph struct {
 	// anyOf: prefix -> first entry of AnyOf edges with that prefix ("" for
 	// edges without prefixes).
 	anyOf map[string]*anyOfEntry
+	// claims: Exclusive name -> first edge of the Exclusive dependencies
+	// on it (the values competing for it, linked by prev/next).
+	claims map[string]*depEdge
 	// prefixLens counts registered AnyOf prefixes by length; lens are the
 	// lengths in use, so the AnyOf edges a key may satisfy are found with one
 	// map lookup per length.
@@ -187,6 +190,7 @@ func newGraph() *graph {
 		ordered:    btree.NewG(32, func(a, b keyed) bool { return a.key < b.key }),
 		waiters:    make(map[string]*depEdge),
 		anyOf:      make(map[string]*anyOfEntry),
+		claims:     make(map[string]*depEdge),
 		prefixLens: make(map[int]int),
 	}
 }
@@ -438,6 +442,15 @@ func (g *graph) setDeps(n *node, deps []api.Dependency) {
 }
 
 func (g *graph) indexEdge(e *depEdge) {
+	if x := e.dep.Exclusive; x != "" && e.dep.Key == "" {
+		head := g.claims[x]
+		e.prev, e.next = nil, head
+		if head != nil {
+			head.prev = e
+		}
+		g.claims[x] = e
+		return
+	}
 	if e.dep.Key != "" {
 		t := g.nodes[e.dep.Key]
 		var head *depEdge
@@ -479,6 +492,22 @@ func (g *graph) indexEdge(e *depEdge) {
 }
 
 func (g *graph) unindexEdge(e *depEdge) {
+	if x := e.dep.Exclusive; x != "" && e.dep.Key == "" {
+		if e.prev != nil {
+			e.prev.next = e.next
+		} else if g.claims[x] == e {
+			if e.next != nil {
+				g.claims[x] = e.next
+			} else {
+				delete(g.claims, x)
+			}
+		}
+		if e.next != nil {
+			e.next.prev = e.prev
+		}
+		e.prev, e.next = nil, nil
+		return
+	}
 	if e.dep.Key != "" {
 		switch {
 		case e.prev != nil:
@@ -574,8 +603,28 @@ func (g *graph) dependents(n *node) []*node {
 	return out
 }
 
+// isClaim tells whether an edge is an Exclusive dependency.
+func (e *depEdge) isClaim() bool { return e.dep.Key == "" && e.dep.Exclusive != "" }
+
+// claimHolder returns the value that holds the resource of an Exclusive
+// edge for another value than the edge's owner: one competing for it that is
+// applied in the SB (nil: the resource is free). When several are (found so
+// by a resync), the first in key order is named.
+func (g *graph) claimHolder(e *depEdge) *node {
+	var holder *node
+	for x := g.claims[e.dep.Exclusive]; x != nil; x = x.next {
+		if o := x.owner; o != e.owner && o.applied != nil && (holder == nil || o.key < holder.key) {
+			holder = o
+		}
+	}
+	return holder
+}
+
 // edgeSatisfied is satisfied for an edge, using its cached target.
 func (g *graph) edgeSatisfied(e *depEdge) bool {
+	if e.isClaim() {
+		return g.claimHolder(e) == nil
+	}
 	if e.dep.Key != "" {
 		t := g.targetOf(e)
 		return t != nil && t.available() && !g.supportedBy(t, e.owner)
@@ -686,6 +735,14 @@ func (g *graph) unmetDeps(n *node) []string {
 			label := e.dep.Label
 			if label == "" {
 				label = e.dep.Key
+			}
+			if e.isClaim() {
+				if label == "" {
+					label = e.dep.Exclusive
+				}
+				if h := g.claimHolder(e); h != nil {
+					label += " (held by " + h.key + ")"
+				}
 			}
 			unmet = append(unmet, label)
 		}

@@ -1,9 +1,44 @@
 package kvscheduler_test
 
 import (
+	"context"
 	"runtime"
 	"time"
+
+	"github.com/netagent-io/netagent/plugins/kvscheduler/api"
 )
+
+// The test helpers (env.commit and the like) take a context, which may carry
+// the transaction options they commit with: withOpts adds options, optsOf
+// reads them back.
+
+type optsKey struct{}
+
+// withOpts returns ctx carrying o merged into the options ctx already
+// carries (set fields of o win).
+func withOpts(ctx context.Context, o api.TxnOptions) context.Context {
+	m := optsOf(ctx)
+	if o.Resync != api.NotResync {
+		m.Resync = o.Resync
+	}
+	m.Verbose = m.Verbose || o.Verbose
+	if o.Retry != nil {
+		m.Retry = o.Retry
+	}
+	m.Revert = m.Revert || o.Revert
+	if o.Description != "" {
+		m.Description = o.Description
+	}
+	m.DryRun = m.DryRun || o.DryRun
+	m.NonBlocking = m.NonBlocking || o.NonBlocking
+	return context.WithValue(ctx, optsKey{}, m)
+}
+
+// optsOf returns the options withOpts put into ctx (zero: none).
+func optsOf(ctx context.Context) api.TxnOptions {
+	o, _ := ctx.Value(optsKey{}).(api.TxnOptions)
+	return o
+}
 
 // stuckAfter is how long a call into the scheduler may take before a test
 // calls it a deadlock.

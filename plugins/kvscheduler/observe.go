@@ -69,15 +69,15 @@ func (s *Scheduler) GetKeyTimeline(key string) []api.KeyRevision {
 	}
 	// The current status, when it changed without an operation (a value
 	// waiting for its retry is RETRYING) or the history has none.
-	release := s.readSettled()
 	s.mu.RLock()
 	var cur *api.KeyRevision
-	if n := s.g.get(key); n != nil {
-		cur = &api.KeyRevision{TxnSeq: lastSeq, Since: lastStop, Operation: n.lastOp, Value: nodeValue(n),
-			State: n.state, Error: errText(n.err), Descriptor: n.descName()}
+	v := s.settledView()
+	if n := v.lookup(s.g, key); n != nil {
+		t := v.of(n)
+		cur = &api.KeyRevision{TxnSeq: lastSeq, Since: lastStop, Operation: t.lastOp, Value: t.value(),
+			State: t.state, Error: errText(t.err), Descriptor: t.descName()}
 	}
 	s.mu.RUnlock()
-	release()
 	if cur != nil {
 		// (An operation that left a value PENDING records no value; the
 		// value is still the intended one.)
@@ -129,6 +129,9 @@ func dependenciesOf(descs *descriptorSet, key string, value proto.Message) []api
 	out := make([]api.DependencyInfo, len(deps))
 	for i, d := range deps {
 		out[i] = api.DependencyInfo{Label: d.Label, Key: d.Key, AnyOfPrefixes: d.AnyOf.KeyPrefixes}
+		if d.Key == "" {
+			out[i].Exclusive = d.Exclusive
+		}
 	}
 	return out
 }
@@ -187,14 +190,16 @@ func (s *Scheduler) GetGraphAsOf(seq uint64) (*api.GraphSnapshot, error) {
 // currentNodes copies the graph's nodes, and the AnyOf selectors of their
 // dependencies (which descriptors cannot give back for past values).
 func (s *Scheduler) currentNodes() (map[string]*api.GraphNode, map[depSel]api.KeySelector) {
-	defer s.readSettled()()
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	nodes := make(map[string]*api.GraphNode, len(s.g.nodes))
 	selectors := map[depSel]api.KeySelector{}
-	for key, n := range s.g.nodes {
-		gn := &api.GraphNode{Key: key, Descriptor: n.descName(), Value: nodeValue(n), State: n.state,
-			LastOp: n.lastOp, Error: errText(n.err), Derived: n.base != nil, Obtained: n.obtained}
+	v := s.settledView()
+	v.each(s.g, func(n *node) {
+		key := n.key
+		t := v.of(n)
+		gn := &api.GraphNode{Key: key, Descriptor: t.descName(), Value: t.value(), State: t.state,
+			LastOp: t.lastOp, Error: errText(t.err), Derived: n.base != nil, Obtained: t.obtained}
 		if n.base != nil {
 			gn.Base = n.base.key
 		}
@@ -204,7 +209,7 @@ func (s *Scheduler) currentNodes() (map[string]*api.GraphNode, map[depSel]api.Ke
 			}
 		}
 		nodes[key] = gn
-	}
+	})
 	return nodes, selectors
 }
 
@@ -251,12 +256,33 @@ func (s *Scheduler) finishSnapshot(snap *api.GraphSnapshot, nodes map[string]*ap
 		return gn != nil && (gn.State == api.ValueStateConfigured || gn.State == api.ValueStateObtained || gn.State == api.ValueStateDiscovered)
 	}
 	descs := s.descs.Load()
+	// The dependencies of every node first: the holders of Exclusive
+	// resources are found among them.
+	allDeps := make([][]api.DependencyInfo, len(keys))
+	holders := map[string][]string{}
+	for i, key := range keys {
+		allDeps[i] = dependenciesOf(descs, key, nodes[key].Value)
+		for _, d := range allDeps[i] {
+			if d.Exclusive != "" && available(key) {
+				holders[d.Exclusive] = append(holders[d.Exclusive], key)
+			}
+		}
+	}
 	snap.Nodes = make([]api.GraphNode, 0, len(keys))
-	for _, key := range keys {
+	for i, key := range keys {
 		gn := nodes[key]
-		deps := dependenciesOf(descs, key, gn.Value)
+		deps := allDeps[i]
 		for j := range deps {
 			d := &deps[j]
+			if d.Exclusive != "" {
+				for _, h := range holders[d.Exclusive] {
+					if h != key {
+						d.Targets = append(d.Targets, h)
+					}
+				}
+				d.Satisfied = len(d.Targets) == 0
+				continue
+			}
 			if d.Key != "" {
 				if nodes[d.Key] != nil {
 					d.Targets = []string{d.Key}
@@ -299,12 +325,16 @@ func (s *Scheduler) GetStats() api.SchedulerStats {
 		ValuesByDescriptor: map[string]map[string]int{},
 		Transactions:       map[string]uint64{},
 	}
-	release := s.readSettled()
 	s.mu.RLock()
-	for _, n := range s.g.nodes {
-		state := n.state.String()
+	v := s.settledView()
+	v.each(s.g, func(n *node) {
+		st0, desc := v.stateDesc(n)
+		state := st0.String()
 		st.ValuesByState[state]++
-		d := n.descName()
+		d := ""
+		if desc != nil {
+			d = desc.d.Name
+		}
 		if d == "" {
 			d = api.StatsNoDescriptor
 			if n.base != nil {
@@ -315,9 +345,8 @@ func (s *Scheduler) GetStats() api.SchedulerStats {
 			st.ValuesByDescriptor[d] = map[string]int{}
 		}
 		st.ValuesByDescriptor[d][state]++
-	}
+	})
 	s.mu.RUnlock()
-	release()
 	s.qMu.Lock()
 	st.QueueLength = len(s.queue)
 	s.qMu.Unlock()

@@ -282,7 +282,7 @@ func TestObserverSeesTransactionsAndOperations(t *testing.T) {
 	e, _ := newObsEnv(t, kvscheduler.Options{Observer: obs})
 	e.mustCommit(context.Background(), set("iface/a", "a"), set("route/r1", "dep=iface/a"))
 	e.sb.Fail("create", "iface/b", nil, 1)
-	retry := api.WithRetry(context.Background(), time.Hour, 1, false)
+	retry := withOpts(context.Background(), api.TxnOptions{Retry: &api.RetryOpt{Period: time.Hour, MaxCount: 1, ExpBackoff: false}})
 	if _, err := e.commit(retry, set("iface/b", "b")); err == nil {
 		t.Fatal("commit with a failing create: no error")
 	}
@@ -303,7 +303,7 @@ func TestRevertedTransactionRecord(t *testing.T) {
 	e, _ := newObsEnv(t, kvscheduler.Options{})
 	e.mustCommit(context.Background(), set("iface/a", "a"))
 	e.sb.Fail("create", "route/r1", nil, 1)
-	seq, err := e.commit(api.WithRevert(context.Background()), set("iface/a", "a2"), set("route/r1", "dep=iface/a"))
+	seq, err := e.commit(withOpts(context.Background(), api.TxnOptions{Revert: true}), set("iface/a", "a2"), set("route/r1", "dep=iface/a"))
 	if err == nil {
 		t.Fatal("reverted commit: no error")
 	}
@@ -334,7 +334,7 @@ func TestTxnLogWriter(t *testing.T) {
 	var log strings.Builder
 	var atCreate string
 	e, _ := newObsEnv(t, kvscheduler.Options{TxnLog: &syncWriter{w: &log}})
-	e.sb.Hook = func(kind, key string) {
+	e.sb.Hook = func(_ context.Context, kind, key string) {
 		if kind == "create" {
 			atCreate = log.String()
 		}

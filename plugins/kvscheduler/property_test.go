@@ -387,7 +387,7 @@ func (e *propEnv) commit(ctx context.Context, kvs []propKV) (seq uint64, err err
 				txn.SetValue(kv.Key, mocksb.Str(kv.Value))
 			}
 		}
-		seq, err = txn.Commit(ctx)
+		seq, err = txn.Commit(ctx, optsOf(ctx))
 	})
 	// A failure of a value is reported as *api.TransactionError; anything
 	// else (closed, queue full, context) is unexpected here.
@@ -413,7 +413,7 @@ func (e *propEnv) apply(kvs []propKV) {
 // records them.
 func (e *propEnv) commitApply(kvs []propKV) error {
 	e.t.Helper()
-	ctx := api.WithRetry(context.Background(), time.Second, propRetryMax, false)
+	ctx := withOpts(context.Background(), api.TxnOptions{Retry: &api.RetryOpt{Period: time.Second, MaxCount: propRetryMax, ExpBackoff: false}})
 	_, err := e.commit(ctx, kvs)
 	e.apply(kvs)
 	return err
@@ -798,7 +798,7 @@ func TestPropRevertRestoresSB(t *testing.T) {
 		// The plan says which SB operations the transaction will execute;
 		// pick one to fail.
 		e.sb.ClearOps()
-		seq, err := e.commit(api.WithDryRun(context.Background()), txn)
+		seq, err := e.commit(withOpts(context.Background(), api.TxnOptions{DryRun: true}), txn)
 		if err != nil {
 			rt.Fatalf("dry run: %v", err)
 		}
@@ -817,7 +817,7 @@ func TestPropRevertRestoresSB(t *testing.T) {
 			}
 		}
 
-		ctx := api.WithRevert(context.Background())
+		ctx := withOpts(context.Background(), api.TxnOptions{Revert: true})
 		if len(planned) == 0 {
 			// Nothing to execute: nothing can fail.
 			if _, err := e.commit(ctx, txn); err != nil {
@@ -980,7 +980,7 @@ func TestPropResync(t *testing.T) {
 		statesBefore := e.states()
 
 		e.sb.ClearOps()
-		full := api.WithResync(context.Background(), api.FullResync, false)
+		full := withOpts(context.Background(), api.TxnOptions{Resync: api.FullResync})
 		if _, err := e.commit(full, e.nbKVs()); err != nil {
 			rt.Fatalf("full resync in sync: %v", err)
 		}
@@ -1004,7 +1004,7 @@ func TestPropResync(t *testing.T) {
 		drifted := e.sb.Snapshot()
 
 		e.sb.ClearOps()
-		down := api.WithResync(context.Background(), api.DownstreamResync, false)
+		down := withOpts(context.Background(), api.TxnOptions{Resync: api.DownstreamResync})
 		if _, err := e.commit(down, nil); err != nil {
 			rt.Fatalf("downstream resync: %v", err)
 		}
@@ -1097,7 +1097,7 @@ func TestPropModel(t *testing.T) {
 // properties above have found, so that each engine bug they revealed has a
 // readable test of its own.
 func TestPropShrunkCases(t *testing.T) {
-	retry := api.WithRetry(context.Background(), time.Second, propRetryMax, false)
+	retry := withOpts(context.Background(), api.TxnOptions{Retry: &api.RetryOpt{Period: time.Second, MaxCount: propRetryMax, ExpBackoff: false}})
 
 	t.Run("dependency cycle is created together", func(t *testing.T) {
 		// a/4 and b/5 depend on each other and on nothing else: doc.go says
@@ -1143,7 +1143,7 @@ func TestPropShrunkCases(t *testing.T) {
 		e := propNewEnv(t)
 		e.commitApply([]propKV{{Key: "c/1", Value: "v0 dep=a/6"}})
 		e.sb.FailLeaving("c/1", nil, 1)
-		if _, err := e.commit(api.WithRevert(context.Background()), []propKV{{Key: "c/1", Value: "v0"}}); err == nil {
+		if _, err := e.commit(withOpts(context.Background(), api.TxnOptions{Revert: true}), []propKV{{Key: "c/1", Value: "v0"}}); err == nil {
 			t.Fatalf("reverted commit returned no error")
 		}
 		e.checkConverged("after the revert", nil)
@@ -1159,7 +1159,7 @@ func TestPropShrunkCases(t *testing.T) {
 		e.commitApply([]propKV{{Key: "a/1", Value: "v0 der=e1~a/2"}})
 		e.checkConverged("before the resync", nil)
 		e.sb.ClearOps()
-		if _, err := e.commit(api.WithResync(context.Background(), api.FullResync, false), e.nbKVs()); err != nil {
+		if _, err := e.commit(withOpts(context.Background(), api.TxnOptions{Resync: api.FullResync}), e.nbKVs()); err != nil {
 			t.Errorf("full resync: %v", err)
 		}
 		if ops := propCRUDOps(e.sb); len(ops) > 0 {

@@ -1,8 +1,11 @@
 package kvscheduler
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"google.golang.org/protobuf/proto"
@@ -133,19 +136,19 @@ func statusOf(n *node) status { return status{n.state, n.lastOp, n.err, n.detail
 
 // call runs a CRUD callback without the graph lock, turning a panic into a
 // non-retriable error so one broken descriptor cannot stop the scheduler.
-func (r *txnRun) call(n *node, what string, f func() error) (err error) {
+func (r *txnRun) call(n *node, what string, f func(ctx context.Context) error) (err error) {
 	var start time.Time
 	obs := r.s.opts.Observer
 	if obs != nil {
 		start = r.s.clock.Now()
 	}
-	r.s.callback(func() {
+	r.s.callback(n.descName(), func(ctx context.Context) {
 		defer func() {
 			if p := recover(); p != nil {
 				err = api.NonRetriable(fmt.Errorf("descriptor %s: %s of %s panicked: %v", n.descName(), what, n.key, p))
 			}
 		}()
-		err = f()
+		err = f(ctx)
 	})
 	if obs != nil {
 		if op, ok := crudOps[what]; ok {
@@ -189,8 +192,8 @@ func (r *txnRun) callCreate(n *node) (any, error) {
 		return nil, nil
 	}
 	var md any
-	err := r.call(n, "Create", func() (err error) {
-		md, err = n.desc.d.Create(n.key, n.intended)
+	err := r.call(n, "Create", func(ctx context.Context) (err error) {
+		md, err = n.desc.d.Create(ctx, n.key, n.intended)
 		return err
 	})
 	return md, err
@@ -209,8 +212,8 @@ func (r *txnRun) callDelete(n *node) error {
 		}
 		return nil
 	}
-	return r.call(n, "Delete", func() error {
-		return n.desc.d.Delete(n.key, n.applied, n.metadata)
+	return r.call(n, "Delete", func(ctx context.Context) error {
+		return n.desc.d.Delete(ctx, n.key, n.applied, n.metadata)
 	})
 }
 
@@ -231,8 +234,8 @@ func (r *txnRun) callUpdate(n *node) (any, error) {
 		return n.metadata, nil
 	}
 	var md any
-	err := r.call(n, "Update", func() (err error) {
-		md, err = n.desc.d.Update(n.key, n.applied, n.intended, n.metadata)
+	err := r.call(n, "Update", func(ctx context.Context) (err error) {
+		md, err = n.desc.d.Update(ctx, n.key, n.applied, n.intended, n.metadata)
 		return err
 	})
 	return md, err
@@ -298,17 +301,19 @@ func (r *txnRun) setIntent(n *node, value proto.Message) {
 	r.g.setDeps(n, validDeps(deps))
 }
 
+// validDeps drops dependencies that name nothing (no Key, AnyOf or
+// Exclusive).
 func validDeps(deps []api.Dependency) []api.Dependency {
 	valid := true
 	for _, d := range deps {
-		valid = valid && (d.Key != "" || !d.AnyOf.IsZero())
+		valid = valid && (d.Key != "" || !d.AnyOf.IsZero() || d.Exclusive != "")
 	}
 	if valid {
 		return deps
 	}
 	out := deps[:0:0]
 	for _, d := range deps {
-		if d.Key != "" || !d.AnyOf.IsZero() {
+		if d.Key != "" || !d.AnyOf.IsZero() || d.Exclusive != "" {
 			out = append(out, d)
 		}
 	}
@@ -743,7 +748,37 @@ func (r *txnRun) removeFromSB(n *node, how removal) bool {
 	}
 	r.recordOp(n, api.OpDelete, prevValue, nil, prev, nil, opFlags{recreate: recreate, noop: n.obtained})
 	r.remember(n, api.OpDelete, prevValue, nil, prevMeta, nil)
+	if !recreate {
+		r.notifyReleased(n) // (a re-created value takes its resources back)
+	}
 	return true
+}
+
+// notifyReleased creates the values that waited for a resource n held (its
+// Exclusive dependencies) now that n left the SB: the first in key order of
+// those that can be created; the others wait for it in turn.
+func (r *txnRun) notifyReleased(n *node) {
+	for ei := range n.deps {
+		e := &n.deps[ei]
+		if !e.isClaim() || r.stopped {
+			continue
+		}
+		var waiting []*node
+		for x := r.g.claims[e.dep.Exclusive]; x != nil; x = x.next {
+			c := x.owner
+			if c != n && c.intended != nil && c.applied == nil && !c.obtained && c.invalidErr() == nil && !c.removing &&
+				c.state != api.ValueStateFailed && c.state != api.ValueStateRetrying && !r.waiting(c) {
+				waiting = append(waiting, c)
+			}
+		}
+		slices.SortFunc(waiting, func(a, b *node) int { return strings.Compare(a.key, b.key) })
+		for _, c := range waiting {
+			if r.stopped {
+				return
+			}
+			r.reconcile(c)
+		}
+	}
 }
 
 // isAncestor tells whether a is the base (or a base of the base) of n.

@@ -32,7 +32,7 @@ func TestRetryOfFailureInNotificationTxn(t *testing.T) {
 		)
 
 		// 1. NB, with retry every 2s, at most 3 times: the AF-Packet waits.
-		ctx := api.WithRetry(context.Background(), 2*time.Second, 3, false)
+		ctx := withOpts(context.Background(), api.TxnOptions{Retry: &api.RetryOpt{Period: 2 * time.Second, MaxCount: 3, ExpBackoff: false}})
 		e.mustCommit(ctx, set(afp, afpVal))
 		e.expectOps("afpacket without host")
 		e.expectState(afp, api.ValueStatePending, host)
@@ -74,7 +74,7 @@ func TestRetryPolicyOfTheTransactionThatSetTheValue(t *testing.T) {
 		defer e.s.Close()
 		e.register(ifaces(), routes())
 		const route = "10.1.0.0/24 dep=iface/my-tap"
-		withRetry := api.WithRetry(context.Background(), time.Second, 3, false)
+		withRetry := withOpts(context.Background(), api.TxnOptions{Retry: &api.RetryOpt{Period: time.Second, MaxCount: 3, ExpBackoff: false}})
 
 		// 1. The route, with retry: PENDING.
 		e.mustCommit(withRetry, set("route/my-route", route))

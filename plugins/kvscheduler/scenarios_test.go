@@ -123,7 +123,7 @@ func (e *env) commit(ctx context.Context, changes ...kv) (uint64, error) {
 	for _, c := range changes {
 		txn.SetValue(c.key, c.value)
 	}
-	return txn.Commit(ctx)
+	return txn.Commit(ctx, optsOf(ctx))
 }
 
 // mustCommit runs one NB transaction that must succeed.
@@ -138,7 +138,7 @@ func (e *env) mustCommit(ctx context.Context, changes ...kv) uint64 {
 
 // resync runs a full resync with the given NB state.
 func (e *env) resync(changes ...kv) (uint64, error) {
-	return e.commit(api.WithResync(context.Background(), api.FullResync, false), changes...)
+	return e.commit(withOpts(context.Background(), api.TxnOptions{Resync: api.FullResync}), changes...)
 }
 
 // notify pushes SB notifications and waits until they are processed.
@@ -707,7 +707,7 @@ func retryScenario(t *testing.T, withRoute bool) {
 	//    Create(my-tap) fails; the failed key is refreshed (retrieve
 	//    iface); my-tap is RETRYING [, the route PENDING].
 	e.sb.Fail("create", "iface/my-tap", nil, 1)
-	ctx := api.WithRetry(context.Background(), time.Second, 3, false)
+	ctx := withOpts(context.Background(), api.TxnOptions{Retry: &api.RetryOpt{Period: time.Second, MaxCount: 3, ExpBackoff: false}})
 	_, err := e.commit(ctx, changes...)
 	te := txnErr(t, err)
 	expectKVErrors(t, te, mocksb.ErrInjected, map[string]api.TxnOperation{"iface/my-tap": api.OpCreate})
@@ -760,7 +760,7 @@ func retryScenario(t *testing.T, withRoute bool) {
 func TestScenario06_Revert(t *testing.T) {
 	e := newEnv(t)
 	e.register(ifaces(), routes())
-	ctx := api.WithRevert(context.Background())
+	ctx := withOpts(context.Background(), api.TxnOptions{Revert: true})
 	const route = "10.1.0.0/24 dep=iface/my-tap"
 
 	// 1. The seed's flow: an empty SB, my-tap and my-route in one
@@ -1097,7 +1097,7 @@ func TestScenario10_FailedDeleteOfDerivedValue(t *testing.T) {
 	// 1. With revert (as in the original): Delete(a/v1/item1) fails, there
 	//    is nothing to undo, the base is not deleted.
 	e.sb.Fail("delete", "a/v1/item1", nil, 1)
-	_, err := e.commit(api.WithRevert(ctx), del("a/v1"))
+	_, err := e.commit(withOpts(ctx, api.TxnOptions{Revert: true}), del("a/v1"))
 	te := txnErr(t, err)
 	expectKVErrors(t, te, mocksb.ErrInjected, map[string]api.TxnOperation{"a/v1/item1": api.OpDelete})
 	e.expectOps("revert", "delete a/v1/item1")
@@ -1369,8 +1369,7 @@ func TestScenario14_EmptyResyncOnEmptySystem(t *testing.T) {
 	rt.OnRetrieve = routeCorrelate.record
 	e.register(rt, iface, mocksb.Options{Name: "acl", Prefix: "acl/", NB: true, NoRetrieve: true})
 
-	seq, err := e.commit(api.WithDescription(
-		api.WithResync(context.Background(), api.FullResync, true), "empty resync"))
+	seq, err := e.commit(withOpts(withOpts(context.Background(), api.TxnOptions{Resync: api.FullResync, Verbose: true}), api.TxnOptions{Description: "empty resync"}))
 	if err != nil {
 		t.Fatalf("resync: %v", err)
 	}

@@ -1,15 +1,13 @@
 package kvscheduler
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
-	"runtime"
+	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -51,6 +49,10 @@ type Options struct {
 	TxnLogMaxItems int
 	// Observer receives events for metrics (see package metrics).
 	Observer api.Observer
+	// CallTimeout, when positive, is the deadline of the context of each
+	// Create, Update, Delete and Retrieve call (default: none; the
+	// context is cancelled when the scheduler closes either way).
+	CallTimeout time.Duration
 }
 
 // Clock is the scheduler's source of time, injected so tests control it.
@@ -78,20 +80,27 @@ type Scheduler struct {
 	regMu sync.Mutex
 	descs atomic.Pointer[descriptorSet]
 
-	// mu guards the graph. The worker holds it while it processes a
-	// transaction, except during descriptor CRUD callbacks.
+	// mu guards the graph, which only the worker changes. The worker holds
+	// it while it processes a transaction, except during descriptor
+	// callbacks; readers take it for reading and see the graph as of the
+	// last finished transaction (see settledView).
 	mu sync.RWMutex
 	g  *graph
-	// settled is held by the worker for a whole transaction, so that status
-	// and dump readers see the state between transactions: during the
-	// callbacks the graph shows what the plan leads to, which is not yet
-	// true in the SB. Callbacks on the worker read the graph as it is.
-	settled sync.RWMutex
-	// sbDump serialises the SB-view dumps of readers: with settled held for
-	// reading through their Retrieves, no transaction runs meanwhile, and
-	// with this no other dump does, so that descriptor callbacks are never
-	// concurrent (api doc).
-	sbDump sync.Mutex
+	// running holds, while a transaction runs, the undo logs of its
+	// changes so far (readers see through them; nil between transactions).
+	// Guarded by mu.
+	running *runningTxn
+	// cbMu is held around every Create, Update, Delete and Retrieve call:
+	// by the worker, and by readers for the Retrieves of SB-view dumps, so
+	// that callbacks are never concurrent (api doc).
+	cbMu sync.Mutex
+	// baseCtx is the parent of the callbacks' contexts; Close cancels it.
+	baseCtx    context.Context
+	cancelBase context.CancelFunc
+	// scope is the call scope of the running transaction's callbacks, and
+	// scopeCtx their context (worker only).
+	scope    *callScope
+	scopeCtx context.Context
 
 	// queue of transactions.
 	qMu       sync.Mutex
@@ -103,11 +112,6 @@ type Scheduler struct {
 	closed    bool
 	closing   chan struct{}
 	workerEnd chan struct{}
-
-	// re-entrancy detection: the worker's goroutine id and whether it is
-	// inside a descriptor callback.
-	workerGID  atomic.Uint64
-	inCallback atomic.Bool
 
 	// retryPolicies are the distinct retry options of NB transactions
 	// (see retryPolicy); worker only.
@@ -162,6 +166,7 @@ func New(opts Options) *Scheduler {
 	if s.logger == nil {
 		s.logger = slog.Default()
 	}
+	s.baseCtx, s.cancelBase = context.WithCancel(context.Background())
 	s.descs.Store(&descriptorSet{byName: map[string]*descriptorInfo{}})
 	go s.worker()
 	return s
@@ -179,6 +184,7 @@ func (s *Scheduler) Close() {
 	s.closed = true
 	close(s.closing)
 	s.qMu.Unlock()
+	s.cancelBase() // a callback blocked in the SB gives up
 	<-s.workerEnd
 
 	s.retryMu.Lock()
@@ -328,6 +334,8 @@ type queuedTxn struct {
 	// retry transactions: the failed keys and which attempt this is.
 	retryKeys []retryKey
 	attempt   int
+	// followUp transactions: the keys callbacks asked to reconcile.
+	followUp []string
 	// barrier: no transaction, just a signal that what came before is done.
 	barrier bool
 	// done receives the result of a blocking commit.
@@ -362,7 +370,7 @@ func (s *Scheduler) enqueue(qt *queuedTxn, bounded bool) (uint64, error) {
 			break
 		}
 		s.qMu.Unlock()
-		if qt.done == nil || s.inWorkerCallback() {
+		if qt.done == nil {
 			return 0, api.ErrTxnQueueFull
 		}
 		var ctxDone <-chan struct{}
@@ -432,7 +440,6 @@ func (s *Scheduler) dequeue() (*queuedTxn, bool) {
 
 func (s *Scheduler) worker() {
 	defer close(s.workerEnd)
-	s.workerGID.Store(goroutineID())
 	for {
 		qt, ok := s.dequeue()
 		if !ok {
@@ -448,53 +455,116 @@ func (s *Scheduler) worker() {
 			qt.done <- txnResult{seq: qt.seq, err: qt.ctx.Err()}
 			continue
 		}
+		s.scope = &callScope{s: s}
+		s.scopeCtx = api.WithCallScope(s.baseCtx, s.scope)
 		err := s.processTxn(qt)
+		if keys := s.scope.requests; len(keys) > 0 {
+			s.queueFollowUp(keys, s.scope.requesters)
+		}
+		s.scope, s.scopeCtx = nil, nil
 		if qt.done != nil {
 			qt.done <- txnResult{seq: qt.seq, err: err}
 		}
 	}
 }
 
-// inWorkerCallback tells whether the caller is a descriptor callback running
-// on the worker goroutine.
-func (s *Scheduler) inWorkerCallback() bool {
-	return s.inCallback.Load() && goroutineID() == s.workerGID.Load()
+// callScope is the api.CallScope of the callbacks of one transaction (or of
+// one SB-view dump, with dump set).
+type callScope struct {
+	s *Scheduler
+	// dump: the scope of a reader's SB-view dump, not of the worker.
+	dump bool
+	// requests are the keys callbacks asked to reconcile, in order, once
+	// each; requesters the descriptors that asked.
+	requests   []string
+	requesters []string
 }
 
-// goroutineID returns the id of the calling goroutine. Go hides it on
-// purpose; the scheduler needs it only to recognise a Commit made by a
-// descriptor callback on its own worker, which would otherwise wait for
-// itself forever.
-func goroutineID() uint64 {
-	var buf [64]byte
-	b := buf[:runtime.Stack(buf[:], false)]
-	b = bytes.TrimPrefix(b, []byte("goroutine "))
-	if i := bytes.IndexByte(b, ' '); i > 0 {
-		b = b[:i]
+// GetValueStatus implements api.ReadView: the worker's graph as the
+// transaction has it (the worker waits for the callback meanwhile); for a
+// dump, what readers see.
+func (c *callScope) GetValueStatus(key string) *api.BaseValueStatus {
+	if c.dump {
+		return c.s.GetValueStatus(key)
 	}
-	id, _ := strconv.ParseUint(string(b), 10, 64)
-	return id
-}
-
-// readSettled waits until no transaction runs (except for a descriptor
-// callback of the running transaction) and returns the release.
-func (s *Scheduler) readSettled() func() {
-	if s.inWorkerCallback() {
-		return func() {}
+	c.s.mu.RLock()
+	defer c.s.mu.RUnlock()
+	n := c.s.g.get(key)
+	if n == nil {
+		return &api.BaseValueStatus{Value: &api.ValueStatus{Key: key, State: api.ValueStateNonexistent}}
 	}
-	s.settled.RLock()
-	return s.settled.RUnlock
+	for n.base != nil {
+		n = n.base
+	}
+	return baseStatus(n)
 }
 
-// callback runs a descriptor callback without the graph lock.
-func (s *Scheduler) callback(f func()) {
+// GetMetadataMap implements api.ReadView.
+func (c *callScope) GetMetadataMap(descriptor string) api.MetadataMap {
+	return c.s.GetMetadataMap(descriptor)
+}
+
+// RequestReconcile implements api.CallScope.
+func (c *callScope) RequestReconcile(keys ...string) {
+	if c.dump {
+		c.s.queueFollowUp(keys, nil)
+		return
+	}
+	for _, k := range keys {
+		if k != "" && !slices.Contains(c.requests, k) {
+			c.requests = append(c.requests, k)
+		}
+	}
+}
+
+// queueFollowUp queues the reconciliation of keys callbacks asked for.
+func (s *Scheduler) queueFollowUp(keys, requesters []string) {
+	desc := "follow-up of " + strings.Join(keys, ", ")
+	if len(keys) > 3 {
+		desc = fmt.Sprintf("follow-up of %s and %d other keys", strings.Join(keys[:3], ", "), len(keys)-3)
+	}
+	if len(requesters) > 0 {
+		desc += " (requested by " + strings.Join(requesters, ", ") + ")"
+	}
+	if _, err := s.enqueue(&queuedTxn{typ: api.FollowUp, followUp: keys, description: desc}, false); err != nil && !errors.Is(err, api.ErrClosed) {
+		s.logger.Warn("follow-up not queued", "keys", keys, "error", err)
+	}
+}
+
+// callCtx returns the context of one callback of the worker and its
+// release.
+func (s *Scheduler) callCtx(scope *callScope) (context.Context, context.CancelFunc) {
+	ctx := s.scopeCtx
+	if ctx == nil || scope != s.scope {
+		ctx = api.WithCallScope(s.baseCtx, scope)
+	}
+	if s.opts.CallTimeout > 0 {
+		return context.WithTimeout(ctx, s.opts.CallTimeout)
+	}
+	return ctx, func() {}
+}
+
+// callback runs a descriptor callback of the worker: without the graph lock
+// (readers read meanwhile), one callback at a time (cbMu), with the
+// callback's context. desc names the descriptor, for follow-up records.
+func (s *Scheduler) callback(desc string, f func(ctx context.Context)) {
+	scope := s.scope
+	if scope == nil {
+		scope = &callScope{s: s} // (not reached: the worker sets it)
+	}
+	ctx, cancel := s.callCtx(scope)
+	asked := len(scope.requests)
 	s.mu.Unlock()
-	s.inCallback.Store(true)
+	s.cbMu.Lock()
 	defer func() {
-		s.inCallback.Store(false)
+		s.cbMu.Unlock()
 		s.mu.Lock()
+		cancel()
+		if len(scope.requests) > asked && !slices.Contains(scope.requesters, desc) {
+			scope.requesters = append(scope.requesters, desc)
+		}
 	}()
-	f()
+	f(ctx)
 }
 
 // StartNBTransaction implements api.KVScheduler.
@@ -523,30 +593,29 @@ func (t *txn) SetValue(key string, value proto.Message) api.Txn {
 }
 
 // Commit implements api.Txn.
-func (t *txn) Commit(ctx context.Context) (uint64, error) {
+func (t *txn) Commit(ctx context.Context, opts api.TxnOptions) (uint64, error) {
 	if ctx == nil {
 		ctx = context.Background()
+	}
+	if api.InCallback(ctx) {
+		return 0, &api.TransactionError{TxnInitError: api.ErrCommitInCallback}
 	}
 	if t.err != nil {
 		return 0, &api.TransactionError{TxnInitError: t.err}
 	}
-	qt := &queuedTxn{typ: api.NBTransaction, ctx: ctx, values: t.values}
-	if opt, ok := api.IsWithResync(ctx); ok {
-		qt.resync, qt.verbose = opt.Type, opt.Verbose
+	if err := opts.Validate(); err != nil {
+		return 0, &api.TransactionError{TxnInitError: err}
 	}
-	qt.revert = api.IsWithRevert(ctx)
-	if qt.revert && qt.resync != api.NotResync {
-		return 0, &api.TransactionError{TxnInitError: api.ErrRevertNotSupportedWithResync}
+	qt := &queuedTxn{typ: api.NBTransaction, ctx: ctx, values: t.values, resync: opts.Resync, verbose: opts.Verbose,
+		revert: opts.Revert, dryRun: opts.DryRun, description: opts.Description}
+	if opts.Retry != nil {
+		opt := *opts.Retry
+		qt.retryOpt = &opt
 	}
-	qt.dryRun = api.IsWithDryRun(ctx)
-	if opt, ok := api.IsWithRetry(ctx); ok && opt.MaxCount > 0 && !qt.revert {
-		qt.retryOpt = opt
-	}
-	qt.description, _ = api.IsWithDescription(ctx)
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
-	blocking := !api.IsNonBlockingTxn(ctx) && !t.s.inWorkerCallback()
+	blocking := !opts.NonBlocking
 	if blocking {
 		qt.done = make(chan txnResult, 1)
 	}
@@ -564,9 +633,6 @@ func (t *txn) Commit(ctx context.Context) (uint64, error) {
 
 // TransactionBarrier implements api.KVScheduler.
 func (s *Scheduler) TransactionBarrier() {
-	if s.inWorkerCallback() {
-		return
-	}
 	qt := &queuedTxn{barrier: true, done: make(chan txnResult)}
 	if _, err := s.enqueue(qt, false); err != nil {
 		return
@@ -595,17 +661,17 @@ func (s *Scheduler) PushSBNotification(notifications ...api.KVWithMetadata) erro
 
 // GetValueStatus implements api.KVScheduler.
 func (s *Scheduler) GetValueStatus(key string) *api.BaseValueStatus {
-	defer s.readSettled()()
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	n := s.g.get(key)
+	v := s.settledView()
+	n := v.lookup(s.g, key)
 	if n == nil {
 		return &api.BaseValueStatus{Value: &api.ValueStatus{Key: key, State: api.ValueStateNonexistent}}
 	}
 	for n.base != nil {
 		n = n.base
 	}
-	return baseStatus(n)
+	return v.baseStatusOf(n)
 }
 
 func baseStatus(n *node) *api.BaseValueStatus {
@@ -634,13 +700,13 @@ func valueStatus(n *node) *api.ValueStatus {
 // ListValueStatuses returns the status of every base value whose key starts
 // with prefix, sorted by key.
 func (s *Scheduler) ListValueStatuses(prefix string) []*api.BaseValueStatus {
-	defer s.readSettled()()
 	s.mu.RLock()
 	defer s.mu.RUnlock()
+	v := s.settledView()
 	var out []*api.BaseValueStatus
-	s.g.scanPrefix(prefix, func(n *node) bool {
+	v.scan(s.g, prefix, func(n *node) bool {
 		if n.base == nil {
-			out = append(out, baseStatus(n))
+			out = append(out, v.baseStatusOf(n))
 		}
 		return true
 	})
@@ -689,44 +755,42 @@ func (s *Scheduler) DumpValuesByKeyPrefix(keyPrefix string, view api.View) ([]ap
 func (s *Scheduler) dump(view api.View, prefix string, only *descriptorInfo) ([]api.KVWithMetadata, error) {
 	var out []api.KVWithMetadata
 	correlate := map[*descriptorInfo][]api.KVWithMetadata{}
-	release := s.readSettled()
-	if view == api.SBView && !s.inWorkerCallback() {
-		// The Retrieves below run under settled (no transaction meanwhile)
-		// and one SB dump at a time: callbacks are never concurrent. A
-		// callback of the worker dumping the SB runs them itself.
-		s.sbDump.Lock()
-		settledRelease := release
-		release = func() {}
-		defer func() { s.sbDump.Unlock(); settledRelease() }()
-	}
 	s.mu.RLock()
-	s.g.scanPrefix(prefix, func(n *node) bool {
-		if only != nil && n.desc != only {
+	v := s.settledView()
+	v.scan(s.g, prefix, func(n *node) bool {
+		t := v.of(n)
+		if only != nil && t.desc != only {
 			return true
+		}
+		origin := api.FromNB
+		if t.obtained {
+			origin = api.FromSB
 		}
 		switch view {
 		case api.NBView:
-			if n.intended != nil && !n.obtained {
-				out = append(out, api.KVWithMetadata{Key: n.key, Value: n.intended, Metadata: n.metadata, Origin: api.FromNB})
+			if t.intended != nil && !t.obtained {
+				out = append(out, api.KVWithMetadata{Key: n.key, Value: t.intended, Metadata: t.metadata, Origin: api.FromNB})
 			}
 		case api.CachedView:
-			if n.applied != nil {
-				out = append(out, api.KVWithMetadata{Key: n.key, Value: n.applied, Metadata: n.metadata, Origin: n.origin()})
+			if t.applied != nil {
+				out = append(out, api.KVWithMetadata{Key: n.key, Value: t.applied, Metadata: t.metadata, Origin: origin})
 			}
 		case api.SBView:
-			if n.desc != nil && n.base == nil && n.applied != nil {
-				correlate[n.desc] = append(correlate[n.desc], api.KVWithMetadata{Key: n.key, Value: n.applied, Metadata: n.metadata, Origin: n.origin()})
+			if t.desc != nil && n.base == nil && t.applied != nil {
+				correlate[t.desc] = append(correlate[t.desc], api.KVWithMetadata{Key: n.key, Value: t.applied, Metadata: t.metadata, Origin: origin})
 			}
 		}
 		return true
 	})
 	s.mu.RUnlock()
-	release()
 	if view != api.SBView {
 		return out, nil
 	}
-	// Ask the SB now, outside the graph lock (and, for a reader, still
-	// under settled and sbDump: see above).
+	// Ask the SB now: between two descriptor calls of the worker (cbMu),
+	// never beside one.
+	s.cbMu.Lock()
+	defer s.cbMu.Unlock()
+	ctx := api.WithCallScope(s.baseCtx, &callScope{s: s, dump: true})
 	var errs []error
 	for _, di := range s.descs.Load().list {
 		if di.d.Retrieve == nil || (only != nil && di != only) {
@@ -736,9 +800,9 @@ func (s *Scheduler) dump(view api.View, prefix string, only *descriptorInfo) ([]
 			!strings.HasPrefix(di.d.NBKeyPrefix, prefix) && !strings.HasPrefix(prefix, di.d.NBKeyPrefix) {
 			continue
 		}
-		kvs, err := di.d.Retrieve(correlate[di])
+		kvs, err := retrieveGuarded(ctx, di, correlate[di], s.opts.CallTimeout)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("descriptor %s: retrieve: %w", di.d.Name, err))
+			errs = append(errs, err)
 			continue
 		}
 		for _, kv := range kvs {
@@ -749,6 +813,26 @@ func (s *Scheduler) dump(view api.View, prefix string, only *descriptorInfo) ([]
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
 	return out, errors.Join(errs...)
+}
+
+// retrieveGuarded calls a descriptor's Retrieve with ctx (and the call
+// timeout), turning a panic into an error.
+func retrieveGuarded(ctx context.Context, di *descriptorInfo, correlate []api.KVWithMetadata, timeout time.Duration) (kvs []api.KVWithMetadata, err error) {
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("descriptor %s: Retrieve: panic: %v", di.d.Name, p)
+		}
+	}()
+	kvs, err = di.d.Retrieve(ctx, correlate)
+	if err != nil {
+		return nil, fmt.Errorf("descriptor %s: Retrieve: %w", di.d.Name, err)
+	}
+	return kvs, nil
 }
 
 func (n *node) origin() api.ValueOrigin {

@@ -1,6 +1,7 @@
 package kvscheduler
 
 import (
+	"context"
 	"fmt"
 	"time"
 
@@ -118,7 +119,7 @@ func (s *Scheduler) executeSteps(steps *chunks[step]) (int, []any, error) {
 		if s.opts.Observer != nil {
 			start = s.clock.Now()
 		}
-		s.callback(func() {
+		s.callback(d.Name, func(ctx context.Context) {
 			defer func() {
 				if p := recover(); p != nil {
 					err = api.NonRetriable(fmt.Errorf("descriptor %s: %s of %s panicked: %v", d.Name, st.op, st.key, p))
@@ -126,11 +127,11 @@ func (s *Scheduler) executeSteps(steps *chunks[step]) (int, []any, error) {
 			}()
 			switch st.op {
 			case api.OpCreate:
-				out, err = d.Create(st.key, st.to)
+				out, err = d.Create(ctx, st.key, st.to)
 			case api.OpUpdate:
-				out, err = d.Update(st.key, st.from, st.to, meta)
+				out, err = d.Update(ctx, st.key, st.from, st.to, meta)
 			case api.OpDelete:
-				err = d.Delete(st.key, st.from, meta)
+				err = d.Delete(ctx, st.key, st.from, meta)
 			}
 		})
 		if s.opts.Observer != nil {

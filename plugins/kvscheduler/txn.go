@@ -1,6 +1,7 @@
 package kvscheduler
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -51,22 +52,30 @@ func (s *Scheduler) processTxn(qt *queuedTxn) error {
 		rec.Values[i] = api.RecordedKVPair{Key: kv.key, Value: kv.value, Origin: origin}
 	}
 
-	s.settled.Lock()
-	defer s.settled.Unlock()
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	rt := &runningTxn{}
+	s.running = rt
+	defer func() { s.running = nil }()
 	descs := s.descs.Load()
 	if qt.resync == api.NotResync {
 		s.g.reserve(len(qt.values)) // a resync's values are mostly known already
 	}
 	var initErrs []api.KeyWithError
 	if qt.resync == api.FullResync || qt.resync == api.DownstreamResync {
+		// Recorded for readers only (see runningTxn): a failure rolls
+		// back to the refreshed state, not before it.
+		var refreshUndo chunks[undoEntry]
+		s.g.record(&refreshUndo)
+		rt.addLog(&refreshUndo)
 		initErrs = s.refreshAll(descs, qt)
+		s.g.undo = nil
 	}
 
 	// Simulation: the plan, and the descriptor calls it needs.
 	var undo chunks[undoEntry]
 	s.g.record(&undo)
+	rt.addLog(&undo)
 	sim := s.newRun(qt, descs, true)
 	if !qt.dryRun {
 		sim.planSteps = true
@@ -80,39 +89,44 @@ func (s *Scheduler) processTxn(qt *queuedTxn) error {
 	switch {
 	case qt.dryRun:
 		s.g.rollback()
+		rt.dropLog(&undo)
 	case undo.len() == 0 && len(sim.errs) == 0:
 		s.g.undo = nil // nothing to do
 	default:
 		s.g.undo = nil
 		done, md, err := s.executeSteps(&sim.steps)
 		if done == sim.steps.len() && !sim.stopped {
-			// Executed as planned.
+			// Executed as planned. What follows is recorded for readers
+			// (the refresh of failed values calls Retrieve).
 			sim.finishSteps(md)
 			exe = sim
 			exe.simulate = false
+			s.g.undo = &undo
 			exe.refreshFailed()
 			s.scheduleRetries(exe, qt)
+			s.g.undo = nil
 			rec.Executed = exe.ops
 			break
 		}
 		// Step `done` failed (or the simulation stopped on a foreseen
 		// failure in revert mode): back to the state before the
-		// transaction, and run it again, replaying what was executed.
+		// transaction, and run it again, replaying what was executed. The
+		// run is recorded: for revert, and for readers.
 		s.g.undo = &undo // roll back the simulation's recording
 		s.g.rollback()
+		rt.dropLog(&undo)
 		exe = s.newRun(qt, descs, false)
 		exe.replay = &replayLog{steps: &sim.steps, md: md, failAt: done, err: err}
 		var execUndo chunks[undoEntry]
-		if qt.revert {
-			s.g.record(&execUndo)
-		}
+		s.g.record(&execUndo)
+		rt.addLog(&execUndo)
 		exe.run(qt)
 		if exe.stopped {
 			s.revert(exe)
 		} else {
-			s.g.undo = nil
 			exe.refreshFailed()
 			s.scheduleRetries(exe, qt)
+			s.g.undo = nil
 		}
 		rec.Executed = exe.ops
 	}
@@ -160,7 +174,7 @@ func (s *Scheduler) newRun(qt *queuedTxn, descs *descriptorSet, simulate bool) *
 		g:        s.g,
 		descs:    descs,
 		simulate: simulate,
-		deep:     qt.resync != api.NotResync || qt.typ == api.RetryFailedOps,
+		deep:     qt.resync != api.NotResync || qt.typ == api.RetryFailedOps || qt.typ == api.FollowUp,
 		revert:   qt.revert,
 		retryTxn: qt.typ == api.RetryFailedOps,
 	}
@@ -193,6 +207,22 @@ func (r *txnRun) run(qt *queuedTxn) {
 				root = root.base
 			}
 			r.reconcile(root) // deep: an in-sync base syncs its derived values
+			if r.stopped {
+				return
+			}
+		}
+	case api.FollowUp:
+		// Keys a callback asked to reconcile again (api.RequestReconcile),
+		// through their bases, deep: a FAILED value is tried again.
+		for _, key := range qt.followUp {
+			n := r.g.get(key)
+			if n == nil {
+				continue
+			}
+			for n.base != nil {
+				n = n.base
+			}
+			r.reconcile(n)
 			if r.stopped {
 				return
 			}
@@ -613,26 +643,18 @@ func (s *Scheduler) refreshAll(descs *descriptorSet, qt *queuedTxn) []api.KeyWit
 			s.refreshDerived(n, rs.retrievedDerived)
 		}
 	}
-	if opt, ok := api.IsWithResync(qt.ctx); ok && opt.Verbose {
+	if qt.verbose {
 		s.logger.Info("graph after refresh", "txn", qt.seq, "values", len(s.g.nodes))
 	}
 	return errs
 }
 
-// retrieve calls a descriptor's Retrieve without the graph lock.
+// retrieve calls a descriptor's Retrieve (see callback).
 func (s *Scheduler) retrieve(di *descriptorInfo, correlate []api.KVWithMetadata) (kvs []api.KVWithMetadata, err error) {
-	s.callback(func() {
-		defer func() {
-			if p := recover(); p != nil {
-				err = fmt.Errorf("panic: %v", p)
-			}
-		}()
-		kvs, err = di.d.Retrieve(correlate)
+	s.callback(di.d.Name, func(ctx context.Context) {
+		kvs, err = retrieveGuarded(ctx, di, correlate, 0)
 	})
-	if err != nil {
-		return nil, fmt.Errorf("descriptor %s: Retrieve: %w", di.d.Name, err)
-	}
-	return kvs, nil
+	return kvs, err
 }
 
 // refreshState is what the refresh of a resync collects over the
@@ -1097,6 +1119,7 @@ func (r *txnRun) affectedByFailure(n *node) {
 // have an unmet dependency. They go as if the value had been deleted; the
 // value's retry creates it again and its dependents after it.
 func (r *txnRun) afterVanished(n *node) {
+	defer r.notifyReleased(n)
 	ok := true
 	for i := len(n.derived) - 1; i >= 0; i-- {
 		if d := n.derived[i]; d.applied != nil && !d.removing && !r.removeFromSB(d, removeKeep) {
@@ -1271,16 +1294,19 @@ func (s *Scheduler) revert(r *txnRun) {
 		case to == nil:
 			op = api.OpDelete
 			if n.desc.d.Delete != nil {
-				err = r.call(n, "Delete", func() error { return n.desc.d.Delete(n.key, from, meta) })
+				err = r.call(n, "Delete", func(ctx context.Context) error { return n.desc.d.Delete(ctx, n.key, from, meta) })
 			}
 		case from == nil:
 			op = api.OpCreate
 			if n.desc.d.Create != nil {
-				err = r.call(n, "Create", func() (err error) { md, err = n.desc.d.Create(n.key, to); return err })
+				err = r.call(n, "Create", func(ctx context.Context) (err error) { md, err = n.desc.d.Create(ctx, n.key, to); return err })
 			}
 		default:
 			if n.desc.d.Update != nil {
-				err = r.call(n, "Update", func() (err error) { md, err = n.desc.d.Update(n.key, from, to, meta); return err })
+				err = r.call(n, "Update", func(ctx context.Context) (err error) {
+					md, err = n.desc.d.Update(ctx, n.key, from, to, meta)
+					return err
+				})
 			}
 		}
 		r.recordOp(n, op, from, to, prev, err, opFlags{})

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 func TestTransactionErrorNamesKeysAndUnwraps(t *testing.T) {
@@ -106,18 +107,61 @@ func TestMemMetadataMapConcurrentReaders(t *testing.T) {
 	}
 }
 
-func TestOptionsRoundTrip(t *testing.T) {
-	ctx := WithRetry(WithRevert(WithDescription(WithDryRun(t.Context()), "d")), 0, 3, true)
-	if !IsWithRevert(ctx) || !IsWithDryRun(ctx) || IsNonBlockingTxn(ctx) {
-		t.Error("flags lost")
+// TestTxnOptionsValidate: every invalid option is refused with an
+// *OptionError naming the field; valid combinations pass.
+func TestTxnOptionsValidate(t *testing.T) {
+	valid := []TxnOptions{
+		{},
+		{Resync: FullResync, Verbose: true, Retry: DefaultRetry()},
+		{Revert: true, Description: "d", DryRun: true},
+		{NonBlocking: true, DryRun: true},
+		{Resync: DownstreamResync},
 	}
-	if d, ok := IsWithDescription(ctx); !ok || d != "d" {
-		t.Errorf("description %q", d)
+	for _, o := range valid {
+		if err := o.Validate(); err != nil {
+			t.Errorf("%+v: %v", o, err)
+		}
 	}
-	if opt, ok := IsWithRetry(ctx); !ok || opt.MaxCount != 3 || !opt.ExpBackoff {
-		t.Errorf("retry %+v", opt)
+	bad := []struct {
+		o     TxnOptions
+		field string
+	}{
+		{TxnOptions{Resync: 7}, "Resync"},
+		{TxnOptions{Resync: -1}, "Resync"},
+		{TxnOptions{Verbose: true}, "Verbose"},
+		{TxnOptions{Retry: &RetryOpt{MaxCount: 3}}, "Retry.Period"},
+		{TxnOptions{Retry: &RetryOpt{Period: -time.Second, MaxCount: 3}}, "Retry.Period"},
+		{TxnOptions{Retry: &RetryOpt{Period: time.Second}}, "Retry.MaxCount"},
+		{TxnOptions{Retry: &RetryOpt{Period: time.Second, MaxCount: -2}}, "Retry.MaxCount"},
+		{TxnOptions{Revert: true, Resync: FullResync}, "Revert"},
+		{TxnOptions{Revert: true, Retry: DefaultRetry()}, "Revert"},
 	}
-	if _, ok := IsWithResync(WithResync(t.Context(), NotResync, false)); ok {
-		t.Error("NotResync counts as resync")
+	for _, c := range bad {
+		err := c.o.Validate()
+		var oe *OptionError
+		if !errors.As(err, &oe) || oe.Field != c.field || !strings.Contains(err.Error(), c.field+" ") {
+			t.Errorf("%+v: error %v, want one naming %s", c.o, err, c.field)
+		}
+	}
+	if err := (TxnOptions{Revert: true, Resync: UpstreamResync}).Validate(); !errors.Is(err, ErrRevertNotSupportedWithResync) {
+		t.Errorf("revert with resync: %v does not match ErrRevertNotSupportedWithResync", err)
+	}
+}
+
+// TestCallScopeOutsideACallback: outside a callback the view is empty and
+// follow-up requests are refused.
+func TestCallScopeOutsideACallback(t *testing.T) {
+	ctx := t.Context()
+	if InCallback(ctx) {
+		t.Error("a test context counts as a callback's")
+	}
+	if st := ViewOf(ctx).GetValueStatus("k").GetValue(); st.GetKey() != "k" || st.GetState() != ValueStateNonexistent {
+		t.Errorf("empty view status: %v", st)
+	}
+	if ViewOf(ctx).GetMetadataMap("d") != nil {
+		t.Error("empty view has a metadata map")
+	}
+	if err := RequestReconcile(ctx, "k"); !errors.Is(err, ErrNotInCallback) {
+		t.Errorf("RequestReconcile outside a callback: %v", err)
 	}
 }

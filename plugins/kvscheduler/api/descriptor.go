@@ -1,6 +1,8 @@
 package api
 
 import (
+	"context"
+
 	"google.golang.org/protobuf/proto"
 )
 
@@ -8,17 +10,30 @@ import (
 type KeySelector func(key string) bool
 
 // Dependency is one precondition of a value: either a specific Key must exist,
-// or (AnyOf) at least one existing key must be accepted by the selector.
-// Dependencies of one value are ANDed. A key "exists" when its value is
-// CONFIGURED or OBTAINED (a created derived value counts).
+// or (AnyOf) at least one existing key must be accepted by the selector, or
+// (Exclusive) no other value may hold a resource. Dependencies of one value
+// are ANDed. A key "exists" when its value is CONFIGURED or OBTAINED (a
+// created derived value counts).
 type Dependency struct {
 	// Label names the dependency in status details ("unmet: interface").
 	Label string
-	// Key must exist for the dependency to be satisfied. Set either Key or
-	// AnyOf.
+	// Key must exist for the dependency to be satisfied. Set one of Key,
+	// AnyOf and Exclusive.
 	Key string
 	// AnyOf is satisfied by any existing key it accepts.
 	AnyOf AnyOfDependency
+	// Exclusive names a resource that only one value at a time may hold in
+	// the SB (e.g. "the bridge-domain membership of interface loop1"). Every
+	// value that lists the same Exclusive name competes for it: the
+	// dependency is satisfied while no other of those values is applied in
+	// the SB. A value is created only while it is free, so the first one
+	// applied (created first, or found in the SB by a resync) holds it and
+	// the others wait PENDING, their details naming the holder; when the
+	// holder is deleted (in the same transaction too, before the waiting
+	// value's turn or after it), the first waiting value is created. An
+	// Exclusive dependency never makes an applied value go: two holders
+	// found in the SB by a resync both stay.
+	Exclusive string
 }
 
 // AnyOfDependency is satisfied by at least one existing key that starts with
@@ -129,17 +144,24 @@ type KVDescriptor struct {
 	// derived values that need an SB operation. On error the scheduler
 	// refreshes the key (Retrieve) to learn what the failure left behind;
 	// for a derived value its base too.
-	Create func(key string, value proto.Message) (metadata any, err error)
+	//
+	// ctx, for Create, Update, Delete and Retrieve alike, is cancelled when
+	// the scheduler closes and carries the call's deadline when the
+	// scheduler has one (Options.CallTimeout); pass it to the SB calls.
+	// ViewOf(ctx) reads statuses and metadata; RequestReconcile(ctx, ...)
+	// asks for follow-up work. A callback never calls the scheduler itself
+	// (see the package doc).
+	Create func(ctx context.Context, key string, value proto.Message) (metadata any, err error)
 
 	// Delete removes the value from the SB. Called only after all values that
 	// depend on it, and its derived values, were deleted. Deleting a value
 	// that is already gone should succeed.
-	Delete func(key string, value proto.Message, metadata any) error
+	Delete func(ctx context.Context, key string, value proto.Message, metadata any) error
 
 	// Update changes the value in place and returns the new metadata (the old
 	// metadata may be modified and returned). Without Update every change is
 	// applied by re-creation: Delete then Create.
-	Update func(key string, oldValue, newValue proto.Message, oldMetadata any) (newMetadata any, err error)
+	Update func(ctx context.Context, key string, oldValue, newValue proto.Message, oldMetadata any) (newMetadata any, err error)
 
 	// UpdateWithRecreate tells whether this change must be applied by
 	// re-creation even though Update exists (e.g. a changed interface type).
@@ -164,7 +186,7 @@ type KVDescriptor struct {
 	// not applied (e.g. PENDING) stays not applied, as the base alone cannot
 	// tell. Derived values of an OBTAINED base are always what its
 	// DerivedValues returns.
-	Retrieve func(correlate []KVWithMetadata) ([]KVWithMetadata, error)
+	Retrieve func(ctx context.Context, correlate []KVWithMetadata) ([]KVWithMetadata, error)
 
 	// IsRetriableFailure tells whether an error of Create, Update or Delete
 	// may go away if the operation is repeated. Default: every error is

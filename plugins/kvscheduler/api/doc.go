@@ -22,20 +22,25 @@
 //     deleted, and after its derived values were deleted.
 //   - Update is called only when the new value is not equivalent to the old one
 //     (ValueComparator, else proto.Equal).
-//   - KeySelector, KeyLabel, ValueComparator, Validate, Dependencies and
-//     DerivedValues must be pure functions of their arguments: they are called
-//     while the scheduler simulates a transaction and holds its graph, so they
-//     must not call back into the scheduler.
-//   - Create, Update, Delete and Retrieve may call the scheduler: read status
-//     and metadata, push SB notifications or commit transactions. A commit made
-//     from inside a callback never blocks; it is queued and runs after the
-//     current transaction.
+//   - KeySelector, KeyLabel, ValueComparator, Validate, Dependencies,
+//     DerivedValues, UpdateWithRecreate and IsRetriableFailure must be pure
+//     functions of their arguments: they are called while the scheduler
+//     simulates a transaction.
+//   - Create, Update, Delete and Retrieve get a context.Context: cancelled
+//     when the scheduler closes, with the call's deadline when the scheduler
+//     has one. Through it, ViewOf reads statuses and metadata maps (as the
+//     running transaction has them so far) and RequestReconcile asks for
+//     follow-up work, which the scheduler does after the running
+//     transaction. A callback never calls the scheduler: Commit refuses its
+//     context (ErrCommitInCallback), and a blocking Commit,
+//     TransactionBarrier or an SB-view dump made from a callback with
+//     another context would wait for the callback itself.
 //
 // # Transactions
 //
 // StartNBTransaction returns a Txn; SetValue stages changes (a nil value is a
-// delete) and Commit queues the transaction and, unless WithoutBlocking is in
-// the context, waits for it and returns the errors of every value it touched.
-// Context options (WithResync, WithRetry, WithRevert, WithDescription,
-// WithSimulation, WithDryRun, WithoutBlocking) shape how it runs.
+// delete) and Commit queues the transaction with its TxnOptions (resync,
+// retry, revert, description, dry run, non-blocking) and, unless
+// NonBlocking, waits for it and returns the errors of every value it
+// touched. Invalid options are refused with an *OptionError naming the field.
 package api

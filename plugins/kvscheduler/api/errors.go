@@ -11,12 +11,16 @@ var (
 	ErrTxnQueueFull = errors.New("transaction queue is full")
 	// ErrClosed: the scheduler was closed.
 	ErrClosed = errors.New("scheduler is closed")
-	// ErrRevertNotSupportedWithResync: WithRevert and WithResync together.
+	// ErrRevertNotSupportedWithResync: TxnOptions.Revert with Resync (the
+	// *OptionError of Commit matches it with errors.Is).
 	ErrRevertNotSupportedWithResync = errors.New("revert is not supported with resync")
 	// ErrNilKey: an empty key was given.
 	ErrNilKey = errors.New("empty key")
 	// ErrUnknownDescriptor: no descriptor of that name is registered.
 	ErrUnknownDescriptor = errors.New("unknown descriptor")
+	// ErrCommitInCallback: Commit was given the context of a descriptor
+	// callback; the callback would wait for itself. Use RequestReconcile.
+	ErrCommitInCallback = errors.New("commit from inside a descriptor callback (a callback asks for follow-up work with api.RequestReconcile)")
 )
 
 // InvalidValueError is returned by Validate: the value cannot be applied and

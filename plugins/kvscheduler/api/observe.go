@@ -74,6 +74,9 @@ type DependencyInfo struct {
 	// accepted by its selector).
 	Key           string   `json:",omitempty"`
 	AnyOfPrefixes []string `json:",omitempty"`
+	// Exclusive is the resource of an Exclusive dependency; its Targets
+	// are the value holding it (unsatisfied while one does).
+	Exclusive string `json:",omitempty"`
 	// Targets are the keys that satisfy the dependency (in snapshots; in
 	// timelines, the Key).
 	Targets []string `json:",omitempty"`

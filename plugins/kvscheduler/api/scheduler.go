@@ -91,13 +91,18 @@ type Txn interface {
 	// nil deletes it. A later SetValue of the same key replaces the earlier.
 	SetValue(key string, value proto.Message) Txn
 
-	// Commit queues the transaction. Unless ctx carries WithoutBlocking, it
-	// waits until the transaction has been executed and returns its sequence
+	// Commit queues the transaction. Unless opts.NonBlocking, it waits
+	// until the transaction has been executed and returns its sequence
 	// number and an error: *TransactionError listing every value the
 	// transaction touched that failed or is invalid (derived and
-	// dependency-triggered values included), or ErrTxnQueueFull, ErrClosed,
-	// ctx.Err(). A Commit made from inside a descriptor callback never blocks.
-	Commit(ctx context.Context) (seqNum uint64, err error)
+	// dependency-triggered values included), or *TransactionError with
+	// the *OptionError of invalid options (nothing queued),
+	// ErrTxnQueueFull, ErrClosed, ctx.Err(). A blocking Commit that gives
+	// up (ctx done) before the transaction starts takes it out of the
+	// queue. Commit refuses the context of a descriptor callback
+	// (ErrCommitInCallback): a callback asks for follow-up work with
+	// RequestReconcile instead.
+	Commit(ctx context.Context, opts TxnOptions) (seqNum uint64, err error)
 }
 
 // View selects which state of values a dump shows.
@@ -106,10 +111,10 @@ type View int
 const (
 	// NBView shows the values the northbound requested (intended state).
 	NBView View = iota
-	// SBView asks the descriptors' Retrieve now (actual state). Like every
-	// callback, those Retrieves run between transactions: the dump waits
-	// for the running transaction, and the next one waits for the dump (so
-	// a Retrieve must not wait for the scheduler: read statuses or commit).
+	// SBView asks the descriptors' Retrieve now (actual state). Callbacks
+	// are never concurrent: the dump's Retrieves wait for a descriptor call
+	// of the running transaction to return, and its next call waits for
+	// them (so a callback must never ask for an SB-view dump).
 	SBView
 	// CachedView shows the SB as the scheduler knows it (the graph).
 	CachedView

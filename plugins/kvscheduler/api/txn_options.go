@@ -1,7 +1,7 @@
 package api
 
 import (
-	"context"
+	"fmt"
 	"time"
 )
 
@@ -36,135 +36,110 @@ func (t ResyncType) String() string {
 	}
 }
 
-type ctxKey int
-
-const (
-	resyncKey ctxKey = iota
-	retryKey
-	revertKey
-	descriptionKey
-	simulationKey
-	dryRunKey
-	nonBlockingKey
-)
-
-// ResyncOpt is the resync option of a transaction.
-type ResyncOpt struct {
-	Type ResyncType
-	// Verbose logs the graph after the refresh.
-	Verbose bool
-}
-
-// WithResync makes the transaction a resync of the given type.
-func WithResync(ctx context.Context, resyncType ResyncType, verbose bool) context.Context {
-	return context.WithValue(ctx, resyncKey, &ResyncOpt{Type: resyncType, Verbose: verbose})
-}
-
-// IsWithResync returns the resync option of the context, if any.
-func IsWithResync(ctx context.Context) (*ResyncOpt, bool) {
-	opt, ok := ctx.Value(resyncKey).(*ResyncOpt)
-	return opt, ok && opt.Type != NotResync
-}
-
 // RetryOpt says how failed operations are retried.
 type RetryOpt struct {
-	// Period before the first retry.
+	// Period before the first retry; must be positive.
 	Period time.Duration
-	// MaxCount retries at most; after the last one fails the value is FAILED.
+	// MaxCount retries at most (at least 1); after the last one fails the
+	// value is FAILED.
 	MaxCount int
 	// ExpBackoff doubles the period after each retry.
 	ExpBackoff bool
 }
 
-// Default retry settings used by WithRetryDefault.
+// Default retry settings (DefaultRetry).
 const (
 	DefaultRetryPeriod   = time.Second
 	DefaultRetryMaxCount = 3
 )
 
-// WithRetry lets the scheduler retry the retriable failures of a best-effort
-// transaction: after period, up to maxCount times, doubling the period each
-// time with expBackoff. A retry is dropped for a key changed in the meantime.
-// The options belong to the values the transaction sets or removes (and
-// their derived values): a failure of such a value is retried with them
-// whichever transaction runs the operation (an SB notification that lets a
-// PENDING value be created, a transaction creating its dependency), and a
-// value set without retry is not retried.
-func WithRetry(ctx context.Context, period time.Duration, maxCount int, expBackoff bool) context.Context {
-	return context.WithValue(ctx, retryKey, &RetryOpt{Period: period, MaxCount: maxCount, ExpBackoff: expBackoff})
+// DefaultRetry returns retry options of a 1 s period, 3 retries and
+// exponential backoff.
+func DefaultRetry() *RetryOpt {
+	return &RetryOpt{Period: DefaultRetryPeriod, MaxCount: DefaultRetryMaxCount, ExpBackoff: true}
 }
 
-// WithRetryDefault is WithRetry with a 1 s period, 3 retries and exponential
-// backoff.
-func WithRetryDefault(ctx context.Context) context.Context {
-	return WithRetry(ctx, DefaultRetryPeriod, DefaultRetryMaxCount, true)
+// TxnOptions say how Commit runs a transaction. The zero value is an
+// ordinary blocking transaction: best effort (a failure does not stop the
+// others), no retry.
+type TxnOptions struct {
+	// Resync makes the transaction a resync of the given type.
+	Resync ResyncType
+	// Verbose logs the graph after the refresh of a resync (Resync set).
+	Verbose bool
+	// Retry lets the scheduler retry the retriable failures of a
+	// best-effort transaction: after Retry.Period, up to Retry.MaxCount
+	// times, doubling the period each time with Retry.ExpBackoff. A retry
+	// is dropped for a key changed in the meantime. The options belong to
+	// the values the transaction sets or removes (and their derived
+	// values): a failure of such a value is retried with them whichever
+	// transaction runs the operation (an SB notification that lets a
+	// PENDING value be created, a transaction creating its dependency),
+	// and a value set without retry is not retried. Nil: no retry.
+	Retry *RetryOpt
+	// Revert makes the transaction all-or-nothing: on the first failure
+	// the failed value is refreshed, everything already done is undone in
+	// reverse order, and Commit returns the error. Not with Resync or
+	// Retry.
+	Revert bool
+	// Description is put in the transaction record and log.
+	Description string
+	// DryRun computes and records the plan without executing anything: no
+	// descriptor is called and the graph is left as it was. The plan is in
+	// the transaction record (GetRecordedTransaction).
+	DryRun bool
+	// NonBlocking makes Commit return as soon as the transaction is
+	// queued, with its sequence number (api.ErrTxnQueueFull when the queue
+	// is full).
+	NonBlocking bool
 }
 
-// IsWithRetry returns the retry option of the context, if any.
-func IsWithRetry(ctx context.Context) (*RetryOpt, bool) {
-	opt, ok := ctx.Value(retryKey).(*RetryOpt)
-	return opt, ok
+// OptionError is an invalid field of TxnOptions.
+type OptionError struct {
+	// Field is the field's path, e.g. "Retry.Period".
+	Field  string
+	Reason string
 }
 
-// WithRevert makes the transaction all-or-nothing: on the first failure the
-// failed value is refreshed, everything already done is undone in reverse
-// order, and Commit returns the error. Not allowed with resync.
-func WithRevert(ctx context.Context) context.Context {
-	return context.WithValue(ctx, revertKey, true)
+func (e *OptionError) Error() string {
+	return fmt.Sprintf("transaction options: %s %s", e.Field, e.Reason)
 }
 
-// IsWithRevert tells whether the context asks for revert on failure.
-func IsWithRevert(ctx context.Context) bool {
-	v, _ := ctx.Value(revertKey).(bool)
-	return v
+// Is makes errors.Is(err, ErrRevertNotSupportedWithResync) hold for the
+// refusal of Revert with Resync.
+func (e *OptionError) Is(target error) bool {
+	return target == ErrRevertNotSupportedWithResync && e.Field == "Revert" && e.Reason == reasonRevertResync
 }
 
-// WithDescription attaches a human description to the transaction record.
-func WithDescription(ctx context.Context, description string) context.Context {
-	return context.WithValue(ctx, descriptionKey, description)
-}
+const reasonRevertResync = "is not allowed with Resync (a resync cannot be undone)"
 
-// IsWithDescription returns the description of the context, if any.
-func IsWithDescription(ctx context.Context) (string, bool) {
-	d, ok := ctx.Value(descriptionKey).(string)
-	return d, ok
-}
-
-// WithSimulation asks for the transaction to be simulated before it is
-// executed. The scheduler always simulates (the plan is logged and recorded
-// before execution), so this option is accepted for compatibility with
-// descriptors and clients written for the original agent and changes nothing.
-// For a plan without execution use WithDryRun.
-func WithSimulation(ctx context.Context) context.Context {
-	return context.WithValue(ctx, simulationKey, true)
-}
-
-// IsWithSimulation tells whether the context carries WithSimulation.
-func IsWithSimulation(ctx context.Context) bool {
-	v, _ := ctx.Value(simulationKey).(bool)
-	return v
-}
-
-// WithDryRun makes the transaction compute and record its plan without
-// executing anything: no descriptor is called and the graph is left as it
-// was. The plan is in the transaction record (GetRecordedTransaction).
-func WithDryRun(ctx context.Context) context.Context {
-	return context.WithValue(ctx, dryRunKey, true)
-}
-
-// IsWithDryRun tells whether the context carries WithDryRun.
-func IsWithDryRun(ctx context.Context) bool {
-	v, _ := ctx.Value(dryRunKey).(bool)
-	return v
-}
-
-// WithoutBlocking makes Commit return as soon as the transaction is queued.
-func WithoutBlocking(ctx context.Context) context.Context {
-	return context.WithValue(ctx, nonBlockingKey, true)
-}
-
-// IsNonBlockingTxn tells whether the context carries WithoutBlocking.
-func IsNonBlockingTxn(ctx context.Context) bool {
-	v, _ := ctx.Value(nonBlockingKey).(bool)
-	return v
+// Validate checks the options; the error (*OptionError) names the first
+// invalid field.
+func (o TxnOptions) Validate() error {
+	bad := func(field, reason string) error { return &OptionError{Field: field, Reason: reason} }
+	switch o.Resync {
+	case NotResync, FullResync, UpstreamResync, DownstreamResync:
+	default:
+		return bad("Resync", fmt.Sprintf("is %d, not a ResyncType", int(o.Resync)))
+	}
+	if o.Verbose && o.Resync == NotResync {
+		return bad("Verbose", "is set without Resync (it logs the graph after a resync's refresh)")
+	}
+	if o.Retry != nil {
+		if o.Retry.Period <= 0 {
+			return bad("Retry.Period", fmt.Sprintf("is %v; it must be positive", o.Retry.Period))
+		}
+		if o.Retry.MaxCount < 1 {
+			return bad("Retry.MaxCount", fmt.Sprintf("is %d; it must be at least 1 (nil Retry: no retry)", o.Retry.MaxCount))
+		}
+	}
+	if o.Revert {
+		if o.Resync != NotResync {
+			return bad("Revert", reasonRevertResync)
+		}
+		if o.Retry != nil {
+			return bad("Revert", "is not allowed with Retry (a reverted transaction leaves nothing to retry)")
+		}
+	}
+	return nil
 }

@@ -18,6 +18,9 @@ const (
 	RetryFailedOps
 	// RetryUnimplemented: values applied after their descriptor registered.
 	RetryUnimplemented
+	// FollowUp: keys reconciled again at the request of a descriptor
+	// callback (RequestReconcile).
+	FollowUp
 )
 
 func (t TxnType) String() string {
@@ -30,6 +33,8 @@ func (t TxnType) String() string {
 		return "retry of failed operations"
 	case RetryUnimplemented:
 		return "retry of unimplemented values"
+	case FollowUp:
+		return "follow-up requested by a descriptor"
 	default:
 		return "unknown"
 	}

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"fmt"
 
 	"google.golang.org/protobuf/proto"
@@ -31,11 +32,11 @@ type TypedDescriptor[V proto.Message, M any] struct {
 	WithMetadata         bool
 	MetadataMapFactory   func() MetadataMapRW
 	Validate             func(key string, value V) error
-	Create               func(key string, value V) (metadata M, err error)
-	Delete               func(key string, value V, metadata M) error
-	Update               func(key string, oldValue, newValue V, oldMetadata M) (newMetadata M, err error)
+	Create               func(ctx context.Context, key string, value V) (metadata M, err error)
+	Delete               func(ctx context.Context, key string, value V, metadata M) error
+	Update               func(ctx context.Context, key string, oldValue, newValue V, oldMetadata M) (newMetadata M, err error)
 	UpdateWithRecreate   func(key string, oldValue, newValue V, metadata M) bool
-	Retrieve             func(correlate []TypedKV[V, M]) ([]TypedKV[V, M], error)
+	Retrieve             func(ctx context.Context, correlate []TypedKV[V, M]) ([]TypedKV[V, M], error)
 	IsRetriableFailure   func(err error) bool
 	DerivedValues        func(key string, value V) []KeyValuePair
 	Dependencies         func(key string, value V) []Dependency
@@ -80,26 +81,26 @@ func (d *TypedDescriptor[V, M]) KVDescriptor() *KVDescriptor {
 		}
 	}
 	if f := d.Create; f != nil {
-		kv.Create = func(key string, value proto.Message) (any, error) {
+		kv.Create = func(ctx context.Context, key string, value proto.Message) (any, error) {
 			v, err := typedValue[V](d.Name, value)
 			if err != nil {
 				return nil, NonRetriable(err)
 			}
-			md, err := f(key, v)
+			md, err := f(ctx, key, v)
 			return md, err
 		}
 	}
 	if f := d.Delete; f != nil {
-		kv.Delete = func(key string, value proto.Message, metadata any) error {
+		kv.Delete = func(ctx context.Context, key string, value proto.Message, metadata any) error {
 			v, err := typedValue[V](d.Name, value)
 			if err != nil {
 				return NonRetriable(err)
 			}
-			return f(key, v, typedMetadata[M](metadata))
+			return f(ctx, key, v, typedMetadata[M](metadata))
 		}
 	}
 	if f := d.Update; f != nil {
-		kv.Update = func(key string, oldValue, newValue proto.Message, oldMetadata any) (any, error) {
+		kv.Update = func(ctx context.Context, key string, oldValue, newValue proto.Message, oldMetadata any) (any, error) {
 			o, err := typedValue[V](d.Name, oldValue)
 			if err != nil {
 				return oldMetadata, NonRetriable(err)
@@ -108,7 +109,7 @@ func (d *TypedDescriptor[V, M]) KVDescriptor() *KVDescriptor {
 			if err != nil {
 				return oldMetadata, NonRetriable(err)
 			}
-			md, err := f(key, o, n, typedMetadata[M](oldMetadata))
+			md, err := f(ctx, key, o, n, typedMetadata[M](oldMetadata))
 			return md, err
 		}
 	}
@@ -123,7 +124,7 @@ func (d *TypedDescriptor[V, M]) KVDescriptor() *KVDescriptor {
 		}
 	}
 	if f := d.Retrieve; f != nil {
-		kv.Retrieve = func(correlate []KVWithMetadata) ([]KVWithMetadata, error) {
+		kv.Retrieve = func(ctx context.Context, correlate []KVWithMetadata) ([]KVWithMetadata, error) {
 			typed := make([]TypedKV[V, M], 0, len(correlate))
 			for _, c := range correlate {
 				v, ok := c.Value.(V)
@@ -132,7 +133,7 @@ func (d *TypedDescriptor[V, M]) KVDescriptor() *KVDescriptor {
 				}
 				typed = append(typed, TypedKV[V, M]{Key: c.Key, Value: v, Metadata: typedMetadata[M](c.Metadata), Origin: c.Origin})
 			}
-			retrieved, err := f(typed)
+			retrieved, err := f(ctx, typed)
 			out := make([]KVWithMetadata, 0, len(retrieved))
 			for _, r := range retrieved {
 				var md any

@@ -5,6 +5,7 @@
 package mocksb
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"sort"
@@ -72,7 +73,7 @@ type SB struct {
 	nextIndex int
 	// Hook, when set, is called (without the SB lock) after every successful
 	// create, update and delete: tests use it to re-enter the scheduler.
-	Hook func(kind, key string)
+	Hook func(ctx context.Context, kind, key string)
 }
 
 // New returns an empty SB.
@@ -242,7 +243,7 @@ func (sb *SB) Descriptor(o Options) *api.KVDescriptor {
 	if o.NB {
 		d.NBKeyPrefix = o.Prefix
 	}
-	d.Create = func(key string, value proto.Message) (any, error) {
+	d.Create = func(ctx context.Context, key string, value proto.Message) (any, error) {
 		sb.mu.Lock()
 		f := sb.takeFailure(Op{Kind: "create", Key: key, Value: Text(value)})
 		var md any
@@ -257,10 +258,10 @@ func (sb *SB) Descriptor(o Options) *api.KVDescriptor {
 		if f != nil {
 			return nil, f.err
 		}
-		sb.hook("create", key)
+		sb.hook(ctx, "create", key)
 		return md, nil
 	}
-	d.Delete = func(key string, value proto.Message, metadata any) error {
+	d.Delete = func(ctx context.Context, key string, value proto.Message, metadata any) error {
 		sb.mu.Lock()
 		f := sb.takeFailure(Op{Kind: "delete", Key: key})
 		if f == nil {
@@ -270,11 +271,11 @@ func (sb *SB) Descriptor(o Options) *api.KVDescriptor {
 		if f != nil {
 			return f.err
 		}
-		sb.hook("delete", key)
+		sb.hook(ctx, "delete", key)
 		return nil
 	}
 	if !o.NoUpdate {
-		d.Update = func(key string, oldValue, newValue proto.Message, oldMetadata any) (any, error) {
+		d.Update = func(ctx context.Context, key string, oldValue, newValue proto.Message, oldMetadata any) (any, error) {
 			sb.mu.Lock()
 			f := sb.takeFailure(Op{Kind: "update", Key: key, Value: Text(newValue)})
 			if f == nil {
@@ -288,7 +289,7 @@ func (sb *SB) Descriptor(o Options) *api.KVDescriptor {
 			if f != nil {
 				return oldMetadata, f.err
 			}
-			sb.hook("update", key)
+			sb.hook(ctx, "update", key)
 			return oldMetadata, nil
 		}
 	}
@@ -298,7 +299,7 @@ func (sb *SB) Descriptor(o Options) *api.KVDescriptor {
 		}
 	}
 	if !o.NoRetrieve {
-		d.Retrieve = func(correlate []api.KVWithMetadata) ([]api.KVWithMetadata, error) {
+		d.Retrieve = func(ctx context.Context, correlate []api.KVWithMetadata) ([]api.KVWithMetadata, error) {
 			if o.OnRetrieve != nil {
 				o.OnRetrieve(correlate)
 			}
@@ -320,12 +321,12 @@ func (sb *SB) Descriptor(o Options) *api.KVDescriptor {
 	return d
 }
 
-func (sb *SB) hook(kind, key string) {
+func (sb *SB) hook(ctx context.Context, kind, key string) {
 	sb.mu.Lock()
 	h := sb.Hook
 	sb.mu.Unlock()
 	if h != nil {
-		h(kind, key)
+		h(ctx, kind, key)
 	}
 }
 
