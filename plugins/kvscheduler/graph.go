@@ -606,6 +606,16 @@ func (g *graph) dependents(n *node) []*node {
 // isClaim tells whether an edge is an Exclusive dependency.
 func (e *depEdge) isClaim() bool { return e.dep.Key == "" && e.dep.Exclusive != "" }
 
+// hasClaim tells whether a node has an Exclusive dependency.
+func (n *node) hasClaim() bool {
+	for i := range n.deps {
+		if n.deps[i].isClaim() {
+			return true
+		}
+	}
+	return false
+}
+
 // claimHolder returns the value that holds the resource of an Exclusive
 // edge for another value than the edge's owner: one competing for it that is
 // applied in the SB (nil: the resource is free). When several are (found so
@@ -623,7 +633,9 @@ func (g *graph) claimHolder(e *depEdge) *node {
 // edgeSatisfied is satisfied for an edge, using its cached target.
 func (g *graph) edgeSatisfied(e *depEdge) bool {
 	if e.isClaim() {
-		return g.claimHolder(e) == nil
+		// An applied value keeps what it holds: an Exclusive dependency
+		// only keeps values from being created.
+		return e.owner.applied != nil || g.claimHolder(e) == nil
 	}
 	if e.dep.Key != "" {
 		t := g.targetOf(e)

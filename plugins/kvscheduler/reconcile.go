@@ -597,8 +597,27 @@ func (r *txnRun) createOne(n *node, fl opFlags) bool {
 }
 
 func (r *txnRun) afterCreate(n *node) {
+	if n.deps != nil && n.hasClaim() {
+		r.notifyClaimed(n)
+	}
 	r.syncDerived(n, nil, false)
 	r.notifyAvailable(n)
+}
+
+// notifyClaimed updates the details of the values waiting for a resource n
+// now holds, so that they name it.
+func (r *txnRun) notifyClaimed(n *node) {
+	for ei := range n.deps {
+		e := &n.deps[ei]
+		if !e.isClaim() {
+			continue
+		}
+		for x := r.g.claims[e.dep.Exclusive]; x != nil; x = x.next {
+			if c := x.owner; c != n && c.state == api.ValueStatePending && c.applied == nil {
+				r.setPending(c)
+			}
+		}
+	}
 }
 
 func (r *txnRun) remember(n *node, op api.TxnOperation, prevValue, newValue proto.Message, prevMeta, newMeta any) {
@@ -834,11 +853,14 @@ func (r *txnRun) endRemoved(n *node) {
 	}
 }
 
-// notifyAvailable creates the values that waited for n.
+// notifyAvailable creates the values that waited for n. Those competing
+// for a resource (Exclusive) come last, in key order, so that the first of
+// them in key order gets it.
 func (r *txnRun) notifyAvailable(n *node) {
 	if !n.available() {
 		return
 	}
+	var competing []*node
 	for _, dep := range r.g.dependents(n) {
 		if r.stopped {
 			return
@@ -847,8 +869,21 @@ func (r *txnRun) notifyAvailable(n *node) {
 		// its retry, an NB change or a resync does that.
 		if dep.intended != nil && dep.applied == nil && !dep.obtained && dep.invalidErr() == nil && !dep.removing &&
 			dep.state != api.ValueStateFailed && dep.state != api.ValueStateRetrying && !r.waiting(dep) {
+			if dep.hasClaim() {
+				competing = append(competing, dep)
+				continue
+			}
 			r.reconcile(dep)
 		}
+	}
+	if len(competing) > 1 {
+		slices.SortFunc(competing, func(a, b *node) int { return strings.Compare(a.key, b.key) })
+	}
+	for _, dep := range competing {
+		if r.stopped {
+			return
+		}
+		r.reconcile(dep)
 	}
 }
 

@@ -864,6 +864,14 @@ func (s *Scheduler) refreshDerived(n *node, retrieved map[string]api.KVWithMetad
 	}
 	ownRetrieve := func(d *node) bool { return retrievedOnItsOwn(d, n) }
 	setApplied := func(d *node, value proto.Message) {
+		if value != nil && d.intended == nil && d.deps == nil && d.desc != nil && d.desc.d.Dependencies != nil {
+			// Found in the SB before anything is intended for it (after a
+			// restart): its dependencies are those of what it is, so that
+			// what it holds (Exclusive) is known before the values that
+			// compete with it are reconciled.
+			deps, _ := pure(func() []api.Dependency { return d.desc.d.Dependencies(d.key, value) })
+			g.setDeps(d, validDeps(deps))
+		}
 		switch {
 		case value == nil:
 			if d.applied != nil {
