@@ -29,10 +29,15 @@ type Dependency struct {
 	// the SB. A value is created only while it is free, so the first one
 	// applied (created first, or found in the SB by a resync) holds it and
 	// the others wait PENDING, their details naming the holder; when the
-	// holder is deleted (in the same transaction too, before the waiting
-	// value's turn or after it), the first waiting value is created. An
-	// Exclusive dependency never makes an applied value go: two holders
-	// found in the SB by a resync both stay.
+	// holder leaves the SB (in the same transaction too, before the waiting
+	// value's turn or after it), the first waiting value in key order is
+	// created; values that become creatable together (their interface
+	// appears) are tried in key order too. An Exclusive dependency never
+	// makes an applied value go: two holders found in the SB by a resync
+	// both stay. The resource is read from the dependencies of the value's
+	// intended value (of its applied one while nothing is intended): give
+	// the value a key that names the resource, so that a change of
+	// resource is a new key (deleted, then created).
 	Exclusive string
 }
 
