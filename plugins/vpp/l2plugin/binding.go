@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"sort"
 	"strings"
 
@@ -24,19 +23,36 @@ func isBDInterfaceKey(key string) bool {
 	return strings.HasPrefix(key, bdInterfaceKeyPrefix) && strings.Contains(key, "/interface/")
 }
 
+// membershipResourcePrefix starts the name of the Exclusive resource the
+// bindings of one interface compete for (bindingDependencies).
+const membershipResourcePrefix = "vpp/l2/bridge-domain-membership/"
+
+// bindingDependencies: the interface must exist, and no other binding of
+// it may be applied. VPP keeps an interface in one bridge domain
+// (sw_interface_set_l2_bridge moves it out of the one it is in), so the
+// bindings of an interface hold its membership exclusively: while one is
+// applied, the scheduler keeps the others PENDING, naming the holder, and
+// creates the first of them once the holder is deleted (in the same
+// transaction too, whatever the order of the keys). Without it, two domains
+// that name one interface would take it from each other at every resync.
+func bindingDependencies(_ string, i *vppl2.BridgeDomain_Interface) []api.Dependency {
+	return []api.Dependency{
+		{Label: "interface " + i.GetName(), Key: ifplugin.InterfaceKey(i.GetName())},
+		{Label: "interface " + i.GetName() + " in no other bridge domain", Exclusive: membershipResourcePrefix + i.GetName()},
+	}
+}
+
 func (p *Plugin) bdInterfaceDescriptor() *api.TypedDescriptor[*vppl2.BridgeDomain_Interface, any] {
 	return &api.TypedDescriptor[*vppl2.BridgeDomain_Interface, any]{
 		Name:        BDInterfaceDescriptorName,
 		KeySelector: isBDInterfaceKey,
 		Create:      p.createBinding,
 		Delete:      p.deleteBinding,
-		Retrieve: func(c []api.TypedKV[*vppl2.BridgeDomain_Interface, any]) ([]api.TypedKV[*vppl2.BridgeDomain_Interface, any], error) {
-			return vppconn.Retrieved(p.retrieveBindings(c))
+		Retrieve: func(ctx context.Context, c []api.TypedKV[*vppl2.BridgeDomain_Interface, any]) ([]api.TypedKV[*vppl2.BridgeDomain_Interface, any], error) {
+			return vppconn.Retrieved(p.retrieveBindings(ctx, c))
 		},
-		IsRetriableFailure: isRetriable,
-		Dependencies: func(_ string, i *vppl2.BridgeDomain_Interface) []api.Dependency {
-			return []api.Dependency{{Label: "interface " + i.GetName(), Key: ifplugin.InterfaceKey(i.GetName())}}
-		},
+		IsRetriableFailure:   isRetriable,
+		Dependencies:         bindingDependencies,
 		RetrieveDependencies: []string{ifplugin.InterfaceDescriptorName, BridgeDomainDescriptorName},
 	}
 }
@@ -46,7 +62,7 @@ func (p *Plugin) bdInterfaceDescriptor() *api.TypedDescriptor[*vppl2.BridgeDomai
 // them, with the interfaces the domains' values name taken from the
 // metadata map (which the scheduler fills with what that Retrieve returned
 // before it calls this one).
-func (p *Plugin) retrieveBindings([]api.TypedKV[*vppl2.BridgeDomain_Interface, any]) ([]api.TypedKV[*vppl2.BridgeDomain_Interface, any], error) {
+func (p *Plugin) retrieveBindings(ctx context.Context, _ []api.TypedKV[*vppl2.BridgeDomain_Interface, any]) ([]api.TypedKV[*vppl2.BridgeDomain_Interface, any], error) {
 	configured := map[string][]string{}
 	p.mu.Lock()
 	mm := p.bdMeta
@@ -60,7 +76,7 @@ func (p *Plugin) retrieveBindings([]api.TypedKV[*vppl2.BridgeDomain_Interface, a
 			}
 		}
 	}
-	all, err := p.dumpBDs(noIndex)
+	all, err := p.dumpBDs(ctx, noIndex)
 	if err != nil {
 		return nil, err
 	}
@@ -98,12 +114,15 @@ func (p *Plugin) binding(key string, i *vppl2.BridgeDomain_Interface) (bd string
 var errNoInterface = errors.New("interface has no sw_if_index")
 
 // createBinding puts the interface into the bridge domain: as its BVI when
-// bridged_virtual_interface, with its split-horizon group. It reads the
-// membership from one dump of all domains (VPP 25.10 does not filter
-// bridge_domain_dump by interface): an interface that is in another domain
-// is refused (*MembershipConflictError, see checkNotElsewhere) unless it is
-// moving.
-func (p *Plugin) createBinding(key string, i *vppl2.BridgeDomain_Interface) (any, error) {
+// bridged_virtual_interface, with its split-horizon group. The scheduler
+// calls it only while no other binding of the interface is applied (the
+// Exclusive dependency), so the interface is in no other domain the
+// scheduler holds a binding for; VPP may still have it in another one, which
+// one dump of all domains shows (VPP 25.10 does not filter
+// bridge_domain_dump by interface; see checkNotElsewhere): a domain that is
+// not the agent's keeps it (*MembershipConflictError), one of the agent's
+// lets VPP move it.
+func (p *Plugin) createBinding(ctx context.Context, key string, i *vppl2.BridgeDomain_Interface) (any, error) {
 	bd, bdID, sw, err := p.binding(key, i)
 	if errors.Is(err, errNoInterface) {
 		// The dependency should have prevented this.
@@ -112,7 +131,7 @@ func (p *Plugin) createBinding(key string, i *vppl2.BridgeDomain_Interface) (any
 	if err != nil {
 		return nil, err
 	}
-	all, err := p.dumpBDs(noIndex)
+	all, err := p.dumpBDs(ctx, noIndex)
 	if err != nil {
 		return nil, fmt.Errorf("binding %s: %w", key, err)
 	}
@@ -121,11 +140,7 @@ func (p *Plugin) createBinding(key string, i *vppl2.BridgeDomain_Interface) (any
 		// sw_interface_set_l2_bridge would create an untagged domain.
 		return nil, fmt.Errorf("binding %s: VPP has no bridge domain %s with bd_id %d (removed behind the agent's back? a resync creates it again)", key, bd, bdID)
 	}
-	if err := p.checkNotElsewhere(key, bd, bdID, i.GetName(), sw, all); err != nil {
-		var conflict *MembershipConflictError
-		if errors.As(err, &conflict) {
-			p.noteRefused(i.GetName(), key, true)
-		}
+	if err := p.checkNotElsewhere(bd, bdID, i.GetName(), sw, all); err != nil {
 		return nil, err
 	}
 	portType := l2.L2_API_PORT_TYPE_NORMAL
@@ -136,7 +151,7 @@ func (p *Plugin) createBinding(key string, i *vppl2.BridgeDomain_Interface) (any
 		}
 		portType = l2.L2_API_PORT_TYPE_BVI
 	}
-	err = p.call(func(ctx context.Context, c l2.RPCService, _ govppapi.Connection) error {
+	err = p.call(ctx, func(ctx context.Context, c l2.RPCService, _ govppapi.Connection) error {
 		_, err := c.SwInterfaceSetL2Bridge(ctx, &l2.SwInterfaceSetL2Bridge{
 			RxSwIfIndex: interface_types.InterfaceIndex(sw), BdID: bdID, PortType: portType,
 			Shg: uint8(i.GetSplitHorizonGroup()), Enable: true,
@@ -146,54 +161,51 @@ func (p *Plugin) createBinding(key string, i *vppl2.BridgeDomain_Interface) (any
 	if err != nil {
 		return nil, fmt.Errorf("sw_interface_set_l2_bridge (%s into %s, bd_id %d, sw_if_index %d): %w", i.GetName(), bd, bdID, sw, err)
 	}
-	p.noteRefused(i.GetName(), key, false)
 	return nil, nil
 }
 
-// MembershipConflictError is the refusal of a binding whose interface is a
-// member of another bridge domain that still wants it: VPP keeps an
-// interface in one bridge domain and would move it, and the other domain's
-// binding would move it back at the next resync. It is retriable: it goes
-// away when the other domain lets the interface go (see SetScheduler).
+// MembershipConflictError is the refusal of a binding whose interface VPP
+// has in a bridge domain that is not the agent's (its tag is no name the
+// agent gives): VPP keeps an interface in one bridge domain and would take
+// it from that one, which the agent must not change. It is retriable: it
+// goes away when the interface leaves that domain (the binding is tried
+// again on its retries and at every resync). The bindings of the agent's
+// own domains never conflict this way: they wait for each other, PENDING
+// (see bindingDependencies).
 type MembershipConflictError struct {
 	Interface    string
 	BridgeDomain string // the refused binding's domain
-	// Holder is the domain the interface is in: one of the agent's by name,
-	// or (HolderForeign) someone else's, by bd_id.
-	Holder        string
-	HolderID      uint32
-	HolderForeign bool
+	// HolderID is the bd_id of the domain the interface is in, HolderTag
+	// its tag (empty for most domains that are not the agent's).
+	HolderID  uint32
+	HolderTag string
 }
 
 func (e *MembershipConflictError) Error() string {
-	holder := "bridge domain " + e.Holder
-	if e.HolderForeign {
-		holder = fmt.Sprintf("bridge domain with bd_id %d (not the agent's)", e.HolderID)
+	holder := fmt.Sprintf("bridge domain with bd_id %d (not the agent's)", e.HolderID)
+	if e.HolderTag != "" {
+		holder = fmt.Sprintf("bridge domain with bd_id %d, tag %q (not the agent's)", e.HolderID, e.HolderTag)
 	}
 	return fmt.Sprintf("interface %s not added to bridge domain %s: it is already a member of %s (an interface can be in one bridge domain)",
 		e.Interface, e.BridgeDomain, holder)
 }
 
-// checkNotElsewhere refuses a binding whose interface (sw) is in another
-// of the dumped domains (all) than bdID: a domain that is not the agent's,
-// or one of the agent's whose binding of the interface is still wanted. An
-// interface in a domain of the agent's that no longer wants it is moving
-// (the other binding is deleted later in the same transaction, or was left
-// behind): VPP moves it.
-func (p *Plugin) checkNotElsewhere(key, bd string, bdID uint32, iface string, sw uint32, all []*l2.BridgeDomainDetails) error {
+// checkNotElsewhere refuses a binding whose interface (sw) VPP has in a
+// domain other than bdID (of the dumped domains, all) that is not the
+// agent's. An interface in another of the agent's domains was left there
+// (put there behind the agent's back, or not named by the Retrieve): the
+// Exclusive dependency guarantees that the scheduler holds no other binding
+// of it when it calls Create, so no binding of the agent's wants it there,
+// and VPP moves it.
+func (p *Plugin) checkNotElsewhere(bd string, bdID uint32, iface string, sw uint32, all []*l2.BridgeDomainDetails) error {
 	for _, d := range all {
 		if _, in := memberOf(d, sw); !in || d.BdID == bdID {
 			continue
 		}
-		conflict := &MembershipConflictError{Interface: iface, BridgeDomain: bd, Holder: d.BdTag, HolderID: d.BdID}
 		if !isOurTag(d.BdTag) {
-			conflict.HolderForeign = true
-			return conflict
+			return &MembershipConflictError{Interface: iface, BridgeDomain: bd, HolderID: d.BdID, HolderTag: d.BdTag}
 		}
-		if p.wanted(d.BdTag, iface) {
-			return conflict
-		}
-		p.log.Info("interface moves to another bridge domain", "interface", iface, "from", d.BdTag, "to", bd)
+		p.log.Info("interface left behind in another bridge domain of the agent's; VPP moves it", "interface", iface, "from", d.BdTag, "from_bd_id", d.BdID, "to", bd, "to_bd_id", bdID)
 	}
 	return nil
 }
@@ -206,93 +218,6 @@ func isOurTag(tag string) bool {
 	}
 	_, err := models.VPPBridgeDomain.ParseKey(models.VPPBridgeDomain.KeyPrefix + tag)
 	return err == nil
-}
-
-// wanted tells whether the binding of iface to bridge domain bd is still
-// wanted: the scheduler holds it (while a transaction runs, the scheduler
-// shows the state its plan leads to, so a binding the transaction deletes is
-// gone already), or, without SetScheduler, bd's value named iface when it
-// was last applied.
-func (p *Plugin) wanted(bd, iface string) bool {
-	key := BDInterfaceKey(bd, iface)
-	if s := p.scheduler(); s != nil {
-		for _, d := range s.GetValueStatus(key).GetDerivedValues() {
-			if d.GetKey() == key {
-				st := d.GetState()
-				return st != api.ValueStateNonexistent && st != api.ValueStateRemoved
-			}
-		}
-		return false
-	}
-	md, ok := p.domainMetadata(bd)
-	return ok && slices.Contains(md.Interfaces, iface)
-}
-
-// noteRefused records (refused) or forgets a refused binding of iface.
-func (p *Plugin) noteRefused(iface, key string, refused bool) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	keys := p.refused[iface]
-	if !refused {
-		delete(keys, key)
-		if len(keys) == 0 {
-			delete(p.refused, iface)
-		}
-		return
-	}
-	if p.refused == nil {
-		p.refused = map[string]map[string]bool{}
-	}
-	if keys == nil {
-		keys = map[string]bool{}
-		p.refused[iface] = keys
-	}
-	keys[key] = true
-}
-
-// releaseInterface is called when binding key of iface is deleted: when
-// other bindings of iface were refused, a downstream resync is queued to
-// apply them (the scheduler tries a FAILED value again on a resync, not when
-// the value it conflicted with goes).
-func (p *Plugin) releaseInterface(iface, key string) {
-	p.noteRefused(iface, key, false)
-	p.mu.Lock()
-	var refused []string
-	for k := range p.refused[iface] {
-		refused = append(refused, k)
-	}
-	s := p.sched
-	p.mu.Unlock()
-	if len(refused) == 0 || s == nil {
-		return
-	}
-	slices.Sort(refused)
-	var waiting []string
-	for _, k := range refused {
-		if stillRefused(s, k) {
-			waiting = append(waiting, k)
-		} else {
-			p.noteRefused(iface, k, false) // its domain dropped it meanwhile
-		}
-	}
-	if len(waiting) == 0 {
-		return
-	}
-	ctx := api.WithResync(context.Background(), api.DownstreamResync, false)
-	ctx = api.WithDescription(ctx, fmt.Sprintf("vpp-l2: %s deleted; applying the refused %s", key, strings.Join(waiting, ", ")))
-	if _, err := s.StartNBTransaction().Commit(api.WithoutBlocking(ctx)); err != nil {
-		p.log.Warn("resync to apply refused bindings not queued", "bindings", waiting, "error", err)
-	}
-}
-
-// stillRefused tells whether the scheduler holds binding key as failed.
-func stillRefused(s Scheduler, key string) bool {
-	for _, d := range s.GetValueStatus(key).GetDerivedValues() {
-		if d.GetKey() == key {
-			return d.GetState() == api.ValueStateFailed || d.GetState() == api.ValueStateRetrying
-		}
-	}
-	return false
 }
 
 // findByID returns the dumped bridge domain with bd_id id, if any.
@@ -318,25 +243,24 @@ func memberOf(d *l2.BridgeDomainDetails, sw uint32) (l2.BridgeDomainSwIf, bool) 
 
 // deleteBinding takes the interface out of the bridge domain, if the dump of
 // that domain lists it: an interface that is gone, or that is in another
-// domain by now (it moved there in the same transaction), is left alone.
-// The check matters: VPP's disable looks at no bd_id and takes the
-// interface out of whatever domain it is in.
-func (p *Plugin) deleteBinding(key string, i *vppl2.BridgeDomain_Interface, _ any) error {
+// domain by now (VPP moved it there behind the agent's back, or for a
+// binding created while this one was left behind), is left alone. The check
+// matters: VPP's disable looks at no bd_id and takes the interface out of
+// whatever domain it is in.
+func (p *Plugin) deleteBinding(ctx context.Context, key string, i *vppl2.BridgeDomain_Interface, _ any) error {
 	bd, bdID, sw, err := p.binding(key, i)
 	if errors.Is(err, errNoInterface) {
 		p.log.Debug("binding to delete: its interface is gone, and its membership with it", "binding", key)
-		p.noteRefused(i.GetName(), key, false)
 		return nil
 	}
 	if err != nil {
 		if _, ok := p.BridgeDomainIndex(bd); !ok {
 			p.log.Debug("binding to delete: its bridge domain is not known; nothing to do", "binding", key)
-			p.releaseInterface(i.GetName(), key)
 			return nil
 		}
 		return err
 	}
-	list, err := p.dumpBDs(bdID)
+	list, err := p.dumpBDs(ctx, bdID)
 	if err != nil {
 		return fmt.Errorf("binding %s: %w", key, err)
 	}
@@ -347,10 +271,9 @@ func (p *Plugin) deleteBinding(key string, i *vppl2.BridgeDomain_Interface, _ an
 	}
 	if !member {
 		p.log.Debug("binding to delete: the interface is not in the bridge domain (any more)", "binding", key, "bd_id", bdID)
-		p.releaseInterface(i.GetName(), key)
 		return nil
 	}
-	err = p.call(func(ctx context.Context, c l2.RPCService, _ govppapi.Connection) error {
+	err = p.call(ctx, func(ctx context.Context, c l2.RPCService, _ govppapi.Connection) error {
 		_, err := c.SwInterfaceSetL2Bridge(ctx, &l2.SwInterfaceSetL2Bridge{
 			RxSwIfIndex: interface_types.InterfaceIndex(sw), BdID: bdID, Enable: false,
 		})
@@ -359,6 +282,5 @@ func (p *Plugin) deleteBinding(key string, i *vppl2.BridgeDomain_Interface, _ an
 	if err != nil && !vppconn.IsVPPError(err, govppapi.INVALID_SW_IF_INDEX) {
 		return fmt.Errorf("sw_interface_set_l2_bridge (%s out of %s, bd_id %d): %w", i.GetName(), bd, bdID, err)
 	}
-	p.releaseInterface(i.GetName(), key)
 	return nil
 }

@@ -135,8 +135,8 @@ func (p *Plugin) bridgeDomainDescriptor() *api.TypedDescriptor[*vppl2.BridgeDoma
 		Create:             p.createBD,
 		Update:             p.updateBD,
 		Delete:             p.deleteBD,
-		Retrieve: func(c []api.TypedKV[*vppl2.BridgeDomain, *BridgeDomainMetadata]) ([]api.TypedKV[*vppl2.BridgeDomain, *BridgeDomainMetadata], error) {
-			return vppconn.Retrieved(p.retrieveBDs(c))
+		Retrieve: func(ctx context.Context, c []api.TypedKV[*vppl2.BridgeDomain, *BridgeDomainMetadata]) ([]api.TypedKV[*vppl2.BridgeDomain, *BridgeDomainMetadata], error) {
+			return vppconn.Retrieved(p.retrieveBDs(ctx, c))
 		},
 		IsRetriableFailure:   isRetriable,
 		DerivedValues:        bdDerivedValues,
@@ -175,9 +175,9 @@ func bdDerivedValues(key string, bd *vppl2.BridgeDomain) []api.KeyValuePair {
 // sw_if_index filter is always ~0: VPP 25.10's handler does not implement
 // it and returns nothing for any other value, so the domain of an
 // interface is found among the members of all domains.
-func (p *Plugin) dumpBDs(id uint32) ([]*l2.BridgeDomainDetails, error) {
+func (p *Plugin) dumpBDs(ctx context.Context, id uint32) ([]*l2.BridgeDomainDetails, error) {
 	var out []*l2.BridgeDomainDetails
-	err := p.call(func(ctx context.Context, _ l2.RPCService, conn govppapi.Connection) (err error) {
+	err := p.call(ctx, func(ctx context.Context, _ l2.RPCService, conn govppapi.Connection) (err error) {
 		out, err = vppconn.Dump[*l2.BridgeDomainDetails](ctx, conn, &l2.BridgeDomainDump{BdID: id, SwIfIndex: interface_types.InterfaceIndex(noIndex)})
 		return err
 	})
@@ -188,9 +188,9 @@ func (p *Plugin) dumpBDs(id uint32) ([]*l2.BridgeDomainDetails, error) {
 }
 
 // dumpArpTerm lists the ARP termination entries: of all domains for id ~0.
-func (p *Plugin) dumpArpTerm(id uint32) ([]*l2.BdIPMacDetails, error) {
+func (p *Plugin) dumpArpTerm(ctx context.Context, id uint32) ([]*l2.BdIPMacDetails, error) {
 	var out []*l2.BdIPMacDetails
-	err := p.call(func(ctx context.Context, _ l2.RPCService, conn govppapi.Connection) (err error) {
+	err := p.call(ctx, func(ctx context.Context, _ l2.RPCService, conn govppapi.Connection) (err error) {
 		out, err = vppconn.Dump[*l2.BdIPMacDetails](ctx, conn, &l2.BdIPMacDump{BdID: id})
 		return err
 	})
@@ -239,24 +239,24 @@ func bdFromVPP(d *l2.BridgeDomainDetails, arp []*l2.BdIPMacDetails, nameOf func(
 // free bd_id from 1, then its ARP termination entries. A domain tagged with
 // the name already in VPP (left by an interrupted create, or a lost reply)
 // is taken over and brought to the value.
-func (p *Plugin) createBD(key string, bd *vppl2.BridgeDomain) (*BridgeDomainMetadata, error) {
+func (p *Plugin) createBD(ctx context.Context, key string, bd *vppl2.BridgeDomain) (*BridgeDomainMetadata, error) {
 	name := bdName(key)
 	want, err := parseBD(bd)
 	if err != nil {
 		return nil, api.NonRetriable(err)
 	}
-	all, err := p.dumpBDs(noIndex)
+	all, err := p.dumpBDs(ctx, noIndex)
 	if err != nil {
 		return nil, fmt.Errorf("bridge domain %s: %w", name, err)
 	}
 	if d := findByTag(all, name); d != nil {
-		arp, err := p.dumpArpTerm(d.BdID)
+		arp, err := p.dumpArpTerm(ctx, d.BdID)
 		if err != nil {
 			return nil, fmt.Errorf("bridge domain %s: %w", name, err)
 		}
 		have, _ := parseBD(bdFromVPP(d, arp, nil))
 		p.log.Info("bridge domain found in VPP by its tag; taking it over", "bridge-domain", name, "bd_id", d.BdID)
-		return newMetadata(d.BdID, bd), p.sync(name, d.BdID, have, want)
+		return newMetadata(d.BdID, bd), p.sync(ctx, name, d.BdID, have, want)
 	}
 	used := p.usedIndexes()
 	for _, d := range all {
@@ -269,7 +269,7 @@ func (p *Plugin) createBD(key string, bd *vppl2.BridgeDomain) (*BridgeDomainMeta
 	if id > maxBdID {
 		return nil, fmt.Errorf("bridge domain %s: no free bd_id", name)
 	}
-	err = p.call(func(ctx context.Context, c l2.RPCService, _ govppapi.Connection) error {
+	err = p.call(ctx, func(ctx context.Context, c l2.RPCService, _ govppapi.Connection) error {
 		r, err := c.BridgeDomainAddDelV2(ctx, &l2.BridgeDomainAddDelV2{
 			BdID: id, Flood: want.flood, UuFlood: want.uuFlood, Forward: want.forward, Learn: want.learn,
 			ArpTerm: want.arpTerm, MacAge: uint8(want.macAge), BdTag: name, IsAdd: true,
@@ -284,7 +284,7 @@ func (p *Plugin) createBD(key string, bd *vppl2.BridgeDomain) (*BridgeDomainMeta
 	}
 	have := want
 	have.arp = map[netip.Addr]string{}
-	return newMetadata(id, bd), p.sync(name, id, have, want)
+	return newMetadata(id, bd), p.sync(ctx, name, id, have, want)
 }
 
 // updateBD changes flags, MAC age and the ARP termination table in place,
@@ -293,7 +293,7 @@ func (p *Plugin) createBD(key string, bd *vppl2.BridgeDomain) (*BridgeDomainMeta
 // the MAC it has, and a lost reply or a change behind the agent's back
 // leaves VPP other than the old value. The bindings are derived values of
 // their own.
-func (p *Plugin) updateBD(key string, _, newValue *vppl2.BridgeDomain, oldMd *BridgeDomainMetadata) (*BridgeDomainMetadata, error) {
+func (p *Plugin) updateBD(ctx context.Context, key string, _, newValue *vppl2.BridgeDomain, oldMd *BridgeDomainMetadata) (*BridgeDomainMetadata, error) {
 	name := bdName(key)
 	want, err := parseBD(newValue)
 	if err != nil {
@@ -303,7 +303,7 @@ func (p *Plugin) updateBD(key string, _, newValue *vppl2.BridgeDomain, oldMd *Br
 	if oldMd != nil {
 		id = oldMd.Index
 	}
-	list, err := p.dumpBDs(id)
+	list, err := p.dumpBDs(ctx, id)
 	if err != nil {
 		return oldMd, fmt.Errorf("bridge domain %s: %w", name, err)
 	}
@@ -311,19 +311,19 @@ func (p *Plugin) updateBD(key string, _, newValue *vppl2.BridgeDomain, oldMd *Br
 	if d == nil {
 		return oldMd, fmt.Errorf("bridge domain %s: not in VPP (looked for the tag %q at bd_id %d; ~0 is all)", name, name, id)
 	}
-	arp, err := p.dumpArpTerm(d.BdID)
+	arp, err := p.dumpArpTerm(ctx, d.BdID)
 	if err != nil {
 		return oldMd, fmt.Errorf("bridge domain %s: %w", name, err)
 	}
 	have, _ := parseBD(bdFromVPP(d, arp, nil))
-	return newMetadata(d.BdID, newValue), p.sync(name, d.BdID, have, want)
+	return newMetadata(d.BdID, newValue), p.sync(ctx, name, d.BdID, have, want)
 }
 
 // sync brings the attributes and ARP termination entries of bridge domain id
 // from have (what VPP has) to want: flags set and cleared (bridge_flags),
 // MAC age, and exactly the entries to remove and to add or re-point
 // (bd_ip_mac_add_del; VPP takes an add of a known IP as a re-point).
-func (p *Plugin) sync(name string, id uint32, have, want bdSpec) error {
+func (p *Plugin) sync(ctx context.Context, name string, id uint32, have, want bdSpec) error {
 	hf, wf := have.flags(), want.flags()
 	for _, op := range []struct {
 		set   bool
@@ -332,7 +332,7 @@ func (p *Plugin) sync(name string, id uint32, have, want bdSpec) error {
 		if op.flags == 0 {
 			continue
 		}
-		err := p.call(func(ctx context.Context, c l2.RPCService, _ govppapi.Connection) error {
+		err := p.call(ctx, func(ctx context.Context, c l2.RPCService, _ govppapi.Connection) error {
 			_, err := c.BridgeFlags(ctx, &l2.BridgeFlags{BdID: id, IsSet: op.set, Flags: op.flags})
 			return err
 		})
@@ -341,7 +341,7 @@ func (p *Plugin) sync(name string, id uint32, have, want bdSpec) error {
 		}
 	}
 	if have.macAge != want.macAge {
-		err := p.call(func(ctx context.Context, c l2.RPCService, _ govppapi.Connection) error {
+		err := p.call(ctx, func(ctx context.Context, c l2.RPCService, _ govppapi.Connection) error {
 			_, err := c.BridgeDomainSetMacAge(ctx, &l2.BridgeDomainSetMacAge{BdID: id, MacAge: uint8(want.macAge)})
 			return err
 		})
@@ -365,12 +365,12 @@ func (p *Plugin) sync(name string, id uint32, have, want bdSpec) error {
 	for _, a := range del {
 		// VPP deletes an entry only when given its MAC (else UNSPECIFIED):
 		// have is what VPP has.
-		if err := p.arpTerm(false, id, a, have.arp[a]); err != nil {
+		if err := p.arpTerm(ctx, false, id, a, have.arp[a]); err != nil {
 			return fmt.Errorf("bd_ip_mac_add_del (%s, bd_id %d, delete %s): %w", name, id, a, err)
 		}
 	}
 	for _, a := range add {
-		if err := p.arpTerm(true, id, a, want.arp[a]); err != nil {
+		if err := p.arpTerm(ctx, true, id, a, want.arp[a]); err != nil {
 			return fmt.Errorf("bd_ip_mac_add_del (%s, bd_id %d, add %s %s): %w", name, id, a, want.arp[a], err)
 		}
 	}
@@ -381,11 +381,11 @@ func sortAddrs(list []netip.Addr) {
 	sort.Slice(list, func(i, j int) bool { return list[i].Less(list[j]) })
 }
 
-func (p *Plugin) arpTerm(isAdd bool, id uint32, a netip.Addr, mac string) error {
+func (p *Plugin) arpTerm(ctx context.Context, isAdd bool, id uint32, a netip.Addr, mac string) error {
 	hw, _ := net.ParseMAC(mac)
 	var m ethernet_types.MacAddress
 	copy(m[:], hw)
-	return p.call(func(ctx context.Context, c l2.RPCService, _ govppapi.Connection) error {
+	return p.call(ctx, func(ctx context.Context, c l2.RPCService, _ govppapi.Connection) error {
 		_, err := c.BdIPMacAddDel(ctx, &l2.BdIPMacAddDel{IsAdd: isAdd, Entry: l2.BdIPMac{BdID: id, IP: ipconv.ToVPP(a), Mac: m}})
 		return err
 	})
@@ -394,17 +394,17 @@ func (p *Plugin) arpTerm(isAdd bool, id uint32, a netip.Addr, mac string) error 
 // deleteBD deletes the bridge domain (its members are gone by then: the
 // bindings are deleted before it; its ARP termination entries go with it).
 // A domain already gone, or whose bd_id now carries another tag, is success.
-func (p *Plugin) deleteBD(key string, _ *vppl2.BridgeDomain, md *BridgeDomainMetadata) error {
+func (p *Plugin) deleteBD(ctx context.Context, key string, _ *vppl2.BridgeDomain, md *BridgeDomainMetadata) error {
 	name := bdName(key)
 	var d *l2.BridgeDomainDetails
 	if md != nil {
-		list, err := p.dumpBDs(md.Index)
+		list, err := p.dumpBDs(ctx, md.Index)
 		if err != nil {
 			return fmt.Errorf("bridge domain %s: %w", name, err)
 		}
 		d = findByTag(list, name)
 	} else {
-		all, err := p.dumpBDs(noIndex)
+		all, err := p.dumpBDs(ctx, noIndex)
 		if err != nil {
 			return fmt.Errorf("bridge domain %s: %w", name, err)
 		}
@@ -414,7 +414,7 @@ func (p *Plugin) deleteBD(key string, _ *vppl2.BridgeDomain, md *BridgeDomainMet
 		p.log.Debug("bridge domain to delete is not in VPP (any more)", "bridge-domain", name)
 		return nil
 	}
-	err := p.call(func(ctx context.Context, c l2.RPCService, _ govppapi.Connection) error {
+	err := p.call(ctx, func(ctx context.Context, c l2.RPCService, _ govppapi.Connection) error {
 		_, err := c.BridgeDomainAddDelV2(ctx, &l2.BridgeDomainAddDelV2{BdID: d.BdID, IsAdd: false})
 		return err
 	})
@@ -441,7 +441,7 @@ func (p *Plugin) deleteBD(key string, _ *vppl2.BridgeDomain, md *BridgeDomainMet
 // or was refused does not make the domain differ. A domain the NB does not
 // expect gets the members VPP has. A value equivalent to the expected one is
 // returned as the expected one.
-func (p *Plugin) retrieveBDs(correlate []api.TypedKV[*vppl2.BridgeDomain, *BridgeDomainMetadata]) ([]api.TypedKV[*vppl2.BridgeDomain, *BridgeDomainMetadata], error) {
+func (p *Plugin) retrieveBDs(ctx context.Context, correlate []api.TypedKV[*vppl2.BridgeDomain, *BridgeDomainMetadata]) ([]api.TypedKV[*vppl2.BridgeDomain, *BridgeDomainMetadata], error) {
 	expected := make(map[string]*vppl2.BridgeDomain, len(correlate))
 	configured := make(map[string][]string, len(correlate))
 	for _, c := range correlate {
@@ -451,13 +451,13 @@ func (p *Plugin) retrieveBDs(correlate []api.TypedKV[*vppl2.BridgeDomain, *Bridg
 		expected[bdName(c.Key)] = c.Value
 		configured[bdName(c.Key)] = newMetadata(0, c.Value).Interfaces
 	}
-	all, err := p.dumpBDs(noIndex)
+	all, err := p.dumpBDs(ctx, noIndex)
 	if err != nil {
 		return nil, err
 	}
 	var arp []*l2.BdIPMacDetails
 	if len(all) > 0 {
-		if arp, err = p.dumpArpTerm(noIndex); err != nil {
+		if arp, err = p.dumpArpTerm(ctx, noIndex); err != nil {
 			return nil, err
 		}
 	}

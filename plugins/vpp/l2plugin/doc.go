@@ -6,7 +6,6 @@
 //
 //	p := l2plugin.New(vppManager, ifplugin.SchedulerInterfaces(sched), logger)
 //	p.SetInterfaceLister(ifplugin.SchedulerInterfaceNames(sched)) // optional, see Retrieve
-//	p.SetScheduler(sched) // see "One bridge domain per interface"
 //	vppManager.AddArea(p.Area()) // before vppManager.Run
 //	sched.RegisterKVDescriptor(p.Descriptors()...) // after the VPP interface descriptor
 //
@@ -64,8 +63,9 @@
 //     expected domain are its expected ones followed by the members VPP has
 //     that it does not name (a resync takes those out): the bindings carry
 //     the membership, and the binding descriptor's Retrieve says which of
-//     them VPP has. So a binding that waits for its interface, or that was
-//     refused, does not make the domain differ from its value: a resync of
+//     them VPP has. So a binding that waits (for its interface, or for
+//     another domain to let the interface go), or that was refused, does
+//     not make the domain differ from its value: a resync of
 //     an in-sync VPP updates nothing. Values equivalent to the expected one
 //     are returned as the expected one. RetrieveDependencies: the interface
 //     descriptor.
@@ -77,24 +77,26 @@
 //
 // # Bindings
 //
-//   - Dependencies: "interface" (ifplugin.InterfaceKey(iface)): a binding
-//     waits (PENDING) for its interface while the domain and its other
-//     bindings work.
+//   - Dependencies: "interface <iface>" (ifplugin.InterfaceKey(iface)): a
+//     binding waits (PENDING) for its interface while the domain and its
+//     other bindings work; and "interface <iface> in no other bridge domain",
+//     an Exclusive dependency on the interface's bridge domain membership
+//     (see "One bridge domain per interface").
 //   - Create: one bridge_domain_dump of all domains (bd_id ~0), then
 //     sw_interface_set_l2_bridge with Enable, the bd_id from the domain's
 //     metadata, port type BVI when bridged_virtual_interface (else NORMAL)
-//     and Shg = split_horizon_group, unless the interface is in another
-//     domain (see below). It fails, VPP untouched, when VPP has no domain
-//     with that bd_id and tag (sw_interface_set_l2_bridge would create an
-//     untagged one), and when the binding is the BVI of a domain that has
+//     and Shg = split_horizon_group, unless a domain that is not the agent's
+//     has the interface (see below). It fails, VPP untouched, when VPP has no
+//     domain with that bd_id and tag (sw_interface_set_l2_bridge would create
+//     an untagged one), and when the binding is the BVI of a domain that has
 //     another (VPP would take the interface out of its domain before it
 //     refuses).
 //   - Delete: sw_interface_set_l2_bridge with Enable false, only when the
 //     dump of that domain (bridge_domain_dump of its bd_id) lists the
 //     interface: VPP's disable looks at no bd_id and takes the interface out
-//     of whatever domain it is in, and when an interface moves from one
-//     domain to another in one transaction, it may have joined the new one
-//     before its old binding is deleted. An interface already gone is
+//     of whatever domain it is in, and the interface may be in another domain
+//     by now (moved behind the agent's back, or by the binding of another
+//     domain while this one was left behind). An interface already gone is
 //     success.
 //   - No Update: a change of BVI or split-horizon group re-creates the
 //     binding.
@@ -109,49 +111,58 @@
 //
 // VPP keeps an interface in one bridge domain: sw_interface_set_l2_bridge
 // moves it out of the one it is in. Two domains that name one interface
-// would take it from each other at every resync, so Create first looks for
-// the interface among the members of all domains (one bridge_domain_dump
-// with bd_id and sw_if_index ~0: VPP 25.10 does not implement the
-// sw_if_index filter of that dump and returns nothing for any other value):
+// would take it from each other at every resync, so the bindings of an
+// interface hold its membership exclusively: each has the Exclusive
+// dependency "interface <iface> in no other bridge domain" on the resource
+// "vpp/l2/bridge-domain-membership/<iface>". The scheduler applies one
+// binding of an interface at a time:
+//
+//   - while one is applied, every other binding of the interface waits,
+//     PENDING, its details naming the holder; VPP is not touched and no
+//     Create is called for it;
+//   - when the holder is deleted (its domain drops the interface, or is
+//     deleted), the first waiting binding is created, in the same
+//     transaction too: an interface moves from one domain to another in one
+//     transaction, whatever the order of the keys, the old binding taking
+//     it out before the new one puts it in;
+//   - the binding applied first keeps the interface; when the agent
+//     restarts, which is first is what VPP has (the resync finds the binding
+//     VPP has applied, and the other waits).
+//
+// Create still looks for the interface among the members of all domains
+// (one bridge_domain_dump with bd_id and sw_if_index ~0: VPP 25.10 does not
+// implement the sw_if_index filter of that dump and returns nothing for any
+// other value):
 //
 //   - none, or this one: it is put in;
-//   - one of the agent's whose binding of the interface the scheduler no
-//     longer holds: the interface is moving (the configuration took it out
-//     of that domain in the same transaction, whose plan the scheduler
-//     already shows, or left the binding behind), and VPP moves it;
-//   - one of the agent's that still wants it, or one that is not the
-//     agent's: the binding is refused with *MembershipConflictError ("interface
-//     loop2 not added to bridge domain bd2: it is already a member of bridge
-//     domain bd1 (an interface can be in one bridge domain)"), FAILED, and VPP
-//     is not touched. The first binding keeps the interface; which is first
-//     is what VPP has (after a restart too).
-//
-// The refusal is retriable: it goes away without a change of the refused
-// value, when the other domain lets the interface go. The scheduler tries a
-// failed value again on its retries and on every resync (each resync records
-// the refused Create again; it changes nothing), not when another value
-// goes, so when the deletion of a binding frees an interface for which a
-// binding was refused, the plugin queues a downstream resync, which applies
-// it (description "vpp-l2: <key> deleted; applying the refused <keys>").
-//
-// Whether the other domain still wants the interface, and the resync, need
-// SetScheduler. Without it, a domain wants an interface its last applied
-// value named, so an interface that moves to a domain whose key sorts
-// first, in the same transaction, is refused until a resync, and a refused
-// binding waits for its retries or a resync.
+//   - another of the agent's: that membership was left behind, as the
+//     scheduler holds no other binding of the interface when it calls Create
+//     (someone put the interface there behind the agent's back since the
+//     last resync, or the Retrieve did not name it: without
+//     SetInterfaceLister, an interface the domain's value no longer names),
+//     and VPP moves it; the plugin logs the move;
+//   - one that is not the agent's: the binding is refused with
+//     *MembershipConflictError ("interface x not added to bridge domain
+//     bd1: it is already a member of bridge domain with bd_id 7 (not the
+//     agent's) (an interface can be in one bridge domain)"), FAILED, and
+//     VPP is not touched. The refusal is retriable: the binding is tried
+//     again on its retries and at every resync, and applied once the
+//     interface has left that domain.
 //
 // # Errors
 //
-// Every callback is idempotent. Errors name the VPP message and the domain;
-// they are retriable (VPP not connected, an interface not yet there, an
-// interface in another domain) except when VPP lacks the area's messages
-// (*vppconn.IncompatibleError, the area is disabled until a compatible VPP
-// connects) and values that do not parse (api.NonRetriable). The Retrieves
-// of a disabled area report nothing, so that after a VPP restart the
-// domains and memberships of the VPP before are not kept CONFIGURED: they
-// are created again and fail, naming the messages. Interfaces are found
-// through ifplugin's metadata, which hides the indexes of a VPP that has
-// restarted since: a member is never added with one.
+// Every callback is idempotent and passes its context to the VPP calls (it
+// ends when the scheduler closes; each call is bounded by the Manager's call
+// timeout too). Errors name the VPP message and the domain; they are
+// retriable (VPP not connected, an interface not yet there, an interface in
+// a domain that is not the agent's) except when VPP lacks the area's
+// messages (*vppconn.IncompatibleError, the area is disabled until a
+// compatible VPP connects) and values that do not parse (api.NonRetriable).
+// The Retrieves of a disabled area report nothing, so that after a VPP
+// restart the domains and memberships of the VPP before are not kept
+// CONFIGURED: they are created again and fail, naming the messages.
+// Interfaces are found through ifplugin's metadata, which hides the indexes
+// of a VPP that has restarted since: a member is never added with one.
 //
 // # Limits
 //

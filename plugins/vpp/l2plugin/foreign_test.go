@@ -40,7 +40,6 @@ func (e *env) startWithIfplugin() {
 	t.Cleanup(s.Close)
 	p := l2plugin.New(e.m, ifplugin.SchedulerInterfaces(s), logger(t, slog.LevelInfo))
 	p.SetInterfaceLister(ifplugin.SchedulerInterfaceNames(s))
-	p.SetScheduler(s)
 	if err := s.RegisterKVDescriptor(ifplugin.New(e.m, logger(t, slog.LevelInfo)).Descriptors()...); err != nil {
 		t.Fatal(err)
 	}

@@ -35,8 +35,6 @@ type env struct {
 	m   *vppconn.Manager
 	s   *kvscheduler.Scheduler
 	p   *l2plugin.Plugin
-	// noScheduler leaves the plugin without SetScheduler.
-	noScheduler bool
 }
 
 func newEnv(t *testing.T) *env {
@@ -61,9 +59,6 @@ func (e *env) startScheduler() {
 		e.s.Close()
 	}
 	e.s, e.p = vpptest.StartAgent(e.t, e.m, l2plugin.New, vpptest.InterfaceStandInValues(e.m))
-	if !e.noScheduler {
-		e.p.SetScheduler(e.s)
-	}
 }
 
 // kv is a value of a transaction (value nil: deleted).
@@ -82,15 +77,15 @@ func del(key string) kv    { return kv{key, nil} }
 func logger(t *testing.T, level slog.Level) *slog.Logger { return vpptest.Logger(t, level) }
 
 func (e *env) waitConnected()                     { e.t.Helper(); e.vpp.WaitConnected() }
-func (e *env) commit(kvs ...kv) (uint64, error)   { return e.commitCtx(context.Background(), kvs...) }
+func (e *env) commit(kvs ...kv) (uint64, error)   { return e.commitWith(api.TxnOptions{}, kvs...) }
 func (e *env) mustCommit(kvs ...kv) uint64        { e.t.Helper(); return vpptest.MustCommit(e.t, e.s, kvs...) }
 func (e *env) executed(seq uint64) []string       { e.t.Helper(); return vpptest.Executed(e.t, e.s, seq) }
 func (e *env) state(key string) api.ValueState    { return vpptest.State(e.s, key) }
 func (e *env) status(key string) *api.ValueStatus { return vpptest.Status(e.s, key) }
 func (e *env) swIfIndex(name string) uint32       { e.t.Helper(); return e.vpp.SwIfIndex(name) }
 
-func (e *env) commitCtx(ctx context.Context, kvs ...kv) (uint64, error) {
-	return vpptest.Commit(ctx, e.s, kvs...)
+func (e *env) commitWith(opts api.TxnOptions, kvs ...kv) (uint64, error) {
+	return vpptest.Commit(context.Background(), e.s, opts, kvs...)
 }
 
 func (e *env) resync(typ api.ResyncType, kvs ...kv) (uint64, error) {

@@ -210,26 +210,6 @@ func TestBindingWaitsForItsInterface(t *testing.T) {
 	}
 }
 
-func TestBindingMovesBetweenDomains(t *testing.T) {
-	e := newEnv(t)
-	x := []*vppl2.BridgeDomain_Interface{{Name: "x"}}
-	// "b-old" sorts after "a-new": in the transaction that moves x, x joins
-	// a-new before its binding to b-old is deleted; that delete must not
-	// take it out of a-new.
-	e.mustCommit(iface("x"), bdKV(&vppl2.BridgeDomain{Name: "b-old", Interfaces: x}), bdKV(&vppl2.BridgeDomain{Name: "a-new"}))
-	sw := e.swIfIndex("x")
-	if b := e.mustBD("b-old"); len(b.Members) != 1 {
-		t.Fatalf("b-old members %+v", b.Members)
-	}
-	e.mustCommit(bdKV(&vppl2.BridgeDomain{Name: "b-old"}), bdKV(&vppl2.BridgeDomain{Name: "a-new", Interfaces: x}))
-	if b := e.mustBD("a-new"); len(b.Members) != 1 || b.Members[0].SwIfIndex != sw {
-		t.Errorf("a-new members %+v, want x (%d)", b.Members, sw)
-	}
-	if b := e.mustBD("b-old"); len(b.Members) != 0 {
-		t.Errorf("b-old members %+v, want none", b.Members)
-	}
-}
-
 func TestInvalidBridgeDomain(t *testing.T) {
 	e := newEnv(t)
 	bd := &vppl2.BridgeDomain{Name: "bad", MacAge: 300, Interfaces: []*vppl2.BridgeDomain_Interface{
@@ -366,7 +346,7 @@ func TestIncompatibleVPP(t *testing.T) {
 	if d := e.m.Status().Disabled[l2plugin.AreaName]; len(d) == 0 {
 		t.Fatalf("area %s not disabled: %+v", l2plugin.AreaName, e.m.Status())
 	}
-	_, err := e.commitCtx(api.WithRetry(context.Background(), time.Millisecond, 3, false), bdKV(&vppl2.BridgeDomain{Name: "bd1"}))
+	_, err := e.commitWith(api.TxnOptions{Retry: &api.RetryOpt{Period: time.Millisecond, MaxCount: 3}}, bdKV(&vppl2.BridgeDomain{Name: "bd1"}))
 	if err == nil || !strings.Contains(err.Error(), "bd_ip_mac_add_del") {
 		t.Errorf("commit: %v, want an error naming bd_ip_mac_add_del", err)
 	}
@@ -378,5 +358,29 @@ func TestIncompatibleVPP(t *testing.T) {
 	}
 	if got := e.vpp.DumpBridgeDomains(); len(got) != 0 {
 		t.Errorf("bridge domains in VPP: %+v", got)
+	}
+}
+
+// TestCallbacksUseTheirContext: the callbacks pass their context to VPP: a
+// cancelled one (the scheduler closing) fails them, VPP untouched.
+func TestCallbacksUseTheirContext(t *testing.T) {
+	e := newEnv(t)
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	descriptors := e.p.Descriptors()
+	bd := descriptors[0]
+	if bd.Name != l2plugin.BridgeDomainDescriptorName {
+		t.Fatalf("first descriptor %s, want %s", bd.Name, l2plugin.BridgeDomainDescriptorName)
+	}
+	if _, err := bd.Create(ctx, bdKey("bd1"), &vppl2.BridgeDomain{Name: "bd1"}); !errors.Is(err, context.Canceled) {
+		t.Errorf("Create with a cancelled context: %v, want context.Canceled", err)
+	}
+	for _, d := range descriptors {
+		if _, err := d.Retrieve(ctx, nil); !errors.Is(err, context.Canceled) {
+			t.Errorf("Retrieve of %s with a cancelled context: %v, want context.Canceled", d.Name, err)
+		}
+	}
+	if got := e.newBridgeDomains(); len(got) != 0 {
+		t.Errorf("bridge domains VPP has now: %v, want none", got)
 	}
 }

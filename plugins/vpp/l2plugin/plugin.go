@@ -56,8 +56,7 @@ type InterfaceLookup = ifplugin.InterfaceLookup
 type MetadataSource = ifplugin.MetadataSource
 
 // Plugin holds the bridge domain and binding descriptors. Its state is the
-// metadata map the scheduler writes (the index of each bridge domain) and
-// the bindings it refused because their interface is in another domain.
+// metadata map the scheduler writes (the index of each bridge domain).
 type Plugin struct {
 	m      *vppconn.Manager
 	ifaces InterfaceLookup
@@ -66,19 +65,6 @@ type Plugin struct {
 
 	mu     sync.Mutex
 	bdMeta *metadataMap // the bridge domain descriptor's, once registered
-	sched  Scheduler    // SetScheduler's, or nil
-	// refused holds, per interface, the keys of its bindings that were
-	// refused because it is a member of another domain (see createBinding).
-	refused map[string]map[string]bool
-}
-
-// Scheduler is what the plugin asks of the scheduler that runs its
-// descriptors (SetScheduler): whether a binding is still wanted, and a
-// transaction that applies refused bindings once their interface is free.
-// *kvscheduler.Scheduler implements it.
-type Scheduler interface {
-	GetValueStatus(key string) *api.BaseValueStatus
-	StartNBTransaction() api.Txn
 }
 
 // New returns the plugin: m carries the calls to VPP, ifaces maps logical
@@ -96,28 +82,6 @@ func New(m *vppconn.Manager, ifaces InterfaceLookup, log *slog.Logger) *Plugin {
 // while the agent was away is found (and removed by a full resync). Call it
 // before registering the descriptors.
 func (p *Plugin) SetInterfaceLister(names func() []string) { p.names = names }
-
-// SetScheduler gives the plugin the scheduler its descriptors are
-// registered with. The binding descriptor reads the status of the bindings
-// of an interface that is in another domain (is that binding still wanted,
-// or is the interface moving in this transaction?), and when a binding's
-// deletion frees an interface for which another binding was refused, it
-// queues a downstream resync, which applies that binding. Without it, a
-// binding is refused while the domain the interface is in named the
-// interface in its last applied value, and a refused binding is applied by
-// its retries or the next resync only. Call it before the first
-// transaction.
-func (p *Plugin) SetScheduler(s Scheduler) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.sched = s
-}
-
-func (p *Plugin) scheduler() Scheduler {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.sched
-}
 
 // Area returns the messages the plugin sends, to register with
 // vppconn.Manager.AddArea before Run: a VPP that lacks one disables the
@@ -241,13 +205,14 @@ func (p *Plugin) newMetadataMap() api.MetadataMapRW {
 
 // --- VPP calls ------------------------------------------------------------------
 
-// call runs f with the connection of the area and a bounded context.
-func (p *Plugin) call(f func(ctx context.Context, c l2.RPCService, conn govppapi.Connection) error) error {
+// call runs f with the connection of the area and ctx (the callback's: it
+// ends when the scheduler closes) bounded by the Manager's call timeout.
+func (p *Plugin) call(ctx context.Context, f func(ctx context.Context, c l2.RPCService, conn govppapi.Connection) error) error {
 	conn, err := p.m.Conn(AreaName)
 	if err != nil {
 		return err
 	}
-	ctx, cancel := p.m.CallContext(context.Background())
+	ctx, cancel := p.m.CallContext(ctx)
 	defer cancel()
 	return f(ctx, l2.NewServiceClient(conn), conn)
 }
