@@ -1,6 +1,7 @@
 package kvscheduler
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"slices"
 	"strconv"
@@ -42,6 +43,38 @@ func TestSortedByKeyIsAStableSort(t *testing.T) {
 		got := sortedByKey(slices.Clone(in))
 		if !slices.EqualFunc(got, want, func(a, b kvChange) bool { return a.key == b.key && a.metadata == b.metadata }) {
 			t.Errorf("%s: not sorted stably by key", name)
+		}
+	}
+}
+
+// BenchmarkSortValues compares sortedByKey with the standard library's
+// stable sort on the values of a transaction listed in random order (a
+// client that does not sort its keys), and in nearly sorted order (one run
+// of keys out of place).
+func BenchmarkSortValues(b *testing.B) {
+	for _, n := range []int{10_000, 100_000} {
+		keys := make([]kvChange, n)
+		for i := range keys {
+			keys[i] = kvChange{key: fmt.Sprintf("config/vpp/v2/route/vrf/0/dst/10.%d.%d.0/24/gw/10.0.0.1", i/256%256, i%256)}
+		}
+		random := slices.Clone(keys)
+		rand.New(rand.NewPCG(1, 2)).Shuffle(n, func(i, j int) { random[i], random[j] = random[j], random[i] })
+		nearly := slices.Clone(keys)
+		copy(nearly, append(slices.Clone(keys[n/2:n/2+n/10]), keys[:n/2]...))
+		for _, in := range []struct {
+			name   string
+			values []kvChange
+		}{{"random", random}, {"nearly-sorted", nearly}} {
+			b.Run(fmt.Sprintf("%s/N=%d/sortedByKey", in.name, n), func(b *testing.B) {
+				for b.Loop() {
+					sortedByKey(slices.Clone(in.values))
+				}
+			})
+			b.Run(fmt.Sprintf("%s/N=%d/SortStableFunc", in.name, n), func(b *testing.B) {
+				for b.Loop() {
+					slices.SortStableFunc(slices.Clone(in.values), func(a, b kvChange) int { return strings.Compare(a.key, b.key) })
+				}
+			})
 		}
 	}
 }

@@ -1,12 +1,10 @@
 package kvscheduler
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 
 	"google.golang.org/protobuf/proto"
 
@@ -19,10 +17,11 @@ import (
 // Both run the same code, so the plan is what execution does when nothing
 // fails.
 type txnRun struct {
-	s        *Scheduler
-	g        *graph
-	descs    *descriptorSet
-	simulate bool
+	s     *Scheduler
+	g     *graph
+	descs *descriptorSet
+	// exec makes the descriptor calls (see executor).
+	exec executor
 	// deep makes in-sync values check their derived values too (resync).
 	deep bool
 	// revert: stop at the first failure (WithRevert).
@@ -46,11 +45,8 @@ type txnRun struct {
 	done []doneOp
 	// id tells this run's marks on nodes from other runs' marks.
 	id uint64
-	// steps are the descriptor calls the simulation plans (when planSteps);
-	// replay feeds a re-run after a failure.
-	planSteps bool
-	steps     chunks[step]
-	replay    *replayLog
+	// steps are the descriptor calls the simulation plans (planExec).
+	steps chunks[step]
 	// changed lists the base values whose status changed (when
 	// trackChanges).
 	trackChanges bool
@@ -134,33 +130,6 @@ func statusOf(n *node) status { return status{n.state, n.lastOp, n.err, n.detail
 
 // --- descriptor calls -------------------------------------------------------
 
-// call runs a CRUD callback without the graph lock, turning a panic into a
-// non-retriable error so one broken descriptor cannot stop the scheduler.
-func (r *txnRun) call(n *node, what string, f func(ctx context.Context) error) (err error) {
-	var start time.Time
-	obs := r.s.opts.Observer
-	if obs != nil {
-		start = r.s.clock.Now()
-	}
-	r.s.callback(n.descName(), func(ctx context.Context) {
-		defer func() {
-			if p := recover(); p != nil {
-				err = api.NonRetriable(fmt.Errorf("descriptor %s: %s of %s panicked: %v", n.descName(), what, n.key, p))
-			}
-		}()
-		err = f(ctx)
-	})
-	if obs != nil {
-		if op, ok := crudOps[what]; ok {
-			obs.OpDone(n.descName(), op, err, r.s.clock.Now().Sub(start))
-		}
-	}
-	return err
-}
-
-// crudOps are the callbacks observed as operations, by the name call gets.
-var crudOps = map[string]api.TxnOperation{"Create": api.OpCreate, "Update": api.OpUpdate, "Delete": api.OpDelete}
-
 // pure runs a callback that must not call the scheduler (Validate,
 // Dependencies, DerivedValues, comparators), converting a panic into an error.
 func pure[T any](f func() T) (out T, err error) {
@@ -182,63 +151,22 @@ func (r *txnRun) callCreate(n *node) (any, error) {
 		}
 		return nil, api.NonRetriable(fmt.Errorf("descriptor %s does not create values (it has no Create)", n.descName()))
 	}
-	if md, err, ok := r.replayed(n, api.OpCreate); ok {
-		return md, err
-	}
-	if r.simulate {
-		if r.planSteps {
-			r.planStep(n, api.OpCreate, nil, n.intended)
-		}
-		return nil, nil
-	}
-	var md any
-	err := r.call(n, "Create", func(ctx context.Context) (err error) {
-		md, err = n.desc.d.Create(ctx, n.key, n.intended)
-		return err
-	})
-	return md, err
+	return r.exec.call(r, n, api.OpCreate)
 }
 
 func (r *txnRun) callDelete(n *node) error {
 	if n.desc == nil || n.obtained || n.desc.d.Delete == nil {
 		return nil
 	}
-	if _, err, ok := r.replayed(n, api.OpDelete); ok {
-		return err
-	}
-	if r.simulate {
-		if r.planSteps {
-			r.planStep(n, api.OpDelete, n.applied, nil)
-		}
-		return nil
-	}
-	return r.call(n, "Delete", func(ctx context.Context) error {
-		return n.desc.d.Delete(ctx, n.key, n.applied, n.metadata)
-	})
+	_, err := r.exec.call(r, n, api.OpDelete)
+	return err
 }
 
 func (r *txnRun) callUpdate(n *node) (any, error) {
 	if n.desc == nil {
 		return n.metadata, nil
 	}
-	if md, err, ok := r.replayed(n, api.OpUpdate); ok {
-		if err != nil {
-			return n.metadata, err
-		}
-		return md, nil
-	}
-	if r.simulate {
-		if r.planSteps {
-			r.planStep(n, api.OpUpdate, n.applied, n.intended)
-		}
-		return n.metadata, nil
-	}
-	var md any
-	err := r.call(n, "Update", func(ctx context.Context) (err error) {
-		md, err = n.desc.d.Update(ctx, n.key, n.applied, n.intended, n.metadata)
-		return err
-	})
-	return md, err
+	return r.exec.call(r, n, api.OpUpdate)
 }
 
 func (r *txnRun) equivalent(n *node, a, b proto.Message) bool {
@@ -585,7 +513,7 @@ func (r *txnRun) createOne(n *node, fl opFlags) bool {
 		r.g.setLeftover(n, nil)
 	}
 	if n.desc != nil && n.desc.d.WithMetadata {
-		r.g.setMetadata(n, md, !r.simulate)
+		r.g.setMetadata(n, md, r.exec.real())
 	}
 	if n.retryTicket() != nil {
 		r.g.setRetry(n, nil)
@@ -621,7 +549,7 @@ func (r *txnRun) notifyClaimed(n *node) {
 }
 
 func (r *txnRun) remember(n *node, op api.TxnOperation, prevValue, newValue proto.Message, prevMeta, newMeta any) {
-	if r.revert && !r.simulate && n.desc != nil && !r.reverting {
+	if r.revert && r.exec.real() && n.desc != nil && !r.reverting {
 		r.done = append(r.done, doneOp{n: n, op: op, prevValue: prevValue, newValue: newValue, prevMeta: prevMeta, newMeta: newMeta})
 	}
 }
@@ -670,7 +598,7 @@ func (r *txnRun) update(n *node) {
 	}
 	r.g.setApplied(n, n.intended)
 	if n.desc != nil && n.desc.d.WithMetadata {
-		r.g.setMetadata(n, md, !r.simulate)
+		r.g.setMetadata(n, md, r.exec.real())
 	}
 	if n.retryTicket() != nil {
 		r.g.setRetry(n, nil)
@@ -753,7 +681,7 @@ func (r *txnRun) removeFromSB(n *node, how removal) bool {
 	}
 	r.g.setApplied(n, nil)
 	if n.metadata != nil {
-		r.g.setMetadata(n, nil, !r.simulate)
+		r.g.setMetadata(n, nil, r.exec.real())
 	}
 	r.g.setRemoving(n, false)
 	r.dropDerived(n)

@@ -1,9 +1,7 @@
 package kvscheduler
 
 import (
-	"context"
 	"fmt"
-	"time"
 
 	"google.golang.org/protobuf/proto"
 
@@ -64,11 +62,10 @@ type replayLog struct {
 	off    bool
 }
 
-// replayed returns the recorded result of the next descriptor call, when the
-// run is a replay and the call is one that was already executed.
-func (r *txnRun) replayed(n *node, op api.TxnOperation) (md any, err error, ok bool) {
-	rp := r.replay
-	if rp == nil || rp.off {
+// replayed returns the recorded result of the next descriptor call of a
+// re-run, when it is one that was already executed (or the one that failed).
+func (r *txnRun) replayed(rp *replayLog, n *node, op api.TxnOperation) (md any, err error, ok bool) {
+	if rp.off {
 		return nil, nil, false
 	}
 	if rp.pos > rp.failAt || rp.pos >= rp.steps.len() {
@@ -113,30 +110,7 @@ func (s *Scheduler) executeSteps(steps *chunks[step]) (int, []any, error) {
 			}
 		}
 		d := st.d
-		var out any
-		var err error
-		var start time.Time
-		if s.opts.Observer != nil {
-			start = s.clock.Now()
-		}
-		s.callback(d.Name, func(ctx context.Context) {
-			defer func() {
-				if p := recover(); p != nil {
-					err = api.NonRetriable(fmt.Errorf("descriptor %s: %s of %s panicked: %v", d.Name, st.op, st.key, p))
-				}
-			}()
-			switch st.op {
-			case api.OpCreate:
-				out, err = d.Create(ctx, st.key, st.to)
-			case api.OpUpdate:
-				out, err = d.Update(ctx, st.key, st.from, st.to, meta)
-			case api.OpDelete:
-				err = d.Delete(ctx, st.key, st.from, meta)
-			}
-		})
-		if s.opts.Observer != nil {
-			s.opts.Observer.OpDone(d.Name, st.op, err, s.clock.Now().Sub(start))
-		}
+		out, err := s.invoke(d, st.op, st.key, st.from, st.to, meta)
 		if err != nil {
 			failure = err
 			return

@@ -1,0 +1,186 @@
+package kvscheduler
+
+// After a failed operation: the refresh of the values it affected.
+
+import (
+	"fmt"
+	"slices"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/netagent-io/netagent/plugins/kvscheduler/api"
+)
+
+// refreshFailed asks the SB what failed operations left behind, for the
+// failed keys only, and completes values that turn out to be in place.
+func (r *txnRun) refreshFailed() {
+	// In rounds: completing a value may create others, which may fail too.
+	// A value is refreshed once per transaction: one that fails again when
+	// it is completed (a half-made object that the next attempt breaks
+	// again, as a veth pair whose MAC the kernel refuses) waits for its
+	// retry, so that the transaction ends.
+	var refreshed map[*node]bool
+	for done := 0; done < len(r.failed); {
+		var batch []*node
+		for _, n := range r.failed[done:] {
+			if refreshed == nil {
+				refreshed = map[*node]bool{}
+			}
+			if !refreshed[n] {
+				refreshed[n] = true
+				batch = append(batch, n)
+			}
+		}
+		done = len(r.failed)
+		if len(batch) > 0 {
+			r.refreshFailedBatch(batch)
+		}
+	}
+}
+
+// refreshFailedBatch refreshes the values affected by the failures of a batch
+// of failed values (seed 001: refresh "after a failed C(R)UD operation(s),
+// but only for vertices affected by the failure"): a failed base value
+// itself; for a failed derived value its base (an operation on a derived
+// value may change its base in the SB, as an address refused by VPP may
+// leave the interface changed) and the derived value itself when its own
+// descriptor retrieves it (retrievedOnItsOwn).
+func (r *txnRun) refreshFailedBatch(failed []*node) {
+	byDesc := map[*descriptorInfo][]*node{}
+	var order []*descriptorInfo
+	add := func(n *node) {
+		if n.desc == nil || n.desc.d.Retrieve == nil || !n.inGraph || slices.Contains(byDesc[n.desc], n) {
+			return
+		}
+		if _, ok := byDesc[n.desc]; !ok {
+			order = append(order, n.desc)
+		}
+		byDesc[n.desc] = append(byDesc[n.desc], n)
+	}
+	for _, n := range failed {
+		if n.base == nil {
+			add(n)
+			continue
+		}
+		root := n.base
+		for root.base != nil {
+			root = root.base
+		}
+		if !root.obtained {
+			add(root)
+		}
+		if retrievedOnItsOwn(n, n.base) {
+			add(n)
+		}
+	}
+	for _, di := range order {
+		nodes := byDesc[di]
+		correlate := make([]api.KVWithMetadata, 0, len(nodes))
+		for _, n := range nodes {
+			if n.intended != nil {
+				correlate = append(correlate, api.KVWithMetadata{Key: n.key, Value: n.intended, Metadata: n.metadata, Origin: api.FromNB})
+			}
+		}
+		kvs, err := r.s.retrieve(di, correlate)
+		if err != nil {
+			r.errs = append(r.errs, api.KeyWithError{Error: fmt.Errorf("refresh after failure: %w", err)})
+			for _, n := range nodes {
+				if n.applied == nil && n.lastOp == api.OpCreate {
+					r.g.setLeftover(n, n.intended)
+					if !r.revert && (n.intended == nil || n.invalidErr() != nil || !r.g.depsMet(n)) {
+						r.reconcile(n) // must not be in the SB: delete what may be there
+					}
+				}
+			}
+			continue
+		}
+		found := make(map[string]api.KVWithMetadata, len(nodes))
+		for _, kv := range kvs {
+			found[kv.Key] = kv
+		}
+		// First the whole batch takes what the SB holds, then the values
+		// are completed: completing one may delete or create others of the
+		// batch, whose retrieved state is then out of date.
+		var gone []*node
+		for _, n := range nodes {
+			kv, ok := found[n.key]
+			switch {
+			case ok && kv.Value != nil:
+				if n.leftoverValue() != nil {
+					r.g.setLeftover(n, nil)
+				}
+				if n.applied == nil || !proto.Equal(n.applied, kv.Value) {
+					r.g.setApplied(n, kv.Value)
+				}
+				if di.d.WithMetadata && kv.Metadata != nil && n.base == nil {
+					r.g.setMetadata(n, kv.Metadata, true)
+				}
+			case n.applied != nil && n.state != api.ValueStateFailed:
+				// A base affected by the failure of a derived value, gone
+				// from the SB: left as the graph knows it (its derived
+				// values keep their status); a resync finds it gone.
+			case n.applied != nil:
+				r.g.setApplied(n, nil)
+				if n.metadata != nil {
+					r.g.setMetadata(n, nil, true)
+				}
+				gone = append(gone, n)
+			}
+			r.affectedByFailure(n)
+		}
+		for _, n := range gone {
+			r.afterVanished(n)
+		}
+		for _, n := range nodes {
+			if n.state != api.ValueStateFailed {
+				continue // a base affected by a failure: the retry repairs it
+			}
+			if !r.revert && (n.lastOp == api.OpCreate || n.lastOp == api.OpUpdate) && n.intended != nil && n.applied != nil &&
+				(r.equivalent(n, n.applied, n.intended) || !r.g.depsMet(n)) {
+				// The failed operation did its job after all (the value is
+				// completed), or what it left must go because a dependency
+				// went meanwhile. Anything else waits for the retry.
+				r.reconcile(n)
+			}
+		}
+	}
+}
+
+// affectedByFailure sets the status of a CONFIGURED base value that the
+// refresh after the failure of one of its derived values found changed in
+// the SB: MISSING (its intended value is not in the SB). It is not
+// repaired at once, which would call the failed derived value again: the
+// retry of the derived value goes through its base, updating or re-creating
+// it first (a resync does the same).
+func (r *txnRun) affectedByFailure(n *node) {
+	if n.base != nil || n.state != api.ValueStateConfigured || n.intended == nil || n.applied == nil ||
+		r.equivalent(n, n.applied, n.intended) {
+		return
+	}
+	r.setStatus(n, api.ValueStateMissing, n.lastOp, nil, nil)
+}
+
+// afterVanished removes what was built on a value that a refresh found missing
+// from the SB: its derived values, and the values that depended on it and now
+// have an unmet dependency. They go as if the value had been deleted; the
+// value's retry creates it again and its dependents after it.
+func (r *txnRun) afterVanished(n *node) {
+	defer r.notifyReleased(n)
+	ok := true
+	for i := len(n.derived) - 1; i >= 0; i-- {
+		if d := n.derived[i]; d.applied != nil && !d.removing && !r.removeFromSB(d, removeKeep) {
+			ok = false
+		}
+	}
+	if ok {
+		r.dropDerived(n)
+	}
+	for _, dep := range r.g.dependents(n) {
+		if r.stopped {
+			return
+		}
+		if dep.applied != nil && !dep.removing && !dep.obtained && dep != n && !r.g.depsMet(dep) {
+			r.removeFromSB(dep, removeKeep)
+		}
+	}
+}
