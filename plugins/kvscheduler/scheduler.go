@@ -97,10 +97,13 @@ type Scheduler struct {
 	// baseCtx is the parent of the callbacks' contexts; Close cancels it.
 	baseCtx    context.Context
 	cancelBase context.CancelFunc
-	// scope is the call scope of the running transaction's callbacks, and
-	// scopeCtx their context (worker only).
+	// scope is the call scope of the worker's callbacks (reset for each
+	// transaction), and scopeCtx their context: made once, as transactions
+	// of one value are frequent (worker only).
 	scope    *callScope
 	scopeCtx context.Context
+	// runState is what readers see of the running transaction (reused).
+	runState runningTxn
 
 	// queue of transactions.
 	qMu       sync.Mutex
@@ -167,6 +170,8 @@ func New(opts Options) *Scheduler {
 		s.logger = slog.Default()
 	}
 	s.baseCtx, s.cancelBase = context.WithCancel(context.Background())
+	s.scope = &callScope{s: s}
+	s.scopeCtx = api.WithCallScope(s.baseCtx, s.scope)
 	s.descs.Store(&descriptorSet{byName: map[string]*descriptorInfo{}})
 	go s.worker()
 	return s
@@ -455,13 +460,11 @@ func (s *Scheduler) worker() {
 			qt.done <- txnResult{seq: qt.seq, err: qt.ctx.Err()}
 			continue
 		}
-		s.scope = &callScope{s: s}
-		s.scopeCtx = api.WithCallScope(s.baseCtx, s.scope)
 		err := s.processTxn(qt)
 		if keys := s.scope.requests; len(keys) > 0 {
-			s.queueFollowUp(keys, s.scope.requesters)
+			s.queueFollowUp(slices.Clone(keys), slices.Clone(s.scope.requesters))
+			s.scope.requests, s.scope.requesters = s.scope.requests[:0], s.scope.requesters[:0]
 		}
-		s.scope, s.scopeCtx = nil, nil
 		if qt.done != nil {
 			qt.done <- txnResult{seq: qt.seq, err: err}
 		}
@@ -535,7 +538,7 @@ func (s *Scheduler) queueFollowUp(keys, requesters []string) {
 // release.
 func (s *Scheduler) callCtx(scope *callScope) (context.Context, context.CancelFunc) {
 	ctx := s.scopeCtx
-	if ctx == nil || scope != s.scope {
+	if scope != s.scope {
 		ctx = api.WithCallScope(s.baseCtx, scope)
 	}
 	if s.opts.CallTimeout > 0 {
@@ -549,9 +552,6 @@ func (s *Scheduler) callCtx(scope *callScope) (context.Context, context.CancelFu
 // callback's context. desc names the descriptor, for follow-up records.
 func (s *Scheduler) callback(desc string, f func(ctx context.Context)) {
 	scope := s.scope
-	if scope == nil {
-		scope = &callScope{s: s} // (not reached: the worker sets it)
-	}
 	ctx, cancel := s.callCtx(scope)
 	asked := len(scope.requests)
 	s.mu.Unlock()

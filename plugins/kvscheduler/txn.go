@@ -30,7 +30,8 @@ func (s *Scheduler) processTxn(qt *queuedTxn) error {
 
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	rt := &runningTxn{}
+	rt := &s.runState
+	rt.reset()
 	s.running = rt
 	defer func() { s.running = nil }()
 	descs := s.descs.Load()

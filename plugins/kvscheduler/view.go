@@ -39,6 +39,15 @@ type runningTxn struct {
 	viewComputed bool
 }
 
+// reset prepares the state for the next transaction, keeping the
+// allocations (under Scheduler.mu: no reader holds a view).
+func (rt *runningTxn) reset() {
+	clear(rt.logs)
+	rt.logs = rt.logs[:0]
+	rt.gen++
+	rt.view, rt.viewComputed = nil, false
+}
+
 // addLog makes log one of the running transaction's logs.
 func (rt *runningTxn) addLog(log *chunks[undoEntry]) {
 	rt.logs = append(rt.logs, log)

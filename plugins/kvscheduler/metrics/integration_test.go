@@ -4,12 +4,16 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"google.golang.org/protobuf/proto"
 
@@ -17,6 +21,7 @@ import (
 	"github.com/netagent-io/netagent/plugins/kvscheduler/api"
 	"github.com/netagent-io/netagent/plugins/kvscheduler/internal/mocksb"
 	"github.com/netagent-io/netagent/plugins/kvscheduler/metrics"
+	"github.com/netagent-io/netagent/plugins/kvscheduler/rest"
 )
 
 // TestWiredToAScheduler: the metrics of a real scheduler, as the daemon
@@ -127,5 +132,84 @@ netagent_scheduler_transactions_total{result="ok",resync="none",type="nb_transac
 `
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "netagent_scheduler_transactions_total"); err != nil {
 		t.Error(err)
+	}
+}
+
+// TestScrapeAndRESTAnswerDuringABlockedCall: while a descriptor call of a
+// transaction blocks (a hung VPP), the Prometheus scrape and the REST
+// status, stats and NB/cached dumps answer, from the state as of the last
+// finished transaction.
+func TestScrapeAndRESTAnswerDuringABlockedCall(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m, err := metrics.New(reg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := kvscheduler.New(kvscheduler.Options{Observer: m, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	defer s.Close()
+	m.SetSource(s)
+	sb := mocksb.New()
+	if err := s.RegisterKVDescriptor(sb.Descriptor(mocksb.Options{Name: "iface", Prefix: "iface/", NB: true})); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.StartNBTransaction().SetValue("iface/a", mocksb.Str("a")).Commit(context.Background(), api.TxnOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	entered, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	unblock := func() { once.Do(func() { close(release) }) }
+	defer unblock() // before Close, also when the test fails
+	sb.Hook = func(_ context.Context, kind, key string) {
+		if key == "iface/slow" {
+			close(entered)
+			<-release
+		}
+	}
+	committed := make(chan error, 1)
+	go func() {
+		_, err := s.StartNBTransaction().SetValue("iface/slow", mocksb.Str("s")).Commit(context.Background(), api.TxnOptions{})
+		committed <- err
+	}()
+	<-entered
+
+	mux := http.NewServeMux()
+	mux.Handle("/scheduler/", rest.NewHandler(s, rest.Options{}))
+	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	client := &http.Client{Timeout: 10 * time.Second}
+	for path, want := range map[string]string{
+		"/scheduler/status?key=iface/a":                `"CONFIGURED"`,
+		"/scheduler/stats":                             `"CONFIGURED": 1`,
+		"/scheduler/dump?descriptor=iface&view=NB":     `iface/a`,
+		"/scheduler/dump?descriptor=iface&view=cached": `iface/a`,
+		"/metrics": `netagent_scheduler_values{descriptor="iface",state="configured"} 1`,
+	} {
+		resp, err := client.Get(srv.URL + path)
+		if err != nil {
+			t.Errorf("GET %s during a blocked call: %v", path, err)
+			continue
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), want) {
+			t.Errorf("GET %s: %d %s, want %s", path, resp.StatusCode, body, want)
+		}
+		if strings.Contains(string(body), "iface/slow") && strings.Contains(path, "dump") {
+			t.Errorf("GET %s shows iface/slow before its transaction ended: %s", path, body)
+		}
+	}
+	// The value of the running transaction is not known yet.
+	if resp, err := client.Get(srv.URL + "/scheduler/status?key=iface/slow"); err != nil {
+		t.Errorf("status of iface/slow during its transaction: %v", err)
+	} else {
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusNotFound {
+			t.Errorf("status of iface/slow during its transaction: %d, want 404 (not yet there)", resp.StatusCode)
+		}
+	}
+	unblock()
+	if err := <-committed; err != nil {
+		t.Fatal(err)
 	}
 }
