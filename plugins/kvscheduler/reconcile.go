@@ -24,7 +24,7 @@ type txnRun struct {
 	exec executor
 	// deep makes in-sync values check their derived values too (resync).
 	deep bool
-	// revert: stop at the first failure (WithRevert).
+	// revert: stop at the first failure (TxnOptions.Revert).
 	revert  bool
 	stopped bool
 	// retryTxn flags operations as retries.
