@@ -315,3 +315,63 @@ func TestFailedDerivedCreateLeavingItInTheSB(t *testing.T) {
 		})
 	}
 }
+
+// A failed Create of a derived value whose failure removed its base from the
+// SB (or someone did meanwhile): the refresh finds the base gone and it is
+// MISSING, not CONFIGURED; its other derived values, gone with it, are
+// MISSING; what depends on the base is deleted (PENDING). The retry of the
+// failed derived value goes through its base: the base is created again,
+// then its derived values, then what depends on it.
+func TestFailedDerivedCreateRemovedItsBase(t *testing.T) {
+	for _, sh := range derivedShapes {
+		t.Run(sh.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				e := openEnv(t)
+				defer e.s.Close()
+				errGone := errors.New("refused; the interface went with it")
+				for _, d := range sh.build(e, baseOpts(), derivedOpts()) {
+					create := d.Create
+					d.Create = func(ctx context.Context, key string, v proto.Message) (any, error) {
+						md, err := create(ctx, key, v)
+						if err != nil && key == "a/v1/y" {
+							e.sb.Remove("a/v1/x")
+							e.sb.Remove("a/v1")
+						}
+						return md, err
+					}
+					if err := e.s.RegisterKVDescriptor(d); err != nil {
+						t.Fatalf("register %s: %v", d.Name, err)
+					}
+				}
+				if err := e.s.RegisterKVDescriptor(e.sb.Descriptor(mocksb.Options{Name: "B", Prefix: "b/", NB: true, Deps: mocksb.DependsOn})); err != nil {
+					t.Fatal(err)
+				}
+
+				e.sb.Fail("create", "a/v1/y", errGone, 1)
+				ctx := withOpts(context.Background(), api.TxnOptions{Retry: &api.RetryOpt{Period: time.Second, MaxCount: 3}})
+				_, err := e.commit(ctx, set("a/v1", "items=x,y"), set("b/1", "dep=a/v1"))
+				expectKVErrors(t, txnErr(t, err), errGone, map[string]api.TxnOperation{"a/v1/y": api.OpCreate})
+				// (The refresh asks each descriptor in turn and handles what
+				// it found before asking the next.)
+				wantOps := []string{"create a/v1=items=x,y", "create a/v1/x=x", "create a/v1/y=y", "create b/1=dep=a/v1", "retrieve A", "delete b/1"}
+				if sh.ownRetrieve {
+					wantOps = append(wantOps, "retrieve A-item")
+				}
+				e.expectOpsWithRetrieve("failed derived create", wantOps...)
+				e.expectState("a/v1", api.ValueStateMissing)
+				e.expectState("a/v1/x", api.ValueStateMissing)
+				e.expectState("a/v1/y", api.ValueStateRetrying)
+				e.expectState("b/1", api.ValueStatePending, "a/v1")
+				e.expectSB("failed derived create", nil)
+
+				time.Sleep(time.Second)
+				synctest.Wait()
+				e.expectOps("retry", "create a/v1=items=x,y", "create a/v1/x=x", "create a/v1/y=y", "create b/1=dep=a/v1")
+				for _, key := range []string{"a/v1", "a/v1/x", "a/v1/y", "b/1"} {
+					e.expectState(key, api.ValueStateConfigured)
+				}
+				e.expectSB("retry", map[string]string{"a/v1": "items=x,y", "a/v1/x": "x", "a/v1/y": "y", "b/1": "dep=a/v1"})
+			})
+		})
+	}
+}

@@ -105,7 +105,9 @@
 // descriptor retrieves it. A value found in place is completed (CONFIGURED);
 // a CONFIGURED base found changed is MISSING until the retry of its derived
 // value, which goes through the base, updates it first (or a resync does); a
-// base found gone is left as the graph knows it, for a resync to find.
+// base found gone is MISSING, its derived values (gone with it) MISSING too,
+// and what depends on it is deleted (PENDING): the retry creates the base
+// again, then its derived values, then what depends on it.
 //
 // With TxnOptions.Retry, retriable failures are retried by a later
 // RetryFailedOps transaction after the period (doubled each time with

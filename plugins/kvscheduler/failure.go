@@ -101,7 +101,7 @@ func (r *txnRun) refreshFailedBatch(failed []*node) {
 		// First the whole batch takes what the SB holds, then the values
 		// are completed: completing one may delete or create others of the
 		// batch, whose retrieved state is then out of date.
-		var gone []*node
+		var gone, baseGone []*node
 		for _, n := range nodes {
 			kv, ok := found[n.key]
 			switch {
@@ -117,8 +117,12 @@ func (r *txnRun) refreshFailedBatch(failed []*node) {
 				}
 			case n.applied != nil && n.state != api.ValueStateFailed:
 				// A base affected by the failure of a derived value, gone
-				// from the SB: left as the graph knows it (its derived
-				// values keep their status); a resync finds it gone.
+				// from the SB: see baseGone.
+				r.g.setApplied(n, nil)
+				if n.metadata != nil {
+					r.g.setMetadata(n, nil, true)
+				}
+				baseGone = append(baseGone, n)
 			case n.applied != nil:
 				r.g.setApplied(n, nil)
 				if n.metadata != nil {
@@ -130,6 +134,9 @@ func (r *txnRun) refreshFailedBatch(failed []*node) {
 		}
 		for _, n := range gone {
 			r.afterVanished(n)
+		}
+		for _, n := range baseGone {
+			r.baseGone(n)
 		}
 		for _, n := range nodes {
 			if n.state != api.ValueStateFailed {
@@ -158,6 +165,42 @@ func (r *txnRun) affectedByFailure(n *node) {
 		return
 	}
 	r.setStatus(n, api.ValueStateMissing, n.lastOp, nil, nil)
+}
+
+// baseGone records that a base value affected by the failure of one of its
+// derived values is gone from the SB (the failed operation, or someone
+// else, removed it): MISSING, and its derived values, gone with it, MISSING
+// too. They stay in the graph for the retry of the failed derived value,
+// which goes through the base: it creates the base again, then them. The
+// values that depended on the base are deleted (PENDING), as when a value
+// vanishes.
+func (r *txnRun) baseGone(n *node) {
+	if n.intended != nil {
+		r.setStatus(n, api.ValueStateMissing, n.lastOp, nil, nil)
+	}
+	var derivedGone func(b *node)
+	derivedGone = func(b *node) {
+		for _, d := range b.derived {
+			if d.applied == nil {
+				continue
+			}
+			r.g.setApplied(d, nil)
+			if d.intended != nil && d.state == api.ValueStateConfigured {
+				r.setStatus(d, api.ValueStateMissing, d.lastOp, nil, nil)
+			}
+			derivedGone(d)
+		}
+	}
+	derivedGone(n)
+	for _, dep := range r.g.dependents(n) {
+		if r.stopped {
+			return
+		}
+		if dep.applied != nil && !dep.removing && !dep.obtained && dep != n && !isAncestor(n, dep) && !r.g.depsMet(dep) {
+			r.removeFromSB(dep, removeKeep)
+		}
+	}
+	r.notifyReleased(n)
 }
 
 // afterVanished removes what was built on a value that a refresh found missing

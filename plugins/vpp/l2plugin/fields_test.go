@@ -228,10 +228,11 @@ func TestArpTerminationUpdateAfterDrift(t *testing.T) {
 }
 
 // TestBindingIntoDomainRemovedBehindAgentsBack: someone deletes a domain
-// of the agent's from VPP. A change of its value fails (the domain is not
-// in VPP), and a member whose interface comes is refused, VPP untouched:
-// sw_interface_set_l2_bridge would create an untagged domain with VPP's
-// defaults. A resync creates the domain again, with its member.
+// of the agent's from VPP. A member whose interface comes is refused, VPP
+// untouched: sw_interface_set_l2_bridge would create an untagged domain
+// with VPP's defaults. The refresh after that failure finds the domain
+// gone: it is MISSING, no longer CONFIGURED, and the next change of it (a
+// retry or a resync too) creates it again, with its member.
 func TestBindingIntoDomainRemovedBehindAgentsBack(t *testing.T) {
 	e := newEnv(t)
 	e.mustCommit(domain("bd1", member("x")))
@@ -249,15 +250,22 @@ func TestBindingIntoDomainRemovedBehindAgentsBack(t *testing.T) {
 	if st := e.status(bind); st.GetState() != api.ValueStateFailed || !strings.Contains(st.GetError(), "VPP has no bridge domain bd1") {
 		t.Errorf("binding: %v, want FAILED saying VPP has no bd1", st)
 	}
-	if got := e.newBridgeDomains(); len(got) != 0 {
-		t.Errorf("bridge domains VPP has now: %v, want none", got)
-	}
-	_, err := e.commit(bdKV(&vppl2.BridgeDomain{Name: "bd1", Flood: true, Interfaces: []*vppl2.BridgeDomain_Interface{member("x")}}))
-	if st := e.status(bdKey("bd1")); err == nil || st.GetState() != api.ValueStateFailed || !strings.Contains(st.GetError(), "bridge domain bd1: not in VPP") {
-		t.Errorf("update of bd1: %v, status %v, want FAILED saying it is not in VPP", err, st)
+	// The refresh after the failure found bd1 gone: not CONFIGURED.
+	if st := e.state(bdKey("bd1")); st != api.ValueStateMissing {
+		t.Errorf("bd1 after the failed binding: %v, want MISSING (VPP no longer has it)", st)
 	}
 	if got := e.newBridgeDomains(); len(got) != 0 {
 		t.Errorf("bridge domains VPP has now: %v, want none", got)
+	}
+	// A change of bd1 creates it again (the agent knows it is gone), with x.
+	if _, err := e.commit(bdKV(&vppl2.BridgeDomain{Name: "bd1", Flood: true, Interfaces: []*vppl2.BridgeDomain_Interface{member("x")}})); err != nil {
+		t.Errorf("update of bd1: %v", err)
+	}
+	if st := e.state(bdKey("bd1")); st != api.ValueStateConfigured {
+		t.Errorf("bd1 after its update: %v, want CONFIGURED", st)
+	}
+	if b := e.mustBD("bd1"); !b.Flood || !slices.Equal(b.MemberIndexes(), []uint32{e.swIfIndex("x")}) {
+		t.Errorf("bd1 after its update %+v, want flood and x", b)
 	}
 
 	cfg := []kv{iface("x"), bdKV(&vppl2.BridgeDomain{Name: "bd1", Flood: true, Interfaces: []*vppl2.BridgeDomain_Interface{member("x")}})}
