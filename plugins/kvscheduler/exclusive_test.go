@@ -3,11 +3,15 @@ package kvscheduler_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"google.golang.org/protobuf/proto"
+
+	"pgregory.net/rapid"
 
 	"github.com/netagent-io/netagent/plugins/kvscheduler/api"
 	"github.com/netagent-io/netagent/plugins/kvscheduler/internal/mocksb"
@@ -20,6 +24,11 @@ import (
 // "member/a".
 func newExclusiveEnv(t *testing.T) *env {
 	e := newEnv(t)
+	registerExclusive(e)
+	return e
+}
+
+func registerExclusive(e *env) {
 	isBinding := func(key string) bool { return strings.Contains(key, "/if/") }
 	e.register(
 		mocksb.Options{Name: "iface", Prefix: "if/", NB: true},
@@ -43,7 +52,6 @@ func newExclusiveEnv(t *testing.T) *env {
 				}
 			}},
 	)
-	return e
 }
 
 // TestExclusiveSecondWaitsForTheHolder: of two values competing for a
@@ -177,4 +185,128 @@ func TestExclusiveHolderLosesItsDependency(t *testing.T) {
 	e.expectOps("holder's dependency deleted", "delete c/a", "create c/b=b", "delete dep/x")
 	e.expectState("c/a", api.ValueStatePending, "dep/x", "resource r (held by c/b)")
 	e.expectState("c/b", api.ValueStateConfigured)
+}
+
+// TestPropExclusive: random transactions over two interfaces and three
+// domains wanting random sets of them, with random refused Creates: after
+// every transaction no interface is in two domains in the SB, a binding is
+// CONFIGURED exactly when the SB has it, and a binding whose interface
+// exists is CONFIGURED, FAILED (refused) or PENDING naming a holder the SB
+// has. A downstream resync without failures leaves every wanted interface
+// that exists in exactly one domain.
+func TestPropExclusive(t *testing.T) {
+	t.Parallel()
+	ifaces := []string{"a", "b"}
+	domains := []string{"bd/1", "bd/2", "bd/3"}
+	rapid.Check(t, func(rt *rapid.T) {
+		e := openEnv(t)
+		defer e.s.Close()
+		registerExclusive(e)
+		want := map[string][]string{} // domain -> interfaces (NB)
+		have := map[string]bool{}     // interface -> exists (NB)
+		check := func(step string) {
+			sb := e.sb.Snapshot()
+			for _, x := range ifaces {
+				var in []string
+				for _, d := range domains {
+					if _, ok := sb[d+"/if/"+x]; ok {
+						in = append(in, d)
+					}
+				}
+				if len(in) > 1 {
+					rt.Fatalf("%s: interface %s in domains %v of the SB", step, x, in)
+				}
+			}
+			for _, d := range domains {
+				for _, x := range ifaces {
+					key := d + "/if/" + x
+					st := e.s.GetValueStatus(key).GetValue()
+					if key != st.GetKey() { // the base's status: find the derived one
+						st = nil
+						for _, dv := range e.s.GetValueStatus(key).GetDerivedValues() {
+							if dv.GetKey() == key {
+								st = dv
+							}
+						}
+					}
+					_, inSB := sb[key]
+					state := st.GetState()
+					if inSB != (state == api.ValueStateConfigured) {
+						rt.Fatalf("%s: %s is %v, in the SB: %v", step, key, state, inSB)
+					}
+					if !slices.Contains(want[d], x) || !have[x] {
+						continue
+					}
+					switch state {
+					case api.ValueStateConfigured, api.ValueStateFailed:
+					case api.ValueStatePending:
+						details := strings.Join(st.GetDetails(), " ")
+						i := strings.Index(details, "(held by ")
+						if i < 0 {
+							rt.Fatalf("%s: %s PENDING without a holder: %q", step, key, details)
+						}
+						holder := strings.TrimSuffix(details[i+len("(held by "):], ")")
+						if _, ok := sb[holder]; !ok {
+							rt.Fatalf("%s: %s waits for %s, which the SB does not have", step, key, holder)
+						}
+					default:
+						rt.Fatalf("%s: %s wanted with its interface: %v", step, key, state)
+					}
+				}
+			}
+		}
+		for i := range rapid.IntRange(1, 8).Draw(rt, "transactions") {
+			txn := e.s.StartNBTransaction()
+			for _, x := range ifaces {
+				switch rapid.IntRange(0, 2).Draw(rt, fmt.Sprintf("txn%d if/%s", i, x)) {
+				case 1:
+					txn.SetValue("if/"+x, mocksb.Str(x))
+					have[x] = true
+				case 2:
+					txn.SetValue("if/"+x, nil)
+					have[x] = false
+				}
+			}
+			for _, d := range domains {
+				switch rapid.IntRange(0, 2).Draw(rt, fmt.Sprintf("txn%d %s", i, d)) {
+				case 1:
+					set := rapid.SliceOfDistinct(rapid.SampledFrom(ifaces), func(s string) string { return s }).Draw(rt, fmt.Sprintf("txn%d %s ifaces", i, d))
+					slices.Sort(set)
+					txn.SetValue(d, mocksb.Str("bd ifaces="+strings.Join(set, ",")))
+					want[d] = set
+				case 2:
+					txn.SetValue(d, nil)
+					delete(want, d)
+				}
+				for _, x := range ifaces {
+					if rapid.IntRange(0, 5).Draw(rt, fmt.Sprintf("txn%d %s/if/%s refused", i, d, x)) == 0 {
+						e.sb.Fail("create", d+"/if/"+x, errors.New("refused"), 1)
+					}
+				}
+			}
+			_, _ = txn.Commit(context.Background(), api.TxnOptions{})
+			check(fmt.Sprintf("after transaction %d", i))
+			e.sb.ClearFailures()
+		}
+		if _, err := e.s.StartNBTransaction().Commit(context.Background(), api.TxnOptions{Resync: api.DownstreamResync}); err != nil {
+			rt.Fatalf("downstream resync: %v", err)
+		}
+		check("after a downstream resync")
+		sb := e.sb.Snapshot()
+		for _, x := range ifaces {
+			wanted := false
+			for _, d := range domains {
+				wanted = wanted || slices.Contains(want[d], x)
+			}
+			n := 0
+			for _, d := range domains {
+				if _, ok := sb[d+"/if/"+x]; ok {
+					n++
+				}
+			}
+			if wanted && have[x] && n != 1 {
+				rt.Fatalf("after a downstream resync: interface %s wanted and present is in %d domains of the SB", x, n)
+			}
+		}
+	})
 }

@@ -146,6 +146,13 @@ func (sb *SB) OpStrings(withRetrieve bool) []string {
 	return out
 }
 
+// ClearFailures drops the failures injected and not yet taken.
+func (sb *SB) ClearFailures() {
+	sb.mu.Lock()
+	defer sb.mu.Unlock()
+	clear(sb.failures)
+}
+
 // ClearOps forgets the recorded operations.
 func (sb *SB) ClearOps() {
 	sb.mu.Lock()
