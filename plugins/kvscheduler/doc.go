@@ -204,6 +204,25 @@
 // its host interface), and when one goes away what depends on it is deleted
 // and becomes PENDING.
 //
+// # Drift
+//
+// Watchers of SB events (netlink, VPP interface events) call ReportDrift
+// for the values whose objects they see deleted or changed, the agent's own
+// changes included: a report costs a refresh at most. Reports are queued as
+// one DriftRepair transaction (those arriving while it waits join it),
+// which refreshes the reported values applied in the graph with their
+// descriptors' Retrieve (a derived value through its base, and itself when
+// its own descriptor retrieves it). A value in sync is left alone. A value
+// gone or changed is MISSING, with "out of sync with the SB: gone (cause)"
+// in its details, its record in the transaction's values (what the SB has,
+// nil when gone), and the observer told (metrics: drift_found_total). What
+// stood on a value gone goes: its derived values went with it, the values
+// that depend on it are deleted (PENDING). Then, unless
+// Options.DriftReportOnly, every drifted value is created or updated again
+// through its base, and its derived values and dependents after it, in the
+// same transaction; with DriftReportOnly the values stay MISSING until a
+// resync.
+//
 // # Who owns what, and what runs concurrently
 //
 // The worker goroutine is the one owner of the graph: only it changes

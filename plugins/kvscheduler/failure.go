@@ -178,6 +178,14 @@ func (r *txnRun) baseGone(n *node) {
 	if n.intended != nil {
 		r.setStatus(n, api.ValueStateMissing, n.lastOp, nil, nil)
 	}
+	r.afterGone(n)
+}
+
+// afterGone handles what stood on a value found gone from the SB, whose
+// status is already set: its derived values went with it (MISSING, applied
+// no more, no call made: they are created again with it); the values that
+// depended on it are deleted (PENDING); what it held (Exclusive) is free.
+func (r *txnRun) afterGone(n *node) {
 	var derivedGone func(b *node)
 	derivedGone = func(b *node) {
 		for _, d := range b.derived {

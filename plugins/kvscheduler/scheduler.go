@@ -49,6 +49,10 @@ type Options struct {
 	TxnLogMaxItems int
 	// Observer receives events for metrics (see package metrics).
 	Observer api.Observer
+	// DriftReportOnly makes DriftRepair transactions report what they find
+	// out of sync (MISSING, with the cause) without creating or updating it
+	// again; a resync repairs it. Default: repair.
+	DriftReportOnly bool
 	// CallTimeout, when positive, is the deadline of the context of each
 	// Create, Update, Delete and Retrieve call (default: none; the
 	// context is cancelled when the scheduler closes either way).
@@ -341,6 +345,9 @@ type queuedTxn struct {
 	attempt   int
 	// followUp transactions: the keys callbacks asked to reconcile.
 	followUp []string
+	// drift transactions: the reports, and what the refresh found.
+	drift      []api.DriftReport
+	driftFound *driftFound
 	// barrier: no transaction, just a signal that what came before is done.
 	barrier bool
 	// done receives the result of a blocking commit.

@@ -39,6 +39,17 @@ func (s *Scheduler) processTxn(qt *queuedTxn) error {
 		s.g.reserve(len(qt.values)) // a resync's values are mostly known already
 	}
 	var initErrs []api.KeyWithError
+	if qt.typ == api.DriftRepair {
+		// As a resync's refresh, for the reported values; recorded for
+		// readers only.
+		rec.Description = driftDescription(qt.drift)
+		var refreshUndo chunks[undoEntry]
+		s.g.record(&refreshUndo)
+		rt.addLog(&refreshUndo)
+		qt.driftFound, initErrs = s.refreshDrift(qt)
+		s.g.undo = nil
+		rec.Values = append(rec.Values, qt.driftFound.found...)
+	}
 	if qt.resync == api.FullResync || qt.resync == api.DownstreamResync {
 		// Recorded for readers only (see runningTxn): a failure rolls
 		// back to the refreshed state, not before it.
@@ -107,6 +118,21 @@ func (s *Scheduler) processTxn(qt *queuedTxn) error {
 	s.history.add(rec)
 	var kvErrs []api.KeyWithError
 	kvErrs = append(kvErrs, initErrs...)
+	if f := qt.driftFound; f != nil && len(f.roots) > 0 {
+		// What the refresh found changed statuses even when the run had
+		// nothing to do (report only): watchers are told.
+		r := exe
+		if r == nil {
+			r = sim
+		}
+		r.trackChanges = true
+		for _, n := range f.roots {
+			r.markChanged(n)
+		}
+		if exe == nil {
+			s.publishStatus(sim)
+		}
+	}
 	if exe != nil {
 		s.publishStatus(exe)
 		kvErrs = append(kvErrs, exe.errs...)
@@ -147,7 +173,7 @@ func (s *Scheduler) newRun(qt *queuedTxn, descs *descriptorSet, exec executor) *
 		g:        s.g,
 		descs:    descs,
 		exec:     exec,
-		deep:     qt.resync != api.NotResync || qt.typ == api.RetryFailedOps || qt.typ == api.FollowUp,
+		deep:     qt.resync != api.NotResync || qt.typ == api.RetryFailedOps || qt.typ == api.FollowUp || qt.typ == api.DriftRepair,
 		revert:   qt.revert,
 		retryTxn: qt.typ == api.RetryFailedOps,
 	}
@@ -184,6 +210,8 @@ func (r *txnRun) run(qt *queuedTxn) {
 				return
 			}
 		}
+	case api.DriftRepair:
+		r.repairDrift(qt.driftFound)
 	case api.FollowUp:
 		// Keys a callback asked to reconcile again (api.RequestReconcile),
 		// through their bases, deep: a FAILED value is tried again.

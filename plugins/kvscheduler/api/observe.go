@@ -153,3 +153,10 @@ type Observer interface {
 	// RetryScheduled: n values of a transaction will be retried.
 	RetryScheduled(n int)
 }
+
+// DriftObserver is an Observer that is also told of every value a
+// DriftRepair transaction found out of sync with the SB: kind is "gone" or
+// "changed". (An Observer that does not implement it is not told.)
+type DriftObserver interface {
+	DriftFound(descriptor, kind string)
+}

@@ -32,6 +32,21 @@ type KVScheduler interface {
 	// notification is queued as a transaction; the call does not wait.
 	PushSBNotification(notifications ...KVWithMetadata) error
 
+	// ReportDrift says that the SB objects of values changed or disappeared
+	// outside the agent (a link deleted with ip, an interface deleted
+	// through VPP's API), as watchers of SB events see it. The call does
+	// not wait: reports are queued as a DriftRepair transaction (reports
+	// arriving while one waits join it). That transaction refreshes the
+	// reported values with their descriptors' Retrieve (a derived value
+	// through its base), records what it found, and repairs what is out of
+	// sync: a value gone or changed is created or updated again, with what
+	// depends on it; unless the scheduler reports only (Options), which
+	// leaves such values MISSING with the cause in their details until a
+	// resync. A report of a value that is in sync, not applied, or unknown
+	// costs a refresh at most and changes nothing: watchers may report
+	// every event of their objects, the agent's own changes included.
+	ReportDrift(reports ...DriftReport) error
+
 	// GetMetadataMap returns the read-only metadata map of a descriptor
 	// registered WithMetadata, or nil.
 	GetMetadataMap(descriptor string) MetadataMap
@@ -83,6 +98,15 @@ type KVScheduler interface {
 	// DumpValuesByKeyPrefix returns the values whose keys start with the
 	// prefix in the given view, sorted by key.
 	DumpValuesByKeyPrefix(keyPrefix string, view View) ([]KVWithMetadata, error)
+}
+
+// DriftReport is one value whose SB object changed or disappeared outside
+// the agent.
+type DriftReport struct {
+	Key string
+	// Cause says what was seen, for the record and the value's details
+	// (e.g. "link deleted in namespace app").
+	Cause string
 }
 
 // Txn is a transaction being prepared.

@@ -21,6 +21,9 @@ const (
 	// FollowUp: keys reconciled again at the request of a descriptor
 	// callback (RequestReconcile).
 	FollowUp
+	// DriftRepair: values reported out of sync with the SB (ReportDrift),
+	// refreshed and repaired.
+	DriftRepair
 )
 
 func (t TxnType) String() string {
@@ -35,6 +38,8 @@ func (t TxnType) String() string {
 		return "retry of unimplemented values"
 	case FollowUp:
 		return "follow-up requested by a descriptor"
+	case DriftRepair:
+		return "drift repair"
 	default:
 		return "unknown"
 	}

@@ -29,7 +29,8 @@
 //     transactions, dry runs included. type is the transaction type in
 //     snake_case: nb_transaction, sb_notification,
 //     retry_of_failed_operations, retry_of_unimplemented_values,
-//     follow_up_requested_by_a_descriptor (unknown for any other). resync is none, full, upstream or downstream (unknown for
+//     follow_up_requested_by_a_descriptor, drift_repair (unknown for any
+//     other). resync is none, full, upstream or downstream (unknown for
 //     any other). result is ok or failed.
 //   - transaction_duration_seconds{type} (histogram): Stop - Start of the
 //     transaction record; not observed when either time is zero or Stop is
@@ -42,6 +43,9 @@
 //   - operation_duration_seconds{descriptor, operation} (histogram): latency
 //     of those callbacks.
 //   - retries_scheduled_total (counter): values scheduled for a retry.
+//   - drift_found_total{descriptor, kind} (counter): values that drift
+//     transactions (api.KVScheduler.ReportDrift) found out of sync with
+//     the SB; kind is gone or changed.
 //
 // Read from the StatsSource at scrape time (absent when there is no source):
 //

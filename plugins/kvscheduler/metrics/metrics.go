@@ -45,6 +45,7 @@ type Metrics struct {
 	ops         *prometheus.CounterVec
 	opDuration  *prometheus.HistogramVec
 	retries     prometheus.Counter
+	drift       *prometheus.CounterVec
 	stats       *statsCollector
 }
 
@@ -103,11 +104,17 @@ func New(reg prometheus.Registerer, src StatsSource) (*Metrics, error) {
 			Name:      "retries_scheduled_total",
 			Help:      "Values the KV Scheduler scheduled for a retry.",
 		}),
+		drift: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: namespace,
+			Subsystem: subsystem,
+			Name:      "drift_found_total",
+			Help:      "Values that drift transactions found out of sync with the SB (changed or gone outside the agent), by descriptor and kind (gone, changed). Their repairs are the transactions of type drift_repair.",
+		}, []string{"descriptor", "kind"}),
 		stats: newStatsCollector(),
 	}
 	m.SetSource(src)
 	c := &collector{parts: []prometheus.Collector{
-		m.txns, m.txnDuration, m.queueWait, m.ops, m.opDuration, m.retries, m.stats,
+		m.txns, m.txnDuration, m.queueWait, m.ops, m.opDuration, m.retries, m.drift, m.stats,
 	}}
 	if err := reg.Register(c); err != nil {
 		return nil, fmt.Errorf("metrics: registering the scheduler metrics: %w", err)
@@ -161,6 +168,11 @@ func (m *Metrics) RetryScheduled(n int) {
 	}
 }
 
+// DriftFound implements api.DriftObserver.
+func (m *Metrics) DriftFound(descriptor, kind string) {
+	m.drift.WithLabelValues(validLabel(descriptor), validLabel(kind)).Inc()
+}
+
 // seconds converts d to seconds, negative durations counting as zero.
 func seconds(d time.Duration) float64 {
 	if d < 0 {
@@ -182,7 +194,7 @@ func validLabel(s string) string {
 // "nb_transaction"); the known types only, "unknown" otherwise.
 func txnTypeLabel(t api.TxnType) string {
 	switch t {
-	case api.NBTransaction, api.SBNotification, api.RetryFailedOps, api.RetryUnimplemented, api.FollowUp:
+	case api.NBTransaction, api.SBNotification, api.RetryFailedOps, api.RetryUnimplemented, api.FollowUp, api.DriftRepair:
 		return snakeCase(t.String())
 	default:
 		return unknown

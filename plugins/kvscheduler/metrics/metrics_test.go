@@ -130,6 +130,7 @@ func TestTransactions(t *testing.T) {
 	m.TxnDone(rec(api.RetryFailedOps, api.NotResync, time.Millisecond), 0, true)
 	m.TxnDone(rec(api.RetryUnimplemented, api.NotResync, time.Millisecond), 0, false)
 	m.TxnDone(rec(api.FollowUp, api.NotResync, 4*time.Millisecond), 0, true)
+	m.TxnDone(rec(api.DriftRepair, api.NotResync, 2*time.Millisecond), 0, false)
 	m.TxnDone(rec(api.TxnType(42), api.ResyncType(42), time.Millisecond), 0, false)
 
 	compare(t, reg, `
@@ -144,6 +145,7 @@ netagent_scheduler_transactions_total{result="ok",resync="none",type="sb_notific
 netagent_scheduler_transactions_total{result="failed",resync="none",type="retry_of_failed_operations"} 1
 netagent_scheduler_transactions_total{result="ok",resync="none",type="retry_of_unimplemented_values"} 1
 netagent_scheduler_transactions_total{result="failed",resync="none",type="follow_up_requested_by_a_descriptor"} 1
+netagent_scheduler_transactions_total{result="ok",resync="none",type="drift_repair"} 1
 netagent_scheduler_transactions_total{result="ok",resync="unknown",type="unknown"} 1
 `, "netagent_scheduler_transactions_total")
 
@@ -158,11 +160,13 @@ netagent_scheduler_transactions_total{result="ok",resync="unknown",type="unknown
 	checkHistogram(t, reg, "netagent_scheduler_transaction_duration_seconds",
 		map[string]string{"type": "follow_up_requested_by_a_descriptor"}, 1, 0.004)
 	checkHistogram(t, reg, "netagent_scheduler_transaction_duration_seconds",
+		map[string]string{"type": "drift_repair"}, 1, 0.002)
+	checkHistogram(t, reg, "netagent_scheduler_transaction_duration_seconds",
 		map[string]string{"type": "unknown"}, 1, 0.001)
-	if n := count(t, reg, "netagent_scheduler_transaction_duration_seconds"); n != 6 {
-		t.Errorf("%d transaction_duration_seconds series, want 6", n)
+	if n := count(t, reg, "netagent_scheduler_transaction_duration_seconds"); n != 7 {
+		t.Errorf("%d transaction_duration_seconds series, want 7", n)
 	}
-	checkHistogram(t, reg, "netagent_scheduler_transaction_queue_wait_seconds", nil, 11, 0.001)
+	checkHistogram(t, reg, "netagent_scheduler_transaction_queue_wait_seconds", nil, 12, 0.001)
 }
 
 func TestTransactionDurationBuckets(t *testing.T) {
@@ -599,4 +603,20 @@ netagent_scheduler_transactions_total{result="ok",resync="none",type="nb_transac
 	d := "netagent_scheduler_operation_duration_seconds"
 	checkHistogram(t, reg, d, map[string]string{"descriptor": "d0", "operation": "create"}, 4*perG, 4*perG*0.001)
 	checkHistogram(t, reg, d, map[string]string{"descriptor": "d1", "operation": "create"}, 4*perG, 4*perG*0.001)
+}
+
+// TestDriftFound: values found out of sync are counted by descriptor and
+// kind.
+func TestDriftFound(t *testing.T) {
+	reg, m := newMetrics(t, nil)
+	var _ api.DriftObserver = m
+	m.DriftFound("linux-interface", "gone")
+	m.DriftFound("linux-interface", "gone")
+	m.DriftFound("linux-route", "changed")
+	compare(t, reg, `
+# HELP netagent_scheduler_drift_found_total Values that drift transactions found out of sync with the SB (changed or gone outside the agent), by descriptor and kind (gone, changed). Their repairs are the transactions of type drift_repair.
+# TYPE netagent_scheduler_drift_found_total counter
+netagent_scheduler_drift_found_total{descriptor="linux-interface",kind="gone"} 2
+netagent_scheduler_drift_found_total{descriptor="linux-route",kind="changed"} 1
+`, "netagent_scheduler_drift_found_total")
 }

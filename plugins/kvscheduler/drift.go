@@ -1,0 +1,222 @@
+package kvscheduler
+
+import (
+	"fmt"
+	"strings"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/netagent-io/netagent/plugins/kvscheduler/api"
+)
+
+// Drift: SB objects that changed or disappeared outside the agent, as
+// watchers of SB events report them (ReportDrift). A DriftRepair
+// transaction refreshes the reported values before its run (refreshDrift,
+// like the refresh of a resync, for those values only), records what it
+// found, and its run repairs it (repairDrift).
+
+// ReportDrift implements api.KVScheduler.
+func (s *Scheduler) ReportDrift(reports ...api.DriftReport) error {
+	var valid []api.DriftReport
+	for _, rep := range reports {
+		if rep.Key == "" {
+			return api.ErrNilKey
+		}
+		valid = append(valid, rep)
+	}
+	if len(valid) == 0 {
+		return nil
+	}
+	s.qMu.Lock()
+	if s.closed {
+		s.qMu.Unlock()
+		return api.ErrClosed
+	}
+	// Reports arriving while a drift transaction waits join it.
+	for i := len(s.queue) - 1; i >= 0; i-- {
+		if qt := s.queue[i]; qt.typ == api.DriftRepair {
+			qt.drift = append(qt.drift, valid...)
+			s.qMu.Unlock()
+			return nil
+		}
+	}
+	s.qMu.Unlock()
+	_, err := s.enqueue(&queuedTxn{typ: api.DriftRepair, drift: valid}, false)
+	return err
+}
+
+// driftDescription describes the reports of a drift transaction.
+func driftDescription(reports []api.DriftReport) string {
+	var b strings.Builder
+	b.WriteString("drift reported: ")
+	for i, rep := range reports {
+		if i == 3 {
+			fmt.Fprintf(&b, " and %d more", len(reports)-3)
+			break
+		}
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		b.WriteString(rep.Key)
+		if rep.Cause != "" {
+			b.WriteString(" (" + rep.Cause + ")")
+		}
+	}
+	return b.String()
+}
+
+// driftFound is what the refresh of a drift transaction found out of sync:
+// the nodes, the roots to repair, and what the SB has (for the record).
+type driftFound struct {
+	gone  []*node
+	roots []*node
+	found []api.RecordedKVPair
+}
+
+// refreshDrift refreshes the reported values that the graph holds as applied
+// (a derived value through its base, and itself when its own descriptor
+// retrieves it) and records what it finds: a value in sync is left alone; a
+// value gone or changed is MISSING, its details saying so and why it was
+// reported, with what the SB has as its applied value.
+func (s *Scheduler) refreshDrift(qt *queuedTxn) (*driftFound, []api.KeyWithError) {
+	g := s.g
+	out := &driftFound{}
+	var errs []api.KeyWithError
+	byDesc := map[*descriptorInfo][]*node{}
+	var order []*descriptorInfo
+	cause := map[*node]string{}
+	rootOf := map[*node]*node{}
+	add := func(n, root *node, why string) {
+		if n.desc == nil || n.desc.d.Retrieve == nil || n.applied == nil || !n.inGraph {
+			return
+		}
+		if _, seen := cause[n]; seen {
+			return
+		}
+		cause[n], rootOf[n] = why, root
+		if _, ok := byDesc[n.desc]; !ok {
+			order = append(order, n.desc)
+		}
+		byDesc[n.desc] = append(byDesc[n.desc], n)
+	}
+	for _, rep := range qt.drift {
+		n := g.get(rep.Key)
+		if n == nil || n.obtained {
+			continue // unknown, or foreign: notifications tell those
+		}
+		root := n
+		for root.base != nil {
+			root = root.base
+		}
+		if root.obtained {
+			continue
+		}
+		add(root, root, rep.Cause)
+		if n != root && retrievedOnItsOwn(n, n.base) {
+			add(n, root, rep.Cause)
+		}
+	}
+	var drifted []*node
+	for _, di := range order {
+		nodes := byDesc[di]
+		correlate := make([]api.KVWithMetadata, 0, len(nodes))
+		for _, n := range nodes {
+			if n.intended != nil {
+				correlate = append(correlate, api.KVWithMetadata{Key: n.key, Value: n.intended, Metadata: n.metadata, Origin: api.FromNB})
+			}
+		}
+		kvs, err := s.retrieve(di, correlate)
+		if err != nil {
+			errs = append(errs, api.KeyWithError{Error: fmt.Errorf("refresh of drifted values: %w", err)})
+			continue // cannot tell: left as the graph knows them
+		}
+		found := make(map[string]api.KVWithMetadata, len(nodes))
+		for _, kv := range kvs {
+			found[kv.Key] = kv
+		}
+		for _, n := range nodes {
+			kv, ok := found[n.key]
+			kind := "gone"
+			switch {
+			case ok && kv.Value != nil && equivalentValues(n, n.applied, kv.Value):
+				continue // in sync
+			case ok && kv.Value != nil:
+				kind = "changed"
+				g.setApplied(n, kv.Value)
+				if di.d.WithMetadata && kv.Metadata != nil && n.base == nil {
+					g.setMetadata(n, kv.Metadata, true)
+				}
+			default:
+				g.setApplied(n, nil)
+				if n.metadata != nil {
+					g.setMetadata(n, nil, true)
+				}
+				out.gone = append(out.gone, n)
+			}
+			if n.intended != nil {
+				detail := "out of sync with the SB: " + kind
+				if c := cause[n]; c != "" {
+					detail += " (" + c + ")"
+				}
+				g.setStatus(n, status{state: api.ValueStateMissing, lastOp: n.lastOp, details: []string{detail}})
+			}
+			var value proto.Message
+			if ok {
+				value = kv.Value
+			}
+			out.found = append(out.found, api.RecordedKVPair{Key: n.key, Value: value, Origin: api.FromSB})
+			drifted = append(drifted, n)
+			if o, ok := s.opts.Observer.(api.DriftObserver); ok {
+				o.DriftFound(di.d.Name, kind)
+			}
+		}
+	}
+	seen := map[*node]bool{}
+	for _, n := range drifted {
+		if root := rootOf[n]; !seen[root] {
+			seen[root] = true
+			out.roots = append(out.roots, root)
+		}
+	}
+	return out, errs
+}
+
+// repairDrift is the run of a DriftRepair transaction, after refreshDrift:
+// what stood on the values found gone goes (their derived values are gone
+// with them, the values that depend on them are deleted), and, unless the
+// scheduler only reports, every drifted value is created or updated again
+// through its base, its derived values and its dependents after it.
+func (r *txnRun) repairDrift(f *driftFound) {
+	if f == nil {
+		return
+	}
+	for _, n := range f.gone {
+		if n.inGraph && !r.stopped {
+			r.afterGone(n)
+		}
+	}
+	if r.s.opts.DriftReportOnly {
+		return
+	}
+	for _, root := range f.roots {
+		if root.inGraph && !r.stopped {
+			r.reconcile(root)
+		}
+	}
+}
+
+// equivalentValues tells whether two values of n are equivalent (its
+// descriptor's ValueComparator, else proto.Equal).
+func equivalentValues(n *node, a, b proto.Message) bool {
+	if a == b {
+		return true
+	}
+	if a == nil || b == nil {
+		return false
+	}
+	if n.desc != nil && n.desc.d.ValueComparator != nil {
+		eq, err := pure(func() bool { return n.desc.d.ValueComparator(n.key, a, b) })
+		return err == nil && eq
+	}
+	return proto.Equal(a, b)
+}
