@@ -45,6 +45,15 @@
 // rejected change does not tear down what depends on it). PENDING, INVALID,
 // UNIMPLEMENTED and failed-Create values satisfy nothing.
 //
+// Unique names (KVDescriptor.Unique) are names only one value at a time may
+// use, among intended values: a value using a name that another valid value
+// uses is INVALID, naming the field, the name and that value; nothing is
+// called for it. When the holder drops the name (deleted, changed, invalid),
+// the refused values are validated again in key order and the first is
+// applied, in the same transaction. Of values asking for a name in one
+// transaction the first in key order gets it; a value that already has it
+// keeps it.
+//
 // Exclusive dependencies name a resource only one value at a time may hold
 // in the SB (VPP keeps an interface in one bridge domain). Values listing
 // the same resource compete: one is created only while no other of them is

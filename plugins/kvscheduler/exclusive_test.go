@@ -310,3 +310,92 @@ func TestPropExclusive(t *testing.T) {
 		}
 	})
 }
+
+// Unique names (KVDescriptor.Unique): descriptor "u" values "name=<n>"
+// use the name <n>.
+func newUniqueEnv(t *testing.T) *env {
+	e := newEnv(t)
+	d := e.sb.Descriptor(mocksb.Options{Name: "u", Prefix: "u/", NB: true})
+	d.Unique = func(_ string, v proto.Message) []api.UniqueName {
+		_, name, ok := strings.Cut(mocksb.Text(v), "name=")
+		if !ok {
+			return nil
+		}
+		return []api.UniqueName{{Field: "host_if_name", Name: "link " + name}}
+	}
+	if err := e.s.RegisterKVDescriptor(d); err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+// TestUniqueSecondIsInvalid: a value using a name another value uses is
+// INVALID naming the field, the name and that value, and nothing is called
+// for it; when the first drops the name (deleted, renamed, invalid), the
+// second is validated again and created in the same transaction.
+func TestUniqueSecondIsInvalid(t *testing.T) {
+	e := newUniqueEnv(t)
+	ctx := context.Background()
+	if _, err := e.commit(ctx, set("u/b", "name=veth1"), set("u/a", "name=veth1")); err == nil {
+		t.Error("commit of two values with one name: no error")
+	}
+	e.expectOps("both", "create u/a=name=veth1")
+	st := e.expectState("u/b", api.ValueStateInvalid, "host_if_name")
+	if want := "host_if_name: link veth1 is already used by u/a"; !strings.Contains(st.GetError(), want) {
+		t.Errorf("error of u/b: %q, want it to say %q", st.GetError(), want)
+	}
+	// A third, later: refused too, even though it sorts first.
+	if _, err := e.commit(ctx, set("u/0", "name=veth1")); err == nil {
+		t.Error("a third value with the name: no error")
+	}
+	e.expectState("u/0", api.ValueStateInvalid, "host_if_name")
+	e.expectOps("third")
+
+	// The holder is renamed: the first waiting value in key order gets it;
+	// the transaction reports the other, still refused (now naming u/0).
+	if _, err := e.commit(ctx, set("u/a", "name=veth2")); err == nil || !strings.Contains(err.Error(), "u/b") {
+		t.Errorf("holder renamed: error %v, want it to list u/b, still refused", err)
+	}
+	e.expectOps("holder renamed", "update u/a=name=veth2", "create u/0=name=veth1")
+	e.expectState("u/0", api.ValueStateConfigured)
+	e.expectState("u/b", api.ValueStateInvalid, "host_if_name")
+	if st := e.status("u/b"); !strings.Contains(st.GetError(), "already used by u/0") {
+		t.Errorf("u/b after the hand-over: %q, want it to name u/0", st.GetError())
+	}
+	// The holder is deleted: u/b gets it.
+	e.mustCommit(ctx, del("u/0"))
+	e.expectOps("holder deleted", "delete u/0", "create u/b=name=veth1")
+	e.expectState("u/b", api.ValueStateConfigured)
+	// A value without the name (renamed to a free one) is valid at once.
+	e.mustCommit(ctx, set("u/c", "name=veth3"))
+	e.expectState("u/c", api.ValueStateConfigured)
+}
+
+// TestUniqueMoveInOneTransaction: a name handed from one value to another
+// in one transaction, whatever their key order.
+func TestUniqueMoveInOneTransaction(t *testing.T) {
+	for _, c := range []struct{ from, to string }{{"u/a", "u/b"}, {"u/b", "u/a"}} {
+		e := newUniqueEnv(t)
+		ctx := context.Background()
+		e.mustCommit(ctx, set(c.from, "name=x"))
+		e.sb.ClearOps()
+		e.mustCommit(ctx, set(c.from, "name=y"), set(c.to, "name=x"))
+		e.expectState(c.to, api.ValueStateConfigured)
+		e.expectState(c.from, api.ValueStateConfigured)
+	}
+}
+
+// TestUniqueHandOverInAResync: a full resync that drops the holder and
+// lists the refused value applies it.
+func TestUniqueHandOverInAResync(t *testing.T) {
+	e := newUniqueEnv(t)
+	ctx := context.Background()
+	_, _ = e.commit(ctx, set("u/a", "name=x"), set("u/b", "name=x"))
+	e.expectState("u/b", api.ValueStateInvalid, "host_if_name")
+	e.sb.ClearOps()
+	if _, err := e.resync(set("u/b", "name=x")); err != nil {
+		t.Fatalf("resync: %v", err)
+	}
+	e.expectOps("resync", "delete u/a", "create u/b=name=x")
+	e.expectState("u/b", api.ValueStateConfigured)
+}

@@ -442,7 +442,7 @@ func (g *graph) setDeps(n *node, deps []api.Dependency) {
 }
 
 func (g *graph) indexEdge(e *depEdge) {
-	if x := e.dep.Exclusive; x != "" && e.dep.Key == "" {
+	if x := e.dep.Exclusive; x != "" && e.dep.Key == "" { // Exclusive and unique names
 		head := g.claims[x]
 		e.prev, e.next = nil, head
 		if head != nil {
@@ -604,7 +604,47 @@ func (g *graph) dependents(n *node) []*node {
 }
 
 // isClaim tells whether an edge is an Exclusive dependency.
-func (e *depEdge) isClaim() bool { return e.dep.Key == "" && e.dep.Exclusive != "" }
+func (e *depEdge) isClaim() bool {
+	return e.dep.Key == "" && e.dep.Exclusive != "" && e.dep.Exclusive[0] != 0
+}
+
+// isUnique tells whether an edge indexes a unique name of its owner (see
+// computeIntent): not a dependency.
+func (e *depEdge) isUnique() bool {
+	return e.dep.Key == "" && e.dep.Exclusive != "" && e.dep.Exclusive[0] == 0
+}
+
+// uniqueHolder returns the value other than n that holds a unique name: one
+// that uses it and is valid (nil: free).
+func (g *graph) uniqueHolder(name string, n *node) *node {
+	for x := g.claims[uniquePrefix+name]; x != nil; x = x.next {
+		if c := x.owner; c != n && c.intended != nil && c.invalidErr() == nil {
+			return c
+		}
+	}
+	return nil
+}
+
+// uniqueHeld returns the unique names n holds (uses and is valid).
+func (g *graph) uniqueHeld(n *node) []string {
+	if n.intended == nil || n.invalidErr() != nil {
+		return nil
+	}
+	var out []string
+	for i := range n.deps {
+		if e := &n.deps[i]; e.isUnique() {
+			out = append(out, e.dep.Exclusive[len(uniquePrefix):])
+		}
+	}
+	return out
+}
+
+// eachUniqueUser calls f for every value that uses a unique name.
+func (g *graph) eachUniqueUser(name string, f func(*node)) {
+	for x := g.claims[uniquePrefix+name]; x != nil; x = x.next {
+		f(x.owner)
+	}
+}
 
 // hasClaim tells whether a node has an Exclusive dependency.
 func (n *node) hasClaim() bool {
@@ -632,6 +672,9 @@ func (g *graph) claimHolder(e *depEdge) *node {
 
 // edgeSatisfied is satisfied for an edge, using its cached target.
 func (g *graph) edgeSatisfied(e *depEdge) bool {
+	if e.isUnique() {
+		return true
+	}
 	if e.isClaim() {
 		// An applied value keeps what it holds: an Exclusive dependency
 		// only keeps values from being created.

@@ -53,6 +53,9 @@ type txnRun struct {
 	changed      []*node
 	// errs are errors not tied to one operation (Retrieve, bad input).
 	errs []api.KeyWithError
+	// revalidate are values refused a unique name that its holder dropped
+	// during the run (see revalidated).
+	revalidate []*node
 }
 
 // errBlockedByDependent is the error of a value whose deletion waits for a
@@ -202,8 +205,16 @@ func (r *txnRun) needsRecreate(n *node) bool {
 // setIntent makes value the intended value of n and computes what depends on
 // the value: validity and dependencies.
 func (r *txnRun) setIntent(n *node, value proto.Message) {
+	held := r.g.uniqueHeld(n)
 	r.g.setIntended(n, value)
 	r.g.setRevision(n, n.revision+1)
+	r.computeIntent(n, held)
+}
+
+// computeIntent computes validity, uniqueness and dependencies of n's
+// intended value; held are the unique names n held before.
+func (r *txnRun) computeIntent(n *node, held []string) {
+	value := n.intended
 	var invalid error
 	var deps []api.Dependency
 	if iv, ok := value.(*kvs.InvalidValue); ok {
@@ -223,10 +234,110 @@ func (r *txnRun) setIntent(n *node, value proto.Message) {
 		applied := n.applied
 		deps, _ = pure(func() []api.Dependency { return n.desc.d.Dependencies(n.key, applied) })
 	}
+	if invalid == nil && value != nil && n.desc != nil && n.desc.d.Unique != nil {
+		var names []api.UniqueName
+		names, invalid = r.uniqueNames(n, value)
+		for _, un := range names {
+			if invalid == nil {
+				if h := r.g.uniqueHolder(un.Name, n); h != nil {
+					invalid = api.NewInvalidValueError(&uniqueError{name: un, holder: h.key}, un.Field)
+				}
+			}
+			deps = append(deps, api.Dependency{Label: un.Field, Exclusive: uniquePrefix + un.Name})
+		}
+	}
 	if invalid != nil || n.invalidErr() != nil {
 		r.g.setInvalid(n, invalid)
 	}
 	r.g.setDeps(n, validDeps(deps))
+	if len(held) > 0 {
+		// The values refused a name n no longer holds are validated again
+		// (at the end of the run, see revalidate).
+		still := r.g.uniqueHeld(n)
+		for _, name := range held {
+			if !slices.Contains(still, name) {
+				r.g.eachUniqueUser(name, func(c *node) {
+					if c != n && isUniqueRefusal(c.invalidErr()) {
+						r.revalidate = append(r.revalidate, c)
+					}
+				})
+			}
+		}
+	}
+}
+
+// uniqueNames asks the descriptor of n for the unique names of value.
+func (r *txnRun) uniqueNames(n *node, value proto.Message) ([]api.UniqueName, error) {
+	names, err := pure(func() []api.UniqueName { return n.desc.d.Unique(n.key, value) })
+	if err != nil {
+		return nil, api.NewInvalidValueError(fmt.Errorf("descriptor %s: Unique: %w", n.descName(), err))
+	}
+	out := names[:0:0]
+	for _, un := range names {
+		if un.Name != "" {
+			out = append(out, un)
+		}
+	}
+	return out, nil
+}
+
+// revalidated validates again, and reconciles, the values refused a unique
+// name that its holder dropped during the run, in key order.
+func (r *txnRun) revalidated() {
+	for len(r.revalidate) > 0 && !r.stopped {
+		batch := r.revalidate
+		r.revalidate = nil
+		slices.SortFunc(batch, func(a, b *node) int { return strings.Compare(a.key, b.key) })
+		for i, c := range batch {
+			if r.stopped || (i > 0 && batch[i-1] == c) || !c.inGraph || c.intended == nil {
+				continue
+			}
+			if isUniqueRefusal(c.invalidErr()) {
+				r.computeIntent(c, nil)
+			}
+			r.reconcile(c) // (nothing to do when its batch did it)
+		}
+	}
+}
+
+// recheckRefused validates again, before a batch is reconciled, the values
+// refused a unique name that its holder dropped while the batch's intents
+// were set, so that the batch does not reconcile them as still refused (and
+// record a stale refusal); revalidated reconciles them at the end of the
+// run.
+func (r *txnRun) recheckRefused() {
+	if len(r.revalidate) == 0 {
+		return
+	}
+	batch := slices.Clone(r.revalidate)
+	slices.SortFunc(batch, func(a, b *node) int { return strings.Compare(a.key, b.key) })
+	for i, c := range batch {
+		if (i > 0 && batch[i-1] == c) || !c.inGraph || c.intended == nil || !isUniqueRefusal(c.invalidErr()) {
+			continue
+		}
+		r.computeIntent(c, nil)
+	}
+}
+
+// uniquePrefix marks the Exclusive names of the edges that index unique
+// names (they are not dependencies: always satisfied).
+const uniquePrefix = "\x00unique\x00"
+
+// uniqueError is the refusal of a unique name another value holds.
+type uniqueError struct {
+	name   api.UniqueName
+	holder string
+}
+
+func (e *uniqueError) Error() string {
+	return fmt.Sprintf("%s: %s is already used by %s", e.name.Field, e.name.Name, e.holder)
+}
+
+// isUniqueRefusal tells whether an invalid-value error is the refusal of a
+// unique name.
+func isUniqueRefusal(err error) bool {
+	var ue *uniqueError
+	return err != nil && errors.As(err, &ue)
 }
 
 // validDeps drops dependencies that name nothing (no Key, AnyOf or
@@ -288,6 +399,7 @@ func (r *txnRun) applyNB(changes []kvChange) {
 			r.enqueue(&b, n)
 		}
 	}
+	r.recheckRefused()
 	r.reconcileBatch(&b)
 }
 

@@ -188,6 +188,11 @@ func (s *Scheduler) newRun(qt *queuedTxn, descs *descriptorSet, exec executor) *
 
 // run applies the transaction's changes to the graph.
 func (r *txnRun) run(qt *queuedTxn) {
+	r.runChanges(qt)
+	r.revalidated()
+}
+
+func (r *txnRun) runChanges(qt *queuedTxn) {
 	switch qt.typ {
 	case api.SBNotification:
 		for _, kv := range qt.values {
@@ -264,6 +269,7 @@ func (r *txnRun) run(qt *queuedTxn) {
 				}
 			}
 			deletes := append(append(removed.deletes, discovered.deletes...), wanted.deletes...)
+			r.recheckRefused()
 			r.reconcileBatch(&batch{deletes: deletes, others: wanted.others})
 		case api.DownstreamResync:
 			for _, n := range r.collect(func(n *node) bool { return n.base == nil && !n.obtained }) {

@@ -55,6 +55,17 @@ func (a AnyOfDependency) IsZero() bool {
 	return a.KeySelector == nil && len(a.KeyPrefixes) == 0
 }
 
+// UniqueName is a name a value uses that no other value may use at the same
+// time (KVDescriptor.Unique).
+type UniqueName struct {
+	// Field names the value's field that gives the name (for the INVALID
+	// value's details), e.g. "host_if_name".
+	Field string
+	// Name is the name, qualified by what it names, e.g.
+	// "linux host interface veth1 in namespace app".
+	Name string
+}
+
 // KeyValuePair is a key with its value.
 type KeyValuePair struct {
 	Key   string
@@ -207,6 +218,17 @@ type KVDescriptor struct {
 
 	// Dependencies lists what must exist before the value can be created.
 	Dependencies func(key string, value proto.Message) []Dependency
+
+	// Unique lists names that only one value at a time may use (e.g. the
+	// host interface name of a Linux link in its namespace, a memif id on
+	// its socket): a value using a name that another valid value already
+	// uses is INVALID, its error naming the field, the name and that value;
+	// it is validated again, and applied, when the other value drops the
+	// name (deleted, changed, or invalid). Of values that ask for a name in
+	// one transaction, the first in key order gets it. Names are compared
+	// as given, across descriptors: prefix them with what they name. Pure,
+	// like Validate; called only for values Validate accepts.
+	Unique func(key string, value proto.Message) []UniqueName
 
 	// RetrieveDependencies names the descriptors whose values must be
 	// retrieved before this one's (e.g. interfaces before routes, to map

@@ -40,6 +40,7 @@ type TypedDescriptor[V proto.Message, M any] struct {
 	IsRetriableFailure   func(err error) bool
 	DerivedValues        func(key string, value V) []KeyValuePair
 	Dependencies         func(key string, value V) []Dependency
+	Unique               func(key string, value V) []UniqueName
 	RetrieveDependencies []string
 }
 
@@ -156,6 +157,15 @@ func (d *TypedDescriptor[V, M]) KVDescriptor() *KVDescriptor {
 	}
 	if f := d.Dependencies; f != nil {
 		kv.Dependencies = func(key string, value proto.Message) []Dependency {
+			v, ok := value.(V)
+			if !ok {
+				return nil
+			}
+			return f(key, v)
+		}
+	}
+	if f := d.Unique; f != nil {
+		kv.Unique = func(key string, value proto.Message) []UniqueName {
 			v, ok := value.(V)
 			if !ok {
 				return nil
