@@ -614,7 +614,8 @@ func benchCheckNoOps(b *testing.B, env *benchEnv, seq uint64) {
 func BenchmarkW6Heap(b *testing.B) {
 	benchRunSizes(b, benchSizes, func(b *testing.B, n int) {
 		values := 3 * n
-		var afterW1, afterW2 uint64
+		var afterW1, afterW2, afterDelete uint64
+		var hist int
 		b.ResetTimer()
 		for range b.N {
 			b.StopTimer()
@@ -642,12 +643,29 @@ func BenchmarkW6Heap(b *testing.B) {
 			}
 			env.expectOps(b, "W6 W2", benchUpdates, 0, benchUpdates)
 			afterW2 = benchHeapDelta(base)
+
+			// Every value deleted: what is left is the history's records
+			// (the deletes keep the deleted values) and what the graph
+			// did not give back.
+			txn = env.s.StartNBTransaction()
+			for i := range n {
+				txn.SetValue(benchIfaceKey(i), nil)
+				txn.SetValue(benchRouteKey(i), nil)
+			}
+			if _, err := txn.Commit(context.Background(), api.TxnOptions{}); err != nil {
+				b.Fatalf("Commit: %v", err)
+			}
+			txn = nil
+			afterDelete = benchHeapDelta(base)
+			hist = env.s.GetStats().History.Bytes
 			env.close()
 		}
 		b.ReportMetric(float64(afterW1)/float64(values), "B/value")
 		b.ReportMetric(float64(afterW1)/1e6, "heap-MB")
 		b.ReportMetric(float64(afterW2)/float64(values), "B/value-after-W2")
 		b.ReportMetric(float64(afterW2)/1e6, "heap-MB-after-W2")
+		b.ReportMetric(float64(afterDelete)/1e6, "heap-MB-after-delete")
+		b.ReportMetric(float64(hist)/1e6, "history-MB-after-delete")
 	})
 }
 

@@ -114,6 +114,7 @@ func (s *Scheduler) processTxn(qt *queuedTxn) error {
 		}
 		rec.Executed = exe.ops
 	}
+	s.g.compact()
 	rec.Stop = s.clock.Now()
 	s.history.add(rec)
 	var kvErrs []api.KeyWithError
