@@ -207,7 +207,12 @@ func (p *Plugin) newMetadataMap() api.MetadataMapRW {
 
 // call runs f with the connection of the area and ctx (the callback's: it
 // ends when the scheduler closes) bounded by the Manager's call timeout.
+// Nothing is sent once ctx has ended: GoVPP would send the request and give
+// up its reply, and VPP would carry it out unseen.
 func (p *Plugin) call(ctx context.Context, f func(ctx context.Context, c l2.RPCService, conn govppapi.Connection) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	conn, err := p.m.Conn(AreaName)
 	if err != nil {
 		return err
