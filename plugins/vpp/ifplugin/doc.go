@@ -17,7 +17,11 @@
 // Other plugins find an interface by logical name in the scheduler's
 // metadata map of InterfaceDescriptorName (*Metadata: sw_if_index, the VPP
 // process it is valid in, VPP's name, VRF, the value), and by sw_if_index
-// with LookupBySwIfIndex. They depend on
+// with LookupBySwIfIndex. Their callbacks use SchedulerInterfaces and
+// SchedulerInterfaceNames with their own context: inside a callback these
+// read the map through the running scheduler's view (api.ViewOf(ctx)), as
+// the scheduler's contract asks; only a caller that is no callback (a test
+// calling a callback directly) reads it from the scheduler given. They depend on
 // InterfaceKey(name) ("the interface exists"), AdminStateKey(name, true)
 // ("it is up"), AddressKey / HasIPAddressKey ("it has addresses"). Register
 // a Plugin's descriptors with one scheduler only: the derived descriptors

@@ -80,7 +80,7 @@ func (p *Plugin) retrieveBindings(ctx context.Context, _ []api.TypedKV[*vppl2.Br
 	if err != nil {
 		return nil, err
 	}
-	nm := p.newNamer(configured)
+	nm := p.newNamer(ctx, configured)
 	var out []api.TypedKV[*vppl2.BridgeDomain_Interface, any]
 	for _, d := range p.ourDomains(all) {
 		for _, m := range membersFromVPP(d, nm.nameIn(d.BdTag)) {
@@ -95,7 +95,7 @@ func (p *Plugin) retrieveBindings(ctx context.Context, _ []api.TypedKV[*vppl2.Br
 
 // binding resolves a binding to the bd_id of its domain and the sw_if_index
 // of its interface.
-func (p *Plugin) binding(key string, i *vppl2.BridgeDomain_Interface) (bd string, bdID, sw uint32, err error) {
+func (p *Plugin) binding(ctx context.Context, key string, i *vppl2.BridgeDomain_Interface) (bd string, bdID, sw uint32, err error) {
 	bd, ok := parseBDInterfaceKey(key, i.GetName())
 	if !ok {
 		return "", 0, 0, api.NonRetriable(fmt.Errorf("binding key %s does not end with interface %q", key, i.GetName()))
@@ -104,7 +104,7 @@ func (p *Plugin) binding(key string, i *vppl2.BridgeDomain_Interface) (bd string
 	if !ok {
 		return bd, 0, 0, fmt.Errorf("binding %s: bridge domain %s has no bd_id (not created)", key, bd)
 	}
-	md, ok := p.ifaces(i.GetName())
+	md, ok := p.ifaces(ctx, i.GetName())
 	if !ok {
 		return bd, bdID, 0, errNoInterface
 	}
@@ -123,7 +123,7 @@ var errNoInterface = errors.New("interface has no sw_if_index")
 // not the agent's keeps it (*MembershipConflictError), one of the agent's
 // lets VPP move it.
 func (p *Plugin) createBinding(ctx context.Context, key string, i *vppl2.BridgeDomain_Interface) (any, error) {
-	bd, bdID, sw, err := p.binding(key, i)
+	bd, bdID, sw, err := p.binding(ctx, key, i)
 	if errors.Is(err, errNoInterface) {
 		// The dependency should have prevented this.
 		return nil, fmt.Errorf("binding %s: interface %s has no sw_if_index in the VPP connected now (no metadata of %s, or that of a VPP that has restarted since)", key, i.GetName(), ifplugin.InterfaceDescriptorName)
@@ -248,7 +248,7 @@ func memberOf(d *l2.BridgeDomainDetails, sw uint32) (l2.BridgeDomainSwIf, bool) 
 // matters: VPP's disable looks at no bd_id and takes the interface out of
 // whatever domain it is in.
 func (p *Plugin) deleteBinding(ctx context.Context, key string, i *vppl2.BridgeDomain_Interface, _ any) error {
-	bd, bdID, sw, err := p.binding(key, i)
+	bd, bdID, sw, err := p.binding(ctx, key, i)
 	if errors.Is(err, errNoInterface) {
 		p.log.Debug("binding to delete: its interface is gone, and its membership with it", "binding", key)
 		return nil

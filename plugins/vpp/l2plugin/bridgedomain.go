@@ -461,7 +461,7 @@ func (p *Plugin) retrieveBDs(ctx context.Context, correlate []api.TypedKV[*vppl2
 			return nil, err
 		}
 	}
-	nm := p.newNamer(configured)
+	nm := p.newNamer(ctx, configured)
 	var out []api.TypedKV[*vppl2.BridgeDomain, *BridgeDomainMetadata]
 	for _, d := range p.ourDomains(all) {
 		exp := expected[d.BdTag]
@@ -550,7 +550,7 @@ type namer struct {
 
 // newNamer resolves the interfaces for configured (bridge domain -> the
 // interfaces its value names, sorted); names without metadata are left out.
-func (p *Plugin) newNamer(configured map[string][]string) namer {
+func (p *Plugin) newNamer(ctx context.Context, configured map[string][]string) namer {
 	names := map[string]struct{}{}
 	for _, list := range configured {
 		for _, n := range list {
@@ -558,7 +558,7 @@ func (p *Plugin) newNamer(configured map[string][]string) namer {
 		}
 	}
 	if p.names != nil {
-		for _, n := range p.names() {
+		for _, n := range p.names(ctx) {
 			names[n] = struct{}{}
 		}
 	}
@@ -569,7 +569,7 @@ func (p *Plugin) newNamer(configured map[string][]string) namer {
 	sort.Strings(sorted)
 	nm := namer{agent: map[uint32]string{}, foreign: map[uint32]string{}, configured: configured}
 	for _, n := range sorted {
-		md, ok := p.ifaces(n)
+		md, ok := p.ifaces(ctx, n)
 		if !ok {
 			continue
 		}

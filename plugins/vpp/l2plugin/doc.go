@@ -12,7 +12,10 @@
 // The interface side is ifplugin's: a logical interface name is turned into
 // its sw_if_index by the InterfaceLookup, which reads the metadata the
 // interface descriptor publishes (ifplugin.Metadata or *ifplugin.Metadata, in
-// the metadata map of ifplugin.InterfaceDescriptorName, keyed by name).
+// the metadata map of ifplugin.InterfaceDescriptorName, keyed by name). The
+// callbacks pass it their context: SchedulerInterfaces and
+// SchedulerInterfaceNames read the map through the view of the scheduler
+// running the callback (api.ViewOf), never by calling the scheduler.
 //
 // # Ownership
 //

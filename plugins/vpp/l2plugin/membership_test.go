@@ -192,3 +192,27 @@ func TestMemberDriftRepairedByResync(t *testing.T) {
 		t.Errorf("second resync executed %v", ops)
 	}
 }
+
+// The callbacks look their interfaces up through the view of the scheduler
+// running them (api.ViewOf), never through the scheduler itself: binding
+// Create and Delete, and the Retrieves (with the lister).
+func TestCallbacksLookUpInterfacesThroughTheirView(t *testing.T) {
+	e := newEnv(t)
+	s, p, reads := vpptest.StartAgentCountingReads(t, e.m, l2plugin.New, vpptest.InterfaceStandInValues(e.m))
+	e.s, e.p = s, p
+	bd := &vppl2.BridgeDomain{Name: "bdv", Interfaces: []*vppl2.BridgeDomain_Interface{{Name: "lv1"}}}
+	e.mustCommit(iface("lv1"), bdKV(bd))
+	if got := e.mustBD("bdv").MemberIndexes(); !slices.Equal(got, []uint32{e.swIfIndex("lv1")}) {
+		t.Fatalf("members of bdv: %v, want lv1's index", got)
+	}
+	if _, err := e.resync(api.FullResync, iface("lv1"), bdKV(bd)); err != nil {
+		t.Fatal(err)
+	}
+	e.mustCommit(bdKV(&vppl2.BridgeDomain{Name: "bdv"}))
+	if got := e.mustBD("bdv").MemberIndexes(); len(got) != 0 {
+		t.Errorf("members of bdv after the binding's delete: %v", got)
+	}
+	if n := reads.Calls(); n != 0 {
+		t.Errorf("the callbacks called the scheduler's GetMetadataMap %d times, want 0 (api.ViewOf)", n)
+	}
+}

@@ -60,7 +60,7 @@ type MetadataSource = ifplugin.MetadataSource
 type Plugin struct {
 	m      *vppconn.Manager
 	ifaces InterfaceLookup
-	names  func() []string
+	names  func(ctx context.Context) []string
 	log    *slog.Logger
 
 	mu     sync.Mutex
@@ -79,9 +79,10 @@ func New(m *vppconn.Manager, ifaces InterfaceLookup, log *slog.Logger) *Plugin {
 // SetInterfaceLister lets Retrieve map every configured interface
 // (SchedulerInterfaceNames) back from its sw_if_index, not only those the
 // expected bridge domains name, so that a binding of ours the NB dropped
-// while the agent was away is found (and removed by a full resync). Call it
-// before registering the descriptors.
-func (p *Plugin) SetInterfaceLister(names func() []string) { p.names = names }
+// while the agent was away is found (and removed by a full resync). names
+// gets the context of the Retrieve that asks. Call it before registering
+// the descriptors.
+func (p *Plugin) SetInterfaceLister(names func(ctx context.Context) []string) { p.names = names }
 
 // Area returns the messages the plugin sends, to register with
 // vppconn.Manager.AddArea before Run: a VPP that lacks one disables the

@@ -127,7 +127,7 @@ func (p *Plugin) setARP(ctx context.Context, a *vppl3.ARPEntry) error {
 	if err != nil {
 		return api.NonRetriable(validate.Invalid(err))
 	}
-	md, ok := p.ifaces(s.iface)
+	md, ok := p.ifaces(ctx, s.iface)
 	if !ok {
 		return fmt.Errorf("ARP entry %s: interface %s has no sw_if_index in the VPP connected now (no metadata of %s, or that of a VPP that has restarted since)", s, s.iface, ifplugin.InterfaceDescriptorName)
 	}
@@ -155,7 +155,7 @@ func (p *Plugin) deleteARP(ctx context.Context, _ string, a *vppl3.ARPEntry, _ a
 	if err != nil {
 		return nil // never added
 	}
-	md, ok := p.ifaces(s.iface)
+	md, ok := p.ifaces(ctx, s.iface)
 	if !ok {
 		p.log.Warn("ARP entry to delete: its interface has no sw_if_index in the VPP connected now (a VPP restarted since, or the interface deleted); nothing is sent", "entry", s.String())
 		return nil

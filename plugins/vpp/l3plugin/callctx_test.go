@@ -38,3 +38,30 @@ func TestCallbacksCallVPPWithTheirContext(t *testing.T) {
 		t.Errorf("Retrieve with a cancelled context: %v, want context.Canceled", err)
 	}
 }
+
+// The callbacks look their interfaces up through the view of the scheduler
+// running them (api.ViewOf), never through the scheduler itself: Create,
+// Delete and Retrieve (with the lister) of routes and ARP entries.
+func TestCallbacksLookUpInterfacesThroughTheirView(t *testing.T) {
+	e := newEnv(t)
+	s, _, reads := vpptest.StartAgentCountingReads(t, e.m, l3plugin.New, vpptest.InterfaceStandIn(e.m))
+	e.s = s
+	route := routeKV(t, &vppl3.Route{DstNetwork: "10.78.0.0/16", OutgoingInterface: "lv1"})
+	arp := arpKV(t, &vppl3.ARPEntry{Interface: "lv1", IpAddress: "192.168.78.1", PhysAddress: "02:00:00:00:00:78", Static: true})
+	e.mustCommit(iface("lv1"), route, arp)
+	for _, k := range []string{route.key, arp.key} {
+		if st := e.state(k); st != api.ValueStateConfigured {
+			t.Fatalf("%s is %v, want CONFIGURED", k, st)
+		}
+	}
+	if _, err := e.resync(api.FullResync, iface("lv1"), route, arp); err != nil {
+		t.Fatal(err)
+	}
+	e.mustCommit(del(route.key), del(arp.key))
+	if got := e.vpp.NewRoutes(vpptest.SourceAPI); len(got) != 0 {
+		t.Errorf("routes left after the delete: %v", got)
+	}
+	if n := reads.Calls(); n != 0 {
+		t.Errorf("the callbacks called the scheduler's GetMetadataMap %d times, want 0 (api.ViewOf)", n)
+	}
+}

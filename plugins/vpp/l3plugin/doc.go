@@ -11,7 +11,10 @@
 // The interface side is ifplugin's: a logical interface name is turned into
 // its sw_if_index by the InterfaceLookup (SchedulerInterfaces reads the
 // metadata map of ifplugin.InterfaceDescriptorName; ifplugin.Metadata and
-// *ifplugin.Metadata are both accepted).
+// *ifplugin.Metadata are both accepted). The callbacks pass it their
+// context: the lookup and the lister read the map through the view of the
+// scheduler running the callback (api.ViewOf), never by calling the
+// scheduler.
 //
 // # Routes
 //

@@ -47,7 +47,7 @@ type MetadataSource = ifplugin.MetadataSource
 type Plugin struct {
 	m      *vppconn.Manager
 	ifaces InterfaceLookup
-	names  func() []string
+	names  func(ctx context.Context) []string
 	log    *slog.Logger
 
 	mu        sync.Mutex
@@ -71,8 +71,9 @@ func New(m *vppconn.Manager, ifaces InterfaceLookup, log *slog.Logger) *Plugin {
 
 // SetInterfaceLister lets the ARP Retrieve look at every configured
 // interface (SchedulerInterfaceNames), not only those the expected entries
-// name. Call it before registering the descriptors.
-func (p *Plugin) SetInterfaceLister(names func() []string) { p.names = names }
+// name. names gets the context of the Retrieve that asks. Call it before
+// registering the descriptors.
+func (p *Plugin) SetInterfaceLister(names func(ctx context.Context) []string) { p.names = names }
 
 // Area returns the messages the plugin sends, to register with
 // vppconn.Manager.AddArea before Run: a VPP that lacks one disables the
@@ -148,7 +149,7 @@ func fromVPPPrefix(p ip_types.Prefix) (netip.Prefix, bool) {
 // the interface, which the resync then does not re-create.
 func (p *Plugin) interfaceIndex(ctx context.Context, names map[string]struct{}, withLister bool) (map[string]uint32, error) {
 	if withLister && p.names != nil {
-		for _, n := range p.names() {
+		for _, n := range p.names(ctx) {
 			names[n] = struct{}{}
 		}
 	}
@@ -160,7 +161,7 @@ func (p *Plugin) interfaceIndex(ctx context.Context, names map[string]struct{}, 
 	out := make(map[string]uint32, len(sorted))
 	seen := map[uint32]string{}
 	for _, n := range sorted {
-		md, ok := p.ifaces(n)
+		md, ok := p.ifaces(ctx, n)
 		if !ok {
 			p.log.Debug("retrieve: interface has no sw_if_index (yet); its items are not looked for", "interface", n)
 			continue

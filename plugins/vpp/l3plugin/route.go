@@ -308,7 +308,7 @@ func (p *Plugin) createRoute(ctx context.Context, _ string, r *vppl3.Route) (*Ro
 	pid := p.m.PID() // before the index is looked up (see deleteRoute)
 	sw := noIndex
 	if s.iface != "" {
-		md, ok := p.ifaces(s.iface)
+		md, ok := p.ifaces(ctx, s.iface)
 		if !ok {
 			// The dependency should have prevented this.
 			return nil, fmt.Errorf("route %s: interface %s has no sw_if_index in the VPP connected now (no metadata of %s, or that of a VPP that has restarted since)", s, s.iface, ifplugin.InterfaceDescriptorName)
@@ -359,7 +359,7 @@ func (p *Plugin) deleteRoute(ctx context.Context, _ string, r *vppl3.Route, md *
 	if s.iface != "" {
 		if md != nil && md.SwIfIndex != noIndex {
 			sw = md.SwIfIndex
-		} else if imd, ok := p.ifaces(s.iface); ok {
+		} else if imd, ok := p.ifaces(ctx, s.iface); ok {
 			sw = imd.SwIfIndex
 		} else {
 			p.log.Warn("route to delete: its interface has no sw_if_index in the VPP connected now; nothing is sent", "route", s.String())

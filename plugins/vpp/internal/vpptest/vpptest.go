@@ -48,6 +48,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -277,7 +278,7 @@ func Logger(t testing.TB, level slog.Level) *slog.Logger {
 // Plugin is a VPP plugin that StartAgent can run (l2plugin, l3plugin).
 type Plugin interface {
 	Descriptors() []*api.KVDescriptor
-	SetInterfaceLister(names func() []string)
+	SetInterfaceLister(names func(ctx context.Context) []string)
 }
 
 // StartAgent starts an agent, as at the daemon's start: a scheduler (closed
@@ -286,16 +287,7 @@ type Plugin interface {
 // makes, reading the interfaces from the scheduler's metadata.
 func StartAgent[P Plugin](t testing.TB, m *vppconn.Manager, newPlugin func(*vppconn.Manager, ifplugin.InterfaceLookup, *slog.Logger) P, interfaces ...*api.KVDescriptor) (*kvscheduler.Scheduler, P) {
 	t.Helper()
-	s := kvscheduler.New(kvscheduler.Options{Logger: Logger(t, slog.LevelWarn)})
-	t.Cleanup(s.Close)
-	p := newPlugin(m, ifplugin.SchedulerInterfaces(s), Logger(t, slog.LevelInfo))
-	p.SetInterfaceLister(ifplugin.SchedulerInterfaceNames(s))
-	if err := s.RegisterKVDescriptor(interfaces...); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.RegisterKVDescriptor(p.Descriptors()...); err != nil {
-		t.Fatal(err)
-	}
+	s, p, _ := StartAgentCountingReads(t, m, newPlugin, interfaces...)
 	return s, p
 }
 
@@ -398,4 +390,40 @@ func Writes(sim *vppsim.Sim) []string {
 		out = append(out, c)
 	}
 	return out
+}
+
+// MetadataReads stands for the scheduler given to
+// ifplugin.SchedulerInterfaces and SchedulerInterfaceNames, counting the
+// calls: the descriptor callbacks that look interfaces up read through
+// their view (api.ViewOf) and never call it.
+type MetadataReads struct {
+	S     api.KVScheduler
+	calls atomic.Int64
+}
+
+// GetMetadataMap implements ifplugin.MetadataSource.
+func (m *MetadataReads) GetMetadataMap(descriptor string) api.MetadataMap {
+	m.calls.Add(1)
+	return m.S.GetMetadataMap(descriptor)
+}
+
+// Calls is the number of GetMetadataMap calls so far.
+func (m *MetadataReads) Calls() int64 { return m.calls.Load() }
+
+// StartAgentCountingReads is StartAgent with the plugin's interface lookup
+// and lister reading the scheduler through a MetadataReads, returned.
+func StartAgentCountingReads[P Plugin](t testing.TB, m *vppconn.Manager, newPlugin func(*vppconn.Manager, ifplugin.InterfaceLookup, *slog.Logger) P, interfaces ...*api.KVDescriptor) (*kvscheduler.Scheduler, P, *MetadataReads) {
+	t.Helper()
+	s := kvscheduler.New(kvscheduler.Options{Logger: Logger(t, slog.LevelWarn)})
+	t.Cleanup(s.Close)
+	reads := &MetadataReads{S: s}
+	p := newPlugin(m, ifplugin.SchedulerInterfaces(reads), Logger(t, slog.LevelInfo))
+	p.SetInterfaceLister(ifplugin.SchedulerInterfaceNames(reads))
+	if err := s.RegisterKVDescriptor(interfaces...); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.RegisterKVDescriptor(p.Descriptors()...); err != nil {
+		t.Fatal(err)
+	}
+	return s, p, reads
 }
