@@ -102,3 +102,19 @@ func TestCheck(t *testing.T) {
 		t.Errorf("not isolated, %s=0: failed %q, skipped %q; want a skip naming %s=0", env, r.failed, r.skipped, env)
 	}
 }
+
+// TestOwnRunRefusedInTheFirstMountNamespace: these tests run without
+// Options.OwnRun, so in the mount namespace of the process that started
+// them; makeOwnRun must refuse to touch its mounts (the host's).
+func TestOwnRunRefusedInTheFirstMountNamespace(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root")
+	}
+	if OwnRun() {
+		t.Fatal("OwnRun is true in tests run without Options.OwnRun")
+	}
+	err := makeOwnRun()
+	if err == nil || !strings.Contains(err.Error(), "not in one of their own") {
+		t.Fatalf("makeOwnRun in the first process's mount namespace: %v, want a refusal", err)
+	}
+}
