@@ -29,22 +29,25 @@ var ownNamespaceCheck error
 
 // TestMain runs the tests, as root, in a network namespace of their own
 // (netnstest): they create links, and what they take for the agent's own
-// namespace must not be the host's, where an agent may run. The named
-// namespaces (/var/run/netns) are shared: the tests give theirs unique
-// names and remove them. First, on the process's first thread, it runs
-// ownNamespaceWhileFirstThreadElsewhere.
+// namespace must not be the host's, where an agent may run. They also get a
+// mount namespace with a /run of their own (OwnRun): the named namespaces
+// (/var/run/netns) and the agent's marks (/run/netagent) they make are not
+// the host's, and a test can see /run as a freshly booted machine has it.
+// The tests still give their namespaces unique names and remove them (run
+// with NETAGENT_LINUX_TESTS_ISOLATED=0 they are the host's). First, on the
+// process's first thread, it runs ownNamespaceWhileFirstThreadElsewhere.
 func TestMain(m *testing.M) {
 	if os.Geteuid() == 0 {
 		ownNamespaceCheck = ownNamespaceWhileFirstThreadElsewhere()
 	}
-	netnstest.Main(m, isolatedEnv)
+	netnstest.MainWith(m, isolatedEnv, netnstest.Options{OwnRun: true})
 }
 
 // ownNamespaceWhileFirstThreadElsewhere moves the process's first thread
-// into a new namespace (as a goroutine of Manager.Do or createNamed may,
-// running on it) and asks the Manager for the agent's own namespace from
-// another goroutine meanwhile: it must get the namespace the Manager was
-// made in, not the first thread's (/proc/self/ns/net).
+// into a new namespace (as a goroutine of Manager.Do or of a namespace
+// creation may, running on it) and asks the Manager for the agent's own
+// namespace from another goroutine meanwhile: it must get the namespace the
+// Manager was made in, not the first thread's (/proc/self/ns/net).
 func ownNamespaceWhileFirstThreadElsewhere() error {
 	m, err := nsplugin.NewManager()
 	if err != nil {
@@ -90,7 +93,15 @@ func ownNamespaceWhileFirstThreadElsewhere() error {
 	return result
 }
 
-func TestRunsInANetworkNamespaceOfItsOwn(t *testing.T) { netnstest.Check(t, isolatedEnv) }
+// TestRunsInANetworkNamespaceOfItsOwn: and, isolated, with a /run of their
+// own (netnstest.Options.OwnRun), without which the tests of how named
+// namespaces are made (netnstest.FreshRun) would skip.
+func TestRunsInANetworkNamespaceOfItsOwn(t *testing.T) {
+	netnstest.Check(t, isolatedEnv)
+	if netnstest.Isolated() && !netnstest.OwnRun() {
+		t.Error("the tests run without a /run of their own: TestMain must pass netnstest.Options{OwnRun: true}")
+	}
+}
 
 // TestOwnNamespaceWhileFirstThreadElsewhere: see
 // ownNamespaceWhileFirstThreadElsewhere.

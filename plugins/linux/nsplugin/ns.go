@@ -1,25 +1,3 @@
-// Package nsplugin gives the Linux plugins access to network namespaces: a
-// netlink handle per namespace (sockets opened inside it, so no goroutine
-// has to switch namespaces to configure it), and, where a namespace switch
-// cannot be avoided (sysctl files), a switch on a locked OS thread that is
-// never returned to the Go scheduler in a foreign namespace.
-//
-// A namespace is referenced as in the configuration (linux.namespace
-// NetNamespace): by name (NSID: a namespace of `ip netns`, under
-// /var/run/netns), by process ID (PID) or by the path of a namespace file
-// (FD, e.g. /proc/1234/ns/net). Unset means the agent's own namespace.
-// MICROSERVICE references (a container by its microservice label) need a
-// container runtime and are not supported: they are reported as invalid.
-//
-// Named namespaces that do not exist are created when first used, and the
-// Manager remembers which ones it created, so that RemoveIfCreated deletes
-// only those, and only when nothing uses them: a namespace that holds a
-// link other than lo (an operator's, made with `ip netns exec` or moved
-// there) or a process is kept, and RemoveIfCreated says why
-// (*InUseError). It remembers them in memory only: a namespace an earlier
-// run of the agent created stays when its last interface goes (a namespace
-// cannot tell who made it, and deleting one that a process or an operator
-// uses would cut it off); `ip netns del NAME` removes it.
 package nsplugin
 
 import (
@@ -108,9 +86,6 @@ func Check(r Ref) error {
 	}
 }
 
-// NetnsDir is where `ip netns` keeps named namespaces.
-const NetnsDir = "/var/run/netns"
-
 // path returns the file of a namespace reference.
 func (r Ref) path() string {
 	switch r.Type {
@@ -152,12 +127,19 @@ type Manager struct {
 	mu       sync.Mutex
 	origin   netns.NsHandle // the agent's own namespace
 	originID nsID
+	boot     string // the kernel's boot ID, part of each mark
 	entries  map[Ref]*entry
-	created  map[string]bool
+	created  map[string]mark // named namespaces made by this Manager, as marked
 }
 
-// NewManager opens the agent's own namespace.
+// NewManager opens the agent's own namespace and drops the marks (MarkDir)
+// of named namespaces the agent made in an earlier run that are gone, or
+// from an earlier boot. It does not remove any namespace.
 func NewManager() (*Manager, error) {
+	boot, err := os.ReadFile(bootIDFile)
+	if err != nil {
+		return nil, fmt.Errorf("reading the kernel's boot ID (to mark the namespaces the agent makes): %w", err)
+	}
 	origin, err := netns.GetFromPath("/proc/self/ns/net")
 	if err != nil {
 		return nil, fmt.Errorf("opening the agent's network namespace: %w", err)
@@ -167,7 +149,10 @@ func NewManager() (*Manager, error) {
 		origin.Close()
 		return nil, fmt.Errorf("the agent's network namespace: %w", err)
 	}
-	return &Manager{origin: origin, originID: nsID{uint64(st.Dev), st.Ino}, entries: map[Ref]*entry{}, created: map[string]bool{}}, nil
+	m := &Manager{origin: origin, originID: nsID{uint64(st.Dev), st.Ino}, boot: strings.TrimSpace(string(boot)),
+		entries: map[Ref]*entry{}, created: map[string]mark{}}
+	m.dropStaleMarks()
+	return m, nil
 }
 
 // IsOwn tells whether r is the agent's own namespace: the default Ref, or
@@ -197,8 +182,9 @@ func (m *Manager) Close() {
 }
 
 // Handle returns the netlink handle of a namespace. A named namespace that
-// does not exist is created (and remembered as the agent's) when create is
-// true; otherwise a missing namespace is an error wrapping os.ErrNotExist.
+// does not exist is created (as `ip netns add` does, and marked as the
+// agent's) when create is true; otherwise a missing namespace is an error
+// wrapping os.ErrNotExist.
 func (m *Manager) Handle(r Ref, create bool) (*netlink.Handle, error) {
 	e, err := m.entry(r, create)
 	if err != nil {
@@ -276,7 +262,7 @@ func (m *Manager) entry(r Ref, create bool) (*entry, error) {
 // ownEntry is the entry of the agent's own namespace, opened once from the
 // handle NewManager took and never reopened. It is not looked up through
 // /proc/self/ns/net like the others: that names the namespace of the
-// process's first thread, which a goroutine of Do or createNamed may have
+// process's first thread, which a goroutine of Do or bindNewNamespace may have
 // moved into another namespace for a moment (any goroutine may run on that
 // thread); the entry was then taken for one deleted and created again, its
 // handle closed under the watcher that was using it (a data race seen in
@@ -298,151 +284,6 @@ func (m *Manager) ownEntry() (*entry, error) {
 	e := &entry{id: m.originID, ns: ns, handle: h}
 	m.entries[Ref{}] = e
 	return e, nil
-}
-
-// createNamed creates /var/run/netns/<name> as `ip netns add` does. The new
-// namespace is entered by the OS thread that creates it; that happens on a
-// goroutine of its own whose thread is locked and, should the way back to
-// the agent's namespace fail, is never unlocked: the runtime then ends the
-// thread with the goroutine, so no goroutine ever runs in the wrong
-// namespace.
-func (m *Manager) createNamed(name string) error {
-	errc := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread()
-		ns, err := netns.NewNamed(name)
-		if err != nil {
-			if setErr := netns.Set(m.origin); setErr != nil {
-				errc <- fmt.Errorf("creating netns %s: %v; returning to the agent's namespace: %v", name, err, setErr)
-				return // the thread stays locked and dies with this goroutine
-			}
-			runtime.UnlockOSThread()
-			errc <- fmt.Errorf("creating netns %s: %w", name, err)
-			return
-		}
-		ns.Close()
-		if err := netns.Set(m.origin); err != nil {
-			errc <- fmt.Errorf("returning to the agent's namespace after creating netns %s: %v", name, err)
-			return // as above
-		}
-		runtime.UnlockOSThread()
-		errc <- nil
-	}()
-	if err := <-errc; err != nil {
-		return err
-	}
-	m.created[name] = true
-	return nil
-}
-
-// Created tells whether the Manager created the named namespace.
-func (m *Manager) Created(name string) bool {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.created[name]
-}
-
-// InUseError is what RemoveIfCreated returns for a namespace the Manager
-// created that it keeps because something else uses it: links other than
-// lo (an operator's, moved or made there), or processes.
-type InUseError struct {
-	Name  string
-	Links []string
-	PIDs  []int
-}
-
-func (e *InUseError) Error() string {
-	var what []string
-	if len(e.Links) > 0 {
-		what = append(what, "links "+strings.Join(e.Links, ", "))
-	}
-	if len(e.PIDs) > 0 {
-		pids := make([]string, len(e.PIDs))
-		for i, pid := range e.PIDs {
-			pids[i] = strconv.Itoa(pid)
-		}
-		what = append(what, "processes "+strings.Join(pids, ", "))
-	}
-	return fmt.Sprintf("netns %s is kept: it still holds %s", e.Name, strings.Join(what, " and "))
-}
-
-// RemoveIfCreated deletes a named namespace the Manager created, when the
-// caller no longer uses it and nothing else does: no link but lo, no
-// process (each /proc/<pid>/ns/net is compared, once per removal). A
-// namespace in use is kept and an *InUseError says why; it stays the
-// agent's, so a later call (when the agent uses it and stops again) may
-// remove it. A namespace the Manager did not create is left alone (nil),
-// as is one already gone.
-func (m *Manager) RemoveIfCreated(name string) error {
-	if !m.Created(name) {
-		return nil
-	}
-	r := Ref{Type: linuxns.NetNamespace_NSID, Reference: name}
-	id, err := statNS(r.path())
-	if errors.Is(err, os.ErrNotExist) {
-		m.forget(r)
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("netns %s: %w", name, err)
-	}
-	h, err := m.Handle(r, false)
-	if err != nil {
-		return err
-	}
-	links, err := h.LinkList()
-	if err != nil {
-		return fmt.Errorf("links of netns %s: %w", name, err)
-	}
-	inUse := &InUseError{Name: name}
-	for _, l := range links {
-		if l.Attrs().Name != "lo" {
-			inUse.Links = append(inUse.Links, l.Attrs().Name)
-		}
-	}
-	inUse.PIDs = processesIn(id)
-	if len(inUse.Links) > 0 || len(inUse.PIDs) > 0 {
-		return inUse
-	}
-	m.forget(r)
-	if err := netns.DeleteNamed(name); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("deleting netns %s: %w", name, err)
-	}
-	return nil
-}
-
-// forget closes the handle of a named namespace and drops it from those
-// the Manager created.
-func (m *Manager) forget(r Ref) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if e := m.entries[r]; e != nil {
-		e.handle.Close()
-		e.ns.Close()
-		delete(m.entries, r)
-	}
-	delete(m.created, r.Reference)
-}
-
-// processesIn lists the processes whose network namespace is id (their
-// main thread's), from /proc; processes that end meanwhile or cannot be
-// read are skipped.
-func processesIn(id nsID) []int {
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		return nil
-	}
-	var pids []int
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil || pid <= 0 {
-			continue
-		}
-		if got, err := statNS("/proc/" + e.Name() + "/ns/net"); err == nil && got == id {
-			pids = append(pids, pid)
-		}
-	}
-	return pids
 }
 
 // Do runs f with its OS thread inside namespace r (for what netlink cannot
