@@ -12,8 +12,6 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
-	"sort"
-	"strconv"
 	"strings"
 	"time"
 
@@ -21,7 +19,6 @@ import (
 	yamlv3 "sigs.k8s.io/yaml/goyaml.v3"
 
 	"github.com/netagent-io/netagent/pkg/models"
-	"github.com/netagent-io/netagent/plugins/orchestrator"
 )
 
 // Config is the agent's configuration: defaults, then the YAML file
@@ -389,106 +386,4 @@ func typeName(t reflect.Type) string {
 		return "a mapping"
 	}
 	return t.String()
-}
-
-// readInitFile reads the init file: a configuration document (YAML or
-// JSON, grouped by model as in examples/veth-route.yaml) or a list of
-// key/value pairs, keys being model keys or etcd keys of this agent:
-//
-//   - key: config/linux/interfaces/v2/interface/veth1
-//     value: {name: veth1, type: VETH, veth: {peer_if_name: veth2}}
-func readInitFile(path, label string) ([]orchestrator.KV, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("init file: %w", err)
-	}
-	js, err := yaml.YAMLToJSONStrict(data)
-	if err != nil {
-		// It does not parse: the document parser says where, as for a
-		// configuration document.
-		if _, err := models.Default.ParseConfigFile(path, data); err != nil {
-			return nil, fmt.Errorf("init file %w", err)
-		}
-		return nil, fmt.Errorf("init file %s: %w", path, err)
-	}
-	var out []orchestrator.KV
-	if trimmed := strings.TrimSpace(string(js)); strings.HasPrefix(trimmed, "[") {
-		format := "YAML"
-		if strings.EqualFold(filepath.Ext(path), ".json") {
-			format = "JSON"
-		}
-		var root *yamlv3.Node
-		var doc yamlv3.Node
-		if yamlv3.Unmarshal(data, &doc) == nil && len(doc.Content) == 1 {
-			root = doc.Content[0]
-		}
-		// where is "item 3 (line 7)": the place of an item in the list.
-		where := func(i int) string {
-			if line := models.DocumentLine(root, []string{strconv.Itoa(i)}); line > 0 {
-				return fmt.Sprintf("line %d: item %d", line, i)
-			}
-			return fmt.Sprintf("item %d", i)
-		}
-		var items []struct {
-			Key   string          `json:"key"`
-			Value json.RawMessage `json:"value"`
-		}
-		dec := json.NewDecoder(strings.NewReader(trimmed))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&items); err != nil {
-			msg := strings.TrimPrefix(err.Error(), "json: ")
-			if field, ok := strings.CutPrefix(msg, "unknown field "); ok {
-				field = strings.Trim(field, `"`)
-				for _, item := range listItems(root) {
-					if _, line := findEntry(item, nil, func(k, _ *yamlv3.Node) bool { return k.Value == field }); line > 0 {
-						msg = fmt.Sprintf("line %d: %s: unknown field (an item has key and value)", line, field)
-						break
-					}
-				}
-			}
-			return nil, fmt.Errorf("init file %s (%s, a list of {key, value}): %s", path, format, msg)
-		}
-		var errs []error
-		for i, it := range items {
-			key := it.Key
-			if strings.HasPrefix(key, models.EtcdPrefix) {
-				l, mk, err := models.ParseEtcdKey(key)
-				if err == nil && l != label {
-					err = fmt.Errorf("etcd key of label %q, this agent is %q", l, label)
-				}
-				if err != nil {
-					errs = append(errs, fmt.Errorf("%s: %w", where(i), err))
-					continue
-				}
-				key = mk
-			}
-			_, v, err := models.Default.DecodeValue(key, it.Value)
-			if err != nil {
-				errs = append(errs, fmt.Errorf("%s: %w", where(i), err))
-				continue
-			}
-			out = append(out, orchestrator.KV{Key: key, Value: v})
-		}
-		if len(errs) > 0 {
-			return nil, fmt.Errorf("init file %s (%s): %w", path, format, errors.Join(errs...))
-		}
-	} else {
-		kvs, err := models.Default.ParseConfigFile(path, data)
-		if err != nil {
-			return nil, fmt.Errorf("init file %w", err)
-		}
-		for _, kv := range kvs {
-			out = append(out, orchestrator.KV{Key: kv.Key, Value: kv.Value})
-		}
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
-	return out, nil
-}
-
-// listItems returns the items of a YAML list (none for another node).
-func listItems(n *yamlv3.Node) []*yamlv3.Node {
-	if n == nil || n.Kind != yamlv3.SequenceNode {
-		return nil
-	}
-	return n.Content
 }

@@ -112,34 +112,3 @@ func TestLoopbackOnly(t *testing.T) {
 		}
 	}
 }
-
-func TestInitFileFormats(t *testing.T) {
-	doc := writeFile(t, "doc.yaml", "vpp_config:\n  interfaces:\n    - {name: loop1, type: SOFTWARE_LOOPBACK}\n")
-	list := writeFile(t, "list.yaml", `- key: config/vpp/v2/interfaces/loop1
-  value: {name: loop1, type: SOFTWARE_LOOPBACK}
-- key: /vnf-agent/vpp1/config/linux/interfaces/v2/interface/lo1
-  value: {name: lo1, type: LOOPBACK, host_if_name: lo}
-`)
-	for _, f := range []string{doc, list} {
-		kvs, err := readInitFile(f, "vpp1")
-		if err != nil || len(kvs) == 0 || kvs[len(kvs)-1].Key != "config/vpp/v2/interfaces/loop1" {
-			t.Errorf("%s: %v, %v", f, kvs, err)
-		}
-	}
-	for name, c := range map[string]struct{ content, want string }{
-		"bad value":     {"- key: config/vpp/v2/interfaces/loop1\n  value: {name: loop2}\n", "f.yaml (YAML): line 1: item 0: "},
-		"bad syntax":    {"- key: a\n  value: [\n", "f.yaml (YAML): "},
-		"other label":   {"- key: /vnf-agent/vpp2/config/vpp/v2/interfaces/loop1\n  value: {name: loop1}\n", `label "vpp2"`},
-		"unknown field": {"- key: config/vpp/v2/interfaces/loop1\n  valu: {}\n", "line 2: valu: unknown field"},
-		"bad document":  {"vpp_config: {interfacez: []}\n", "interfacez"},
-		"bad item":      {"vpp_config:\n  interfaces:\n    - {name: loop1, type: NOPE}\n", `f.yaml (YAML): line 3: vpp_config.interfaces[0]: invalid value for enum field type: "NOPE"`},
-	} {
-		_, err := readInitFile(writeFile(t, "f.yaml", c.content), "vpp1")
-		if err == nil || !strings.Contains(err.Error(), c.want) {
-			t.Errorf("%s: %v, want an error containing %q", name, err, c.want)
-		}
-		if err != nil && (strings.Contains(err.Error(), "configuration document:") || strings.Contains(err.Error(), " yaml: ") || strings.Contains(err.Error(), " json: ")) {
-			t.Errorf("%s: %v carries a decoder's prefix", name, err)
-		}
-	}
-}

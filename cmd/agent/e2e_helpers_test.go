@@ -1,7 +1,7 @@
 package main
 
-// Helpers of the end-to-end tests (e2e_test.go): an agent run in-process by
-// run() with an embedded etcd on free loopback ports, its REST and gRPC
+// Helpers of the end-to-end tests (e2e_test.go): an agent run in-process
+// (New, Run) with an embedded etcd on free loopback ports, its REST and gRPC
 // clients, etcd puts, and checks of the kernel through `ip`.
 
 import (
@@ -311,30 +311,44 @@ func testConfig(t *testing.T) Config {
 	return cfg
 }
 
-// agent is the daemon run in-process by run().
+// agent is the daemon run in-process (New, then Run).
 type agent struct {
 	t      *testing.T
 	cfg    Config
 	log    *testsupport.SyncBuffer
 	cancel context.CancelFunc
 	done   chan error
-	addrs  Listening
+	addrs  Addresses
 	http   *http.Client
 
 	stopped bool
 	err     error
 }
 
-// startAgent runs the agent and waits for its listeners; with ready, also
-// for /readyz 200. It is stopped when the test ends.
+// runAgent runs the agent as main does (New, then Run) until ctx ends.
+func runAgent(ctx context.Context, cfg Config, logOut io.Writer) error {
+	a, err := New(cfg, logOut)
+	if err != nil {
+		return err
+	}
+	return a.Run(ctx)
+}
+
+// startAgent runs the agent and waits until Run started everything; with
+// ready, also for /readyz 200. It is stopped when the test ends.
 func startAgent(t *testing.T, cfg Config, ready bool) *agent {
 	t.Helper()
 	a := &agent{t: t, cfg: cfg, log: &testsupport.SyncBuffer{}, done: make(chan error, 1),
 		http: &http.Client{Timeout: waitTimeout, Transport: &http.Transport{DisableKeepAlives: true}}}
 	ctx, cancel := context.WithCancel(context.Background())
 	a.cancel = cancel
-	listening := make(chan Listening, 1)
-	go func() { a.done <- run(ctx, cfg, a.log, listening) }()
+	daemon, err := New(cfg, a.log)
+	if err != nil {
+		a.stopped, a.err = true, err
+		t.Fatalf("New: %v", err)
+	}
+	a.addrs = daemon.Addresses()
+	go func() { a.done <- daemon.Run(ctx) }()
 	t.Cleanup(func() {
 		a.stop()
 		if t.Failed() {
@@ -342,12 +356,12 @@ func startAgent(t *testing.T, cfg Config, ready bool) *agent {
 		}
 	})
 	select {
-	case a.addrs = <-listening:
+	case <-daemon.Running():
 	case err := <-a.done:
 		a.stopped, a.err = true, err
-		t.Fatalf("run returned before listening: %v", err)
+		t.Fatalf("Run returned before it was running: %v", err)
 	case <-time.After(waitTimeout):
-		t.Fatalf("no listening addresses after %v", waitTimeout)
+		t.Fatalf("not running after %v", waitTimeout)
 	}
 	if ready {
 		a.waitReady()
@@ -355,7 +369,7 @@ func startAgent(t *testing.T, cfg Config, ready bool) *agent {
 	return a
 }
 
-// stop ends run() (as SIGTERM does) and returns its error.
+// stop ends Run (as SIGTERM does) and returns its error.
 func (a *agent) stop() error {
 	if a.stopped {
 		return a.err

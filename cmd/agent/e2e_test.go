@@ -1,6 +1,6 @@
 package main
 
-// End-to-end tests of the daemon: the agent runs in-process through run()
+// End-to-end tests of the daemon: the agent runs in-process (New, Run)
 // (or, for SIGTERM, as the real binary) with an embedded etcd on free
 // loopback ports, REST and gRPC on 127.0.0.1:0, and configures real veth
 // pairs, addresses and routes in network namespaces the tests name uniquely
@@ -779,7 +779,7 @@ func TestE2EBadInputs(t *testing.T) {
 				}
 				leaks := goleak.IgnoreCurrent()
 				done := make(chan error, 1)
-				go func() { done <- run(context.Background(), cfg, io.Discard, nil) }()
+				go func() { done <- runAgent(context.Background(), cfg, io.Discard) }()
 				select {
 				case err := <-done:
 					if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "address already in use") {
@@ -999,7 +999,7 @@ func TestE2EStatusIsNotAheadOfTheKernel(t *testing.T) {
 }
 
 // TestE2EStopWithAWatchOpen: a client following WatchStatus (agentctl
-// config watch) does not hold up the graceful stop: run() returns soon
+// config watch) does not hold up the graceful stop: Run returns soon
 // after its context ends, not at the end of the shutdown grace.
 func TestE2EStopWithAWatchOpen(t *testing.T) {
 	cfg := testConfig(t)
@@ -1033,7 +1033,7 @@ func TestE2EStopWithAWatchOpen(t *testing.T) {
 	t.Logf("run returned %v after its context ended (grace %v)", took.Round(time.Millisecond), cfg.ShutdownGrace.Duration)
 	if took > 3*time.Second {
 		t.Errorf("BUG: with a WatchStatus stream open, the graceful stop took %v (the shutdown grace is %v): "+
-			"run() does not end the Configurator's streams (grpcsource.Server.Close) before grpc.Server.GracefulStop",
+			"Run does not end the Configurator's streams (grpcsource.Server.Close) before grpc.Server.GracefulStop",
 			took.Round(time.Millisecond), cfg.ShutdownGrace.Duration)
 	}
 	select {
@@ -1044,11 +1044,11 @@ func TestE2EStopWithAWatchOpen(t *testing.T) {
 	}
 }
 
-// TestE2ERunFailingAfterTheLinuxPlugins: run() failing after it started the
-// Linux plugins (here the embedded etcd's port is taken) stops the
-// interface watcher before it closes the netlink handles the watcher uses.
-// The race detector (go test -race) reports a failure; run() is repeated to
-// hit the window.
+// TestE2ERunFailingAfterTheLinuxPlugins: Run failing after New built the
+// Linux plugins (here the embedded etcd's port is taken) releases them
+// without a race: no interface watcher uses the netlink handles it closes.
+// The race detector (go test -race) reports a failure; New and Run are
+// repeated to hit a window.
 func TestE2ERunFailingAfterTheLinuxPlugins(t *testing.T) {
 	needRoot(t)
 	taken, err := net.Listen("tcp", "127.0.0.1:0")
@@ -1059,7 +1059,7 @@ func TestE2ERunFailingAfterTheLinuxPlugins(t *testing.T) {
 	cfg := testConfig(t)
 	cfg.Etcd.EmbeddedClientURL = "http://" + taken.Addr().String()
 	for range 50 {
-		if err := run(context.Background(), cfg, io.Discard, nil); err == nil || !strings.Contains(err.Error(), "embedded etcd") {
+		if err := runAgent(context.Background(), cfg, io.Discard); err == nil || !strings.Contains(err.Error(), "embedded etcd") {
 			t.Fatalf("run: %v, want the embedded etcd's error", err)
 		}
 	}

@@ -70,7 +70,7 @@ func runAgentFile(t *testing.T, file string, cfg Config) *agent {
 	go func() { exited <- cmd.Wait() }()
 	a := &agent{t: t, cfg: cfg, log: logs, done: exited,
 		cancel: func() { _ = cmd.Process.Signal(syscall.SIGTERM) },
-		addrs:  Listening{REST: cfg.REST.Address, GRPC: cfg.GRPC.Address},
+		addrs:  Addresses{REST: cfg.REST.Address, GRPC: cfg.GRPC.Address},
 		http:   &http.Client{Timeout: waitTimeout, Transport: &http.Transport{DisableKeepAlives: true}}}
 	t.Cleanup(func() {
 		if !a.stopped {

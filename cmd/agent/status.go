@@ -2,10 +2,6 @@ package main
 
 import (
 	"time"
-
-	"github.com/netagent-io/netagent/plugins/kvscheduler"
-	"github.com/netagent-io/netagent/plugins/orchestrator"
-	"github.com/netagent-io/netagent/plugins/vpp/vppconn"
 )
 
 // statusJSON is the answer of GET /info/status: what an operator asks first
@@ -45,24 +41,27 @@ type vppStatusJSON struct {
 	Disabled   map[string][]string `json:"disabled,omitempty"`
 }
 
-func agentStatus(cfg Config, started time.Time, endpoints []string, ready func() (bool, []string),
-	o *orchestrator.Orchestrator, s *kvscheduler.Scheduler, vppm *vppconn.Manager) statusJSON {
-	ok, why := ready()
-	st := s.GetStats()
+// status is the answer of GET /info/status.
+func (a *Agent) status() statusJSON {
+	ok, why := a.ready()
+	st := a.sched.GetStats()
 	out := statusJSON{
-		Label: cfg.Label, Version: buildVersion(), Started: started.UTC(),
-		Uptime: time.Since(started).Round(time.Second).String(), Ready: ok, WaitingFor: why,
-		Etcd:  etcdStatusJSON{Endpoints: endpoints, Embedded: cfg.Etcd.EmbeddedDir != ""},
-		Linux: !cfg.Linux.Disabled, Values: st.ValuesByState, ByDesc: st.ValuesByDescriptor,
+		Label: a.cfg.Label, Version: buildVersion(), Started: a.started.UTC(),
+		Uptime: time.Since(a.started).Round(time.Second).String(), Ready: ok, WaitingFor: why,
+		Etcd:  etcdStatusJSON{Embedded: a.cfg.Etcd.EmbeddedDir != ""},
+		Linux: a.linux != nil, Values: st.ValuesByState, ByDesc: st.ValuesByDescriptor,
 		Queue: st.QueueLength, Txns: st.Transactions,
 	}
+	if a.etcd != nil {
+		out.Etcd.Endpoints = a.etcd.endpoints
+	}
 	select {
-	case <-o.Started():
+	case <-a.orch.Started():
 		out.FirstSync = true
 	default:
 	}
-	if vppm != nil {
-		vs := vppm.Status()
+	if a.vpp != nil {
+		vs := a.vpp.conn.Status()
 		out.VPP = vppStatusJSON{Enabled: true, Socket: vs.Socket, Connected: vs.Connected, PID: vs.PID,
 			Version: vs.Version, Reconnects: vs.Reconnects, Error: vs.Error}
 		if len(vs.Disabled) > 0 {

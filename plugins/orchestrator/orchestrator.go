@@ -1,5 +1,6 @@
-// Package orchestrator turns the northbound sources (etcd, gRPC clients, an
-// init file, an in-process client) into scheduler transactions.
+// Package orchestrator turns the northbound sources (etcd: etcdsource, gRPC
+// clients: grpcsource, an init file: filesource, an in-process client:
+// localclient) into scheduler transactions.
 //
 // # Sources and priority
 //
@@ -41,6 +42,19 @@
 // Resync, DryRun or Revert, or that api.TxnOptions.Validate refuses, are
 // refused before anything is recorded: the error is a *api.TransactionError
 // whose TxnInitError is the *api.OptionError naming the field.
+//
+// # Southbound reconnects
+//
+// A southbound that can go away and come back (VPP) has a SouthboundResync.
+// Its connection's callback calls Request each time it connects; after the
+// first full sync, each request commits a downstream resync with the
+// default retry, which creates what the southbound lacks (everything after
+// a restart, in dependency order): values put while it was away (FAILED,
+// "not connected") are applied then. Ready reports the agent not ready
+// ("VPP connected, its configuration being applied") from the request to
+// the end of that resync. Requests before the first full sync are dropped
+// (that sync applies everything); requests made while a resync runs are
+// coalesced into one more after it.
 //
 // # Bad values
 //
@@ -118,6 +132,9 @@ type Orchestrator struct {
 	firstSeq uint64
 	// startedCh is closed when started becomes true.
 	startedCh chan struct{}
+	// sbResyncs are the southbounds whose resync after a reconnect makes
+	// the agent not ready while it runs.
+	sbResyncs []*SouthboundResync
 }
 
 // New returns an orchestrator committing to s.
@@ -139,13 +156,20 @@ func (o *Orchestrator) Register(ids ...SourceID) {
 	}
 }
 
-// Ready tells whether the first full sync was committed, and otherwise
-// which sources it waits for.
+// Ready tells whether the first full sync was committed and no
+// southbound's resync after a reconnect runs (SouthboundResync), and
+// otherwise what it waits for.
 func (o *Orchestrator) Ready() (bool, []string) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.started {
-		return true, nil
+		var waiting []string
+		for _, r := range o.sbResyncs {
+			if why := r.notReady(); why != "" {
+				waiting = append(waiting, why)
+			}
+		}
+		return len(waiting) == 0, waiting
 	}
 	var waiting []string
 	for id := range o.sources {

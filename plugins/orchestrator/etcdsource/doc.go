@@ -56,5 +56,8 @@
 // StartEmbedded runs a real one-member etcd server in the process (package
 // go.etcd.io/etcd/server/v3/embed) on a data directory, serving clients on
 // 127.0.0.1:2379 unless told otherwise. Its zap logs go to a slog.Logger,
-// from warn level up by default.
+// from warn level up by default. NewEmbedded and Start do the same in two
+// steps, and NewDialing makes a source whose client is made in Connect:
+// the agent builds both before anything runs, then starts the server and
+// connects.
 package etcdsource

@@ -43,18 +43,34 @@ const (
 )
 
 // Embedded is an etcd server running in this process: a real one-member
-// etcd cluster, for tests and development.
+// etcd cluster, for tests and development. Make it with NewEmbedded, start
+// it with Start (or both with StartEmbedded).
 type Embedded struct {
-	etcd      *embed.Etcd
+	cfg       EmbeddedConfig // defaults applied
+	ec        *embed.Config
+	where     string
 	closing   *atomic.Bool
+	etcd      *embed.Etcd // nil until Start succeeded
 	clientURL string
 	closeOnce sync.Once
 }
 
 // StartEmbedded starts an embedded etcd server and waits until it serves
-// clients. The error names the URLs and the directory (a port already taken
-// fails here).
+// clients (NewEmbedded, then Start).
 func StartEmbedded(cfg EmbeddedConfig) (*Embedded, error) {
+	e, err := NewEmbedded(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := e.Start(); err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+// NewEmbedded checks the configuration of an embedded etcd server and
+// prepares it; nothing runs until Start.
+func NewEmbedded(cfg EmbeddedConfig) (*Embedded, error) {
 	if cfg.Dir == "" {
 		return nil, errors.New("embedded etcd: no data directory")
 	}
@@ -73,7 +89,6 @@ func StartEmbedded(cfg EmbeddedConfig) (*Embedded, error) {
 	if cfg.StartTimeout <= 0 {
 		cfg.StartTimeout = DefaultStartTimeout
 	}
-	where := fmt.Sprintf("client URL %s, peer URL %s, data dir %s", cfg.ClientURL, cfg.PeerURL, cfg.Dir)
 	clientURL, err := url.Parse(cfg.ClientURL)
 	if err != nil {
 		return nil, fmt.Errorf("embedded etcd: bad client URL %q: %w", cfg.ClientURL, err)
@@ -103,41 +118,53 @@ func StartEmbedded(cfg EmbeddedConfig) (*Embedded, error) {
 	ec.WarningUnaryRequestDuration = embed.DefaultWarningUnaryRequestDuration
 	closing := new(atomic.Bool)
 	ec.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zap.New(newSlogCore(cfg.Log.With("component", "etcd"), level, closing)))
+	where := fmt.Sprintf("client URL %s, peer URL %s, data dir %s", cfg.ClientURL, cfg.PeerURL, cfg.Dir)
+	return &Embedded{cfg: cfg, ec: ec, where: where, closing: closing}, nil
+}
 
-	e, err := embed.StartEtcd(ec)
+// Start starts the server and waits until it serves clients. The error
+// names the URLs and the directory (a port already taken fails here). Call
+// it once.
+func (e *Embedded) Start() error {
+	etcd, err := embed.StartEtcd(e.ec)
 	if err != nil {
-		return nil, fmt.Errorf("embedded etcd (%s): cannot start: %w", where, err)
+		return fmt.Errorf("embedded etcd (%s): cannot start: %w", e.where, err)
 	}
-	timer := time.NewTimer(cfg.StartTimeout)
+	timer := time.NewTimer(e.cfg.StartTimeout)
 	defer timer.Stop()
 	select {
-	case <-e.Server.ReadyNotify():
-	case err, ok := <-e.Err():
-		closing.Store(true)
-		e.Close()
+	case <-etcd.Server.ReadyNotify():
+	case err, ok := <-etcd.Err():
+		e.closing.Store(true)
+		etcd.Close()
 		if !ok || err == nil {
 			err = errors.New("stopped")
 		}
-		return nil, fmt.Errorf("embedded etcd (%s): failed while starting: %w", where, err)
+		return fmt.Errorf("embedded etcd (%s): failed while starting: %w", e.where, err)
 	case <-timer.C:
-		closing.Store(true)
-		e.Close()
-		return nil, fmt.Errorf("embedded etcd (%s): not ready after %v", where, cfg.StartTimeout)
+		e.closing.Store(true)
+		etcd.Close()
+		return fmt.Errorf("embedded etcd (%s): not ready after %v", e.where, e.cfg.StartTimeout)
 	}
-	u := *clientURL
-	if len(e.Clients) > 0 {
-		u.Host = e.Clients[0].Addr().String() // the actual port when asked for :0
+	u := e.ec.ListenClientUrls[0]
+	if len(etcd.Clients) > 0 {
+		u.Host = etcd.Clients[0].Addr().String() // the actual port when asked for :0
 	}
-	return &Embedded{etcd: e, closing: closing, clientURL: u.String()}, nil
+	e.etcd, e.clientURL = etcd, u.String()
+	return nil
 }
 
-// ClientURL returns the URL clients connect to.
+// ClientURL returns the URL clients connect to (once started: with the
+// actual port when the configured one is 0).
 func (e *Embedded) ClientURL() string { return e.clientURL }
 
 // Close stops the server (client connections are cut; a watch open on it
 // may keep it waiting for etcd's request timeout, a few seconds). It can be
-// called more than once.
+// called more than once, and on a server that was not started.
 func (e *Embedded) Close() {
+	if e.etcd == nil {
+		return
+	}
 	e.closeOnce.Do(func() {
 		e.closing.Store(true)
 		e.etcd.Close()

@@ -2,11 +2,15 @@ package etcdsource_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"strings"
 	"testing"
 	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
 
 	"github.com/netagent-io/netagent/plugins/orchestrator/etcdsource"
 )
@@ -64,4 +68,63 @@ func TestEmbeddedServes(t *testing.T) {
 	e := s.e
 	s.stop()
 	e.Close()
+}
+
+// TestBuiltBeforeEtcdRuns: the embedded server and a source made with
+// NewDialing are built before the server runs (nothing listens yet); after
+// Start, Connect makes the client and Run delivers the state; Close closes
+// the client. A dial error is the error of Connect and of Run.
+func TestBuiltBeforeEtcdRuns(t *testing.T) {
+	ports := freePorts(t, 2)
+	e, err := etcdsource.NewEmbedded(etcdsource.EmbeddedConfig{Dir: t.TempDir(),
+		ClientURL: fmt.Sprintf("http://127.0.0.1:%d", ports[0]), PeerURL: fmt.Sprintf("http://127.0.0.1:%d", ports[1]), Log: testLog()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	if c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", ports[0])); err == nil {
+		c.Close()
+		t.Fatal("NewEmbedded started the server")
+	}
+	sink := newSink()
+	var client *clientv3.Client
+	src := etcdsource.NewDialing(func(context.Context) (*clientv3.Client, error) {
+		var err error
+		client, err = clientv3.New(clientv3.Config{Endpoints: []string{e.ClientURL()}, DialTimeout: 10 * time.Second, Logger: zap.NewNop()})
+		return client, err
+	}, sink, etcdsource.Options{Label: label, Log: testLog()})
+	if err := e.Start(); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+	defer cancel()
+	if err := src.Connect(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := client.Put(ctx, prefix+vppIfKey+"loop1", vppIf("loop1", 0)); err != nil {
+		t.Fatal(err)
+	}
+	runCtx, stop := context.WithCancel(ctx)
+	ran := make(chan error, 1)
+	go func() { ran <- src.Run(runCtx) }()
+	sink.waitFor(t, "the first Resync", func() bool { return len(sink.calls) > 0 && sink.calls[0].resync })
+	stop()
+	if err := <-ran; err != nil {
+		t.Errorf("Run: %v", err)
+	}
+	src.Close()
+	if _, err := client.Get(ctx, "k"); err == nil {
+		t.Error("the client Connect made still works after Close")
+	}
+
+	failing := etcdsource.NewDialing(func(context.Context) (*clientv3.Client, error) {
+		return nil, errors.New("no endpoints")
+	}, newSink(), etcdsource.Options{Log: testLog()})
+	if err := failing.Connect(ctx); err == nil || !strings.Contains(err.Error(), "etcd client: no endpoints") {
+		t.Errorf("Connect with a failing dial: %v", err)
+	}
+	if err := failing.Run(ctx); err == nil || !strings.Contains(err.Error(), "no endpoints") {
+		t.Errorf("Run with a failing dial: %v", err)
+	}
+	failing.Close()
 }

@@ -61,9 +61,14 @@ const (
 	readPage = 5000
 )
 
-// Source feeds the sink from etcd. Create it with New and start it with Run.
+// Source feeds the sink from etcd. Create it with New (or NewDialing) and
+// start it with Run.
 type Source struct {
+	// client is the etcd client; a source made by NewDialing makes it in
+	// Connect (dial) and closes it in Close (dialed).
 	client *clientv3.Client
+	dial   Dial
+	dialed bool
 	sink   Sink
 	opts   Options
 	prefix string
@@ -101,6 +106,42 @@ func New(client *clientv3.Client, sink Sink, opts Options) *Source {
 	}
 }
 
+// Dial makes the etcd client of a source made by NewDialing.
+type Dial func(ctx context.Context) (*clientv3.Client, error)
+
+// NewDialing returns a source that makes its etcd client with dial in
+// Connect, so that it can be built before the etcd it reads runs (the
+// agent's embedded one). Close closes that client.
+func NewDialing(dial Dial, sink Sink, opts Options) *Source {
+	s := New(nil, sink, opts)
+	s.dial = dial
+	return s
+}
+
+// Connect makes the client of a source made by NewDialing (once; nothing
+// for a source made by New). Run calls it if it was not called; calling it
+// first makes a bad client configuration or refused credentials an error
+// of the caller's start.
+func (s *Source) Connect(ctx context.Context) error {
+	if s.client != nil {
+		return nil
+	}
+	c, err := s.dial(ctx)
+	if err != nil {
+		return fmt.Errorf("etcd client: %w", err)
+	}
+	s.client, s.dialed = c, true
+	return nil
+}
+
+// Close closes the client Connect made (nothing for a source made by New,
+// whose client is the caller's). Call it after Run returned.
+func (s *Source) Close() {
+	if s.dialed {
+		_ = s.client.Close()
+	}
+}
+
 // Synced is closed after the first Resync returned.
 func (s *Source) Synced() <-chan struct{} { return s.synced }
 
@@ -117,9 +158,13 @@ const (
 // it to the sink's Resync, then watches from the next revision and passes the
 // changes to the sink's Change (see the package documentation). It returns
 // nil when ctx ends, or an error that retrying cannot fix (an invalid label,
-// the etcd client closed, permission denied).
+// the client of NewDialing not made, the etcd client closed, permission
+// denied).
 func (s *Source) Run(ctx context.Context) error {
 	if err := models.ValidLabel(s.opts.Label); err != nil {
+		return fmt.Errorf("etcd source: %w", err)
+	}
+	if err := s.Connect(ctx); err != nil {
 		return fmt.Errorf("etcd source: %w", err)
 	}
 	backoff := minBackoff

@@ -1,0 +1,225 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/netagent-io/netagent/pkg/models"
+	"github.com/netagent-io/netagent/plugins/kvscheduler"
+	"github.com/netagent-io/netagent/plugins/kvscheduler/api"
+	"github.com/netagent-io/netagent/plugins/kvscheduler/metrics"
+	"github.com/netagent-io/netagent/plugins/orchestrator"
+	"github.com/netagent-io/netagent/plugins/orchestrator/filesource"
+)
+
+// Agent is the daemon. New builds every part from the configuration and
+// wires them; Run starts them, serves until its context ends and stops
+// them. Nothing of the agent runs between New and Run (kvscheduler.New
+// starts the scheduler's own worker, which waits for transactions), so no
+// part can see another half made.
+type Agent struct {
+	cfg     Config
+	log     *slog.Logger
+	started time.Time
+
+	registry *prometheus.Registry
+	sched    *kvscheduler.Scheduler
+	orch     *orchestrator.Orchestrator
+	linux    *linuxPart // nil: linux.disabled
+	vpp      *vppPart   // nil: vpp.disabled
+	etcd     *etcdPart  // nil: no etcd
+	initFile *filesource.Source
+	servers  servers
+
+	// running is closed once Run started everything.
+	running chan struct{}
+}
+
+// Addresses are the bound addresses of the listeners ("" when off).
+type Addresses struct {
+	REST, GRPC, Debug string
+}
+
+// New builds the agent: the logger (on logOut), the listeners (a port
+// already taken is an error now), the scheduler and its metrics, the Linux
+// and VPP plugins with their descriptors registered, the orchestrator and
+// its sources (the init file is read and checked now), and the servers. On
+// error, what it built is released.
+func New(cfg Config, logOut io.Writer) (_ *Agent, err error) {
+	level, _ := parseLevel(cfg.LogLevel)
+	log := slog.New(slog.NewTextHandler(logOut, &slog.HandlerOptions{Level: level}))
+	a := &Agent{cfg: cfg, log: log, started: time.Now(), running: make(chan struct{})}
+	defer func() {
+		if err != nil {
+			a.release()
+		}
+	}()
+	effective, _ := json.Marshal(cfg)
+	effective = []byte(strings.ReplaceAll(string(effective), `"token":"`+cfg.Token+`"`, `"token":"(set)"`))
+	if cfg.Token == "" {
+		effective = []byte(strings.ReplaceAll(string(effective), `"token":"(set)"`, `"token":""`))
+	}
+	log.Info("starting netagent", "config", string(effective), "version", buildVersion()["version"])
+	for name, l := range map[string]Listener{"rest": cfg.REST, "grpc": cfg.GRPC, "debug": cfg.Debug} {
+		if l.Address != "" && !loopbackOnly(l.Address) && cfg.Token == "" && l.TLSCert == "" {
+			log.Warn("LISTENING BEYOND LOOPBACK WITHOUT AUTHENTICATION: anyone who reaches this address can change the network configuration; set a token and TLS",
+				"listener", name, "address", l.Address)
+		}
+	}
+	if a.servers.listeners, err = listen(cfg); err != nil {
+		return nil, err
+	}
+
+	// The engine, with metrics on a private registry.
+	a.registry = prometheus.NewRegistry()
+	a.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m, err := metrics.New(a.registry, nil)
+	if err != nil {
+		return nil, err
+	}
+	sopts := kvscheduler.Options{Logger: log, Observer: m, HistorySize: cfg.Scheduler.HistorySize,
+		HistoryMaxBytes: cfg.Scheduler.HistoryMaxBytes, HistoryMaxAge: cfg.Scheduler.HistoryMaxAge.Duration,
+		TxnLogMaxItems: cfg.Scheduler.TxnLogMaxItems}
+	if cfg.Scheduler.TxnLog == "stderr" {
+		sopts.TxnLog = logOut
+	}
+	a.sched = kvscheduler.New(sopts)
+	m.SetSource(a.sched)
+	a.orch = orchestrator.New(a.sched, log)
+
+	// Southbound.
+	if !cfg.Linux.Disabled {
+		if a.linux, err = newLinuxPart(cfg, a.sched, log); err != nil {
+			return nil, err
+		}
+	}
+	if !cfg.VPP.Disabled {
+		if a.vpp, err = newVPPPart(cfg, a.sched, a.orch, a.registry, log); err != nil {
+			return nil, err
+		}
+	}
+
+	// Northbound: etcd, the init file, gRPC (registered and synced empty:
+	// the first full sync does not wait for a gRPC client).
+	if a.etcd, err = newEtcdPart(cfg, a.orch, log); err != nil {
+		return nil, err
+	}
+	if cfg.InitFile != "" {
+		if a.initFile, err = filesource.New(cfg.InitFile, cfg.Label, models.Default, a.orch); err != nil {
+			return nil, err
+		}
+		a.orch.Register(orchestrator.SourceInitFile)
+	}
+	a.orch.Register(orchestrator.SourceGRPC)
+	if err := a.buildServers(); err != nil {
+		return nil, err
+	}
+	return a, nil
+}
+
+// Addresses returns the bound addresses of the listeners.
+func (a *Agent) Addresses() Addresses {
+	return Addresses{REST: a.servers.addr("rest"), GRPC: a.servers.addr("grpc"), Debug: a.servers.addr("debug")}
+}
+
+// Running is closed once Run started everything (the servers serve, the
+// first full sync is under way or done).
+func (a *Agent) Running() <-chan struct{} { return a.running }
+
+// Run starts the agent and runs it until ctx ends, then stops it
+// gracefully: no more northbound input, the running transaction finishes,
+// the servers stop within the shutdown grace. The dataplane configuration
+// stays as it is. Everything New built is released when Run returns; call
+// it once.
+//
+// The order: the embedded etcd and the etcd client (an error ends Run),
+// the southbound loops (Linux watcher, VPP connection), the sources (gRPC
+// synced empty, the init file, etcd), the servers.
+func (a *Agent) Run(ctx context.Context) error {
+	defer a.release()
+	// The background loops end when Run returns, after the servers stop,
+	// before release closes what they use.
+	bg, cancelBg := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	defer func() {
+		cancelBg()
+		wg.Wait()
+	}()
+
+	if a.etcd != nil {
+		if err := a.etcd.start(ctx); err != nil {
+			return err
+		}
+	}
+	if a.linux != nil {
+		wg.Add(1)
+		go func() { defer wg.Done(); a.linux.run(bg) }()
+	}
+	if a.vpp != nil {
+		a.vpp.run(bg, &wg)
+	}
+	if _, err := a.orch.Resync(ctx, orchestrator.SourceGRPC, nil, api.TxnOptions{}); err != nil && !isValueErr(err) {
+		return err
+	}
+	if a.initFile != nil {
+		if err := a.initFile.Run(ctx); err != nil && !isValueErr(err) {
+			return err
+		} else if err != nil {
+			a.log.Warn("init file: some values failed", "error", err)
+		}
+	}
+	if a.etcd != nil {
+		wg.Add(1)
+		go func() { defer wg.Done(); a.etcd.run(bg) }()
+	}
+	a.servers.serve(bg, &wg, a.ready)
+	if err := a.orch.Start(ctx); err != nil && !isValueErr(err) {
+		a.servers.stop(a.cfg.ShutdownGrace.Duration)
+		return err
+	}
+	addrs := a.Addresses()
+	a.log.Info("netagent running", "rest", addrs.REST, "grpc", addrs.GRPC, "debug", addrs.Debug)
+	close(a.running)
+
+	<-ctx.Done()
+	a.log.Info("stopping netagent; the network configuration stays in place")
+	a.servers.stop(a.cfg.ShutdownGrace.Duration)
+	return nil
+}
+
+// release closes what New built, the users first: the scheduler (its
+// running transaction finishes), the plugins' handles, the etcd client and
+// server, the listeners. The loops using them have ended.
+func (a *Agent) release() {
+	if a.sched != nil {
+		a.sched.Close()
+	}
+	if a.linux != nil {
+		a.linux.close()
+	}
+	if a.etcd != nil {
+		a.etcd.close()
+	}
+	a.servers.close()
+}
+
+// ready tells whether the agent is ready (/readyz, gRPC health), and
+// otherwise what it waits for: the first full sync, a VPP connection or
+// VPP's resync after it connected.
+func (a *Agent) ready() (bool, []string) {
+	ok, why := a.orch.Ready()
+	if a.vpp != nil {
+		if nr := a.vpp.notReady(); len(nr) > 0 {
+			ok, why = false, append(why, nr...)
+		}
+	}
+	return ok, why
+}

@@ -1,0 +1,314 @@
+package main
+
+import (
+	"context"
+	"crypto/subtle"
+	"crypto/tls"
+	"encoding/json"
+	"errors"
+	"fmt"
+	stdlog "log"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/pprof"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/reflection"
+	"google.golang.org/grpc/status"
+
+	"github.com/netagent-io/netagent/pkg/models"
+	"github.com/netagent-io/netagent/plugins/kvscheduler/api"
+	"github.com/netagent-io/netagent/plugins/kvscheduler/rest"
+	"github.com/netagent-io/netagent/plugins/orchestrator/grpcsource"
+	configuratorpb "github.com/netagent-io/netagent/proto/configurator"
+)
+
+// servers are the agent's listeners and what serves on them: gRPC (the
+// Configurator, health, reflection), REST (the scheduler's API, health,
+// metrics, info) and debug (pprof). A listener not configured has no
+// server.
+type servers struct {
+	listeners map[string]net.Listener
+
+	grpc       *grpc.Server
+	configurer *grpcsource.Server
+	health     *health.Server
+	rest       *http.Server
+	debug      *http.Server
+}
+
+// listen opens the configured listeners and loads their certificates (TLS
+// for REST and debug here; the gRPC server does its own): a port already taken is a clear error before
+// anything starts.
+func listen(cfg Config) (map[string]net.Listener, error) {
+	lns := map[string]net.Listener{}
+	closeAll := func() {
+		for _, ln := range lns {
+			_ = ln.Close()
+		}
+	}
+	for name, l := range map[string]Listener{"rest": cfg.REST, "grpc": cfg.GRPC, "debug": cfg.Debug} {
+		if l.Address == "" {
+			continue
+		}
+		ln, err := net.Listen("tcp", l.Address)
+		if err != nil {
+			closeAll()
+			return nil, fmt.Errorf("%s listener on %s: %w", name, l.Address, err)
+		}
+		lns[name] = ln
+		if l.TLSCert != "" {
+			cert, err := tls.LoadX509KeyPair(l.TLSCert, l.TLSKey)
+			if err != nil {
+				closeAll()
+				return nil, fmt.Errorf("%s TLS: %w", name, err)
+			}
+			if name != "grpc" {
+				lns[name] = tls.NewListener(ln, &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12})
+			}
+		}
+	}
+	return lns, nil
+}
+
+// buildServers builds the servers of the open listeners.
+func (a *Agent) buildServers() error {
+	srv := &a.servers
+	srv.health = health.NewServer()
+	if ln := srv.listeners["grpc"]; ln != nil {
+		opts := []grpc.ServerOption{
+			grpc.ChainUnaryInterceptor(tokenUnary(a.cfg.Token)),
+			grpc.ChainStreamInterceptor(tokenStream(a.cfg.Token)),
+		}
+		if a.cfg.GRPC.TLSCert != "" {
+			creds, err := credentials.NewServerTLSFromFile(a.cfg.GRPC.TLSCert, a.cfg.GRPC.TLSKey)
+			if err != nil {
+				return fmt.Errorf("grpc TLS: %w", err)
+			}
+			opts = append(opts, grpc.Creds(creds))
+		}
+		srv.grpc = grpc.NewServer(opts...)
+		srv.configurer = grpcsource.New(a.orch, a.sched, models.Default, a.log)
+		srv.configurer.Register(srv.grpc)
+		healthpb.RegisterHealthServer(srv.grpc, srv.health)
+		reflection.Register(srv.grpc)
+		setHealth(srv.health, healthpb.HealthCheckResponse_NOT_SERVING)
+	}
+	if ln := srv.listeners["rest"]; ln != nil {
+		srv.rest = &http.Server{Handler: a.restHandler(), ReadHeaderTimeout: 10 * time.Second, ErrorLog: httpErrorLog(a.log, "rest")}
+	}
+	if ln := srv.listeners["debug"]; ln != nil {
+		dm := http.NewServeMux()
+		dm.HandleFunc("/debug/pprof/", pprof.Index)
+		dm.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+		dm.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		dm.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		dm.HandleFunc("/debug/pprof/trace", pprof.Trace)
+		srv.debug = &http.Server{Handler: dm, ReadHeaderTimeout: 10 * time.Second, ErrorLog: httpErrorLog(a.log, "debug")}
+	}
+	if srv.grpc == nil && srv.rest == nil {
+		a.log.Warn("no REST or gRPC listener: the agent is configured by etcd and the init file only")
+	}
+	return nil
+}
+
+// restHandler is the REST API.
+func (a *Agent) restHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("/scheduler/", requireToken(a.cfg.Token, rest.NewHandler(a.sched, rest.Options{TxnLogMaxItems: a.cfg.Scheduler.TxnLogMaxItems})))
+	mux.HandleFunc("GET /livez", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, 200, map[string]string{"status": "alive"}) })
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
+		if ok, why := a.ready(); !ok {
+			writeJSON(w, http.StatusServiceUnavailable, map[string]any{"status": "not ready", "waiting_for": why})
+			return
+		}
+		writeJSON(w, 200, map[string]string{"status": "ready"})
+	})
+	mux.Handle("GET /metrics", promhttp.HandlerFor(a.registry, promhttp.HandlerOpts{}))
+	mux.HandleFunc("GET /info/version", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, 200, buildVersion()) })
+	mux.HandleFunc("GET /info/status", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, 200, a.status()) })
+	return mux
+}
+
+// serve starts the servers (and the gRPC health's follower of the
+// readiness, until ctx ends) on goroutines counted by wg; stop ends them.
+func (srv *servers) serve(ctx context.Context, wg *sync.WaitGroup, ready func() (bool, []string)) {
+	if srv.grpc != nil {
+		wg.Add(2)
+		go func() { defer wg.Done(); followReadiness(ctx, srv.health, ready, readinessPoll) }()
+		go func() { defer wg.Done(); _ = srv.grpc.Serve(srv.listeners["grpc"]) }()
+	}
+	for name, hs := range map[string]*http.Server{"rest": srv.rest, "debug": srv.debug} {
+		if hs != nil {
+			wg.Add(1)
+			go func() { defer wg.Done(); _ = hs.Serve(srv.listeners[name]) }()
+		}
+	}
+}
+
+// stop stops the servers gracefully within grace: no new requests, the
+// running ones finish (the streams of the Configurator are ended), then
+// the connections close.
+func (srv *servers) stop(grace time.Duration) {
+	ctx, cancel := context.WithTimeout(context.Background(), grace)
+	defer cancel()
+	for _, hs := range []*http.Server{srv.rest, srv.debug} {
+		if hs != nil {
+			_ = hs.Shutdown(ctx)
+		}
+	}
+	if srv.grpc != nil {
+		srv.health.Shutdown()  // NOT_SERVING for every service from now on
+		srv.configurer.Close() // ends the open WatchStatus and Notify streams
+		stopped := make(chan struct{})
+		go func() { srv.grpc.GracefulStop(); close(stopped) }()
+		select {
+		case <-stopped:
+		case <-ctx.Done():
+			srv.grpc.Stop()
+			<-stopped
+		}
+	}
+}
+
+// close closes the listeners (those the servers did not take over).
+func (srv *servers) close() {
+	for _, ln := range srv.listeners {
+		_ = ln.Close()
+	}
+}
+
+// addr returns the bound address of a listener ("" when off).
+func (srv *servers) addr(name string) string {
+	if ln := srv.listeners[name]; ln != nil {
+		return ln.Addr().String()
+	}
+	return ""
+}
+
+// healthServices are the services whose gRPC health status follows the
+// agent's readiness: "" (the server as a whole) and the configurator.
+var healthServices = []string{"", configuratorpb.Configurator_ServiceDesc.ServiceName}
+
+// readinessPoll is how often followReadiness evaluates the readiness. The
+// VPP connection manager tells nothing when the connection is lost, so the
+// health status is kept equal to what /readyz answers by evaluating the
+// same function (a few mutexes) this often.
+const readinessPoll = 200 * time.Millisecond
+
+// setHealth sets the health status of healthServices.
+func setHealth(hs *health.Server, st healthpb.HealthCheckResponse_ServingStatus) {
+	for _, svc := range healthServices {
+		hs.SetServingStatus(svc, st)
+	}
+}
+
+// followReadiness keeps the gRPC health status of healthServices equal to
+// the readiness (/readyz): SERVING when ready, NOT_SERVING when not, both
+// ways, until ctx ends. The caller sets NOT_SERVING before the gRPC server
+// serves; the health server notifies Watch streams of each change.
+func followReadiness(ctx context.Context, hs *health.Server, ready func() (bool, []string), every time.Duration) {
+	current := healthpb.HealthCheckResponse_NOT_SERVING
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	for {
+		st := healthpb.HealthCheckResponse_NOT_SERVING
+		if ok, _ := ready(); ok {
+			st = healthpb.HealthCheckResponse_SERVING
+		}
+		if st != current {
+			current = st
+			setHealth(hs, st)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// httpErrorLog routes net/http's own messages (TLS handshake errors, bad
+// requests it answers itself) into the agent's log, at warn level.
+func httpErrorLog(log *slog.Logger, listener string) *stdlog.Logger {
+	return slog.NewLogLogger(log.With("listener", listener).Handler(), slog.LevelWarn)
+}
+
+func isValueErr(err error) bool {
+	var te *api.TransactionError
+	return errors.As(err, &te) && te.TxnInitError == nil
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	data, _ := json.MarshalIndent(v, "", "  ")
+	_, _ = w.Write(append(data, '\n'))
+}
+
+// validToken compares a presented bearer token in constant time.
+func validToken(token, header string) bool {
+	got, ok := strings.CutPrefix(header, "Bearer ")
+	return ok && subtle.ConstantTimeCompare([]byte(got), []byte(token)) == 1
+}
+
+// requireToken guards the REST requests that change state (not GET/HEAD).
+func requireToken(token string, h http.Handler) http.Handler {
+	if token == "" {
+		return h
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet && r.Method != http.MethodHead && !validToken(token, r.Header.Get("Authorization")) {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="netagent"`)
+			writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "this request changes state: send Authorization: Bearer <token>"})
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// changing lists the gRPC methods that change state.
+func changing(fullMethod string) bool {
+	return strings.HasSuffix(fullMethod, "/Update") || strings.HasSuffix(fullMethod, "/Delete")
+}
+
+func checkToken(ctx context.Context, token, method string) error {
+	if token == "" || !changing(method) {
+		return nil
+	}
+	md, _ := metadata.FromIncomingContext(ctx)
+	for _, v := range md.Get("authorization") {
+		if validToken(token, v) {
+			return nil
+		}
+	}
+	return status.Error(codes.Unauthenticated, "this call changes state: send the metadata authorization: Bearer <token>")
+}
+
+func tokenUnary(token string) grpc.UnaryServerInterceptor {
+	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+		if err := checkToken(ctx, token, info.FullMethod); err != nil {
+			return nil, err
+		}
+		return handler(ctx, req)
+	}
+}
+
+func tokenStream(token string) grpc.StreamServerInterceptor {
+	return func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+		if err := checkToken(ss.Context(), token, info.FullMethod); err != nil {
+			return err
+		}
+		return handler(srv, ss)
+	}
+}

@@ -1,0 +1,78 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/netagent-io/netagent/plugins/kvscheduler"
+	"github.com/netagent-io/netagent/plugins/kvscheduler/api"
+	"github.com/netagent-io/netagent/plugins/orchestrator"
+	vppif "github.com/netagent-io/netagent/plugins/vpp/ifplugin"
+	vppl2 "github.com/netagent-io/netagent/plugins/vpp/l2plugin"
+	vppl3 "github.com/netagent-io/netagent/plugins/vpp/l3plugin"
+	"github.com/netagent-io/netagent/plugins/vpp/vppconn"
+)
+
+// vppPart is the VPP side: the connection manager (VPP is connected in the
+// background; while it is away the operations of VPP values fail with "VPP
+// is not connected"), the descriptors of the interface, L2 and L3 plugins
+// (registered by newVPPPart), the link state watcher, and the resync that
+// brings VPP back to the desired state each time it connects
+// (orchestrator.SouthboundResync: after a restart VPP is empty).
+type vppPart struct {
+	conn   *vppconn.Manager
+	links  *vppif.LinkStateWatcher
+	resync *orchestrator.SouthboundResync
+}
+
+// newVPPPart builds the VPP plugins, registers their descriptors with s and
+// the connection's metrics with reg. Nothing runs until run.
+func newVPPPart(cfg Config, s *kvscheduler.Scheduler, o *orchestrator.Orchestrator, reg prometheus.Registerer, log *slog.Logger) (*vppPart, error) {
+	p := &vppPart{resync: o.NewSouthboundResync("VPP")}
+	p.conn = vppconn.New(vppconn.Options{Socket: cfg.VPP.Socket, CallTimeout: cfg.VPP.CallTimeout.Duration, Log: log,
+		OnConnect: p.connected})
+	vif := vppif.New(p.conn, log)
+	vif.SetLinuxDisabled(cfg.Linux.Disabled)
+	l2 := vppl2.New(p.conn, vppif.SchedulerInterfaces(s), log)
+	l2.SetInterfaceLister(vppif.SchedulerInterfaceNames(s))
+	l3 := vppl3.New(p.conn, vppif.SchedulerInterfaces(s), log)
+	l3.SetInterfaceLister(vppif.SchedulerInterfaceNames(s))
+	for _, a := range append(vif.Areas(), l2.Area(), l3.Area()) {
+		p.conn.AddArea(a)
+	}
+	for _, ds := range [][]*api.KVDescriptor{vif.Descriptors(), l2.Descriptors(), l3.Descriptors()} {
+		if err := s.RegisterKVDescriptor(ds...); err != nil {
+			return nil, err
+		}
+	}
+	p.links = vppif.NewLinkStateWatcher(p.conn, s, log)
+	p.conn.AddArea(p.links.Area())
+	if err := p.conn.Register(reg); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// connected is the connection's OnConnect (called on its goroutine, which
+// run starts after newVPPPart built everything it reads).
+func (p *vppPart) connected(restarted, _ bool) {
+	p.links.Resync()
+	p.resync.Request(fmt.Sprintf("VPP connected (restarted: %v)", restarted))
+}
+
+// run starts the watcher, the resync and the connection, on goroutines
+// counted by wg that end with ctx.
+func (p *vppPart) run(ctx context.Context, wg *sync.WaitGroup) {
+	wg.Add(3)
+	go func() { defer wg.Done(); p.links.Run(ctx) }()
+	go func() { defer wg.Done(); p.resync.Run(ctx) }()
+	go func() { defer wg.Done(); p.conn.Run(ctx) }()
+}
+
+// notReady says why VPP keeps the agent from being ready (nothing when it
+// does not).
+func (p *vppPart) notReady() []string { return p.conn.Status().NotReady() }
