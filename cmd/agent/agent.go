@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
-	"strings"
 	"sync"
 	"time"
 
@@ -62,14 +61,10 @@ func New(cfg Config, logOut io.Writer) (_ *Agent, err error) {
 			a.release()
 		}
 	}()
-	effective, _ := json.Marshal(cfg)
-	effective = []byte(strings.ReplaceAll(string(effective), `"token":"`+cfg.Token+`"`, `"token":"(set)"`))
-	if cfg.Token == "" {
-		effective = []byte(strings.ReplaceAll(string(effective), `"token":"(set)"`, `"token":""`))
-	}
+	effective, _ := json.Marshal(cfg) // the token shows as "(set)": it is a Secret
 	log.Info("starting netagent", "config", string(effective), "version", buildVersion()["version"])
 	for name, l := range map[string]Listener{"rest": cfg.REST, "grpc": cfg.GRPC, "debug": cfg.Debug} {
-		if l.Address != "" && !loopbackOnly(l.Address) && cfg.Token == "" && l.TLSCert == "" {
+		if l.Address != "" && !loopbackOnly(l.Address) && !cfg.Token.IsSet() && l.TLSCert == "" {
 			log.Warn("LISTENING BEYOND LOOPBACK WITHOUT AUTHENTICATION: anyone who reaches this address can change the network configuration; set a token and TLS",
 				"listener", name, "address", l.Address)
 		}

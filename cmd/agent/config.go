@@ -35,8 +35,9 @@ type Config struct {
 	Debug Listener `json:"debug"`
 	// Token, when set, is required as "Authorization: Bearer <token>" by
 	// every REST request and gRPC call that changes state (env
-	// NETAGENT_TOKEN; a file with --token-file).
-	Token string `json:"token"`
+	// NETAGENT_TOKEN; a file with --token-file). It is a Secret: logs,
+	// errors and the configuration dump show "(set)".
+	Token Secret `json:"token"`
 
 	Etcd     Etcd   `json:"etcd"`
 	InitFile string `json:"init_file"`
@@ -174,7 +175,7 @@ func loadConfig(args []string, getenv func(string) string) (Config, error) {
 		cfg.Etcd.Endpoints = splitList(v)
 	}
 	if v := getenv("NETAGENT_TOKEN"); v != "" {
-		cfg.Token = v
+		cfg.Token = NewSecret(v)
 	}
 	set := func(dst *string, v string) {
 		if v != "" {
@@ -203,7 +204,7 @@ func loadConfig(args []string, getenv func(string) string) (Config, error) {
 		if err != nil {
 			return cfg, fmt.Errorf("token file: %w", err)
 		}
-		cfg.Token = strings.TrimSpace(string(data))
+		cfg.Token = NewSecret(strings.TrimSpace(string(data)))
 	}
 	for _, l := range []*Listener{&cfg.REST, &cfg.GRPC, &cfg.Debug} {
 		if l.Address == "off" {

@@ -41,7 +41,7 @@ func TestConfigLayers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.Label != "from-env" || strings.Join(cfg.Etcd.Endpoints, ",") != "http://b:2379,http://c:2379" || cfg.Token != "secret" {
+	if cfg.Label != "from-env" || strings.Join(cfg.Etcd.Endpoints, ",") != "http://b:2379,http://c:2379" || cfg.Token.Reveal() != "secret" {
 		t.Errorf("env: %+v", cfg)
 	}
 	tokenFile := writeFile(t, "token", "from-file-token\n")
@@ -49,7 +49,7 @@ func TestConfigLayers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.Label != "from-flag" || cfg.GRPC.Address != "" || cfg.Token != "from-file-token" {
+	if cfg.Label != "from-flag" || cfg.GRPC.Address != "" || cfg.Token.Reveal() != "from-file-token" {
 		t.Errorf("flags: %+v", cfg)
 	}
 }

@@ -546,8 +546,8 @@ func (a *agent) history(query string) []txnRecord {
 func (a *agent) downstreamResync() txnRecord {
 	a.t.Helper()
 	var header map[string]string
-	if a.cfg.Token != "" {
-		header = map[string]string{"Authorization": "Bearer " + a.cfg.Token}
+	if a.cfg.Token.IsSet() {
+		header = map[string]string{"Authorization": "Bearer " + a.cfg.Token.Reveal()}
 	}
 	code, body := a.do("POST", "/scheduler/downstream-resync", header)
 	var out struct {

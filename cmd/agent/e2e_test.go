@@ -805,7 +805,7 @@ func TestE2EBadInputs(t *testing.T) {
 	cfg := testConfig(t)
 	cfg.Etcd.EmbeddedDir = ""
 	const token = "e2e-secret-token"
-	cfg.Token = token
+	cfg.Token = NewSecret(token)
 	a := startAgent(t, cfg, true)
 	bearer := map[string]string{"Authorization": "Bearer " + token}
 

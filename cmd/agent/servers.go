@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/subtle"
 	"crypto/tls"
 	"encoding/json"
 	"errors"
@@ -12,19 +11,15 @@ import (
 	"net"
 	"net/http"
 	"net/http/pprof"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
-	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/reflection"
-	"google.golang.org/grpc/status"
 
 	"github.com/netagent-io/netagent/pkg/models"
 	"github.com/netagent-io/netagent/plugins/kvscheduler/api"
@@ -254,61 +249,4 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 	w.WriteHeader(code)
 	data, _ := json.MarshalIndent(v, "", "  ")
 	_, _ = w.Write(append(data, '\n'))
-}
-
-// validToken compares a presented bearer token in constant time.
-func validToken(token, header string) bool {
-	got, ok := strings.CutPrefix(header, "Bearer ")
-	return ok && subtle.ConstantTimeCompare([]byte(got), []byte(token)) == 1
-}
-
-// requireToken guards the REST requests that change state (not GET/HEAD).
-func requireToken(token string, h http.Handler) http.Handler {
-	if token == "" {
-		return h
-	}
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodGet && r.Method != http.MethodHead && !validToken(token, r.Header.Get("Authorization")) {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="netagent"`)
-			writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "this request changes state: send Authorization: Bearer <token>"})
-			return
-		}
-		h.ServeHTTP(w, r)
-	})
-}
-
-// changing lists the gRPC methods that change state.
-func changing(fullMethod string) bool {
-	return strings.HasSuffix(fullMethod, "/Update") || strings.HasSuffix(fullMethod, "/Delete")
-}
-
-func checkToken(ctx context.Context, token, method string) error {
-	if token == "" || !changing(method) {
-		return nil
-	}
-	md, _ := metadata.FromIncomingContext(ctx)
-	for _, v := range md.Get("authorization") {
-		if validToken(token, v) {
-			return nil
-		}
-	}
-	return status.Error(codes.Unauthenticated, "this call changes state: send the metadata authorization: Bearer <token>")
-}
-
-func tokenUnary(token string) grpc.UnaryServerInterceptor {
-	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
-		if err := checkToken(ctx, token, info.FullMethod); err != nil {
-			return nil, err
-		}
-		return handler(ctx, req)
-	}
-}
-
-func tokenStream(token string) grpc.StreamServerInterceptor {
-	return func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
-		if err := checkToken(ss.Context(), token, info.FullMethod); err != nil {
-			return err
-		}
-		return handler(srv, ss)
-	}
 }

@@ -14,10 +14,11 @@ import (
 // the token fail with one line naming the token flags, with a wrong one
 // with one line saying it was rejected and where it came from, and change
 // nothing; each way of giving the token works; reads need
-// none.
+// none. The agent's log never shows the token, which holds the characters
+// JSON escapes.
 func TestAgentctlToken(t *testing.T) {
 	t.Parallel()
-	const token = "s3cret-t0ken"
+	const token = `s3cret-t0ken&<x>"y`
 	a := startAgent(t, agentOptions{Token: token})
 	noToken := append(a.env(), "NETAGENT_TOKEN=") // a.env() carries it: take it away
 	// A value without effect on the kernel: VPP is off, so it is UNIMPLEMENTED.
@@ -85,4 +86,8 @@ func TestAgentctlToken(t *testing.T) {
 			t.Fatalf("config get after the delete with the token: %q still holds loop77", out)
 		}
 	})
+
+	if out := a.output(); strings.Contains(out, "s3cret-t0ken") || !strings.Contains(out, `\"token\":\"(set)\"`) {
+		t.Errorf("the agent's log shows the token, or not the configuration with the token (set):\n%s", out)
+	}
 }
