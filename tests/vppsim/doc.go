@@ -152,9 +152,18 @@
 // interface going admin down drops its dynamic neighbours (static ones
 // stay); ip_neighbor_add_del without STATIC over a static entry changes
 // nothing with the same MAC and is INVALID_SW_IF_INDEX with another.
-// Subscribers get sw_interface_event (with their pid) when an interface's
-// admin or link flags change (one event per interface and request, with the
-// current flags) and when it is deleted (deleted=true); creation sends none.
+// Subscribers get sw_interface_event (with their pid), as VPP 25.10 sends
+// it (checked against it: create, admin up and down, delete of loopbacks
+// and sub-interfaces): when an interface is created (flags 0, or the up
+// states it starts with: a TAP's link), when its admin state changes, when
+// the link state of an interface that is not a sub-interface changes, and
+// when it is deleted (deleted=true, flags 0; a parent's sub-interfaces
+// each get one). One event per interface and request. Flags are VPP's:
+// the states that went up (ADMIN_UP, LINK_UP; an admin up of a loopback
+// brings its link up, so both), not the interface's state: a change to
+// down, or a carrier loss under an admin-up interface, sends flags 0. Tags,
+// addresses, VRF, MTU and MAC send no event; neither does a request that
+// changes nothing (admin up of an up interface).
 //
 // Addresses: listed by ip_address_dump in the order added, with host bits.
 // Adding one the interface already has (any prefix length), or one in
@@ -223,6 +232,8 @@
 // the paths of the routes VPP makes itself are approximations: tests should
 // not depend on them. One request at a time per connection (a delayed request
 // holds the connection's later ones), connections are served concurrently
-// over one state lock. Events are not sent for interface creation and are
+// over one state lock. Events are sent per request, where VPP batches the
+// changes its event process sees at once (an admin up and down in quick
+// succession may come from VPP as one event with ADMIN_UP); they are
 // dropped when a subscriber's queue (8192 messages) is full.
 package vppsim

@@ -3,6 +3,7 @@ package vppsim_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -16,6 +17,7 @@ import (
 	"go.fd.io/govpp/core"
 	"go.uber.org/goleak"
 
+	"github.com/netagent-io/netagent/tests/vpprun"
 	"github.com/netagent-io/netagent/tests/vppsim"
 )
 
@@ -27,8 +29,17 @@ func TestMain(m *testing.M) {
 	socketclient.SetLogger(quiet)
 	// Detect a restarted VPP quickly (GoVPP's defaults: probe every second).
 	core.HealthCheckProbeInterval = 50 * time.Millisecond
+	code := m.Run()
+	// The real VPP TestInterfaceEventsAsVPP may have started.
+	vpprun.StopShared()
 	// GoVPP, once its connections are closed, leaves no goroutine behind.
-	goleak.VerifyTestMain(m)
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, "goleak:", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
 }
 
 var ctx = context.Background()

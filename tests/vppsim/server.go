@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"reflect"
+	"slices"
 	"sync"
 	"time"
 
@@ -224,7 +225,7 @@ func (s *Sim) process(cl *client, def *msgDef, req api.Message, ctx uint32) (fra
 	} else {
 		var before map[uint32]interface_types.IfStatusFlags
 		if len(s.st.ifEvents) > 0 {
-			before = s.st.allFlags()
+			before = s.st.eventFlags()
 		}
 		replies = def.handle(&call{s: s, st: s.st, cl: cl, ctx: ctx}, req)
 		if before != nil {
@@ -239,25 +240,37 @@ func (s *Sim) process(cl *client, def *msgDef, req api.Message, ctx uint32) (fra
 	return frames, events
 }
 
-// interfaceEvents builds sw_interface_event messages for the subscribers,
-// one per interface whose admin/link flags changed or that was deleted.
-// Called with s.mu held.
+// interfaceEvents builds the sw_interface_event messages VPP 25.10 sends
+// the subscribers for what a request changed (before: eventFlags before
+// it), one per interface: created, deleted (Deleted, flags 0), or whose
+// admin state or (not for a sub-interface) link state changed. As on VPP,
+// whose flags are the up events of the batch rather than the interface's
+// state, Flags holds the states that went up: ADMIN_UP when the admin
+// state went up, LINK_UP when the link did (a created interface: those
+// it has); a change to down sets none (a carrier loss of an admin-up
+// interface is flags 0). Called with s.mu held.
 func (s *Sim) interfaceEvents(before map[uint32]interface_types.IfStatusFlags) []outMsg {
 	st := s.st
-	after := st.allFlags()
+	after := st.eventFlags()
 	var evs []*interfaces.SwInterfaceEvent
 	for _, i := range st.sortedIfs() {
+		now := after[i.SwIfIndex]
 		old, existed := before[i.SwIfIndex]
-		if existed && old != after[i.SwIfIndex] {
+		if !existed || old != now {
 			evs = append(evs, &interfaces.SwInterfaceEvent{
-				SwIfIndex: interface_types.InterfaceIndex(i.SwIfIndex), Flags: after[i.SwIfIndex],
+				SwIfIndex: interface_types.InterfaceIndex(i.SwIfIndex), Flags: now &^ old,
 			})
 		}
 	}
+	var gone []uint32
 	for idx := range before {
 		if _, ok := after[idx]; !ok {
-			evs = append(evs, &interfaces.SwInterfaceEvent{SwIfIndex: interface_types.InterfaceIndex(idx), Deleted: true})
+			gone = append(gone, idx)
 		}
+	}
+	slices.Sort(gone)
+	for _, idx := range gone {
+		evs = append(evs, &interfaces.SwInterfaceEvent{SwIfIndex: interface_types.InterfaceIndex(idx), Deleted: true})
 	}
 	var out []outMsg
 	for cl, pid := range st.ifEvents {

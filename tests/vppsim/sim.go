@@ -418,7 +418,8 @@ func (s *Sim) MemifSockets() map[uint32]string {
 // SetLinkUp simulates the carrier of an interface's device: a host link
 // going down under an AF_PACKET, a memif peer connecting (memif links are
 // down until then), a TAP's host side. Subscribers get sw_interface_event
-// for every interface whose flags change (sub-interfaces included).
+// for the interface when its link state changes (flags LINK_UP when it goes
+// up, 0 when it goes down; none for its sub-interfaces, as on VPP).
 func (s *Sim) SetLinkUp(swIfIndex uint32, up bool) error {
 	s.mu.Lock()
 	st := s.st
@@ -427,7 +428,7 @@ func (s *Sim) SetLinkUp(swIfIndex uint32, up bool) error {
 		s.mu.Unlock()
 		return fmt.Errorf("vppsim: no interface %d", swIfIndex)
 	}
-	before := st.allFlags()
+	before := st.eventFlags()
 	st.hw(i).carrier = up
 	events := s.interfaceEvents(before)
 	s.mu.Unlock()

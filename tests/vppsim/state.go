@@ -147,10 +147,18 @@ func (st *state) flags(i *iface) interface_types.IfStatusFlags {
 	return f
 }
 
-func (st *state) allFlags() map[uint32]interface_types.IfStatusFlags {
+// eventFlags returns, per interface, the states VPP sends events about:
+// its admin state, and the link state of an interface that is not a
+// sub-interface (VPP signals link changes for the hardware interface only:
+// a sub-interface whose parent's link changes gets no event).
+func (st *state) eventFlags() map[uint32]interface_types.IfStatusFlags {
 	m := make(map[uint32]interface_types.IfStatusFlags, len(st.ifs))
 	for idx, i := range st.ifs {
-		m[idx] = st.flags(i)
+		f := st.flags(i)
+		if i.Kind == KindSub {
+			f &^= interface_types.IF_STATUS_API_FLAG_LINK_UP
+		}
+		m[idx] = f
 	}
 	return m
 }
