@@ -12,6 +12,10 @@
 //		m.AddArea(a)             // before m.Run: the compatibility check
 //	}
 //	s.RegisterKVDescriptor(p.Descriptors()...)
+//	w := ifplugin.NewLinkStateWatcher(m, s, log) // link states (OBTAINED)
+//	w.SetDriftReporter(s)    // interfaces changed outside the agent (see Drift)
+//	m.AddArea(w.Area())
+//	go w.Run(ctx)            // and w.Resync() on every VPP (re)connect
 //	go m.Run(ctx)
 //
 // Other plugins find an interface by logical name in the scheduler's
@@ -243,6 +247,32 @@
 //     metadata (RetrieveDependencies: the interface descriptor, whose
 //     metadata names the indexes); a foreign interface's borrowing is part
 //     of its OBTAINED value.
+//
+// # Drift
+//
+// An interface of the agent's deleted, or set to another admin state,
+// outside the agent (the VPP CLI, another API client) is seen by the
+// LinkStateWatcher from VPP's sw_interface_event when it has a drift
+// reporter (SetDriftReporter: the scheduler). It reports InterfaceKey of a
+// deleted interface, AdminStateKey (the key the value derives) of one in
+// another admin state, all of one event burst in one ReportDrift call. The
+// scheduler's DriftRepair transaction refreshes them with the Retrieves
+// above, which report VPP's state field by field (the interface's
+// Retrieve does not return a deleted one; the admin state's Retrieve
+// returns the key only when VPP has the state asked for), and creates the
+// interface again with its derived values, then what depends on it (routes
+// and ARP entries of l3plugin, bridge-domain bindings of l2plugin,
+// sub-interfaces), or sets the admin state again; with the scheduler's
+// DriftReportOnly they stay MISSING, "out of sync with the SB: gone
+// (deleted in VPP ...)" in their details, until a resync. The agent's own
+// changes report nothing (an interface the agent deletes has no metadata
+// left, its admin state is the one its value asks for) or, seen midway
+// through a transaction, a refresh that finds them in sync.
+//
+// VPP sends no event for addresses, unnumbered, VRF, MAC or MTU changed
+// outside the agent, nor for routes, ARP entries and bridge domains: those
+// are found by the next full resync, which the daemon can run periodically
+// (its optional periodic resync); the Retrieves report them faithfully.
 //
 // # Limits
 //

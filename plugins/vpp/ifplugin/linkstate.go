@@ -3,11 +3,13 @@ package ifplugin
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sort"
 	"time"
 
 	govppapi "go.fd.io/govpp/api"
+	interfaces "go.fd.io/govpp/binapi/interface"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/netagent-io/netagent/plugins/kvscheduler/api"
@@ -18,6 +20,16 @@ import (
 // Pusher is what the link-state watcher reports to (the scheduler).
 type Pusher interface {
 	PushSBNotification(notifications ...api.KVWithMetadata) error
+}
+
+// DriftReporter is what the watcher reports drift to (the scheduler): the
+// interfaces of the agent's that VPP deleted, or whose admin state it
+// changed, outside the agent. The watcher finds an event's interface in
+// the interface descriptor's metadata map (it runs outside any descriptor
+// callback, so it reads the scheduler's).
+type DriftReporter interface {
+	ReportDrift(reports ...api.DriftReport) error
+	MetadataSource
 }
 
 // Link-state values: the value of LinkStateKey(iface, up).
@@ -72,21 +84,59 @@ const (
 // delay (100 ms up to 5 s) or at the next Resync, whichever comes first;
 // when VPP lacks the messages of Area it waits for the next Resync only.
 //
-// Limits: VPP sends no event when an interface is created or tagged, so an
-// interface that keeps the link state it was created with is reported at
-// the next event, Resync or periodic re-list. The registration is per VPP
-// client: run one watcher per vppconn.Manager. When two interfaces carry the
-// same tag, the one with the lower sw_if_index is reported.
+// # Drift
+//
+// With a drift reporter (SetDriftReporter: the scheduler), the watcher
+// also tells the scheduler about the agent's interfaces changed outside
+// the agent, through VPP's binary API or CLI. VPP 25.10 sends
+// sw_interface_event when an interface is created (flags 0), deleted
+// (deleted set) and when its admin or link state changes (flags: the up
+// states among the changes), not when its tag, addresses, VRF, MTU or MAC
+// change. Every list (the one linkEventWindow after a burst's first event
+// above all) looks at the interfaces the events since the previous list
+// named: one of the agent's (in the interface descriptor's metadata map at
+// that sw_if_index, not foreign) that VPP no longer lists there under its
+// tag is reported gone (InterfaceKey, cause "deleted in VPP ..."), one
+// whose admin state differs from what its value asks for is reported
+// under the admin-state value it derives (AdminStateKey, cause "set admin
+// down in VPP ..."). All reports of a list go in one ReportDrift call: one
+// DriftRepair transaction, which refreshes the interfaces with their
+// Retrieves and re-creates what is gone (the interface, its addresses and
+// other derived values, then what depends on it: routes, ARP entries,
+// bridge-domain bindings, sub-interfaces) or sets the admin state again;
+// with kvscheduler.Options.DriftReportOnly it leaves them MISSING with the
+// cause in their details. The agent's own changes are filtered out (an
+// interface the agent deleted has no metadata any more; its admin state is
+// the one its value asks for); one seen midway through a transaction costs
+// a refresh that finds it in sync.
+//
+// What VPP sends no event for is not seen here: addresses, unnumbered and
+// VRF of an interface, MAC and MTU, routes, ARP entries and bridge domains
+// changed or removed outside the agent. The optional periodic full resync
+// of the daemon finds those (the scheduler's Retrieves report them field by
+// field). Events are taken only from the connection they came on: after a
+// reconnect the resync that follows the connect compares everything.
+//
+// Limits: VPP sends no event when an interface is tagged, and its creation
+// event comes before the tag is set, so an interface that keeps the link
+// state it was created with may be reported only at the next event, Resync
+// or periodic re-list. The registration is per VPP client: run one watcher
+// per vppconn.Manager. When two interfaces carry the same tag, the one with
+// the lower sw_if_index is reported.
 type LinkStateWatcher struct {
 	m      *vppconn.Manager
 	e      *vppcalls.EventHandler
 	push   Pusher
+	drift  DriftReporter // nil: no drift reports
 	log    *slog.Logger
 	resync chan struct{}
 
 	// Owned by Run.
 	reported   map[string]string // key -> LinkStateUp / LinkStateDown
 	reconnects int               // Manager's Status().Reconnects at the last subscription
+	// evented are the interfaces (sw_if_index) that events named since the
+	// last list, with whether one said the interface was deleted.
+	evented map[uint32]bool
 }
 
 // NewLinkStateWatcher returns a watcher of the interfaces of m's VPP,
@@ -100,8 +150,14 @@ func NewLinkStateWatcher(m *vppconn.Manager, push Pusher, log *slog.Logger) *Lin
 		m: m, e: vppcalls.NewEventHandler(m), push: push, log: log,
 		resync:   make(chan struct{}, 1),
 		reported: map[string]string{},
+		evented:  map[uint32]bool{},
 	}
 }
+
+// SetDriftReporter makes the watcher report drift to r (the scheduler):
+// see "Drift" in LinkStateWatcher's doc. Call it before Run. Without it the
+// watcher reports link states only.
+func (w *LinkStateWatcher) SetDriftReporter(r DriftReporter) { w.drift = r }
 
 // Area lists the messages the watcher uses (vppcalls.EventsArea), for
 // vppconn's compatibility check at connect. Without it the watcher works
@@ -216,22 +272,23 @@ func (w *LinkStateWatcher) Run(ctx context.Context) {
 					needSync = true
 				}
 			}
-		case _, ok := <-events:
+		case ev, ok := <-events:
 			if !ok { // closed under the watcher: subscribe again
 				closeSub()
 				needSync = true
 				continue
 			}
-			// The events only say that something changed: take what came,
-			// and list once when the burst's window ends.
-			drainEvents(events)
+			// Take what came (the interfaces the events name), and list
+			// once when the burst's window ends.
+			w.note(ev)
+			w.drainEvents(events)
 			if batchC == nil {
 				batch.Reset(linkEventWindow)
 				batchC = batch.C
 			}
 		case <-batchC:
 			batchC = nil
-			drainEvents(events) // the list reports them too
+			w.drainEvents(events) // the list reports them too
 			if err := w.list(ctx); err != nil {
 				needSync = true
 			}
@@ -239,17 +296,30 @@ func (w *LinkStateWatcher) Run(ctx context.Context) {
 	}
 }
 
-func drainEvents(events <-chan govppapi.Message) {
+// drainEvents takes the events that have come (note).
+func (w *LinkStateWatcher) drainEvents(events <-chan govppapi.Message) {
 	for {
 		select {
-		case _, ok := <-events:
+		case ev, ok := <-events:
 			if !ok {
 				return
 			}
+			w.note(ev)
 		default:
 			return
 		}
 	}
+}
+
+// note records the interface an event names, for the drift check of the
+// next list (with a drift reporter only).
+func (w *LinkStateWatcher) note(ev govppapi.Message) {
+	e, ok := ev.(*interfaces.SwInterfaceEvent)
+	if !ok || w.drift == nil {
+		return
+	}
+	idx := uint32(e.SwIfIndex)
+	w.evented[idx] = w.evented[idx] || e.Deleted
 }
 
 // sync subscribes again (the previous subscription closed first) and
@@ -262,6 +332,12 @@ func (w *LinkStateWatcher) sync(ctx context.Context, sub **vppcalls.Subscription
 	}
 	closeSub()
 	reconnects := w.m.Status().Reconnects
+	if reconnects != w.reconnects {
+		// The events of the connection before name interfaces of a VPP
+		// that may have restarted since; the resync after the connect
+		// compares everything.
+		clear(w.evented)
+	}
 	s, err := w.e.Subscribe(ctx)
 	if err != nil {
 		return err
@@ -270,11 +346,14 @@ func (w *LinkStateWatcher) sync(ctx context.Context, sub **vppcalls.Subscription
 	return w.list(ctx)
 }
 
-// list dumps the interfaces and pushes the difference with what was
-// reported.
+// list dumps the interfaces, reports the drift of those the events named,
+// and pushes the difference with what was reported.
 func (w *LinkStateWatcher) list(ctx context.Context) error {
 	states, err := w.e.DumpLinkStates(ctx)
 	if err != nil {
+		return err
+	}
+	if err := w.reportDrift(states); err != nil {
 		return err
 	}
 	now := make(map[string]string, len(states))
@@ -319,4 +398,75 @@ func (w *LinkStateWatcher) list(ctx context.Context) error {
 	w.log.Debug("VPP link state reported", "changed", changed, "removed", gone)
 	w.reported = now
 	return nil
+}
+
+// reportDrift reports to the drift reporter the interfaces of the agent's
+// that the events since the last list named and that VPP, as states lists
+// it, no longer has (at the sw_if_index of their metadata, under their tag)
+// or has in another admin state than their value asks for. The interfaces
+// are found in the interface descriptor's metadata map: an index it does
+// not know (an interface that is not the agent's, one the agent has
+// deleted, one of a VPP before a restart) is not reported, and neither
+// is a foreign interface. The check is cheap and only says "look": the
+// scheduler's refresh (Retrieve) decides what is out of sync, so an
+// interface the agent changes meanwhile costs a refresh and nothing else.
+func (w *LinkStateWatcher) reportDrift(states []vppcalls.LinkState) error {
+	if w.drift == nil || len(w.evented) == 0 {
+		return nil
+	}
+	m := w.drift.GetMetadataMap(InterfaceDescriptorName)
+	if m == nil {
+		clear(w.evented)
+		return nil
+	}
+	inVPP := make(map[uint32]vppcalls.LinkState, len(states))
+	for _, s := range states {
+		inVPP[s.SwIfIndex] = s
+	}
+	indexes := make([]uint32, 0, len(w.evented))
+	for idx := range w.evented {
+		indexes = append(indexes, idx)
+	}
+	sort.Slice(indexes, func(i, j int) bool { return indexes[i] < indexes[j] })
+	var reports []api.DriftReport
+	for _, idx := range indexes {
+		name, ok := LookupBySwIfIndex(m, idx)
+		if !ok {
+			continue
+		}
+		v, _ := m.GetValue(name)
+		md, ok := metadataOf(v)
+		if !ok || md.Foreign {
+			continue
+		}
+		s, present := inVPP[idx]
+		switch {
+		case !present || s.Tag != name:
+			cause := fmt.Sprintf("deleted in VPP (sw_interface_event for sw_if_index %d)", idx)
+			if !w.evented[idx] {
+				cause = fmt.Sprintf("VPP has no interface tagged %s at sw_if_index %d any more", name, idx)
+			}
+			reports = append(reports, api.DriftReport{Key: InterfaceKey(name), Cause: cause})
+		case md.Value != nil && s.AdminUp != md.Value.GetEnabled():
+			reports = append(reports, api.DriftReport{
+				Key:   AdminStateKey(name, md.Value.GetEnabled()),
+				Cause: fmt.Sprintf("set admin %s in VPP (sw_interface_event for sw_if_index %d)", adminWord(s.AdminUp), idx),
+			})
+		}
+	}
+	if len(reports) > 0 {
+		if err := w.drift.ReportDrift(reports...); err != nil {
+			return fmt.Errorf("reporting drift: %w", err)
+		}
+		w.log.Info("VPP interfaces changed outside the agent: reported to the scheduler", "drift", reports)
+	}
+	clear(w.evented)
+	return nil
+}
+
+func adminWord(up bool) string {
+	if up {
+		return "up"
+	}
+	return "down"
 }

@@ -21,6 +21,8 @@ import (
 	"github.com/netagent-io/netagent/plugins/vpp/ifplugin"
 	"github.com/netagent-io/netagent/plugins/vpp/ifplugin/vppcalls"
 	"github.com/netagent-io/netagent/plugins/vpp/internal/vpptest"
+	"github.com/netagent-io/netagent/plugins/vpp/l2plugin"
+	"github.com/netagent-io/netagent/plugins/vpp/l3plugin"
 	"github.com/netagent-io/netagent/plugins/vpp/vppconn"
 	vppif "github.com/netagent-io/netagent/proto/vpp/interfaces"
 	"github.com/netagent-io/netagent/tests/vpprun"
@@ -36,7 +38,8 @@ const lsDeadline = 10 * time.Second
 // vppconn.Manager of its own connected to it that calls the watcher's
 // Resync on every connect (as the daemon does), a scheduler with the
 // interface plugin's descriptors, and a LinkStateWatcher reporting to the
-// scheduler through a recorder.
+// scheduler through a recorder (link states, and drift with
+// lsOptions.drift).
 type lsEnv struct {
 	t        *testing.T
 	vpp      *vpptest.VPP
@@ -48,10 +51,31 @@ type lsEnv struct {
 	connects chan bool // one per connect: VPP restarted
 }
 
+// lsOptions vary an lsEnv.
+type lsOptions struct {
+	sim vppsim.Options
+	// log is the watcher's (nil: none).
+	log *slog.Logger
+	// drift makes the watcher report drift to the scheduler (through the
+	// recorder), and registers the descriptors of l3plugin and l2plugin
+	// (routes, bridge domains) after the interfaces'.
+	drift bool
+	// reportOnly is the scheduler's DriftReportOnly.
+	reportOnly bool
+}
+
 func newLSEnv(t *testing.T, opts vppsim.Options, watcherLog *slog.Logger) *lsEnv {
 	t.Helper()
+	return newLSEnvWith(t, lsOptions{sim: opts, log: watcherLog})
+}
+
+func newLSEnvWith(t *testing.T, opts lsOptions) *lsEnv {
+	t.Helper()
+	if opts.log == nil {
+		opts.log = lsQuiet
+	}
 	e := &lsEnv{t: t, connects: make(chan bool, 16)}
-	e.vpp = vpptest.Start(t, vpptest.Options{Sim: opts})
+	e.vpp = vpptest.Start(t, vpptest.Options{Sim: opts.sim})
 	e.sim = e.vpp.Sim
 	e.m = vppconn.New(vppconn.Options{
 		Socket:      e.vpp.Socket,
@@ -69,13 +93,27 @@ func newLSEnv(t *testing.T, opts vppsim.Options, watcherLog *slog.Logger) *lsEnv
 	for _, a := range p.Areas() {
 		e.m.AddArea(a)
 	}
-	e.s = kvscheduler.New(kvscheduler.Options{Logger: lsQuiet})
+	e.s = kvscheduler.New(kvscheduler.Options{Logger: lsQuiet, DriftReportOnly: opts.reportOnly})
 	if err := e.s.RegisterKVDescriptor(p.Descriptors()...); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(e.s.Close)
+	if opts.drift {
+		l3 := l3plugin.New(e.m, ifplugin.SchedulerInterfaces(e.s), lsQuiet)
+		l3.SetInterfaceLister(ifplugin.SchedulerInterfaceNames(e.s))
+		l2 := l2plugin.New(e.m, ifplugin.SchedulerInterfaces(e.s), lsQuiet)
+		l2.SetInterfaceLister(ifplugin.SchedulerInterfaceNames(e.s))
+		e.m.AddArea(l3.Area())
+		e.m.AddArea(l2.Area())
+		if err := e.s.RegisterKVDescriptor(append(l3.Descriptors(), l2.Descriptors()...)...); err != nil {
+			t.Fatal(err)
+		}
+	}
 	e.rec = &lsRecorder{t: t, s: e.s}
-	e.w = ifplugin.NewLinkStateWatcher(e.m, e.rec, watcherLog)
+	e.w = ifplugin.NewLinkStateWatcher(e.m, e.rec, opts.log)
+	if opts.drift {
+		e.w.SetDriftReporter(e.rec)
+	}
 	e.m.AddArea(e.w.Area())
 
 	// The watcher starts before VPP is connected: it waits for the
@@ -253,13 +291,32 @@ func equalMaps(a, b map[string]string) bool {
 
 // lsRecorder passes the watcher's notifications on to the scheduler and
 // records them ("+key=value", "-key"), checking that every one is a
-// southbound value.
+// southbound value; so it does with the drift reports.
 type lsRecorder struct {
 	t      *testing.T
 	s      api.KVScheduler
 	mu     sync.Mutex
 	pushes [][]string
+	drift  []api.DriftReport
 	gate   *lsGate
+}
+
+func (r *lsRecorder) ReportDrift(reports ...api.DriftReport) error {
+	r.mu.Lock()
+	r.drift = append(r.drift, reports...)
+	r.mu.Unlock()
+	return r.s.ReportDrift(reports...)
+}
+
+func (r *lsRecorder) GetMetadataMap(descriptor string) api.MetadataMap {
+	return r.s.GetMetadataMap(descriptor)
+}
+
+// driftReports returns the drift reports so far.
+func (r *lsRecorder) driftReports() []api.DriftReport {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.drift)
 }
 
 // lsGate holds the watcher in a push: entered is closed when the push

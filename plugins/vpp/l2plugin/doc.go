@@ -180,4 +180,11 @@
 //     agent put into one of its domains and that the configuration dropped
 //     while the agent was not running stays a member: a new agent cannot
 //     tell it from one someone else put there.
+//   - VPP sends no event when a bridge domain or a membership changes: one
+//     changed or deleted by someone else is found by the next full resync
+//     (the daemon's optional periodic resync), not at once. A member
+//     interface deleted by someone else is another matter: the link-state
+//     watcher reports it (ifplugin.LinkStateWatcher.SetDriftReporter), and
+//     the DriftRepair transaction creates it again and puts it back in its
+//     domain.
 package l2plugin

@@ -164,9 +164,18 @@
 //     interface that gets the index has them: on an interface of the
 //     agent's, such a neighbour is reported as a static entry of unknown
 //     origin (OBTAINED), such a path as a route of the agent's that a full
-//     resync deletes. Until the resync after the deletion, values put on
-//     that interface are sent with its old index (and fail, or land on the
+//     resync deletes. When the agent's link-state watcher reports drift
+//     (ifplugin.LinkStateWatcher.SetDriftReporter), the deletion is seen
+//     within a second and repaired by one DriftRepair transaction: the
+//     routes and entries on the interface are deleted (a route's path
+//     through the missing index is replaced as above), the interface is
+//     created again, and they are added back with its new index. Without
+//     it, until the resync after the deletion, values put on that
+//     interface are sent with its old index (and fail, or land on the
 //     interface that took the index).
+//   - VPP sends no event when a route or a neighbour is added, changed or
+//     deleted: one changed by someone else is found by the next full
+//     resync (the daemon's optional periodic resync), not at once.
 //   - VPP flushes the dynamic neighbours of an interface that goes admin
 //     down (and deletes them with the interface); the static ones stay. A
 //     dynamic entry of the agent's is then missing, still CONFIGURED, until
