@@ -118,7 +118,9 @@ func (p *Plugin) delAddress(v *linuxif.Interface) error {
 			return err
 		}
 	}
-	if err := h.AddrDel(link, a); err != nil && !errors.Is(err, syscall.EADDRNOTAVAIL) && !errors.Is(err, syscall.ENOENT) && !errors.Is(err, syscall.ESRCH) {
+	// ENODEV: the link went meanwhile (deleted, or with the namespace it
+	// was left in when that was deleted), and its addresses with it.
+	if err := h.AddrDel(link, a); err != nil && !errors.Is(err, syscall.EADDRNOTAVAIL) && !errors.Is(err, syscall.ENOENT) && !errors.Is(err, syscall.ESRCH) && !errors.Is(err, syscall.ENODEV) {
 		return fmt.Errorf("removing %s from %s: %w", a.IPNet, v.GetHostIfName(), err)
 	}
 	return nil

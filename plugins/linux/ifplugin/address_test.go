@@ -16,7 +16,7 @@ import (
 // removed at cleanup.
 func vethPair(t *testing.T, a, b string) (*linuxif.Interface, *linuxif.Interface) {
 	t.Helper()
-	t.Cleanup(func() { _ = exec.Command("ip", "link", "del", a).Run() })
+	afterAgents(t, func() { _ = exec.Command("ip", "link", "del", a).Run() })
 	return &linuxif.Interface{Name: a, Type: linuxif.Interface_VETH, Enabled: true, Link: &linuxif.Interface_Veth{Veth: &linuxif.VethLink{PeerIfName: b}}},
 		&linuxif.Interface{Name: b, Type: linuxif.Interface_VETH, Enabled: true, Link: &linuxif.Interface_Veth{Veth: &linuxif.VethLink{PeerIfName: a}}}
 }
@@ -25,7 +25,7 @@ func vethPair(t *testing.T, a, b string) (*linuxif.Interface, *linuxif.Interface
 // removed at cleanup.
 func foreignVeth(t *testing.T, name string) {
 	t.Helper()
-	t.Cleanup(func() { _ = exec.Command("ip", "link", "del", name).Run() })
+	afterAgents(t, func() { _ = exec.Command("ip", "link", "del", name).Run() })
 	run(t, "ip", "link", "add", name, "type", "veth", "peer", "name", name+"p")
 }
 
@@ -100,7 +100,7 @@ func TestForeignAddressesOfAnAdoptedLinkStay(t *testing.T) {
 	}
 	a.close()
 
-	b := newAgent(t)
+	b := newReportingAgent(t) // the resync, not a drift repair, puts the address back
 	if ops := fullResync(b, ex); len(ops) > 0 {
 		t.Errorf("resync after a restart executed %v", ops)
 	}

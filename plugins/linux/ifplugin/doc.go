@@ -1,7 +1,7 @@
 // Package ifplugin configures Linux network interfaces through netlink: the
 // NB values config/linux/interfaces/v2/interface/<name>
 // (linux.interfaces.Interface), their addresses as derived values, and a
-// watcher of the host links.
+// watcher of the host links and of drift (changes outside the agent).
 //
 // # Interfaces
 //
@@ -143,6 +143,63 @@
 // addresses again and pushes the difference; after a subscription error it
 // subscribes again with a growing delay.
 //
+// # Drift
+//
+// The Watcher also reports the values whose kernel objects change outside
+// the agent (KVScheduler.ReportDrift), so that the scheduler refreshes them
+// and repairs them (or, with DriftReportOnly, marks them MISSING with the
+// cause in their details).
+//
+// What is watched: link and address events, and with SetLinkObjects
+// (the daemon passes the l3plugin.Plugin) route and neighbour events, in
+// the agent's namespace and in every namespace an interface of the agent
+// is in. The interface descriptor's metadata map (built by the plugin)
+// indexes the interfaces by link (namespace, ifindex): it says which
+// namespaces to watch (subscribed when the first interface is in one,
+// unsubscribed when the last leaves) and which interface an event
+// concerns. Once subscribed in a namespace the watcher reports every value
+// there, so that what changed before (an interface is made before its new
+// namespace is watched; events are lost when a subscription fails and is
+// made again) is found by the refresh.
+//
+// What is reported, for the link of one of the agent's interfaces (events
+// of other links are ignored):
+//
+//   - link deleted, or moved to another namespace: the interface, and the
+//     values on the link (routes, ARP entries: LinkObjects.OnLink), which
+//     the kernel flushes without always saying so;
+//   - link changed (renamed, MTU, MAC, set down or up, carrier): the
+//     interface; when it is down, the values on it too (the kernel flushed
+//     its routes and neighbours);
+//   - address added or removed (but the kernel's fe80:: ones): the
+//     interface, whose Retrieve reports its addresses;
+//   - route of ours (protocol 181, main table) added, replaced or deleted,
+//     neighbour changed or deleted: the values LinkObjects maps it to;
+//   - a watched named namespace deleted (`ip netns del`, which netlink does
+//     not tell: the namespaces are checked every second) or replaced by
+//     another of that name: every value in it.
+//
+// Events are batched: a batch ends 20 ms after its last event or 200 ms
+// after its first, and is one ReportDrift, each key once with the cause of
+// its most telling event (the interfaces first). The agent's own changes
+// are reported too (a value is not told apart from its drift by the
+// event): their refresh finds the values in sync and changes nothing, so a
+// bulk change by the agent costs one or a few refreshes, no repair.
+//
+// The refresh relies on Retrieve telling the truth field by field when it
+// is asked for some values only: a veth end is retrieved with the
+// namespace of its peer (from the metadata, else the value), so that its
+// peer is found; MTU, admin state, name, MAC (when the value sets it),
+// addresses and namespace are compared.
+//
+// Limits: a change the kernel sends no event for (a sysctl, a namespace
+// deleted between two checks and made again under the same name by someone
+// else) is found by a resync only. A namespace referenced by PID or file is
+// checked like a named one (its file). An EXISTING link of the agent's
+// namespace deleted by hand is also reported by the host links above: the
+// value waits PENDING for the link, unless the drift repair runs first and
+// fails (FAILED until a retry or a resync).
+//
 // # Callbacks
 //
 // Create and Update are idempotent: they find what a failed earlier attempt
@@ -163,12 +220,13 @@
 // dependency the scheduler waits for (PENDING). The callbacks never call
 // the scheduler.
 //
-// Registration, and the watcher that reports the host links:
+// Registration, and the watcher that reports the host links and drift:
 //
 //	p := ifplugin.New(nsManager, logger)
 //	p.SetLabel(label) // optional: the microservice label in the ownership mark
 //	sched.RegisterKVDescriptor(append(p.Descriptors(), ifplugin.WatcherDescriptor())...)
-//	w := ifplugin.NewWatcher(nsManager, sched, logger)
+//	w := ifplugin.NewWatcher(nsManager, sched, logger) // after the registration
+//	w.SetLinkObjects(l3) // optional: the drift of routes and ARP entries (l3plugin)
 //	go w.Run(ctx)
 //	<-w.Synced()
 //	txn := sched.StartNBTransaction().SetValue(ifplugin.InterfaceKey("veth1"), veth1)

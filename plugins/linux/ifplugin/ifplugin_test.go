@@ -21,6 +21,7 @@ import (
 
 	"github.com/netagent-io/netagent/plugins/kvscheduler"
 	"github.com/netagent-io/netagent/plugins/kvscheduler/api"
+	"github.com/netagent-io/netagent/plugins/kvscheduler/txnlog"
 	"github.com/netagent-io/netagent/plugins/linux/ifplugin"
 	"github.com/netagent-io/netagent/plugins/linux/nsplugin"
 	linuxif "github.com/netagent-io/netagent/proto/linux/interfaces"
@@ -56,18 +57,32 @@ type agent struct {
 	closeOnce sync.Once
 }
 
-func newAgent(t testing.TB) *agent { return newLabelledAgent(t, "") }
+func newAgent(t testing.TB) *agent { return newAgentWith(t, agentOptions{}) }
 
 func newLabelledAgent(t testing.TB, label string) *agent {
+	return newAgentWith(t, agentOptions{label: label})
+}
+
+// newReportingAgent is an agent whose drift repairs only report
+// (DriftReportOnly): for the tests of what a resync does after a change
+// by hand, which a drift repair would otherwise race with.
+func newReportingAgent(t testing.TB) *agent { return newAgentWith(t, agentOptions{reportOnly: true}) }
+
+type agentOptions struct {
+	label      string
+	reportOnly bool
+}
+
+func newAgentWith(t testing.TB, o agentOptions) *agent {
 	t.Helper()
 	ns, err := nsplugin.NewManager()
 	if err != nil {
 		t.Fatal(err)
 	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	s := kvscheduler.New(kvscheduler.Options{Logger: log})
+	s := kvscheduler.New(kvscheduler.Options{Logger: log, DriftReportOnly: o.reportOnly})
 	p := ifplugin.New(ns, log)
-	p.SetLabel(label)
+	p.SetLabel(o.label)
 	if err := s.RegisterKVDescriptor(append(p.Descriptors(), ifplugin.WatcherDescriptor())...); err != nil {
 		t.Fatal(err)
 	}
@@ -81,14 +96,57 @@ func newLabelledAgent(t testing.TB, label string) *agent {
 		t.Fatal("the watcher did not report the host links within 10 s")
 	}
 	s.TransactionBarrier()
+	agentsMu.Lock()
+	agentsOf[t] = append(agentsOf[t], a)
+	agentsMu.Unlock()
 	t.Cleanup(a.close)
+	t.Cleanup(func() { logHistoryIfFailed(t, s) })
 	return a
+}
+
+// agentsOf are the running agents of each test, which the cleanups that
+// delete links or namespaces stop first (afterAgents).
+var (
+	agentsMu sync.Mutex
+	agentsOf = map[testing.TB][]*agent{}
+)
+
+// afterAgents registers f to run when the test ends, once its agents have
+// stopped: a link or namespace of theirs deleted while one runs is drift,
+// which the agent repairs (and the next test would find it).
+func afterAgents(t testing.TB, f func()) {
+	t.Cleanup(func() {
+		agentsMu.Lock()
+		agents := slices.Clone(agentsOf[t])
+		agentsMu.Unlock()
+		for _, a := range agents {
+			a.close()
+		}
+		f()
+	})
+}
+
+// logHistoryIfFailed logs the transactions of a failed test: what the
+// scheduler did, drift repairs included, is the first thing to look at.
+func logHistoryIfFailed(t testing.TB, s *kvscheduler.Scheduler) {
+	if !t.Failed() {
+		return
+	}
+	for _, rec := range s.GetTransactionHistory(time.Time{}, time.Time{}) {
+		t.Log(txnlog.Format(rec, txnlog.Options{}))
+	}
 }
 
 // close stops the agent; it may be called again (cleanup after a test
 // closed it).
 func (a *agent) close() {
 	a.closeOnce.Do(func() {
+		agentsMu.Lock()
+		agentsOf[a.t] = slices.DeleteFunc(agentsOf[a.t], func(b *agent) bool { return b == a })
+		if len(agentsOf[a.t]) == 0 {
+			delete(agentsOf, a.t)
+		}
+		agentsMu.Unlock()
 		a.cancel()
 		<-a.done
 		a.s.Close()
@@ -167,12 +225,35 @@ func (a *agent) waitState(name string, want api.ValueState) {
 func namespace(t *testing.T, prefix string) string {
 	t.Helper()
 	name := fmt.Sprintf("%s-%d", prefix, os.Getpid())
-	t.Cleanup(func() { _ = exec.Command("ip", "netns", "del", name).Run() })
+	afterAgents(t, func() { _ = exec.Command("ip", "netns", "del", name).Run() })
 	return name
 }
 
 func nsRef(name string) *linuxns.NetNamespace {
 	return &linuxns.NetNamespace{Type: linuxns.NetNamespace_NSID, Reference: name}
+}
+
+// findLink is link for polls: nil when the link or its namespace does
+// not exist (now).
+func findLink(ns, name string) netlink.Link {
+	m, err := nsplugin.NewManager()
+	if err != nil {
+		return nil
+	}
+	defer m.Close()
+	ref := nsplugin.Ref{}
+	if ns != "" {
+		ref = nsplugin.Ref{Type: linuxns.NetNamespace_NSID, Reference: ns}
+	}
+	h, err := m.Handle(ref, false)
+	if err != nil {
+		return nil
+	}
+	l, err := h.LinkByName(name)
+	if err != nil {
+		return nil
+	}
+	return l
 }
 
 // link reads a link back with `ip -d -j`-free netlink, in a namespace.
@@ -200,12 +281,25 @@ func link(t *testing.T, ns, name string) netlink.Link {
 
 func addrs(t *testing.T, ns, name string) []string {
 	t.Helper()
+	out, err := addrsOf(ns, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// addrsOf lists the addresses of a link (but IPv6 link-local), sorted.
+func addrsOf(ns, name string) ([]string, error) {
 	args := []string{"ip", "-o", "addr", "show", "dev", name}
 	if ns != "" {
 		args = []string{"ip", "-n", ns, "-o", "addr", "show", "dev", name}
 	}
+	text, err := exec.Command(args[0], args[1:]...).CombinedOutput()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %v: %s", strings.Join(args, " "), err, text)
+	}
 	var out []string
-	for _, line := range strings.Split(run(t, args...), "\n") {
+	for _, line := range strings.Split(string(text), "\n") {
 		f := strings.Fields(line)
 		for i := 0; i+1 < len(f); i++ {
 			if (f[i] == "inet" || f[i] == "inet6") && !strings.HasPrefix(f[i+1], "fe80:") {
@@ -214,7 +308,7 @@ func addrs(t *testing.T, ns, name string) []string {
 		}
 	}
 	slices.Sort(out)
-	return out
+	return out, nil
 }
 
 func TestVethPairInANamespace(t *testing.T) {
@@ -226,7 +320,7 @@ func TestVethPairInANamespace(t *testing.T) {
 	right := &linuxif.Interface{Name: "vright", HostIfName: "eth-r", Type: linuxif.Interface_VETH, Enabled: true, Namespace: nsRef(ns),
 		IpAddresses: []string{"10.10.0.2/24", "2001:db8::2/64"}, PhysAddress: "02:aa:bb:cc:dd:02",
 		Link: &linuxif.Interface_Veth{Veth: &linuxif.VethLink{PeerIfName: "vleft"}}}
-	t.Cleanup(func() { _ = exec.Command("ip", "link", "del", "vleft").Run() })
+	afterAgents(t, func() { _ = exec.Command("ip", "link", "del", "vleft").Run() })
 	a.mustCommit(left, right)
 
 	l, r := link(t, "", "vleft"), link(t, ns, "eth-r")
@@ -280,7 +374,7 @@ func TestVethPairInANamespace(t *testing.T) {
 func TestExistingInterfaceFollowsTheLink(t *testing.T) {
 	needRoot(t)
 	a := newAgent(t)
-	t.Cleanup(func() { _ = exec.Command("ip", "link", "del", "exist0").Run() })
+	afterAgents(t, func() { _ = exec.Command("ip", "link", "del", "exist0").Run() })
 	ex := &linuxif.Interface{Name: "ex", HostIfName: "exist0", Type: linuxif.Interface_EXISTING, Enabled: true,
 		IpAddresses: []string{"10.30.0.1/24"}}
 	a.mustCommit(ex)
@@ -319,7 +413,7 @@ func TestExistingInterfaceFollowsTheLink(t *testing.T) {
 func TestExistingHostNameChangeAdoptsTheOtherLink(t *testing.T) {
 	needRoot(t)
 	a := newAgent(t)
-	t.Cleanup(func() {
+	afterAgents(t, func() {
 		_ = exec.Command("ip", "link", "del", "exa0").Run()
 		_ = exec.Command("ip", "link", "del", "exb0").Run()
 	})
@@ -363,7 +457,7 @@ func TestExistingHostNameChangeAdoptsTheOtherLink(t *testing.T) {
 func TestWatcherReportsForeignLinks(t *testing.T) {
 	needRoot(t)
 	a := newAgent(t)
-	t.Cleanup(func() { _ = exec.Command("ip", "link", "del", "foreign0").Run() })
+	afterAgents(t, func() { _ = exec.Command("ip", "link", "del", "foreign0").Run() })
 	ch := make(chan *api.BaseValueStatus, 16)
 	key := ifplugin.HostNameKey("foreign0")
 	stop := a.s.WatchValueStatus(ch, func(k string) bool { return k == key })
@@ -393,10 +487,10 @@ func TestResyncRestoresAndRestartIsQuiet(t *testing.T) {
 		&linuxif.Interface{Name: "lo-" + ns, HostIfName: "lo", Type: linuxif.Interface_LOOPBACK, Enabled: true, Namespace: nsRef(ns),
 			IpAddresses: []string{"127.0.0.1/8", "10.99.0.1/32"}},
 	}
-	t.Cleanup(func() { _ = exec.Command("ip", "link", "del", "ra").Run() })
+	afterAgents(t, func() { _ = exec.Command("ip", "link", "del", "ra").Run() })
 	resync := api.TxnOptions{Resync: api.FullResync}
 
-	a := newAgent(t)
+	a := newReportingAgent(t)
 	a.mustCommit(values...)
 	if got := addrs(t, ns, "lo"); !slices.Equal(got, []string{"10.99.0.1/32", "127.0.0.1/8", "::1/128"}) {
 		t.Errorf("addresses of lo in %s: %v", ns, got)
@@ -456,7 +550,7 @@ func TestUnsupportedValuesAreInvalid(t *testing.T) {
 		}
 		t.Logf("this kernel has no dummy links: %s", st.GetError())
 	} else {
-		t.Cleanup(func() { _ = exec.Command("ip", "link", "del", "dum0").Run() })
+		afterAgents(t, func() { _ = exec.Command("ip", "link", "del", "dum0").Run() })
 		if link(t, "", "dum0") == nil {
 			t.Error("DUMMY dum0 not created")
 		}
@@ -466,7 +560,7 @@ func TestUnsupportedValuesAreInvalid(t *testing.T) {
 func TestRenameInPlaceAndMTURange(t *testing.T) {
 	needRoot(t)
 	a := newAgent(t)
-	t.Cleanup(func() {
+	afterAgents(t, func() {
 		_ = exec.Command("ip", "link", "del", "rn0").Run()
 		_ = exec.Command("ip", "link", "del", "rn0new").Run()
 	})
@@ -501,7 +595,7 @@ func TestTapToVPP(t *testing.T) {
 	needRoot(t)
 	ns := namespace(t, "ifp-tap")
 	a := newAgent(t)
-	t.Cleanup(func() { _ = exec.Command("ip", "link", "del", "tapvpp0").Run() })
+	afterAgents(t, func() { _ = exec.Command("ip", "link", "del", "tapvpp0").Run() })
 	// A stand-in for the VPP interface descriptor (the VPP plugin is not
 	// part of this test): its Create makes the host link as VPP would.
 	vpp := &api.KVDescriptor{
@@ -563,7 +657,7 @@ func TestAgentsOfOtherLabelsAreLeftAlone(t *testing.T) {
 		{owner: "vpp", other: "vpp1", alias: "netagent/vpp/lbl0"},
 	} {
 		t.Run(fmt.Sprintf("owner %q, other %q", c.owner, c.other), func(t *testing.T) {
-			t.Cleanup(func() { _ = exec.Command("ip", "link", "del", "lbl0").Run() })
+			afterAgents(t, func() { _ = exec.Command("ip", "link", "del", "lbl0").Run() })
 			owner := newLabelledAgent(t, c.owner)
 			owner.mustCommit(
 				&linuxif.Interface{Name: "lbl0", Type: linuxif.Interface_VETH, Enabled: true, Link: &linuxif.Interface_Veth{Veth: &linuxif.VethLink{PeerIfName: "lbl1"}}},
@@ -694,7 +788,7 @@ func TestAgentsOwnLoopbackStaysUp(t *testing.T) {
 func TestDummyNeverTakesAForeignLink(t *testing.T) {
 	needRoot(t)
 	a := newAgent(t)
-	t.Cleanup(func() { _ = exec.Command("ip", "link", "del", "dmy0").Run() })
+	afterAgents(t, func() { _ = exec.Command("ip", "link", "del", "dmy0").Run() })
 	run(t, "ip", "link", "add", "dmy0", "type", "veth", "peer", "name", "dmy1")
 	_, err := a.commit(api.TxnOptions{}, &linuxif.Interface{Name: "dmy0", Type: linuxif.Interface_DUMMY, Mtu: 1300})
 	st := a.s.GetValueStatus(ifplugin.InterfaceKey("dmy0")).GetValue()

@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/vishvananda/netlink"
@@ -45,6 +46,9 @@ type Plugin struct {
 	users   map[nsplugin.Ref]map[string]bool
 	// withoutVPP: the agent runs without VPP (SetVPPDisabled).
 	withoutVPP bool
+	// links is the metadata map of the interface descriptor, made by the
+	// scheduler at registration.
+	links atomic.Pointer[linkIndex]
 }
 
 // New returns the plugin. It probes which link kinds the kernel supports
@@ -102,7 +106,12 @@ func (p *Plugin) interfaceDescriptor() *api.KVDescriptor {
 		KeyLabel: func(key string) string {
 			return strings.TrimPrefix(key, models.LinuxInterface.KeyPrefix)
 		},
-		WithMetadata:       true,
+		WithMetadata: true,
+		MetadataMapFactory: func() api.MetadataMapRW {
+			m := newLinkIndex()
+			p.links.Store(m)
+			return m
+		},
 		Validate:           p.validate,
 		Create:             p.create,
 		Delete:             p.delete,
@@ -600,6 +609,23 @@ func (k keptRoutes) restore(h *netlink.Handle) error {
 	return errors.Join(errs...)
 }
 
+// namespacesOf returns where an interface is (its metadata) and where the
+// NB wants it (its value as last validated), when known.
+func (p *Plugin) namespacesOf(name string) []nsplugin.Ref {
+	var refs []nsplugin.Ref
+	if links := p.links.Load(); links != nil {
+		if md, ok := links.GetValue(name); ok {
+			if m, ok := metadataOf(md); ok {
+				refs = append(refs, m.Namespace)
+			}
+		}
+	}
+	if ref, ok := p.hint(name); ok && !slices.Contains(refs, ref) {
+		refs = append(refs, ref)
+	}
+	return refs
+}
+
 // hint returns the namespace of an interface as last validated.
 func (p *Plugin) hint(name string) (nsplugin.Ref, bool) {
 	p.hintsMu.Lock()
@@ -809,10 +835,20 @@ func (p *Plugin) deleteLink(ref nsplugin.Ref, v *linuxif.Interface) error {
 func (p *Plugin) retrieve(ctx context.Context, correlate []api.TypedKV[*linuxif.Interface, *Metadata]) ([]api.TypedKV[*linuxif.Interface, *Metadata], error) {
 	byName := map[string]*linuxif.Interface{}
 	refs := []nsplugin.Ref{{}}
+	addRef := func(ref nsplugin.Ref) {
+		if !slices.Contains(refs, ref) {
+			refs = append(refs, ref)
+		}
+	}
 	for _, kv := range correlate {
 		byName[kv.Value.GetName()] = kv.Value
-		if ref := nsplugin.RefOf(kv.Value.GetNamespace()); !slices.Contains(refs, ref) {
-			refs = append(refs, ref)
+		addRef(nsplugin.RefOf(kv.Value.GetNamespace()))
+		if kv.Value.GetType() == linuxif.Interface_VETH {
+			// The peer's namespace, so that the peer is found when the
+			// scheduler refreshes this end alone (a drift report).
+			for _, ref := range p.namespacesOf(kv.Value.GetVeth().GetPeerIfName()) {
+				addRef(ref)
+			}
 		}
 	}
 	var spaces []*nsLinks

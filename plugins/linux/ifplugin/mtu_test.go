@@ -20,11 +20,12 @@ func mtuOf(t *testing.T, name string) int {
 
 // TestUnsetMTU: on a link the agent creates (VETH, DUMMY) an unset mtu is
 // the kernel's default, 1500, and kept so: a resync sets it back after a
-// change by hand, and then, like a restart, executes nothing. On a link
+// change by hand (the agent's drift repair only reports here, so that the
+// resync does it), and then, like a restart, executes nothing. On a link
 // someone else made (EXISTING) an unset mtu leaves the MTU alone.
 func TestUnsetMTU(t *testing.T) {
 	needRoot(t)
-	a := newAgent(t)
+	a := newReportingAgent(t)
 	x, y := vethPair(t, "mtu0", "mtu1")
 	foreignVeth(t, "mtuex0")
 	ex := &linuxif.Interface{Name: "mtu-ex", HostIfName: "mtuex0", Type: linuxif.Interface_EXISTING, Enabled: true}

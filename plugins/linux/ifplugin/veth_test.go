@@ -21,12 +21,12 @@ import (
 func TestVethPeerNamespaceDeletedByHand(t *testing.T) {
 	needRoot(t)
 	ns := namespace(t, "ifp-nsdel")
-	a := newAgent(t)
+	a := newReportingAgent(t) // the resync repairs, not a drift repair
 	host := &linuxif.Interface{Name: "nd-host", Type: linuxif.Interface_VETH, Enabled: true, IpAddresses: []string{"10.37.0.1/24"},
 		Link: &linuxif.Interface_Veth{Veth: &linuxif.VethLink{PeerIfName: "nd-ns"}}}
 	inNS := &linuxif.Interface{Name: "nd-ns", HostIfName: "eth0", Type: linuxif.Interface_VETH, Enabled: true, Namespace: nsRef(ns),
 		IpAddresses: []string{"10.37.0.2/24"}, Link: &linuxif.Interface_Veth{Veth: &linuxif.VethLink{PeerIfName: "nd-host"}}}
-	t.Cleanup(func() { _ = exec.Command("ip", "link", "del", "nd-host").Run() })
+	afterAgents(t, func() { _ = exec.Command("ip", "link", "del", "nd-host").Run() })
 	a.mustCommit(host, inNS)
 	run(t, "ip", "netns", "del", ns)
 
@@ -72,7 +72,7 @@ func TestVethLeftUnderTemporaryNames(t *testing.T) {
 	a := newAgent(t)
 	x, y := vethPair(t, "tmp0", "tmp1")
 	run(t, "ip", "link", "add", tempName("tmp0"), "type", "veth", "peer", "name", tempName("tmp1"))
-	t.Cleanup(func() { _ = exec.Command("ip", "link", "del", tempName("tmp0")).Run() })
+	afterAgents(t, func() { _ = exec.Command("ip", "link", "del", tempName("tmp0")).Run() })
 	before := link(t, "", tempName("tmp0"))
 	a.mustCommit(x, y)
 	for _, name := range []string{"tmp0", "tmp1"} {

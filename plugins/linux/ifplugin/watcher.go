@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/vishvananda/netlink"
@@ -16,36 +17,58 @@ import (
 	linuxif "github.com/netagent-io/netagent/proto/linux/interfaces"
 )
 
-// Pusher is what the watcher reports to (the scheduler).
-type Pusher interface {
+// Scheduler is what the watcher reports to (the scheduler): the host
+// links as notifications, the drift of the agent's values, and the
+// interface descriptor's metadata map, through which it knows the links
+// and namespaces of the agent's interfaces.
+type Scheduler interface {
 	PushSBNotification(notifications ...api.KVWithMetadata) error
+	ReportDrift(reports ...api.DriftReport) error
+	GetMetadataMap(descriptor string) api.MetadataMap
 }
 
-// Watcher turns the links of the agent's namespace, and their addresses,
-// into OBTAINED values HostNameKey(name) and HostAddressKey(name, cidr), so
-// that values waiting for a host link (EXISTING interfaces, AF-Packet) are
-// applied when it appears and taken down when it goes. It subscribes to
-// link and address events; on each burst of events it lists the links and
-// addresses again and reports the difference with what it reported before,
-// so a missed or reordered event cannot leave a wrong state. After a
-// subscription error it subscribes again (with a growing delay) and
-// re-lists.
+// Watcher watches the kernel for the scheduler, in two ways.
+//
+// Host links: it turns the links of the agent's namespace, and their
+// addresses, into OBTAINED values HostNameKey(name) and
+// HostAddressKey(name, cidr), so that values waiting for a host link
+// (EXISTING interfaces, AF-Packet) are applied when it appears and taken
+// down when it goes. It subscribes to link and address events; on each
+// burst of events it lists the links and addresses again and reports the
+// difference with what it reported before, so a missed or reordered event
+// cannot leave a wrong state. After a subscription error it subscribes
+// again (with a growing delay) and re-lists.
+//
+// Drift: it subscribes to the link and address events (and, with
+// SetLinkObjects, the route and neighbour events) of the agent's namespace
+// and of every namespace the agent's interfaces are in, and reports the
+// values each batch of events concerns with one ReportDrift (see the
+// package doc, "Drift").
 type Watcher struct {
 	ns       *nsplugin.Manager
-	push     Pusher
+	sched    Scheduler
 	log      *slog.Logger
+	objects  LinkObjects
 	reported map[string]proto.Message
 	// synced is closed after the first report.
 	synced chan struct{}
 }
 
-// NewWatcher returns a watcher reporting to push.
-func NewWatcher(ns *nsplugin.Manager, push Pusher, log *slog.Logger) *Watcher {
+// NewWatcher returns a watcher reporting to the scheduler, which must have
+// the descriptors of a Plugin registered before Run (drift detection reads
+// the interface descriptor's metadata map).
+func NewWatcher(ns *nsplugin.Manager, sched Scheduler, log *slog.Logger) *Watcher {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Watcher{ns: ns, push: push, log: log, reported: map[string]proto.Message{}, synced: make(chan struct{})}
+	return &Watcher{ns: ns, sched: sched, log: log, reported: map[string]proto.Message{}, synced: make(chan struct{})}
 }
+
+// SetLinkObjects makes the watcher report the drift of values on the
+// agent's links too: it subscribes to route and neighbour events and asks
+// o which values an event concerns (the daemon passes the l3plugin.Plugin,
+// for routes and ARP entries). Call before Run.
+func (w *Watcher) SetLinkObjects(o LinkObjects) { w.objects = o }
 
 // Synced is closed once the first state of the host links is reported.
 func (w *Watcher) Synced() <-chan struct{} { return w.synced }
@@ -59,8 +82,25 @@ func WatcherDescriptor() *api.KVDescriptor {
 	}
 }
 
-// Run watches until ctx ends.
+// Run watches until ctx ends; every goroutine it starts has ended when it
+// returns.
 func (w *Watcher) Run(ctx context.Context) {
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	if d := w.driftWatch(); d != nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			d.run(ctx)
+		}()
+	} else {
+		w.log.Warn("drift watcher: not running", "error", errNoIndex)
+	}
+	w.watchHostLinks(ctx)
+}
+
+// watchHostLinks reports the host links until ctx ends.
+func (w *Watcher) watchHostLinks(ctx context.Context) {
 	delay := 100 * time.Millisecond
 	first := true
 	for ctx.Err() == nil {
@@ -80,7 +120,15 @@ func (w *Watcher) Run(ctx context.Context) {
 
 func (w *Watcher) watch(ctx context.Context, first *bool) error {
 	done := make(chan struct{})
-	defer close(done)
+	var started []func()
+	defer func() {
+		// The subscriptions end when done closes their sockets; their
+		// goroutines may be blocked sending: read until they close.
+		close(done)
+		for _, drain := range started {
+			drain()
+		}
+	}()
 	errc := make(chan error, 2)
 	links := make(chan netlink.LinkUpdate, 64)
 	addrs := make(chan netlink.AddrUpdate, 64)
@@ -93,9 +141,17 @@ func (w *Watcher) watch(ctx context.Context, first *bool) error {
 	if err := netlink.LinkSubscribeWithOptions(links, done, netlink.LinkSubscribeOptions{ErrorCallback: onErr}); err != nil {
 		return fmt.Errorf("link subscription: %w", err)
 	}
+	started = append(started, func() {
+		for range links {
+		}
+	})
 	if err := netlink.AddrSubscribeWithOptions(addrs, done, netlink.AddrSubscribeOptions{ErrorCallback: onErr}); err != nil {
 		return fmt.Errorf("address subscription: %w", err)
 	}
+	started = append(started, func() {
+		for range addrs {
+		}
+	})
 	// Subscribed first, listed after: nothing falls in between.
 	if err := w.resync(); err != nil {
 		return err
@@ -182,7 +238,7 @@ func (w *Watcher) resync() error {
 	if len(changes) == 0 {
 		return nil
 	}
-	if err := w.push.PushSBNotification(changes...); err != nil {
+	if err := w.sched.PushSBNotification(changes...); err != nil {
 		return fmt.Errorf("reporting host links: %w", err)
 	}
 	w.reported = now

@@ -78,8 +78,13 @@ func (p *Plugin) arpDescriptor() *api.TypedDescriptor[*linuxl3.ARPEntry, *Placem
 			return arpsEquivalent(a, b)
 		},
 		WithMetadata: true,
-		Validate:     validateARP,
-		Create:       p.setARP,
+		MetadataMapFactory: func() api.MetadataMapRW {
+			m := newPlacementIndex(arpTarget)
+			p.arps.Store(m)
+			return m
+		},
+		Validate: validateARP,
+		Create:   p.setARP,
 		Update: func(ctx context.Context, key string, _, n *linuxl3.ARPEntry, _ *Placement) (*Placement, error) {
 			return p.setARP(ctx, key, n)
 		},

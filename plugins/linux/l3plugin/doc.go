@@ -88,6 +88,40 @@
 //     address on the links of the interfaces the expected entries name (all
 //     configured interfaces with SetInterfaceLister).
 //
+// # Drift
+//
+// The plugin tells the interface watcher (ifplugin.Watcher.SetLinkObjects:
+// the Plugin is an ifplugin.LinkObjects) which routes and ARP entries a
+// netlink event concerns, so that the watcher reports them to the
+// scheduler (ReportDrift) when they change outside the agent:
+//
+//	w := ifplugin.NewWatcher(nsManager, sched, logger)
+//	w.SetLinkObjects(l3) // before w.Run
+//
+// The metadata maps of both descriptors, built by the plugin, index the
+// values by where the agent put them (Placement: namespace and ifindex)
+// and, on each link, by the masked destination of a route or the IP of an
+// ARP entry (an IPv4-mapped IPv6 address counts as the IPv4 one, as in
+// the kernel):
+//
+//   - RouteKeys: a route event of protocol RouteProtocol in the main table,
+//     on one link, gives the routes to its destination on that link
+//     (added, replaced or deleted: their refresh tells); other routes give
+//     nothing.
+//   - NeighKeys: a neighbour event (but proxy entries) gives the ARP entries
+//     of its IP on its link: deleted, or changed (another MAC, no longer
+//     permanent).
+//   - OnLink: every route and ARP entry on a link, which the watcher
+//     reports with a link deleted or set down: the kernel flushes their
+//     routes and neighbours without always sending RTM_DELROUTE or
+//     RTM_DELNEIGH.
+//
+// The refresh compares field by field (Retrieve: destination, gateway,
+// scope, metric, link; IP, MAC, permanent state), so a route replaced with
+// another gateway is found changed and a neighbour that is no longer
+// permanent is found gone. A multipath route or a route of ours in another
+// table is never the agent's and is not reported.
+//
 // # Errors
 //
 // Every callback is idempotent. Create, Update and Delete errors are

@@ -9,12 +9,14 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+	"time"
 
 	"google.golang.org/protobuf/proto"
 
 	"github.com/netagent-io/netagent/pkg/models"
 	"github.com/netagent-io/netagent/plugins/kvscheduler"
 	"github.com/netagent-io/netagent/plugins/kvscheduler/api"
+	"github.com/netagent-io/netagent/plugins/kvscheduler/txnlog"
 	"github.com/netagent-io/netagent/plugins/linux/ifplugin"
 	"github.com/netagent-io/netagent/plugins/linux/l3plugin"
 	"github.com/netagent-io/netagent/plugins/linux/nsplugin"
@@ -123,6 +125,20 @@ type realAgent struct {
 }
 
 func newRealAgent(t *testing.T, prefix string) *realAgent {
+	return newRealAgentWith(t, prefix, realOptions{})
+}
+
+// realOptions: what else the agent of a test runs.
+type realOptions struct {
+	// watch runs the interface watcher, with this plugin's routes and
+	// ARP entries (drift detection), as the daemon does.
+	watch bool
+	// reportOnly: the scheduler's drift repairs only report
+	// (DriftReportOnly).
+	reportOnly bool
+}
+
+func newRealAgentWith(t *testing.T, prefix string, o realOptions) *realAgent {
 	t.Helper()
 	needRoot(t)
 	name := fmt.Sprintf("%s-%d", prefix, os.Getpid())
@@ -133,16 +149,42 @@ func newRealAgent(t *testing.T, prefix string) *realAgent {
 	}
 	t.Cleanup(mgr.Close)
 	log := logger(t, slog.LevelWarn)
-	s := kvscheduler.New(kvscheduler.Options{Logger: log})
+	s := kvscheduler.New(kvscheduler.Options{Logger: log, DriftReportOnly: o.reportOnly})
 	t.Cleanup(s.Close)
 	l3 := l3plugin.New(mgr, l3plugin.SchedulerInterfaces(s), log)
 	l3.SetInterfaceLister(l3plugin.SchedulerInterfaceNames(s))
-	if err := s.RegisterKVDescriptor(ifplugin.New(mgr, log).Descriptors()...); err != nil {
+	descriptors := ifplugin.New(mgr, log).Descriptors()
+	if o.watch {
+		descriptors = append(descriptors, ifplugin.WatcherDescriptor())
+	}
+	if err := s.RegisterKVDescriptor(descriptors...); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.RegisterKVDescriptor(l3.Descriptors()...); err != nil {
 		t.Fatal(err)
 	}
+	if o.watch {
+		w := ifplugin.NewWatcher(mgr, s, log)
+		w.SetLinkObjects(l3)
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			w.Run(ctx)
+		}()
+		t.Cleanup(func() {
+			cancel()
+			<-done
+		})
+		<-w.Synced()
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			for _, rec := range s.GetTransactionHistory(time.Time{}, time.Time{}) {
+				t.Log(txnlog.Format(rec, txnlog.Options{}))
+			}
+		}
+	})
 	return &realAgent{t: t, s: s, ns: &linuxns.NetNamespace{Type: linuxns.NetNamespace_NSID, Reference: name}}
 }
 

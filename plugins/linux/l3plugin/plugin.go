@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"os"
 	"sort"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/vishvananda/netlink"
@@ -120,12 +121,16 @@ type Placement struct {
 }
 
 // Plugin holds the Linux route and ARP descriptors. It keeps no state of its
-// own: the scheduler keeps the values, the kernel the configuration.
+// own: the scheduler keeps the values (and their metadata maps, which the
+// plugin builds), the kernel the configuration.
 type Plugin struct {
 	ns     *nsplugin.Manager
 	ifaces InterfaceLookup
 	names  func(ctx context.Context) []string
 	log    *slog.Logger
+	// routes and arps are the metadata maps of the descriptors (made by
+	// the scheduler at registration), read by the drift methods.
+	routes, arps atomic.Pointer[placementIndex]
 }
 
 // New returns the plugin. ns gives the netlink handle of each namespace,

@@ -181,7 +181,12 @@ func (p *Plugin) routeDescriptor() *api.TypedDescriptor[*linuxl3.Route, *Placeme
 		ValueComparator: func(_ string, a, b *linuxl3.Route) bool {
 			return routesEquivalent(a, b)
 		},
-		WithMetadata:       true,
+		WithMetadata: true,
+		MetadataMapFactory: func() api.MetadataMapRW {
+			m := newPlacementIndex(routeTarget)
+			p.routes.Store(m)
+			return m
+		},
 		Validate:           validateRoute,
 		Create:             p.createRoute,
 		Update:             p.updateRoute,

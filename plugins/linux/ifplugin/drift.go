@@ -1,0 +1,626 @@
+package ifplugin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netns"
+
+	"github.com/netagent-io/netagent/plugins/kvscheduler/api"
+	"github.com/netagent-io/netagent/plugins/linux/nsplugin"
+	linuxns "github.com/netagent-io/netagent/proto/linux/namespace"
+)
+
+// LinkObjects are values of another plugin that live on the links of the
+// agent's interfaces (l3plugin: routes and ARP entries). The watcher asks
+// it which of its values a netlink event concerns and reports them. The
+// methods are called from the watcher's goroutine while the scheduler runs:
+// they must be safe for concurrent use, must not block and must not call
+// the scheduler (they read an index kept by a metadata map). Returning a
+// key whose value is in sync costs a refresh and changes nothing, so an
+// implementation that cannot tell returns every candidate.
+type LinkObjects interface {
+	// OnLink returns the keys of the values on link index of namespace
+	// ns. They are reported with a link that is deleted or set down: the
+	// kernel flushes its routes and neighbours without always saying so.
+	OnLink(ns nsplugin.Ref, index int) []string
+	// RouteKeys returns the keys of the values a route event of namespace
+	// ns concerns (added, replaced or deleted).
+	RouteKeys(ns nsplugin.Ref, route *netlink.Route) []string
+	// NeighKeys returns the keys of the values a neighbour event of
+	// namespace ns concerns.
+	NeighKeys(ns nsplugin.Ref, neigh *netlink.Neigh) []string
+}
+
+// Timing of drift detection.
+const (
+	// A batch of events ends driftQuiet after its last event, or
+	// driftMaxWait after its first: a burst (a veth pair made, 200 routes
+	// deleted) is one report.
+	driftQuiet   = 20 * time.Millisecond
+	driftMaxWait = 200 * time.Millisecond
+	// nsCheckPeriod: how often the watched namespaces are checked for a
+	// deletion (`ip netns del`) or a replacement, which netlink does not
+	// tell.
+	nsCheckPeriod = time.Second
+	// eventBuffer is the receive buffer of each subscription socket, so
+	// that a burst of events (a table of routes flushed) is not lost while
+	// the watcher reads.
+	eventBuffer = 4 << 20
+)
+
+// Ranks of causes: a key reported for several events of a batch keeps the
+// cause of the highest.
+const (
+	rankObject = iota // an address, a route, a neighbour
+	rankLinkChanged
+	rankLinkGone
+)
+
+// nsEvent is one netlink event of a namespace, or (lost: why) the news
+// that changes of the namespace may not have been seen: every value there
+// is reported.
+type nsEvent struct {
+	ns    nsplugin.Ref
+	link  *netlink.LinkUpdate
+	addr  *netlink.AddrUpdate
+	route *netlink.RouteUpdate
+	neigh *netlink.NeighUpdate
+	lost  string
+}
+
+// driftWatch reports the drift of the agent's values: it subscribes to the
+// link, address, route and neighbour events of the agent's namespace and
+// of every namespace the agent's interfaces are in (as the interface
+// descriptor's metadata map, linkIndex, says), maps each event to the keys
+// of the values it concerns, and reports each batch with one ReportDrift.
+type driftWatch struct {
+	w       *Watcher
+	index   *linkIndex
+	objects LinkObjects
+	events  chan nsEvent
+	subs    map[nsplugin.Ref]*nsSub
+	// gone are the namespaces of the agent's interfaces found missing
+	// (reported once, until they are back).
+	gone map[nsplugin.Ref]bool
+	// noForce: SO_RCVBUFFORCE refused (no CAP_NET_ADMIN, which the agent
+	// needs anyway): the default buffer is used from then on. (The netlink
+	// library leaves the socket of that failed subscription open: once.)
+	noForce atomic.Bool
+}
+
+// nsSub is the subscription to the events of one namespace: a goroutine
+// holding a handle of the namespace (so a namespace replaced under the same
+// name is noticed by its identity).
+type nsSub struct {
+	id     nsIdentity
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// nsIdentity is the device and inode of a namespace.
+type nsIdentity struct{ dev, ino uint64 }
+
+func identityOf(fd int) (nsIdentity, error) {
+	var st syscall.Stat_t
+	if err := syscall.Fstat(fd, &st); err != nil {
+		return nsIdentity{}, err
+	}
+	return nsIdentity{uint64(st.Dev), st.Ino}, nil
+}
+
+// nsPath is the file of a namespace that is not the agent's own, as
+// nsplugin resolves it.
+func nsPath(ns nsplugin.Ref) string {
+	switch ns.Type {
+	case linuxns.NetNamespace_NSID:
+		return filepath.Join(nsplugin.NetnsDir, ns.Reference)
+	case linuxns.NetNamespace_PID:
+		return "/proc/" + ns.Reference + "/ns/net"
+	}
+	return ns.Reference
+}
+
+// open returns a handle of the namespace (the caller closes it) and its
+// identity.
+func (d *driftWatch) open(ns nsplugin.Ref) (netns.NsHandle, nsIdentity, error) {
+	var h netns.NsHandle
+	if ns.IsDefault() {
+		// The Manager's handle of the agent's namespace never changes.
+		fd, err := d.w.ns.Fd(ns, false)
+		if err != nil {
+			return 0, nsIdentity{}, err
+		}
+		dup, err := syscall.Dup(fd)
+		if err != nil {
+			return 0, nsIdentity{}, fmt.Errorf("the agent's namespace: %w", err)
+		}
+		syscall.CloseOnExec(dup)
+		h = netns.NsHandle(dup)
+	} else {
+		if err := nsplugin.Check(ns); err != nil {
+			return 0, nsIdentity{}, err
+		}
+		var err error
+		if h, err = netns.GetFromPath(nsPath(ns)); err != nil {
+			return 0, nsIdentity{}, fmt.Errorf("%s: %w", ns, err)
+		}
+	}
+	id, err := identityOf(int(h))
+	if err != nil {
+		h.Close()
+		return 0, nsIdentity{}, fmt.Errorf("%s: %w", ns, err)
+	}
+	return h, id, nil
+}
+
+// identity returns the identity of the namespace a reference names now.
+func identity(ns nsplugin.Ref) (nsIdentity, error) {
+	fi, err := os.Stat(nsPath(ns))
+	if err != nil {
+		return nsIdentity{}, err
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return nsIdentity{}, fmt.Errorf("%s: no inode", ns)
+	}
+	return nsIdentity{uint64(st.Dev), st.Ino}, nil
+}
+
+// run watches until ctx ends; every goroutine it started has ended when it
+// returns.
+func (d *driftWatch) run(ctx context.Context) {
+	defer d.stopAll()
+	d.reconcile(ctx)
+	tick := time.NewTicker(nsCheckPeriod)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-d.index.changed:
+			d.reconcile(ctx)
+		case <-tick.C:
+			d.reconcile(ctx)
+		case ev := <-d.events:
+			b := newDriftBatch()
+			d.add(b, ev)
+			d.collect(ctx, b)
+			d.report(b)
+		}
+	}
+}
+
+// collect adds the events that follow to the batch, until driftQuiet
+// passes without one or driftMaxWait after the first.
+func (d *driftWatch) collect(ctx context.Context, b *driftBatch) {
+	quiet := time.NewTimer(driftQuiet)
+	defer quiet.Stop()
+	deadline := time.NewTimer(driftMaxWait)
+	defer deadline.Stop()
+	for {
+		select {
+		case ev := <-d.events:
+			d.add(b, ev)
+			quiet.Reset(driftQuiet)
+		case <-quiet.C:
+			return
+		case <-deadline.C:
+			return
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+func (d *driftWatch) report(b *driftBatch) {
+	reports := b.reports()
+	if len(reports) == 0 {
+		return
+	}
+	d.w.log.Debug("drift watcher: reporting", "values", len(reports), "first", reports[0].Key, "cause", reports[0].Cause)
+	if err := d.w.sched.ReportDrift(reports...); err != nil && !errors.Is(err, api.ErrClosed) {
+		d.w.log.Warn("drift watcher: reporting values out of sync", "values", len(reports), "error", err)
+	}
+}
+
+// reconcile subscribes in the namespaces of the agent's interfaces (and
+// its own) and ends the subscriptions of the others. A namespace watched
+// that was deleted (`ip netns del`) or replaced is reported: every value in
+// it.
+func (d *driftWatch) reconcile(ctx context.Context) {
+	want := map[nsplugin.Ref]bool{{}: true}
+	for _, ns := range d.index.namespaces() {
+		want[ns] = true
+	}
+	b := newDriftBatch()
+	for ns := range d.gone {
+		if !want[ns] {
+			delete(d.gone, ns)
+		}
+	}
+	for ns, sub := range d.subs {
+		if !want[ns] {
+			sub.stop()
+			delete(d.subs, ns)
+			continue
+		}
+		if ns.IsDefault() {
+			continue
+		}
+		id, err := identity(ns)
+		if err == nil && id == sub.id {
+			continue
+		}
+		sub.stop()
+		delete(d.subs, ns)
+		if err == nil {
+			d.addAll(b, ns, fmt.Sprintf("the %s was replaced by another namespace of that name", ns))
+		}
+	}
+	for ns := range want {
+		if d.subs[ns] != nil {
+			continue
+		}
+		h, id, err := d.open(ns)
+		if err != nil {
+			// Deleted (or never watched): its values are reported once;
+			// the agent makes it again or drops them. Checked again at
+			// the next change or tick.
+			if !d.gone[ns] {
+				d.gone[ns] = true
+				d.addAll(b, ns, fmt.Sprintf("the %s was deleted (%v)", ns, err))
+			}
+			continue
+		}
+		delete(d.gone, ns)
+		subCtx, cancel := context.WithCancel(ctx)
+		sub := &nsSub{id: id, cancel: cancel, done: make(chan struct{})}
+		d.subs[ns] = sub
+		go func() {
+			defer close(sub.done)
+			defer h.Close()
+			d.subscribe(subCtx, ns, h)
+		}()
+	}
+	d.report(b)
+}
+
+func (s *nsSub) stop() {
+	s.cancel()
+	<-s.done
+}
+
+func (d *driftWatch) stopAll() {
+	for ns, sub := range d.subs {
+		sub.stop()
+		delete(d.subs, ns)
+	}
+}
+
+// subscribe listens to the events of namespace h until ctx ends,
+// subscribing again (with a growing delay) after an error. Once subscribed
+// it reports every value of the namespace: what changed before (the
+// agent's interfaces are made before the namespace is watched, the events
+// of an outage are lost) is found by their refresh.
+func (d *driftWatch) subscribe(ctx context.Context, ns nsplugin.Ref, h netns.NsHandle) {
+	delay := 100 * time.Millisecond
+	lost := fmt.Sprintf("changes in the %s before it was watched", ns)
+	for {
+		err := d.listen(ctx, ns, h, lost)
+		if ctx.Err() != nil {
+			return
+		}
+		d.w.log.Warn("drift watcher: netlink subscription ended; subscribing again", "netns", ns.String(), "error", err, "after", delay)
+		lost = fmt.Sprintf("netlink events of the %s lost (%v)", ns, err)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(delay):
+		}
+		delay = min(2*delay, 10*time.Second)
+	}
+}
+
+// listen subscribes to the events of the namespace and passes them on
+// until ctx ends or a subscription fails. lost is sent once subscribed:
+// the events before were not seen.
+func (d *driftWatch) listen(ctx context.Context, ns nsplugin.Ref, h netns.NsHandle, lost string) error {
+	done := make(chan struct{})
+	var started []func() // drain each started subscription's channel
+	defer func() {
+		// The subscriptions end when done closes their sockets; their
+		// goroutines may be blocked sending: read until they close.
+		close(done)
+		for _, drain := range started {
+			drain()
+		}
+	}()
+	errc := make(chan error, 1)
+	onErr := func(err error) {
+		select {
+		case errc <- err:
+		default:
+		}
+	}
+	buf, force := eventBuffer, !d.noForce.Load()
+	links := make(chan netlink.LinkUpdate, 64)
+	if err := netlink.LinkSubscribeWithOptions(links, done, netlink.LinkSubscribeOptions{Namespace: &h, ErrorCallback: onErr, ReceiveBufferSize: buf, ReceiveBufferForceSize: force}); err != nil {
+		if force && errors.Is(err, syscall.EPERM) {
+			d.noForce.Store(true)
+		}
+		return fmt.Errorf("link events: %w", err)
+	}
+	started = append(started, func() {
+		for range links {
+		}
+	})
+	addrs := make(chan netlink.AddrUpdate, 64)
+	if err := netlink.AddrSubscribeWithOptions(addrs, done, netlink.AddrSubscribeOptions{Namespace: &h, ErrorCallback: onErr, ReceiveBufferSize: buf, ReceiveBufferForceSize: force}); err != nil {
+		return fmt.Errorf("address events: %w", err)
+	}
+	started = append(started, func() {
+		for range addrs {
+		}
+	})
+	var routes chan netlink.RouteUpdate
+	var neighs chan netlink.NeighUpdate
+	if d.objects != nil {
+		routes = make(chan netlink.RouteUpdate, 256)
+		if err := netlink.RouteSubscribeWithOptions(routes, done, netlink.RouteSubscribeOptions{Namespace: &h, ErrorCallback: onErr, ReceiveBufferSize: buf, ReceiveBufferForceSize: force}); err != nil {
+			return fmt.Errorf("route events: %w", err)
+		}
+		started = append(started, func() {
+			for range routes {
+			}
+		})
+		neighs = make(chan netlink.NeighUpdate, 64)
+		if err := netlink.NeighSubscribeWithOptions(neighs, done, netlink.NeighSubscribeOptions{Namespace: &h, ErrorCallback: onErr, ReceiveBufferSize: buf, ReceiveBufferForceSize: force}); err != nil {
+			return fmt.Errorf("neighbour events: %w", err)
+		}
+		started = append(started, func() {
+			for range neighs {
+			}
+		})
+	}
+	send := func(ev nsEvent) bool {
+		select {
+		case d.events <- ev:
+			return true
+		case <-ctx.Done():
+			return false
+		}
+	}
+	if !send(nsEvent{ns: ns, lost: lost}) {
+		return nil
+	}
+	for {
+		ev := nsEvent{ns: ns}
+		select {
+		case <-ctx.Done():
+			return nil
+		case err := <-errc:
+			return err
+		case u, ok := <-links:
+			if !ok {
+				return errors.New("link subscription closed")
+			}
+			ev.link = &u
+		case u, ok := <-addrs:
+			if !ok {
+				return errors.New("address subscription closed")
+			}
+			ev.addr = &u
+		case u, ok := <-routes:
+			if !ok {
+				return errors.New("route subscription closed")
+			}
+			ev.route = &u
+		case u, ok := <-neighs:
+			if !ok {
+				return errors.New("neighbour subscription closed")
+			}
+			ev.neigh = &u
+		}
+		if !send(ev) {
+			return nil
+		}
+	}
+}
+
+// driftBatch gathers the reports of a batch, one per key: interface keys
+// first (refreshed first, before the routes that use their links), each
+// with the cause of its highest-ranked event.
+type driftBatch struct {
+	ifaces, others []api.DriftReport
+	ranks          map[string]int
+	at             map[string]int // key: index in ifaces or others
+}
+
+func newDriftBatch() *driftBatch {
+	return &driftBatch{ranks: map[string]int{}, at: map[string]int{}}
+}
+
+func (b *driftBatch) add(key, cause string, rank int, iface bool) {
+	list := &b.others
+	if iface {
+		list = &b.ifaces
+	}
+	if i, seen := b.at[key]; seen {
+		if rank > b.ranks[key] {
+			(*list)[i].Cause = cause
+			b.ranks[key] = rank
+		}
+		return
+	}
+	b.at[key] = len(*list)
+	b.ranks[key] = rank
+	*list = append(*list, api.DriftReport{Key: key, Cause: cause})
+}
+
+func (b *driftBatch) reports() []api.DriftReport {
+	return append(b.ifaces, b.others...)
+}
+
+// add maps one event to the keys it concerns.
+func (d *driftWatch) add(b *driftBatch, ev nsEvent) {
+	ns := ev.ns
+	switch {
+	case ev.lost != "":
+		d.addAll(b, ns, ev.lost)
+	case ev.link != nil:
+		d.addLink(b, ns, ev.link)
+	case ev.addr != nil:
+		u := ev.addr
+		if u.NewAddr && u.LinkAddress.IP.To4() == nil && u.LinkAddress.IP.IsLinkLocalUnicast() {
+			return // the kernel's own fe80:: address, never a value's drift
+		}
+		name, ok := d.index.interfaceOn(ns, u.LinkIndex)
+		if !ok {
+			return
+		}
+		verb := "added to"
+		if !u.NewAddr {
+			verb = "removed from"
+		}
+		b.add(InterfaceKey(name), fmt.Sprintf("address %s %s link %s in the %s", u.LinkAddress.String(), verb, d.hostName(name), ns), rankObject, true)
+	case ev.route != nil && d.objects != nil:
+		u := ev.route
+		keys := d.objects.RouteKeys(ns, &u.Route)
+		if len(keys) == 0 {
+			return
+		}
+		what := "added or replaced"
+		if u.Type == syscall.RTM_DELROUTE {
+			what = "deleted"
+		}
+		cause := fmt.Sprintf("route %s %s in the %s", routeString(&u.Route), what, ns)
+		for _, k := range keys {
+			b.add(k, cause, rankObject, false)
+		}
+	case ev.neigh != nil && d.objects != nil:
+		u := ev.neigh
+		keys := d.objects.NeighKeys(ns, &u.Neigh)
+		if len(keys) == 0 {
+			return
+		}
+		cause := fmt.Sprintf("neighbour %s changed (lladdr %s, state %s) in the %s", u.IP, u.HardwareAddr, neighState(u.State), ns)
+		if u.Type == syscall.RTM_DELNEIGH {
+			cause = fmt.Sprintf("neighbour %s deleted in the %s", u.IP, ns)
+		}
+		for _, k := range keys {
+			b.add(k, cause, rankObject, false)
+		}
+	}
+}
+
+// addLink maps a link event: the interface on the link; when the link is
+// gone or down, what the kernel flushed with it too.
+func (d *driftWatch) addLink(b *driftBatch, ns nsplugin.Ref, u *netlink.LinkUpdate) {
+	attrs := u.Attrs()
+	name, ok := d.index.interfaceOn(ns, attrs.Index)
+	if !ok {
+		return
+	}
+	if u.Header.Type == syscall.RTM_DELLINK {
+		cause := fmt.Sprintf("link %s deleted from the %s (or moved out)", attrs.Name, ns)
+		b.add(InterfaceKey(name), cause, rankLinkGone, true)
+		d.addOnLink(b, ns, attrs.Index, cause, rankLinkGone)
+		return
+	}
+	var state []string
+	if old := d.hostName(name); old != attrs.Name {
+		state = append(state, "renamed from "+old)
+	}
+	state = append(state, fmt.Sprintf("mtu %d", attrs.MTU))
+	up := attrs.Flags&net.FlagUp != 0
+	if up {
+		state = append(state, "up")
+	} else {
+		state = append(state, "down")
+	}
+	cause := fmt.Sprintf("link %s of the %s changed (%s)", attrs.Name, ns, strings.Join(state, ", "))
+	b.add(InterfaceKey(name), cause, rankLinkChanged, true)
+	if !up {
+		d.addOnLink(b, ns, attrs.Index, cause, rankLinkChanged)
+	}
+}
+
+func (d *driftWatch) addOnLink(b *driftBatch, ns nsplugin.Ref, index int, cause string, rank int) {
+	if d.objects == nil {
+		return
+	}
+	for _, k := range d.objects.OnLink(ns, index) {
+		b.add(k, cause, rank, false)
+	}
+}
+
+// addAll reports every value of a namespace: its interfaces and what is on
+// their links.
+func (d *driftWatch) addAll(b *driftBatch, ns nsplugin.Ref, cause string) {
+	for _, l := range d.index.inNamespace(ns) {
+		b.add(InterfaceKey(l.name), cause, rankLinkGone, true)
+		d.addOnLink(b, ns, l.index, cause, rankLinkGone)
+	}
+}
+
+// hostName is the kernel name of an interface as its metadata says.
+func (d *driftWatch) hostName(name string) string {
+	if md, ok := d.index.GetValue(name); ok {
+		if m, ok := metadataOf(md); ok {
+			return m.HostName
+		}
+	}
+	return name
+}
+
+func routeString(r *netlink.Route) string {
+	var s strings.Builder
+	if r.Dst != nil {
+		s.WriteString(r.Dst.String())
+	} else {
+		s.WriteString("default")
+	}
+	if r.Gw != nil {
+		s.WriteString(" via " + r.Gw.String())
+	}
+	fmt.Fprintf(&s, " ifindex %d metric %d", r.LinkIndex, r.Priority)
+	return s.String()
+}
+
+func neighState(state int) string {
+	switch {
+	case state&netlink.NUD_PERMANENT != 0:
+		return "permanent"
+	case state&netlink.NUD_FAILED != 0:
+		return "failed"
+	case state&netlink.NUD_NOARP != 0:
+		return "noarp"
+	case state == netlink.NUD_NONE:
+		return "none"
+	}
+	return "dynamic"
+}
+
+// driftWatch returns the drift watch of a watcher, or nil when the
+// interface descriptor (with its linkIndex metadata map) is not
+// registered with the scheduler.
+func (w *Watcher) driftWatch() *driftWatch {
+	index, _ := w.sched.GetMetadataMap(InterfaceDescriptorName).(*linkIndex)
+	if index == nil {
+		return nil
+	}
+	return &driftWatch{w: w, index: index, objects: w.objects, events: make(chan nsEvent, 1024), subs: map[nsplugin.Ref]*nsSub{}, gone: map[nsplugin.Ref]bool{}}
+}
+
+// errNoIndex is logged when drift detection cannot run.
+var errNoIndex = errors.New("the interface descriptor is not registered with the scheduler (register Plugin.Descriptors before Run)")
