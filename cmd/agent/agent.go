@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
+	"net/url"
 	"sync"
 	"time"
 
@@ -63,12 +64,7 @@ func New(cfg Config, logOut io.Writer) (_ *Agent, err error) {
 	}()
 	effective, _ := json.Marshal(cfg) // the token shows as "(set)": it is a Secret
 	log.Info("starting netagent", "config", string(effective), "version", buildVersion()["version"])
-	for name, l := range map[string]Listener{"rest": cfg.REST, "grpc": cfg.GRPC, "debug": cfg.Debug} {
-		if l.Address != "" && !loopbackOnly(l.Address) && !cfg.Token.IsSet() && l.TLSCert == "" {
-			log.Warn("LISTENING BEYOND LOOPBACK WITHOUT AUTHENTICATION: anyone who reaches this address can change the network configuration; set a token and TLS",
-				"listener", name, "address", l.Address)
-		}
-	}
+	warnBeyondLoopback(cfg, log)
 	if a.servers.listeners, err = listen(cfg); err != nil {
 		return nil, err
 	}
@@ -118,6 +114,34 @@ func New(cfg Config, logOut io.Writer) (_ *Agent, err error) {
 		return nil, err
 	}
 	return a, nil
+}
+
+// warnBeyondLoopback warns of each listener beyond loopback without
+// authentication (Config.validate refused those that would weaken a
+// guarded agent).
+func warnBeyondLoopback(cfg Config, log *slog.Logger) {
+	const open = "LISTENING BEYOND LOOPBACK WITHOUT AUTHENTICATION: anyone who reaches this address can change the network configuration; set a token and TLS"
+	for name, l := range map[string]Listener{"rest": cfg.REST, "grpc": cfg.GRPC, "debug": cfg.Debug} {
+		if l.Address != "" && !loopbackOnly(l.Address) && !cfg.Token.IsSet() && l.TLSCert == "" {
+			log.Warn(open, "listener", name, "address", l.Address)
+		}
+	}
+	if cfg.Etcd.EmbeddedDir == "" {
+		return
+	}
+	for name, raw := range map[string]string{"embedded etcd": cfg.Etcd.EmbeddedClientURL, "embedded etcd peer": cfg.Etcd.EmbeddedPeerURL} {
+		u, err := url.Parse(raw)
+		if err != nil || loopbackOnly(u.Host) {
+			continue
+		}
+		switch {
+		case !cfg.Token.IsSet() || name == "embedded etcd peer":
+			log.Warn(open, "listener", name, "address", raw)
+		default:
+			log.Warn("EMBEDDED ETCD BEYOND LOOPBACK OVER PLAIN HTTP: the token (its root password) and the configuration cross the network in clear",
+				"listener", name, "address", raw)
+		}
+	}
 }
 
 // Addresses returns the bound addresses of the listeners.

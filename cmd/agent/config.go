@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -63,7 +64,15 @@ type Etcd struct {
 	// Endpoints of an external cluster (env ETCD_ENDPOINTS, comma
 	// separated).
 	Endpoints []string `json:"endpoints"`
-	// EmbeddedDir runs an in-process etcd server with its data there.
+	// EmbeddedDir runs an in-process etcd server with its data there. With
+	// a token, its clients authenticate as user root with the token as
+	// password (the agent does, agentctl kvdb does when given the token);
+	// without one, anyone who reaches EmbeddedClientURL can write the
+	// configuration. Beyond loopback, the embedded etcd is refused when
+	// TLS is configured without a token (it would be the one door without
+	// authentication) and its peer URL is refused when a token or TLS is
+	// configured (the peer listener has no authentication; a one-member
+	// cluster has no peers); otherwise it is a loud warning.
 	EmbeddedDir       string   `json:"embedded_dir"`
 	EmbeddedClientURL string   `json:"embedded_client_url"`
 	EmbeddedPeerURL   string   `json:"embedded_peer_url"`
@@ -247,6 +256,9 @@ func (c Config) validate() error {
 	if len(c.Etcd.Endpoints) > 0 && c.Etcd.EmbeddedDir != "" {
 		errs = append(errs, errors.New("etcd: endpoints and embedded_dir exclude each other"))
 	}
+	if c.Etcd.EmbeddedDir != "" {
+		errs = append(errs, c.embeddedEtcdProblems()...)
+	}
 	switch c.Scheduler.TxnLog {
 	case "", "off", "stderr":
 	default:
@@ -259,6 +271,39 @@ func (c Config) validate() error {
 		errs = append(errs, errors.New("shutdown_grace: must be positive"))
 	}
 	return errors.Join(errs...)
+}
+
+// embeddedEtcdProblems checks the URLs of the embedded etcd: each must
+// parse, and beyond loopback it must not be a door without authentication
+// in an agent whose other doors are guarded (see Etcd.EmbeddedDir).
+func (c Config) embeddedEtcdProblems() []error {
+	var errs []error
+	guarded := c.Token.IsSet() || c.tlsConfigured()
+	for _, u := range []struct{ field, url string }{
+		{"etcd.embedded_client_url", c.Etcd.EmbeddedClientURL},
+		{"etcd.embedded_peer_url", c.Etcd.EmbeddedPeerURL},
+	} {
+		parsed, err := url.Parse(u.url)
+		if err != nil || parsed.Host == "" {
+			errs = append(errs, fmt.Errorf("%s %q: want a URL such as http://127.0.0.1:2379", u.field, u.url))
+			continue
+		}
+		if loopbackOnly(parsed.Host) {
+			continue
+		}
+		switch {
+		case u.field == "etcd.embedded_peer_url" && guarded:
+			errs = append(errs, fmt.Errorf("%s %q is beyond loopback: the embedded etcd's peer listener has no authentication (a one-member cluster has no peers): keep it on 127.0.0.1", u.field, u.url))
+		case u.field == "etcd.embedded_client_url" && !c.Token.IsSet() && c.tlsConfigured():
+			errs = append(errs, fmt.Errorf("%s %q is beyond loopback: with TLS and no token the embedded etcd would take writes from anyone; set a token (its clients then authenticate as root with it) or keep it on 127.0.0.1", u.field, u.url))
+		}
+	}
+	return errs
+}
+
+// tlsConfigured tells whether a listener has TLS.
+func (c Config) tlsConfigured() bool {
+	return c.REST.TLSCert != "" || c.GRPC.TLSCert != "" || c.Debug.TLSCert != ""
 }
 
 func parseLevel(s string) (slog.Level, error) {

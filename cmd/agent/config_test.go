@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -72,6 +73,11 @@ func TestBadConfigIsAClearError(t *testing.T) {
 		{"etcd twice", "etcd: {endpoints: [http://a:1], embedded_dir: /tmp/x}\n", nil, "exclude each other"},
 		{"bad level", "log_level: loud\n", nil, "log_level"},
 		{"bad txn log", "scheduler: {txn_log: syslog}\n", nil, "scheduler.txn_log"},
+		{"bad embedded etcd URL", "etcd: {embedded_dir: /tmp/x, embedded_client_url: '127.0.0.1:2379'}\n", nil, `etcd.embedded_client_url "127.0.0.1:2379": want a URL such as http://127.0.0.1:2379`},
+		{"embedded etcd peer beyond loopback with a token", "token: t\netcd: {embedded_dir: /tmp/x, embedded_peer_url: 'http://0.0.0.0:2380'}\n", nil,
+			`etcd.embedded_peer_url "http://0.0.0.0:2380" is beyond loopback: the embedded etcd's peer listener has no authentication`},
+		{"embedded etcd beyond loopback with TLS, no token", "grpc: {address: 127.0.0.1:1, tls_cert: c.pem, tls_key: k.pem}\netcd: {embedded_dir: /tmp/x, embedded_client_url: 'http://10.1.2.3:2379'}\n", nil,
+			`etcd.embedded_client_url "http://10.1.2.3:2379" is beyond loopback: with TLS and no token the embedded etcd would take writes from anyone; set a token`},
 		{"unknown flag", "", []string{"--colour"}, "colour"},
 		{"extra argument", "", []string{"run"}, "unexpected arguments"},
 	} {
@@ -110,5 +116,37 @@ func TestLoopbackOnly(t *testing.T) {
 		if got := loopbackOnly(addr); got != want {
 			t.Errorf("loopbackOnly(%q) = %v", addr, got)
 		}
+	}
+}
+
+// TestEmbeddedEtcdBeyondLoopback: what the configuration takes beyond
+// loopback, and what the agent warns of at start.
+func TestEmbeddedEtcdBeyondLoopback(t *testing.T) {
+	for _, c := range []struct {
+		name, yaml string
+		warn       string // "" none
+	}{
+		{"loopback", "etcd: {embedded_dir: /tmp/x}\n", ""},
+		{"without token or TLS", "etcd: {embedded_dir: /tmp/x, embedded_client_url: 'http://0.0.0.0:2379'}\n",
+			`LISTENING BEYOND LOOPBACK WITHOUT AUTHENTICATION: anyone who reaches this address can change the network configuration; set a token and TLS" listener="embedded etcd"`},
+		{"peer without token or TLS", "etcd: {embedded_dir: /tmp/x, embedded_peer_url: 'http://0.0.0.0:2380'}\n",
+			`listener="embedded etcd peer"`},
+		{"with a token", "token: t\netcd: {embedded_dir: /tmp/x, embedded_client_url: 'http://0.0.0.0:2379'}\n",
+			`EMBEDDED ETCD BEYOND LOOPBACK OVER PLAIN HTTP: the token (its root password) and the configuration cross the network in clear" listener="embedded etcd"`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cfg, err := loadConfig([]string{"--config", writeFile(t, "agent.yaml", c.yaml)}, env(nil))
+			if err != nil {
+				t.Fatalf("refused: %v", err)
+			}
+			var buf strings.Builder
+			warnBeyondLoopback(cfg, slog.New(slog.NewTextHandler(&buf, nil)))
+			switch {
+			case c.warn == "" && buf.Len() > 0:
+				t.Errorf("warnings %q, want none", buf.String())
+			case c.warn != "" && !strings.Contains(buf.String(), c.warn):
+				t.Errorf("warnings %q, want %q", buf.String(), c.warn)
+			}
+		})
 	}
 }

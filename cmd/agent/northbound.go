@@ -22,6 +22,9 @@ type etcdPart struct {
 	endpoints   []string
 	dialTimeout time.Duration
 	dir         string // the embedded server's data
+	// password is the embedded server's root password (the token): the
+	// client authenticates as etcdsource.RootUser with it.
+	password Secret
 }
 
 // newEtcdPart builds the etcd source of o (registered with it) and the
@@ -33,8 +36,12 @@ func newEtcdPart(cfg Config, o *orchestrator.Orchestrator, log *slog.Logger) (*e
 	}
 	p := &etcdPart{log: log, endpoints: cfg.Etcd.Endpoints, dialTimeout: cfg.Etcd.DialTimeout.Duration, dir: cfg.Etcd.EmbeddedDir}
 	if cfg.Etcd.EmbeddedDir != "" {
+		// With a token, the embedded etcd is not an open door: its clients
+		// authenticate as root with the token.
+		p.password = cfg.Token
 		e, err := etcdsource.NewEmbedded(etcdsource.EmbeddedConfig{Dir: cfg.Etcd.EmbeddedDir,
-			ClientURL: cfg.Etcd.EmbeddedClientURL, PeerURL: cfg.Etcd.EmbeddedPeerURL, Log: log})
+			ClientURL: cfg.Etcd.EmbeddedClientURL, PeerURL: cfg.Etcd.EmbeddedPeerURL, Log: log,
+			RootPassword: p.password.Reveal()})
 		if err != nil {
 			return nil, err
 		}
@@ -47,7 +54,11 @@ func newEtcdPart(cfg Config, o *orchestrator.Orchestrator, log *slog.Logger) (*e
 
 // dial makes the source's etcd client.
 func (p *etcdPart) dial(context.Context) (*clientv3.Client, error) {
-	return clientv3.New(clientv3.Config{Endpoints: p.endpoints, DialTimeout: p.dialTimeout, Logger: etcdsource.ZapLogger(p.log)})
+	cc := clientv3.Config{Endpoints: p.endpoints, DialTimeout: p.dialTimeout, Logger: etcdsource.ZapLogger(p.log)}
+	if p.password.IsSet() {
+		cc.Username, cc.Password = etcdsource.RootUser, p.password.Reveal()
+	}
+	return clientv3.New(cc)
 }
 
 // start starts the embedded server (if any) and makes the source's client.
@@ -57,7 +68,8 @@ func (p *etcdPart) start(ctx context.Context) error {
 			return err
 		}
 		p.endpoints = []string{p.embedded.ClientURL()}
-		p.log.Info("embedded etcd serving", "client_url", p.embedded.ClientURL(), "dir", p.dir)
+		p.log.Info("embedded etcd serving", "client_url", p.embedded.ClientURL(), "dir", p.dir,
+			"authentication", p.password.IsSet())
 	}
 	return p.source.Connect(ctx)
 }

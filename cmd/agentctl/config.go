@@ -15,7 +15,6 @@ import (
 
 	"github.com/spf13/cobra"
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/netagent-io/netagent/pkg/models"
@@ -271,7 +270,11 @@ func (a *app) keptBy(ctx context.Context, keys []string) []keptKey {
 	if len(keys) == 0 {
 		return out
 	}
-	cli, err := clientv3.New(clientv3.Config{Endpoints: a.etcdEndpoints, DialTimeout: min(a.timeout, etcdLookupTimeout), Logger: zap.NewNop()})
+	cc, err := a.etcdConfig(min(a.timeout, etcdLookupTimeout))
+	if err != nil {
+		return out
+	}
+	cli, err := clientv3.New(cc)
 	if err != nil {
 		return out
 	}

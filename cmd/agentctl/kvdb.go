@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 	"google.golang.org/grpc/connectivity"
@@ -32,25 +33,74 @@ with the model codec before writing: a value that does not decode, does not
 fit its key or fails the model's field checks is refused with the reason, and
 nothing is written. The plugins' own checks (an interface type a plugin does
 not support) run in the agent: such a value is written and becomes INVALID
-there (agentctl values --state INVALID; config plan reports it beforehand).`,
+there (agentctl values --state INVALID; config plan reports it beforehand).
+
+The embedded etcd of an agent with a token takes no request without
+credentials: with a token (--token, --token-file or NETAGENT_TOKEN) kvdb
+authenticates as user root with the token as password. Another etcd with
+authentication takes --etcd-user USER:PASSWORD (AGENTCTL_ETCD_USER).`,
 		Example: `  agentctl kvdb list
   agentctl kvdb list config/linux/
   agentctl kvdb get config/vpp/v2/interfaces/loop1
   agentctl kvdb put config/vpp/v2/interfaces/loop1 '{"name":"loop1","type":"SOFTWARE_LOOPBACK","enabled":true}'
   agentctl kvdb put config/vpp/v2/interfaces/loop1 - < loop1.json
-  agentctl kvdb del config/vpp/v2/interfaces/loop1`,
+  agentctl kvdb del config/vpp/v2/interfaces/loop1
+  agentctl kvdb list --token-file /run/secrets/netagent   # an agent's embedded etcd, with its token`,
 	}
 	c.AddCommand(a.kvdbList(), a.kvdbGet(), a.kvdbPut(), a.kvdbDel())
 	return c
 }
 
-// etcd returns an etcd client for the endpoints (its own logs silenced).
-func (a *app) etcd() (*clientv3.Client, error) {
-	c, err := clientv3.New(clientv3.Config{Endpoints: a.etcdEndpoints, DialTimeout: a.timeout, Logger: zap.NewNop()})
-	if err != nil {
-		return nil, fmt.Errorf("etcd client for %s: %v (--etcd-endpoints or ETCD_ENDPOINTS)", strings.Join(a.etcdEndpoints, ","), err)
+// embeddedEtcdUser is the user of an agent's embedded etcd when the agent
+// has a token (etcdsource.RootUser): its password is the token.
+const embeddedEtcdUser = "root"
+
+// etcdConfig is the configuration of an etcd client for the endpoints (its
+// own logs silenced), with the credentials: --etcd-user USER:PASSWORD, else,
+// with a token, the embedded etcd's user and the token.
+func (a *app) etcdConfig(dialTimeout time.Duration) (clientv3.Config, error) {
+	cc := clientv3.Config{Endpoints: a.etcdEndpoints, DialTimeout: dialTimeout, Logger: zap.NewNop()}
+	switch {
+	case a.etcdUser != "":
+		user, password, ok := strings.Cut(a.etcdUser, ":")
+		if !ok || user == "" {
+			return cc, fmt.Errorf("%s: want USER:PASSWORD", a.etcdUserFrom)
+		}
+		cc.Username, cc.Password = user, password
+	case a.token != "":
+		cc.Username, cc.Password = embeddedEtcdUser, a.token
 	}
-	return c, nil
+	return cc, nil
+}
+
+// etcd returns an etcd client for the endpoints. With credentials it
+// authenticates at once: a wrong password, or no connection within
+// --timeout, is its error.
+func (a *app) etcd() (*clientv3.Client, error) {
+	cc, err := a.etcdConfig(a.timeout)
+	if err != nil {
+		return nil, err
+	}
+	c, err := clientv3.New(cc)
+	if err == nil {
+		return c, nil
+	}
+	endpoints := strings.Join(a.etcdEndpoints, ",")
+	switch {
+	case errors.Is(err, rpctypes.ErrAuthFailed):
+		return nil, fmt.Errorf("etcd at %s rejected user %s: %s", endpoints, cc.Username, a.etcdPasswordHint())
+	case isTimeout(err):
+		return nil, fmt.Errorf("no connection to etcd at %s within %v (is it running? --etcd-endpoints or ETCD_ENDPOINTS)", endpoints, a.timeout)
+	}
+	return nil, fmt.Errorf("etcd client for %s: %v (--etcd-endpoints or ETCD_ENDPOINTS)", endpoints, err)
+}
+
+// etcdPasswordHint says where the rejected etcd password came from.
+func (a *app) etcdPasswordHint() string {
+	if a.etcdUser != "" {
+		return "wrong user or password (" + a.etcdUserFrom + ")"
+	}
+	return fmt.Sprintf("the password is the token (from %s), and it is not the token of the agent whose embedded etcd this is", a.tokenFrom)
 }
 
 // etcdCall returns an etcd client, a context bounded by --timeout and the
@@ -68,8 +118,14 @@ func (a *app) etcdCall(ctx context.Context) (*clientv3.Client, context.Context, 
 // client had a connection to etcd (etcd is slow) or none (etcd is not
 // there).
 func (a *app) etcdError(cli *clientv3.Client, op string, err error) error {
+	endpoints := strings.Join(a.etcdEndpoints, ",")
+	switch {
+	case errors.Is(err, rpctypes.ErrUserEmpty):
+		return fmt.Errorf("%s: etcd at %s wants a user and password: the embedded etcd of an agent with a token takes the token (--token, --token-file or NETAGENT_TOKEN); another etcd, --etcd-user USER:PASSWORD", op, endpoints)
+	case errors.Is(err, rpctypes.ErrPermissionDenied):
+		return fmt.Errorf("%s: etcd at %s: user %s may not do this (permission denied)", op, endpoints, cli.Username)
+	}
 	if errors.Is(err, context.DeadlineExceeded) {
-		endpoints := strings.Join(a.etcdEndpoints, ",")
 		if cli.ActiveConnection().GetState() == connectivity.Ready {
 			return fmt.Errorf("%s: etcd at %s did not answer within %v (raise --timeout)", op, endpoints, a.timeout)
 		}

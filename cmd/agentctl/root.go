@@ -41,14 +41,18 @@ type app struct {
 	tokenFile     string
 	// tokenFrom says where the token came from, for the error of a token
 	// the agent rejects: "--token", "NETAGENT_TOKEN", "--token-file FILE"...
-	tokenFrom   string
-	tls         bool
-	tlsCA       string
-	tlsCert     string
-	tlsKey      string
-	tlsInsecure bool
-	timeout     time.Duration
-	output      string
+	tokenFrom string
+	// etcdUser is USER:PASSWORD for etcd (kvdb); etcdUserFrom says where
+	// it came from.
+	etcdUser     string
+	etcdUserFrom string
+	tls          bool
+	tlsCA        string
+	tlsCert      string
+	tlsKey       string
+	tlsInsecure  bool
+	timeout      time.Duration
+	output       string
 
 	stdin          io.Reader
 	stdout, stderr io.Writer
@@ -64,6 +68,7 @@ var envFallbacks = []struct{ flag, env string }{
 	{"etcd-endpoints", "ETCD_ENDPOINTS"},
 	{"token", "NETAGENT_TOKEN"},
 	{"token-file", "NETAGENT_TOKEN_FILE"},
+	{"etcd-user", "AGENTCTL_ETCD_USER"},
 	{"tls", "AGENTCTL_TLS"},
 	{"tls-ca", "AGENTCTL_TLS_CA"},
 	{"tls-cert", "AGENTCTL_TLS_CERT"},
@@ -126,6 +131,9 @@ environment variable used when the flag is not given:
   --etcd-endpoints  ETCD_ENDPOINTS        etcd endpoints, comma separated
   --token           NETAGENT_TOKEN        bearer token for changes
   --token-file      NETAGENT_TOKEN_FILE   file holding the token
+  --etcd-user       AGENTCTL_ETCD_USER    USER:PASSWORD for etcd (kvdb); unset, the token
+                                          is root's password, as the embedded etcd
+                                          of an agent with a token wants
   --tls             AGENTCTL_TLS          use TLS for gRPC and REST
   --tls-ca          AGENTCTL_TLS_CA       CA bundle that signed the agent's certificate
   --tls-cert/-key   AGENTCTL_TLS_CERT/KEY client certificate and key
@@ -162,6 +170,7 @@ func (a *app) rootCommand() *cobra.Command {
 	pf.StringSliceVar(&a.etcdEndpoints, "etcd-endpoints", []string{"127.0.0.1:2379"}, "etcd endpoints, comma separated (kvdb)")
 	pf.StringVar(&a.token, "token", "", "bearer token sent with changes")
 	pf.StringVar(&a.tokenFile, "token-file", "", "file holding the bearer token")
+	pf.StringVar(&a.etcdUser, "etcd-user", "", "USER:PASSWORD for etcd (kvdb; default with a token: root and the token, as an agent's embedded etcd wants)")
 	pf.BoolVar(&a.tls, "tls", false, "use TLS for gRPC and REST")
 	pf.StringVar(&a.tlsCA, "tls-ca", "", "PEM file of the CA that signed the agent's certificate (implies --tls)")
 	pf.StringVar(&a.tlsCert, "tls-cert", "", "PEM client certificate (implies --tls)")
@@ -306,6 +315,12 @@ func (a *app) resolve(pf *pflag.FlagSet) error {
 				a.tokenFrom = envOf("token-file") + "=" + a.tokenFile
 			}
 		}
+	}
+	switch {
+	case a.etcdUser != "" && pf.Changed("etcd-user"):
+		a.etcdUserFrom = "--etcd-user"
+	case a.etcdUser != "":
+		a.etcdUserFrom = envOf("etcd-user")
 	}
 	if a.tlsCA != "" || a.tlsCert != "" || a.tlsInsecure {
 		a.tls = true

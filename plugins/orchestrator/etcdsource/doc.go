@@ -60,4 +60,12 @@
 // steps, and NewDialing makes a source whose client is made in Connect:
 // the agent builds both before anything runs, then starts the server and
 // connects.
+//
+// With EmbeddedConfig.RootPassword the server takes no request without
+// credentials: Start turns etcd's authentication on with user RootUser
+// (the root role) and that password, through raft with the server's own
+// root credential, so a password changed since the data directory was
+// made applies; without it, Start turns authentication off. On a new data
+// directory authentication is on once the server is ready: a client that
+// writes in the moment before is not refused.
 package etcdsource

@@ -1,6 +1,7 @@
 package etcdsource
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -9,7 +10,11 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/authpb"
+	"go.etcd.io/etcd/api/v3/etcdserverpb"
+	"go.etcd.io/etcd/server/v3/auth"
 	"go.etcd.io/etcd/server/v3/embed"
+	"go.etcd.io/etcd/server/v3/etcdserver"
 	"go.uber.org/zap"
 )
 
@@ -33,7 +38,18 @@ type EmbeddedConfig struct {
 	// MaxTxnOps is the most operations in one transaction (default etcd's,
 	// 128).
 	MaxTxnOps uint
+	// RootPassword, when set, turns etcd's authentication on: every client
+	// authenticates as RootUser with this password (clientv3.Config
+	// Username and Password); a client without them cannot read or write.
+	// Start sets it on every start, so a changed password applies. When
+	// empty, authentication is off (turned off if an earlier start turned
+	// it on).
+	RootPassword string
 }
+
+// RootUser is the user of the embedded etcd's clients when
+// EmbeddedConfig.RootPassword is set.
+const RootUser = "root"
 
 // Defaults of EmbeddedConfig.
 const (
@@ -146,11 +162,68 @@ func (e *Embedded) Start() error {
 		etcd.Close()
 		return fmt.Errorf("embedded etcd (%s): not ready after %v", e.where, e.cfg.StartTimeout)
 	}
+	if err := setAuth(etcd.Server, e.cfg.RootPassword, e.cfg.StartTimeout, e.cfg.Log); err != nil {
+		e.closing.Store(true)
+		etcd.Close()
+		return fmt.Errorf("embedded etcd (%s): %w", e.where, err)
+	}
 	u := e.ec.ListenClientUrls[0]
 	if len(etcd.Clients) > 0 {
 		u.Host = etcd.Clients[0].Addr().String() // the actual port when asked for :0
 	}
 	e.etcd, e.clientURL = etcd, u.String()
+	return nil
+}
+
+// setAuth makes the server's authentication what password says: on, with
+// RootUser (holding the root role) whose password it is, or off when it is
+// empty. The changes go through raft as an administrator's requests would
+// (AuthStore.WithRoot makes the server's own root credential, as etcd does
+// for its internal requests): the server may hold the data and the
+// authentication of an earlier start with another password, which no
+// client could change.
+func setAuth(srv *etcdserver.EtcdServer, password string, timeout time.Duration, log *slog.Logger) error {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	as := srv.AuthStore()
+	if password == "" {
+		if !as.IsAuthEnabled() {
+			return nil
+		}
+		if _, err := srv.AuthDisable(as.WithRoot(ctx), &etcdserverpb.AuthDisableRequest{}); err != nil {
+			return fmt.Errorf("turning authentication off: %w", err)
+		}
+		log.Warn("embedded etcd: authentication turned off (no password now; an earlier start had one): any client can write")
+		return nil
+	}
+	if as.IsAuthEnabled() {
+		if _, err := as.CheckPassword(RootUser, password); err == nil && as.HasRole(RootUser, "root") {
+			return nil
+		}
+	}
+	// Each request gets a fresh root credential: a password change makes
+	// the earlier ones stale.
+	_, err := as.UserGet(&etcdserverpb.AuthUserGetRequest{Name: RootUser})
+	switch {
+	case errors.Is(err, auth.ErrUserNotFound):
+		_, err = srv.UserAdd(as.WithRoot(ctx), &etcdserverpb.AuthUserAddRequest{Name: RootUser, Password: password,
+			Options: &authpb.UserAddOptions{}})
+	case err == nil:
+		_, err = srv.UserChangePassword(as.WithRoot(ctx), &etcdserverpb.AuthUserChangePasswordRequest{Name: RootUser, Password: password})
+	}
+	if err != nil {
+		return fmt.Errorf("setting the password of user %s: %w", RootUser, err)
+	}
+	if !as.HasRole(RootUser, "root") {
+		if _, err := srv.UserGrantRole(as.WithRoot(ctx), &etcdserverpb.AuthUserGrantRoleRequest{User: RootUser, Role: "root"}); err != nil {
+			return fmt.Errorf("granting user %s the root role: %w", RootUser, err)
+		}
+	}
+	if !as.IsAuthEnabled() {
+		if _, err := srv.AuthEnable(ctx, &etcdserverpb.AuthEnableRequest{}); err != nil {
+			return fmt.Errorf("turning authentication on: %w", err)
+		}
+	}
 	return nil
 }
 

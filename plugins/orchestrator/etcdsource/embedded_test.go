@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
@@ -127,4 +128,67 @@ func TestBuiltBeforeEtcdRuns(t *testing.T) {
 		t.Errorf("Run with a failing dial: %v", err)
 	}
 	failing.Close()
+}
+
+// TestEmbeddedAuth: with a root password, a client without credentials
+// can neither write nor read and one with a wrong password is refused,
+// while root with the password can; a restart with another password
+// changes it (the data stays); a restart without one turns authentication
+// off.
+func TestEmbeddedAuth(t *testing.T) {
+	s := startEtcd(t)
+	s.stop()
+	s.cfg.RootPassword = "pw&<1>"
+	s.start()
+	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+	defer cancel()
+	dial := func(user, password string) (*clientv3.Client, error) {
+		c, err := clientv3.New(clientv3.Config{Endpoints: []string{s.e.ClientURL()}, DialTimeout: 10 * time.Second,
+			Logger: zap.NewNop(), Username: user, Password: password})
+		if err == nil {
+			t.Cleanup(func() { c.Close() })
+		}
+		return c, err
+	}
+	anonymous := newClient(t, s.e.ClientURL())
+	if _, err := anonymous.Put(ctx, prefix+"k", "v"); !errors.Is(err, rpctypes.ErrUserEmpty) {
+		t.Errorf("Put without credentials: %v, want %v", err, rpctypes.ErrUserEmpty)
+	}
+	if _, err := anonymous.Get(ctx, prefix, clientv3.WithPrefix()); !errors.Is(err, rpctypes.ErrUserEmpty) {
+		t.Errorf("Get without credentials: %v, want %v", err, rpctypes.ErrUserEmpty)
+	}
+	if _, err := dial(etcdsource.RootUser, "wrong"); !errors.Is(err, rpctypes.ErrAuthFailed) {
+		t.Errorf("a wrong password: %v, want %v", err, rpctypes.ErrAuthFailed)
+	}
+	root, err := dial(etcdsource.RootUser, "pw&<1>")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := root.Put(ctx, prefix+"k", "v"); err != nil {
+		t.Fatalf("Put as root: %v", err)
+	}
+
+	s.stop()
+	s.cfg.RootPassword = "pw2"
+	s.start()
+	if _, err := dial(etcdsource.RootUser, "pw&<1>"); !errors.Is(err, rpctypes.ErrAuthFailed) {
+		t.Errorf("the password of the earlier start: %v, want %v", err, rpctypes.ErrAuthFailed)
+	}
+	root, err = dial(etcdsource.RootUser, "pw2")
+	if err != nil {
+		t.Fatalf("the new password: %v", err)
+	}
+	if resp, err := root.Get(ctx, prefix+"k"); err != nil || len(resp.Kvs) != 1 {
+		t.Errorf("Get as root after the password changed: %v %v", resp, err)
+	}
+	if _, err := newClient(t, s.e.ClientURL()).Put(ctx, prefix+"k", "v2"); !errors.Is(err, rpctypes.ErrUserEmpty) {
+		t.Errorf("Put without credentials after the restart: %v, want %v", err, rpctypes.ErrUserEmpty)
+	}
+
+	s.stop()
+	s.cfg.RootPassword = ""
+	s.start()
+	if _, err := newClient(t, s.e.ClientURL()).Put(ctx, prefix+"k", "v3"); err != nil {
+		t.Errorf("Put without credentials, authentication off: %v", err)
+	}
 }
