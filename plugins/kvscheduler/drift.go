@@ -117,6 +117,7 @@ func (s *Scheduler) refreshDrift(qt *queuedTxn) (*driftFound, []api.KeyWithError
 		}
 	}
 	var drifted []*node
+	retrieved := map[string]api.KVWithMetadata{}
 	for _, di := range order {
 		nodes := byDesc[di]
 		correlate := make([]api.KVWithMetadata, 0, len(nodes))
@@ -133,6 +134,7 @@ func (s *Scheduler) refreshDrift(qt *queuedTxn) (*driftFound, []api.KeyWithError
 		found := make(map[string]api.KVWithMetadata, len(nodes))
 		for _, kv := range kvs {
 			found[kv.Key] = kv
+			retrieved[kv.Key] = kv
 		}
 		for _, n := range nodes {
 			kv, ok := found[n.key]
@@ -169,6 +171,14 @@ func (s *Scheduler) refreshDrift(qt *queuedTxn) (*driftFound, []api.KeyWithError
 			if o, ok := s.opts.Observer.(api.DriftObserver); ok {
 				o.DriftFound(di.d.Name, kind)
 			}
+		}
+	}
+	// The derived values of a base found changed: what the SB has of them
+	// (an address removed from a link that is still there), as a resync's
+	// refresh finds them.
+	for _, n := range drifted {
+		if n.base == nil && n.inGraph && n.applied != nil {
+			s.refreshDerived(n, retrieved)
 		}
 	}
 	seen := map[*node]bool{}

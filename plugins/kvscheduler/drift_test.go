@@ -217,3 +217,23 @@ func TestDriftReportsCoalesce(t *testing.T) {
 	e.expectState("route/r1", api.ValueStateConfigured)
 	e.expectState("route/r2", api.ValueStateConfigured)
 }
+
+// A base found changed whose derived value, not retrieved on its own, is no
+// longer what the base derives in the SB (an interface found without one of
+// its addresses): the derived value is created again.
+func TestDriftBaseChangedLosesADerivedValue(t *testing.T) {
+	obs := &driftCounter{}
+	e := &env{t: t, s: kvscheduler.New(kvscheduler.Options{Observer: obs, Logger: testLogger(t)}), sb: mocksb.New()}
+	t.Cleanup(e.s.Close)
+	// Derived values of "iface" are properties of it: its Retrieve tells.
+	e.register(mocksb.Options{Name: "iface", Prefix: "iface/", NB: true, Keys: depth(1), Derived: items})
+	e.mustCommit(context.Background(), set("iface/a", "items=x,y"))
+	e.sb.Put("iface/a", mocksb.Str("items=x"), nil, api.FromNB)
+	e.sb.ClearOps()
+	if err := e.s.ReportDrift(api.DriftReport{Key: "iface/a", Cause: "address removed"}); err != nil {
+		t.Fatal(err)
+	}
+	e.s.TransactionBarrier()
+	e.expectOpsWithRetrieve("repair", "retrieve iface", "update iface/a=items=x,y")
+	e.expectState("iface/a/y", api.ValueStateConfigured)
+}

@@ -174,15 +174,6 @@ func TestDriftAddressRemovedIsRepaired(t *testing.T) {
 		}
 		return nil
 	})
-	a.s.TransactionBarrier()
-	if got, _ := addrsOf(ns, "eth0"); !slices.Contains(got, "fd77::2/64") &&
-		a.s.GetValueStatus(ifplugin.AddressKey(inNS.GetName(), "fd77::2/64")).GetValue().GetState() == api.ValueStateConfigured {
-		// The drift repair updated the interface found changed but left
-		// its derived address CONFIGURED: refreshDrift (kvscheduler) does
-		// not refresh the derived values of a base it finds changed, as
-		// the refresh of a resync does (refreshDerived).
-		t.Skip("kvscheduler: a DriftRepair does not refresh the derived values of a base found changed, so an address removed by hand is not added again (needs refreshDerived in refreshDrift)")
-	}
 	took := eventually(t, driftDeadline, func() error {
 		if got, err := addrsOf(ns, "eth0"); err != nil || !slices.Equal(got, []string{"10.77.0.2/24", "fd77::2/64"}) {
 			return fmt.Errorf("addresses of eth0: %v %v", got, err)
