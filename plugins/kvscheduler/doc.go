@@ -230,7 +230,10 @@
 // Options.DriftReportOnly, every drifted value is created or updated again
 // through its base, and its derived values and dependents after it, in the
 // same transaction; with DriftReportOnly the values stay MISSING until a
-// resync.
+// resync (or a later report). A value found out of sync more than five
+// times within a minute (something else resetting what the agent manages)
+// is not repaired again until a minute has passed: it stays MISSING, its
+// details saying so, instead of being fought in a loop.
 //
 // # Who owns what, and what runs concurrently
 //

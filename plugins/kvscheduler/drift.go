@@ -3,6 +3,7 @@ package kvscheduler
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"google.golang.org/protobuf/proto"
 
@@ -87,7 +88,10 @@ func (s *Scheduler) refreshDrift(qt *queuedTxn) (*driftFound, []api.KeyWithError
 	cause := map[*node]string{}
 	rootOf := map[*node]*node{}
 	add := func(n, root *node, why string) {
-		if n.desc == nil || n.desc.d.Retrieve == nil || n.applied == nil || !n.inGraph {
+		// Applied values, and those a drift left MISSING (report only, or
+		// not repaired in a loop): a new report repairs them.
+		missing := n.state == api.ValueStateMissing && n.intended != nil
+		if n.desc == nil || n.desc.d.Retrieve == nil || (n.applied == nil && !missing) || !n.inGraph {
 			return
 		}
 		if _, seen := cause[n]; seen {
@@ -140,8 +144,8 @@ func (s *Scheduler) refreshDrift(qt *queuedTxn) (*driftFound, []api.KeyWithError
 			kv, ok := found[n.key]
 			kind := "gone"
 			switch {
-			case ok && kv.Value != nil && equivalentValues(n, n.applied, kv.Value):
-				continue // in sync
+			case ok && kv.Value != nil && equivalentValues(n, n.applied, kv.Value) && n.state != api.ValueStateMissing:
+				continue // in sync (a value already MISSING is repaired again)
 			case ok && kv.Value != nil:
 				kind = "changed"
 				g.setApplied(n, kv.Value)
@@ -185,10 +189,58 @@ func (s *Scheduler) refreshDrift(qt *queuedTxn) (*driftFound, []api.KeyWithError
 	for _, n := range drifted {
 		if root := rootOf[n]; !seen[root] {
 			seen[root] = true
-			out.roots = append(out.roots, root)
+			if s.repairAllowed(root) {
+				out.roots = append(out.roots, root)
+			} else if root.intended != nil {
+				g.setStatus(root, status{state: api.ValueStateMissing, lastOp: root.lastOp, details: []string{fmt.Sprintf(
+					"out of sync with the SB %d times within %v: not repaired until it stays in sync that long (does something else manage it?); a resync repairs it",
+					driftRepairLimit+1, driftRepairWindow)}})
+			}
 		}
 	}
 	return out, errs
+}
+
+// A value found out of sync again and again (another tool resetting what
+// the agent manages) would be fought in a loop: after driftRepairLimit
+// repairs within driftRepairWindow, the value is left MISSING until the
+// window passes.
+const (
+	driftRepairLimit  = 5
+	driftRepairWindow = time.Minute
+)
+
+// repairCount counts the drift repairs of one key within the window.
+type repairCount struct {
+	first time.Time
+	count int
+}
+
+// repairAllowed tells whether a drift repair of root may run now, and
+// counts it (worker only).
+func (s *Scheduler) repairAllowed(root *node) bool {
+	if s.opts.DriftReportOnly {
+		return true // nothing is repaired anyway
+	}
+	now := s.clock.Now()
+	for k, c := range s.driftRepairs {
+		if now.Sub(c.first) > driftRepairWindow {
+			delete(s.driftRepairs, k)
+		}
+	}
+	if s.driftRepairs == nil {
+		s.driftRepairs = map[string]*repairCount{}
+	}
+	c := s.driftRepairs[root.key]
+	if c == nil {
+		c = &repairCount{first: now}
+		s.driftRepairs[root.key] = c
+	}
+	if c.count >= driftRepairLimit {
+		return false
+	}
+	c.count++
+	return true
 }
 
 // repairDrift is the run of a DriftRepair transaction, after refreshDrift:

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/netagent-io/netagent/plugins/kvscheduler"
@@ -236,4 +237,75 @@ func TestDriftBaseChangedLosesADerivedValue(t *testing.T) {
 	e.s.TransactionBarrier()
 	e.expectOpsWithRetrieve("repair", "retrieve iface", "update iface/a=items=x,y")
 	e.expectState("iface/a/y", api.ValueStateConfigured)
+}
+
+// Something else resetting a value the agent manages is not fought in a
+// loop: after 5 repairs within a minute the value is left MISSING, saying
+// why; once a minute has passed, it is repaired again.
+func TestDriftRepairLoopIsBroken(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := openEnv(t)
+		defer e.s.Close()
+		e.register(mocksb.Options{Name: "route", Prefix: "route/", NB: true})
+		e.mustCommit(context.Background(), set("route/r1", "via a"))
+		fight := func() {
+			e.sb.Put("route/r1", mocksb.Str("via b"), nil, api.FromNB)
+			if err := e.s.ReportDrift(api.DriftReport{Key: "route/r1", Cause: "route changed"}); err != nil {
+				t.Fatal(err)
+			}
+			e.s.TransactionBarrier()
+		}
+		for i := range 5 {
+			fight()
+			if got := e.sb.Snapshot()["route/r1"]; got != "via a" {
+				t.Fatalf("repair %d: SB has %q, want it repaired", i+1, got)
+			}
+		}
+		fight()
+		if got := e.sb.Snapshot()["route/r1"]; got != "via b" {
+			t.Errorf("6th drift within a minute: SB has %q, want it left alone", got)
+		}
+		st := e.expectState("route/r1", api.ValueStateMissing, "out of sync with the SB 6 times within 1m0s: not repaired until it stays in sync that long (does something else manage it?); a resync repairs it")
+		_ = st
+		time.Sleep(61 * time.Second)
+		synctest.Wait()
+		fight()
+		if got := e.sb.Snapshot()["route/r1"]; got != "via a" {
+			t.Errorf("a minute later: SB has %q, want it repaired", got)
+		}
+	})
+}
+
+// A value gone and left MISSING by the loop brake is repaired by a report
+// once the minute has passed.
+func TestDriftRepairLoopGoneValue(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := openEnv(t)
+		defer e.s.Close()
+		e.register(mocksb.Options{Name: "route", Prefix: "route/", NB: true})
+		e.mustCommit(context.Background(), set("route/r1", "via a"))
+		gone := func() {
+			e.sb.Remove("route/r1")
+			if err := e.s.ReportDrift(api.DriftReport{Key: "route/r1", Cause: "route deleted"}); err != nil {
+				t.Fatal(err)
+			}
+			e.s.TransactionBarrier()
+		}
+		for range 6 {
+			gone()
+		}
+		if _, ok := e.sb.Snapshot()["route/r1"]; ok {
+			t.Fatal("6th deletion within a minute repaired")
+		}
+		time.Sleep(61 * time.Second)
+		synctest.Wait()
+		if err := e.s.ReportDrift(api.DriftReport{Key: "route/r1", Cause: "route deleted"}); err != nil {
+			t.Fatal(err)
+		}
+		e.s.TransactionBarrier()
+		if got := e.sb.Snapshot()["route/r1"]; got != "via a" {
+			t.Errorf("a minute later: SB has %q, want it repaired", got)
+		}
+		e.expectState("route/r1", api.ValueStateConfigured)
+	})
 }

@@ -131,6 +131,8 @@ type Scheduler struct {
 
 	// runs counts transaction runs (worker only).
 	runs uint64
+	// driftRepairs counts recent drift repairs per key (worker only).
+	driftRepairs map[string]*repairCount
 
 	statsMu   sync.Mutex
 	txnCounts map[api.TxnType]uint64
