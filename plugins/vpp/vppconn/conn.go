@@ -299,9 +299,11 @@ func (m *Manager) PID() uint32 {
 	return m.pid
 }
 
-// CallContext bounds one call.
+// CallContext bounds one call: Options.CallTimeout from now, or ctx's
+// deadline when it comes sooner. A call that runs out of that time fails
+// with a *CallTimeoutError naming it.
 func (m *Manager) CallContext(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(ctx, m.opts.CallTimeout)
+	return withCallBudget(ctx, m.opts.CallTimeout)
 }
 
 // IncompatibleError: VPP lacks (or has other versions of) messages of an

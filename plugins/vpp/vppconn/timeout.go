@@ -31,16 +31,36 @@ func (e *CallTimeoutError) Error() string {
 
 func (e *CallTimeoutError) Unwrap() error { return context.DeadlineExceeded }
 
+type callBudgetKey struct{}
+
+// withCallBudget is CallContext: ctx with a timeout, remembering the time
+// the call was given (timeout, or what is left of ctx's deadline when that
+// comes sooner) for its *CallTimeoutError. Measured from the send, the
+// budget would fall short of the timeout by the time spent between
+// CallContext and the send (a loaded machine: several milliseconds).
+func withCallBudget(ctx context.Context, timeout time.Duration) (context.Context, context.CancelFunc) {
+	budget := timeout
+	if deadline, ok := ctx.Deadline(); ok {
+		budget = min(budget, time.Until(deadline))
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	return context.WithValue(ctx, callBudgetKey{}, budget), cancel
+}
+
 // callTimeout turns the context error of a call that ran out of time into a
 // *CallTimeoutError; other errors are returned as they are. start is when the
-// request was sent.
+// request was sent. The time the call had is CallContext's budget, else
+// (a context of the caller's own) the time from the send to the deadline.
 func callTimeout(ctx context.Context, msg string, start time.Time, err error) error {
 	if err == nil || !errors.Is(err, context.DeadlineExceeded) {
 		return err
 	}
-	budget := time.Since(start)
-	if deadline, ok := ctx.Deadline(); ok {
-		budget = deadline.Sub(start)
+	budget, ok := ctx.Value(callBudgetKey{}).(time.Duration)
+	if !ok {
+		budget = time.Since(start)
+		if deadline, ok := ctx.Deadline(); ok {
+			budget = deadline.Sub(start)
+		}
 	}
 	return &CallTimeoutError{Message: msg, Timeout: budget.Round(time.Millisecond)}
 }
