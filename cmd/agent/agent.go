@@ -121,7 +121,7 @@ func New(cfg Config, logOut io.Writer) (_ *Agent, err error) {
 // guarded agent).
 func warnBeyondLoopback(cfg Config, log *slog.Logger) {
 	const open = "LISTENING BEYOND LOOPBACK WITHOUT AUTHENTICATION: anyone who reaches this address can change the network configuration; set a token and TLS"
-	for name, l := range map[string]Listener{"rest": cfg.REST, "grpc": cfg.GRPC, "debug": cfg.Debug} {
+	for name, l := range map[string]Listener{"rest": cfg.REST, "grpc": cfg.GRPC.Listener, "debug": cfg.Debug} {
 		if l.Address != "" && !loopbackOnly(l.Address) && !cfg.Token.IsSet() && l.TLSCert == "" {
 			log.Warn(open, "listener", name, "address", l.Address)
 		}

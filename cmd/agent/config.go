@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
 	"time"
 
@@ -20,6 +21,7 @@ import (
 	yamlv3 "sigs.k8s.io/yaml/goyaml.v3"
 
 	"github.com/netagent-io/netagent/pkg/models"
+	"github.com/netagent-io/netagent/plugins/orchestrator/grpcsource/msglimit"
 )
 
 // Config is the agent's configuration: defaults, then the YAML file
@@ -32,7 +34,7 @@ type Config struct {
 	LogLevel string `json:"log_level"`
 
 	REST  Listener `json:"rest"`
-	GRPC  Listener `json:"grpc"`
+	GRPC  GRPC     `json:"grpc"`
 	Debug Listener `json:"debug"`
 	// Token, when set, is required as "Authorization: Bearer <token>" by
 	// every REST request and gRPC call that changes state (env
@@ -58,6 +60,55 @@ type Listener struct {
 	TLSCert string `json:"tls_cert"`
 	TLSKey  string `json:"tls_key"`
 }
+
+// GRPC is the gRPC listener and the size limits of its messages: a
+// message over a limit is refused, the agent logs it, and agentctl says
+// which side refused it and which setting to raise.
+type GRPC struct {
+	Listener
+	// MaxRecvMsgSize is the largest request the agent takes, such as a
+	// configuration document (100k routes: 4.3 MB); default 64 MiB.
+	MaxRecvMsgSize ByteSize `json:"max_recv_msg_size"`
+	// MaxSendMsgSize is the largest answer it sends (config get, dump and
+	// plan of a big configuration); default 64 MiB.
+	MaxSendMsgSize ByteSize `json:"max_send_msg_size"`
+}
+
+// ByteSize is a size in bytes, written 64MiB, 8MB or as a number of bytes
+// (msglimit.Parse).
+type ByteSize int
+
+// UnmarshalJSON implements json.Unmarshaler.
+func (b *ByteSize) UnmarshalJSON(data []byte) error {
+	var v any
+	if err := json.Unmarshal(data, &v); err != nil {
+		return err
+	}
+	var text string
+	switch v := v.(type) {
+	case nil:
+		return nil
+	case string:
+		text = v
+	case float64:
+		text = strconv.FormatFloat(v, 'f', -1, 64)
+	case bool:
+		return &json.UnmarshalTypeError{Value: "bool", Type: reflect.TypeOf(0)}
+	case []any:
+		return &json.UnmarshalTypeError{Value: "array", Type: reflect.TypeOf(0)}
+	default:
+		return &json.UnmarshalTypeError{Value: "object", Type: reflect.TypeOf(0)}
+	}
+	n, err := msglimit.Parse(text)
+	if err != nil {
+		return err
+	}
+	*b = ByteSize(n)
+	return nil
+}
+
+// MarshalJSON writes the size as UnmarshalJSON reads it ("64 MiB").
+func (b ByteSize) MarshalJSON() ([]byte, error) { return json.Marshal(msglimit.FormatLimit(int(b))) }
 
 // Etcd says where the NB configuration is.
 type Etcd struct {
@@ -133,7 +184,7 @@ func defaultConfig() Config {
 		Label:         models.DefaultLabel,
 		LogLevel:      "info",
 		REST:          Listener{Address: "127.0.0.1:9191"},
-		GRPC:          Listener{Address: "127.0.0.1:9111"},
+		GRPC:          GRPC{Listener: Listener{Address: "127.0.0.1:9111"}, MaxRecvMsgSize: msglimit.Default, MaxSendMsgSize: msglimit.Default},
 		VPP:           VPP{Socket: "/run/vpp/api.sock", CallTimeout: Duration{5 * time.Second}},
 		Etcd:          Etcd{EmbeddedClientURL: "http://127.0.0.1:2379", EmbeddedPeerURL: "http://127.0.0.1:2380", DialTimeout: Duration{5 * time.Second}},
 		ShutdownGrace: Duration{30 * time.Second},
@@ -215,7 +266,7 @@ func loadConfig(args []string, getenv func(string) string) (Config, error) {
 		}
 		cfg.Token = NewSecret(strings.TrimSpace(string(data)))
 	}
-	for _, l := range []*Listener{&cfg.REST, &cfg.GRPC, &cfg.Debug} {
+	for _, l := range []*Listener{&cfg.REST, &cfg.GRPC.Listener, &cfg.Debug} {
 		if l.Address == "off" {
 			l.Address = ""
 		}
@@ -243,7 +294,7 @@ func (c Config) validate() error {
 	if _, err := parseLevel(c.LogLevel); err != nil {
 		errs = append(errs, fmt.Errorf("log_level: %w", err))
 	}
-	for name, l := range map[string]Listener{"rest": c.REST, "grpc": c.GRPC, "debug": c.Debug} {
+	for name, l := range map[string]Listener{"rest": c.REST, "grpc": c.GRPC.Listener, "debug": c.Debug} {
 		if l.Address != "" {
 			if _, _, err := net.SplitHostPort(l.Address); err != nil {
 				errs = append(errs, fmt.Errorf("%s.address %q: %v", name, l.Address, err))
@@ -251,6 +302,11 @@ func (c Config) validate() error {
 		}
 		if (l.TLSCert == "") != (l.TLSKey == "") {
 			errs = append(errs, fmt.Errorf("%s: set both tls_cert and tls_key", name))
+		}
+	}
+	for field, size := range map[string]ByteSize{"grpc.max_recv_msg_size": c.GRPC.MaxRecvMsgSize, "grpc.max_send_msg_size": c.GRPC.MaxSendMsgSize} {
+		if size <= 0 || size > msglimit.Max {
+			errs = append(errs, fmt.Errorf("%s %d: want from 1 byte to just under 2 GiB", field, size))
 		}
 	}
 	if len(c.Etcd.Endpoints) > 0 && c.Etcd.EmbeddedDir != "" {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"log/slog"
 	"os"
@@ -78,6 +79,10 @@ func TestBadConfigIsAClearError(t *testing.T) {
 			`etcd.embedded_peer_url "http://0.0.0.0:2380" is beyond loopback: the embedded etcd's peer listener has no authentication`},
 		{"embedded etcd beyond loopback with TLS, no token", "grpc: {address: 127.0.0.1:1, tls_cert: c.pem, tls_key: k.pem}\netcd: {embedded_dir: /tmp/x, embedded_client_url: 'http://10.1.2.3:2379'}\n", nil,
 			`etcd.embedded_client_url "http://10.1.2.3:2379" is beyond loopback: with TLS and no token the embedded etcd would take writes from anyone; set a token`},
+		{"bad message size", "grpc:\n  address: 127.0.0.1:1\n  max_recv_msg_size: lots\n", nil, `agent.yaml (YAML): line 3: grpc.max_recv_msg_size: size "lots": want a number of bytes, or one with a unit such as 64MiB or 8MB`},
+		{"zero message size", "grpc: {max_send_msg_size: 0}\n", nil, `size "0": want from 1 byte to just under 2 GiB`},
+		{"message size of a wrong type", "grpc:\n  max_send_msg_size: [1]\n", nil, "agent.yaml (YAML): line 2: grpc.max_send_msg_size: want a number, got a list"},
+		{"unknown field of grpc", "grpc:\n  adress: x\n", nil, "agent.yaml (YAML): line 2: grpc.adress: unknown field"},
 		{"unknown flag", "", []string{"--colour"}, "colour"},
 		{"extra argument", "", []string{"run"}, "unexpected arguments"},
 	} {
@@ -148,5 +153,32 @@ func TestEmbeddedEtcdBeyondLoopback(t *testing.T) {
 				t.Errorf("warnings %q, want %q", buf.String(), c.warn)
 			}
 		})
+	}
+}
+
+// TestMessageLimits: the gRPC message limits default to 64 MiB (a document
+// of 100k routes is 4.3 MB) and read sizes with units or in bytes.
+func TestMessageLimits(t *testing.T) {
+	cfg, err := loadConfig(nil, env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.GRPC.MaxRecvMsgSize != 64<<20 || cfg.GRPC.MaxSendMsgSize != 64<<20 {
+		t.Errorf("defaults: %d %d, want 64 MiB", cfg.GRPC.MaxRecvMsgSize, cfg.GRPC.MaxSendMsgSize)
+	}
+	file := writeFile(t, "agent.yaml", "grpc: {address: 127.0.0.1:1, max_recv_msg_size: 8MiB, max_send_msg_size: 1048577}\n")
+	if cfg, err = loadConfig([]string{"--config", file}, env(nil)); err != nil {
+		t.Fatal(err)
+	}
+	if cfg.GRPC.MaxRecvMsgSize != 8<<20 || cfg.GRPC.MaxSendMsgSize != 1048577 || cfg.GRPC.Address != "127.0.0.1:1" {
+		t.Errorf("from the file: %+v", cfg.GRPC)
+	}
+	data, err := json.Marshal(cfg.GRPC)
+	if err != nil || !strings.Contains(string(data), `"max_recv_msg_size":"8 MiB"`) || !strings.Contains(string(data), `"max_send_msg_size":"1048577 B"`) {
+		t.Errorf("the limits as logged at start: %s %v", data, err)
+	}
+	cfg.GRPC.MaxRecvMsgSize = 0
+	if err := cfg.validate(); err == nil || !strings.Contains(err.Error(), "grpc.max_recv_msg_size 0: want from 1 byte") {
+		t.Errorf("validate with a zero limit: %v", err)
 	}
 }

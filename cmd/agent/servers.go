@@ -25,6 +25,7 @@ import (
 	"github.com/netagent-io/netagent/plugins/kvscheduler/api"
 	"github.com/netagent-io/netagent/plugins/kvscheduler/rest"
 	"github.com/netagent-io/netagent/plugins/orchestrator/grpcsource"
+	"github.com/netagent-io/netagent/plugins/orchestrator/grpcsource/msglimit"
 	configuratorpb "github.com/netagent-io/netagent/proto/configurator"
 )
 
@@ -52,7 +53,7 @@ func listen(cfg Config) (map[string]net.Listener, error) {
 			_ = ln.Close()
 		}
 	}
-	for name, l := range map[string]Listener{"rest": cfg.REST, "grpc": cfg.GRPC, "debug": cfg.Debug} {
+	for name, l := range map[string]Listener{"rest": cfg.REST, "grpc": cfg.GRPC.Listener, "debug": cfg.Debug} {
 		if l.Address == "" {
 			continue
 		}
@@ -84,6 +85,9 @@ func (a *Agent) buildServers() error {
 		opts := []grpc.ServerOption{
 			grpc.ChainUnaryInterceptor(tokenUnary(a.cfg.Token)),
 			grpc.ChainStreamInterceptor(tokenStream(a.cfg.Token)),
+			grpc.MaxRecvMsgSize(int(a.cfg.GRPC.MaxRecvMsgSize)),
+			grpc.MaxSendMsgSize(int(a.cfg.GRPC.MaxSendMsgSize)),
+			grpc.StatsHandler(msglimit.ServerLog(a.log)),
 		}
 		if a.cfg.GRPC.TLSCert != "" {
 			creds, err := credentials.NewServerTLSFromFile(a.cfg.GRPC.TLSCert, a.cfg.GRPC.TLSKey)

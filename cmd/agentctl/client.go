@@ -25,7 +25,9 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 
+	"github.com/netagent-io/netagent/plugins/orchestrator/grpcsource/msglimit"
 	configuratorpb "github.com/netagent-io/netagent/proto/configurator"
 )
 
@@ -265,12 +267,27 @@ func (a *app) configurator() (*configuratorClient, func(), error) {
 		}
 		creds = credentials.NewTLS(cfg)
 	}
-	conn, err := grpc.NewClient(a.grpcAddr(), grpc.WithTransportCredentials(creds))
+	conn, err := grpc.NewClient(a.grpcAddr(), grpc.WithTransportCredentials(creds),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(a.grpcMaxMsg), grpc.MaxCallSendMsgSize(a.grpcMaxMsg)),
+		grpc.WithChainUnaryInterceptor(explainSizeLimits))
 	if err != nil {
 		return nil, nil, fmt.Errorf("gRPC address %s: %v", a.grpcAddr(), err)
 	}
 	c := &configuratorClient{ConfiguratorClient: configuratorpb.NewConfiguratorClient(conn), a: a, conn: conn}
 	return c, func() { _ = conn.Close() }, nil
+}
+
+// grpcMaxMsgSetting names agentctl's message limit in its errors.
+const grpcMaxMsgSetting = "--grpc-max-msg-size or AGENTCTL_GRPC_MAX_MSG_SIZE"
+
+// explainSizeLimits turns the refusal of a message for its size into an
+// error that says which side refused it and which setting to raise.
+func explainSizeLimits(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+	err := invoker(ctx, method, req, reply, cc, opts...)
+	if m, ok := req.(proto.Message); ok && err != nil {
+		return msglimit.Explain(err, proto.Size(m), grpcMaxMsgSetting)
+	}
+	return err
 }
 
 // configuratorCall returns a Configurator client, the context of one call

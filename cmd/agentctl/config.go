@@ -313,7 +313,12 @@ touched), and the command lists them (and the keys where the value of etcd
 or the init file applies again). With --wait the command returns once the transaction is done,
 derived values included, and lists the values that failed and those of the
 document that stay in error (an INVALID value sent again changes nothing
-and is still INVALID), with exit code 1.`,
+and is still INVALID), with exit code 1.
+
+A document goes in one gRPC message: 64 MiB at most by default (100k routes
+are 4.3 MB). A bigger one is refused, saying by which side and the setting
+to raise: --grpc-max-msg-size here, grpc.max_recv_msg_size in the agent's
+configuration. A big --wait may need a longer --timeout.`,
 		Example: `  agentctl config update veth.yaml
   agentctl config update veth.yaml --wait
   agentctl config update all.yaml --replace --wait
@@ -468,7 +473,13 @@ INVALID value planned again) are listed after the plan.
 
 Exit codes: 0 no changes, 2 changes, 1 an error (also when an operation of
 the plan would fail, e.g. an invalid value, or when a value of the document
-is in error in the agent and stays so).`,
+is in error in the agent and stays so).
+
+The document and the plan each go in one gRPC message (64 MiB at most by
+default; 100k routes: a 4.3 MB document, a 15 MB plan). One over a limit is
+refused, saying by which side and the setting to raise: --grpc-max-msg-size
+here, grpc.max_recv_msg_size or grpc.max_send_msg_size in the agent's
+configuration.`,
 		Example: `  agentctl config plan veth.yaml
   agentctl config plan all.yaml --replace
   if agentctl config plan veth.yaml >/dev/null; then echo in sync; fi`,

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/netagent-io/netagent/pkg/models"
+	"github.com/netagent-io/netagent/plugins/orchestrator/grpcsource/msglimit"
 )
 
 // Exit codes.
@@ -53,6 +54,10 @@ type app struct {
 	tlsInsecure  bool
 	timeout      time.Duration
 	output       string
+	// grpcMaxMsgSize is --grpc-max-msg-size as given; grpcMaxMsg the
+	// limit it gives, in bytes.
+	grpcMaxMsgSize string
+	grpcMaxMsg     int
 
 	stdin          io.Reader
 	stdout, stderr io.Writer
@@ -75,6 +80,7 @@ var envFallbacks = []struct{ flag, env string }{
 	{"tls-key", "AGENTCTL_TLS_KEY"},
 	{"tls-insecure", "AGENTCTL_TLS_INSECURE"},
 	{"timeout", "AGENTCTL_TIMEOUT"},
+	{"grpc-max-msg-size", "AGENTCTL_GRPC_MAX_MSG_SIZE"},
 	{"output", "AGENTCTL_OUTPUT"},
 }
 
@@ -139,6 +145,12 @@ environment variable used when the flag is not given:
   --tls-cert/-key   AGENTCTL_TLS_CERT/KEY client certificate and key
   --tls-insecure    AGENTCTL_TLS_INSECURE skip verifying the agent's certificate
   --timeout         AGENTCTL_TIMEOUT      limit of each request (default 10s)
+  --grpc-max-msg-size AGENTCTL_GRPC_MAX_MSG_SIZE
+                                          largest gRPC message sent or taken
+                                          (default 64MiB: a 100k-route document
+                                          is 4.3 MB; the agent's own limits are
+                                          grpc.max_recv_msg_size and
+                                          grpc.max_send_msg_size in its config)
   -o, --output      AGENTCTL_OUTPUT       table, yaml or json
 
 Exit codes: 0 success, 1 error, 2 "config plan" has changes.`
@@ -177,6 +189,7 @@ func (a *app) rootCommand() *cobra.Command {
 	pf.StringVar(&a.tlsKey, "tls-key", "", "PEM key of the client certificate")
 	pf.BoolVar(&a.tlsInsecure, "tls-insecure", false, "do not verify the agent's certificate (implies --tls)")
 	pf.DurationVar(&a.timeout, "timeout", 10*time.Second, "limit of each request")
+	pf.StringVar(&a.grpcMaxMsgSize, "grpc-max-msg-size", msglimit.FormatLimit(msglimit.Default), "largest gRPC message agentctl sends or takes (64MiB, 8MB or bytes)")
 	pf.StringVarP(&a.output, "output", "o", "table", "output format: table, yaml or json")
 	_ = root.RegisterFlagCompletionFunc("output", fixedCompletion("table", "yaml", "json"))
 
@@ -294,6 +307,11 @@ func (a *app) resolve(pf *pflag.FlagSet) error {
 	if a.timeout <= 0 {
 		return fmt.Errorf("--timeout %v: want a positive duration such as 10s", a.timeout)
 	}
+	size, err := msglimit.Parse(a.grpcMaxMsgSize)
+	if err != nil {
+		return fmt.Errorf("--grpc-max-msg-size: %v", err)
+	}
+	a.grpcMaxMsg = size
 	if err := models.ValidLabel(a.label); err != nil {
 		return fmt.Errorf("--label: %v", err)
 	}

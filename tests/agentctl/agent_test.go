@@ -61,6 +61,9 @@ type agentOptions struct {
 	// (see testsupport.SelfSigned). The agent takes TLS from its configuration file
 	// only: startAgent writes one and passes it with --config.
 	TLS *testsupport.Cert
+	// Config is more of the agent's configuration file (YAML), e.g. its
+	// gRPC message limits; with TLS, not the rest or grpc sections.
+	Config string
 }
 
 // agent is an agent binary running as a child process of the test, in the
@@ -148,10 +151,14 @@ func startAgent(t *testing.T, opts agentOptions) *agent {
 	if opts.InitFile != "" {
 		args = append(args, "--init-file", opts.InitFile)
 	}
-	if opts.TLS != nil {
+	if opts.TLS != nil || opts.Config != "" {
 		config := filepath.Join(dir, "agent.yaml")
-		listener := fmt.Sprintf("{tls_cert: %q, tls_key: %q}", opts.TLS.CertFile, opts.TLS.KeyFile)
-		if err := os.WriteFile(config, []byte("rest: "+listener+"\ngrpc: "+listener+"\n"), 0o600); err != nil {
+		content := opts.Config
+		if opts.TLS != nil {
+			listener := fmt.Sprintf("{tls_cert: %q, tls_key: %q}", opts.TLS.CertFile, opts.TLS.KeyFile)
+			content = "rest: " + listener + "\ngrpc: " + listener + "\n" + content
+		}
+		if err := os.WriteFile(config, []byte(content), 0o600); err != nil {
 			t.Fatal(err)
 		}
 		args = append(args, "--config", config)

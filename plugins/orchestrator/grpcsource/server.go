@@ -52,7 +52,9 @@
 // required, an invalid value, an empty or unknown key prefix), or
 // transaction options the orchestrator or the scheduler refuses (the
 // message names the field, as api.OptionError does).
-// ResourceExhausted: the transaction queue is full. Unavailable: the
+// ResourceExhausted: the transaction queue is full, or (from gRPC itself) a
+// message over a size limit of the server or the client: package msglimit
+// has the limits' default and says which side refused. Unavailable: the
 // scheduler is closed, or a descriptor's Retrieve failed (Dump). Canceled
 // and DeadlineExceeded: the client's context ended. Internal: anything else.
 package grpcsource
