@@ -38,9 +38,10 @@ func TestConnectionLostSeesAQuickReconnect(t *testing.T) {
 		defer close(done)
 		connectionLost(ctx, &flappingConn{changes: 2}, lost)
 	}()
+	<-done
 	select {
 	case <-lost:
-	case <-done:
+	default:
 		t.Fatal("connectionLost returned without closing lost: the reconnect went unnoticed")
 	}
 }
