@@ -52,8 +52,12 @@ type Addresses struct {
 // already taken is an error now), the scheduler and its metrics, the Linux
 // and VPP plugins with their descriptors registered, the orchestrator and
 // its sources (the init file is read and checked now), and the servers. On
-// error, what it built is released.
+// error, what it built is released. cfg is checked first (loadConfig
+// checked it already; a Config made in code may not be).
 func New(cfg Config, logOut io.Writer) (_ *Agent, err error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
 	level, _ := parseLevel(cfg.LogLevel)
 	log := slog.New(slog.NewTextHandler(logOut, &slog.HandlerOptions{Level: level}))
 	a := &Agent{cfg: cfg, log: log, started: time.Now(), running: make(chan struct{})}
