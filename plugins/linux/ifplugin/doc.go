@@ -70,11 +70,58 @@
 // MTU, MAC, admin state and the kernel name (host_if_name, but for
 // EXISTING) are changed in place; a change of type, namespace or link
 // settings re-creates the interface. A named namespace that does not exist
-// is created at the first Create in it (but for EXISTING), and
-// removed when the last interface the agent configured there is deleted,
-// if the agent created it (within the process lifetime) and nothing else
-// uses it: a namespace that still holds a link other than lo (the
-// operator's) or a process is kept, and the log says why.
+// is created at the first Create in it (but for EXISTING), and removed
+// when the last of the agent's interfaces there is deleted, if the agent
+// created it (in this run or an earlier one: nsplugin marks it) and
+// nothing else uses it: a namespace that still holds a link other than lo
+// (the operator's) or a process is kept, and the log says why. The agent's
+// interfaces in a namespace are those the scheduler holds as applied (the
+// interface descriptor's metadata map): created by this run or found there
+// by Retrieve, after a restart too, so the agent does not try to remove a
+// namespace (nor log that something else keeps it) while one of its own
+// interfaces is still in it.
+//
+// # One value per link
+//
+// A link is one value's (KVDescriptor.Unique): each value uses the name of
+// its link in its namespace, HostLinkName ("linux link eth0 in netns
+// app"; "linux link veth1 in default namespace" for the agent's own,
+// however the value leaves it unset), and a value whose link name another
+// value already uses is INVALID: "host_if_name: linux link eth0 in netns
+// app is already used by config/linux/interfaces/v2/interface/x", the
+// field being the one that gives the name (host_if_name; name when the
+// host name defaults to the logical name; type for a LOOPBACK's lo).
+// Nothing is made for it, and its veth peer waits for it (PENDING). When
+// the holder drops the name (deleted, renamed, moved, invalid) the
+// scheduler validates the refused values again, in key order, and creates
+// the first in the same transaction. This holds for every type:
+//
+//   - each end of a veth pair is a value of its own and uses its own name
+//     in its own namespace;
+//   - an EXISTING (or LOOPBACK) value on a link another value makes or
+//     adopts is refused, as is a second value adopting the same link (two
+//     values would set its MTU, addresses and state in turn, and the link
+//     made by one would vanish under the other when it is deleted):
+//     configure such a link in the value that makes it;
+//   - a TAP_TO_VPP value in another namespace uses its name in the agent's
+//     namespace too, where VPP makes the link under that name and where
+//     Delete gives it back.
+//
+// Names are compared as the values spell their namespace: the same
+// namespace under two references (its name and its file, or a PID) is not
+// seen by the scheduler; the kernel then has one link of the name, and the
+// second value fails saying the link is the other interface's.
+//
+// A name handed over in one transaction works whatever the order of the
+// kernel changes: two values swapping their host names, or one renamed
+// (moved, deleted) while another takes its old name. The kernel has one
+// link of a name at a time, so when a value takes a name that a link of
+// another of the agent's interfaces still has (that interface hands it
+// over and has not had its turn yet), that link is renamed to its
+// interface's temporary name (see VETH above), where that interface's own
+// Update or Delete finds it; Retrieve finds it by its alias whatever its
+// name, and the host link of a VPP TAP gets its name back when it is given
+// back.
 //
 // # The agent's own loopback
 //

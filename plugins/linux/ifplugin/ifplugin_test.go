@@ -71,6 +71,9 @@ func newReportingAgent(t testing.TB) *agent { return newAgentWith(t, agentOption
 type agentOptions struct {
 	label      string
 	reportOnly bool
+	// log receives the logs of the plugin and the scheduler (default:
+	// none).
+	log *slog.Logger
 }
 
 func newAgentWith(t testing.TB, o agentOptions) *agent {
@@ -79,7 +82,10 @@ func newAgentWith(t testing.TB, o agentOptions) *agent {
 	if err != nil {
 		t.Fatal(err)
 	}
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	log := o.log
+	if log == nil {
+		log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
 	s := kvscheduler.New(kvscheduler.Options{Logger: log, DriftReportOnly: o.reportOnly})
 	p := ifplugin.New(ns, log)
 	p.SetLabel(o.label)

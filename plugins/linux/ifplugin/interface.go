@@ -33,17 +33,15 @@ type Plugin struct {
 	log *slog.Logger
 	// kinds says which link kinds this kernel supports (probed once).
 	kinds map[string]bool
-	// hints: the namespace of each interface as last validated, so that a
-	// veth pair is created with both ends in place.
+	// hints: the namespace and host name of each interface as last
+	// validated, so that a veth pair is created with both ends in place
+	// and a link is never taken from an interface that still wants its
+	// name (makeRoom).
 	hintsMu sync.Mutex
-	hints   map[string]nsplugin.Ref
+	hints   map[string]hint
 	// aliasPrefix marks the links of this agent (AliasPrefix, plus the
 	// microservice label when set).
 	aliasPrefix string
-	// users: the interfaces configured in each namespace, so that a named
-	// namespace the agent created is removed with its last interface.
-	usersMu sync.Mutex
-	users   map[nsplugin.Ref]map[string]bool
 	// withoutVPP: the agent runs without VPP (SetVPPDisabled).
 	withoutVPP bool
 	// links is the metadata map of the interface descriptor, made by the
@@ -58,7 +56,7 @@ func New(ns *nsplugin.Manager, log *slog.Logger) *Plugin {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Plugin{ns: ns, log: log, kinds: probeKinds(ns), hints: map[string]nsplugin.Ref{}, users: map[nsplugin.Ref]map[string]bool{}, aliasPrefix: AliasPrefix}
+	return &Plugin{ns: ns, log: log, kinds: probeKinds(ns), hints: map[string]hint{}, aliasPrefix: AliasPrefix}
 }
 
 // SetLabel puts the agent's microservice label into the ownership mark
@@ -120,6 +118,7 @@ func (p *Plugin) interfaceDescriptor() *api.KVDescriptor {
 		Retrieve:           p.retrieve,
 		DerivedValues:      p.derivedValues,
 		Dependencies:       p.dependencies,
+		Unique:             p.uniqueNames,
 		ValueComparator: func(key string, a, b *linuxif.Interface) bool {
 			return proto.Equal(normalized(a), normalized(b))
 		},
@@ -206,9 +205,50 @@ func (p *Plugin) validate(key string, v *linuxif.Interface) error {
 		return err
 	}
 	p.hintsMu.Lock()
-	p.hints[v.GetName()] = nsplugin.RefOf(v.GetNamespace())
+	p.hints[v.GetName()] = hint{ref: nsplugin.RefOf(v.GetNamespace()), host: HostName(v)}
 	p.hintsMu.Unlock()
 	return nil
+}
+
+// hint is where an interface is wanted, as last validated.
+type hint struct {
+	ref  nsplugin.Ref
+	host string
+}
+
+// HostLinkName is the unique name (api.UniqueName) of the link host in a
+// namespace: "linux link <host> in <namespace>", the namespace as the
+// errors of the interface values name it ("default namespace" for the
+// agent's own, however a value leaves it unset; "netns app"; "namespace of
+// PID 1234"). Other descriptors whose values claim a Linux link by name use
+// it too.
+func HostLinkName(host string, ns *linuxns.NetNamespace) string {
+	return "linux link " + host + " in " + nsplugin.RefOf(ns).String()
+}
+
+// uniqueNames: a link is one value's. A value uses the name of its link in
+// its namespace (host_if_name, else its default: the logical name, lo for
+// a LOOPBACK), whatever its type: two values making a link of one name, or
+// one making it and another adopting it (EXISTING), or two adopting it,
+// would fight over it, and the link of the one deleted first would vanish
+// under the other (or never exist: the kernel refuses the second link).
+// A TAP_TO_VPP value in another namespace uses its name in the agent's
+// namespace too: VPP makes the link there under that name, and Delete
+// gives it back there.
+func (p *Plugin) uniqueNames(_ string, v *linuxif.Interface) []api.UniqueName {
+	field := "host_if_name"
+	switch {
+	case v.GetHostIfName() != "":
+	case v.GetType() == linuxif.Interface_LOOPBACK:
+		field = "type" // the namespace's lo
+	default:
+		field = "name" // the host name defaults to it
+	}
+	names := []api.UniqueName{{Field: field, Name: HostLinkName(HostName(v), v.GetNamespace())}}
+	if v.GetType() == linuxif.Interface_TAP_TO_VPP && !nsplugin.RefOf(v.GetNamespace()).IsDefault() {
+		names = append(names, api.UniqueName{Field: field, Name: HostLinkName(HostName(v), nil)})
+	}
+	return names
 }
 
 // kernelLoopbackAddrs are the addresses the kernel gives every loopback.
@@ -346,29 +386,24 @@ func (p *Plugin) create(_ context.Context, key string, v *linuxif.Interface) (*M
 	if err := p.configure(ref, h, link, nil, v); err != nil {
 		return nil, fmt.Errorf("interface %s: %w", v.GetName(), err)
 	}
-	p.use(ref, v.GetName(), true)
 	return p.metadata(h, v, ref)
 }
 
-// use counts the interfaces of a namespace; when the last one goes from a
-// named namespace the agent created, the namespace is removed, unless
+// release removes a named namespace the agent created when the interface
+// name, being deleted, is the last of the agent's interfaces there, unless
 // something else uses it (a link but lo, a process): then it is kept, and
-// the log says why.
-func (p *Plugin) use(ref nsplugin.Ref, name string, on bool) {
-	p.usersMu.Lock()
-	defer p.usersMu.Unlock()
-	if on {
-		if p.users[ref] == nil {
-			p.users[ref] = map[string]bool{}
-		}
-		p.users[ref][name] = true
+// the log says why. The agent's interfaces are those the scheduler holds as
+// applied, with their metadata (the interface descriptor's metadata map):
+// created by this run or found by Retrieve (after a restart too).
+// Descriptor calls are never concurrent, so no other interface is made
+// there meanwhile.
+func (p *Plugin) release(ref nsplugin.Ref, name string) {
+	if ref.Type != linuxns.NetNamespace_NSID {
 		return
 	}
-	delete(p.users[ref], name)
-	if len(p.users[ref]) > 0 || ref.Type != linuxns.NetNamespace_NSID {
+	if links := p.links.Load(); links != nil && links.othersIn(ref, name) > 0 {
 		return
 	}
-	delete(p.users, ref)
 	var inUse *nsplugin.InUseError
 	switch err := p.ns.RemoveIfCreated(ref.Reference); {
 	case errors.As(err, &inUse):
@@ -401,6 +436,9 @@ func (p *Plugin) vethEnd(v *linuxif.Interface, ref nsplugin.Ref) (netlink.Link, 
 		return nil, err
 	}
 	host, alias := HostName(v), p.alias(v.GetName())
+	if err := p.makeRoom(h, ref, host, v); err != nil {
+		return nil, err
+	}
 	if link, err := h.LinkByName(host); err == nil {
 		if link.Type() != "veth" || link.Attrs().Alias != alias {
 			return nil, api.NonRetriable(fmt.Errorf("a link named %s already exists in the %s and is not this veth end (type %s, alias %q)", host, ref, link.Type(), link.Attrs().Alias))
@@ -409,9 +447,10 @@ func (p *Plugin) vethEnd(v *linuxif.Interface, ref nsplugin.Ref) (netlink.Link, 
 	}
 	tmp := tempName(v.GetName())
 	peerName := v.GetVeth().GetPeerIfName()
-	peerRef, hinted := p.hint(peerName)
+	peerHint, hinted := p.hint(peerName)
+	peerRef := peerHint.ref
 	// Made by the peer: under the temporary name, here or elsewhere.
-	for _, where := range uniqueRefs(ref, nsplugin.Ref{}, peerRef) {
+	for _, where := range distinct(ref, nsplugin.Ref{}, peerRef) {
 		wh, err := p.ns.Handle(where, false)
 		if err != nil {
 			continue
@@ -466,6 +505,9 @@ func (p *Plugin) vethEnd(v *linuxif.Interface, ref nsplugin.Ref) (netlink.Link, 
 // agent would otherwise take, and later delete, a link it does not own.
 func (p *Plugin) dummy(h *netlink.Handle, v *linuxif.Interface, ref nsplugin.Ref) (netlink.Link, error) {
 	host, alias := HostName(v), p.alias(v.GetName())
+	if err := p.makeRoom(h, ref, host, v); err != nil {
+		return nil, err
+	}
 	link, err := h.LinkByName(host)
 	if err == nil {
 		if link.Type() != "dummy" || link.Attrs().Alias != alias {
@@ -482,11 +524,12 @@ func (p *Plugin) dummy(h *netlink.Handle, v *linuxif.Interface, ref nsplugin.Ref
 	return h.LinkByName(host)
 }
 
-func uniqueRefs(refs ...nsplugin.Ref) []nsplugin.Ref {
-	var out []nsplugin.Ref
-	for _, r := range refs {
-		if !slices.Contains(out, r) {
-			out = append(out, r)
+// distinct returns xs without repetitions, in their order.
+func distinct[T comparable](xs ...T) []T {
+	var out []T
+	for _, x := range xs {
+		if !slices.Contains(out, x) {
+			out = append(out, x)
 		}
 	}
 	return out
@@ -620,18 +663,87 @@ func (p *Plugin) namespacesOf(name string) []nsplugin.Ref {
 			}
 		}
 	}
-	if ref, ok := p.hint(name); ok && !slices.Contains(refs, ref) {
-		refs = append(refs, ref)
+	if want, ok := p.hint(name); ok && !slices.Contains(refs, want.ref) {
+		refs = append(refs, want.ref)
 	}
 	return refs
 }
 
-// hint returns the namespace of an interface as last validated.
-func (p *Plugin) hint(name string) (nsplugin.Ref, bool) {
+// hint returns where an interface is wanted, as last validated.
+func (p *Plugin) hint(name string) (hint, bool) {
 	p.hintsMu.Lock()
 	defer p.hintsMu.Unlock()
-	r, ok := p.hints[name]
-	return r, ok
+	h, ok := p.hints[name]
+	return h, ok
+}
+
+// anothers returns the logical name of the interface whose mark a link
+// carries when it is another of the agent's interfaces than v.
+func (p *Plugin) anothers(link netlink.Link, v *linuxif.Interface) (string, bool) {
+	name, ok := p.ownName(link.Attrs().Alias)
+	return name, ok && name != v.GetName()
+}
+
+// makeRoom frees the name host in namespace ref (handle h) for v when a
+// link of another of the agent's interfaces has it. The scheduler gives a
+// name to one value at a time (Unique), so that interface is handing the
+// name over in this transaction (renamed, moved, re-created, deleted, or
+// swapping names with v) and has not had its turn yet: its link is renamed
+// to that interface's temporary name, where its own Update or Delete finds
+// it. A link of an interface that still wants the name (the same
+// namespace under another reference, which Unique cannot tell) is left
+// alone: v cannot have it.
+func (p *Plugin) makeRoom(h *netlink.Handle, ref nsplugin.Ref, host string, v *linuxif.Interface) error {
+	link, err := h.LinkByName(host)
+	if err != nil {
+		return nil // free, or the next step fails with the reason
+	}
+	other, ok := p.anothers(link, v)
+	if !ok {
+		return nil
+	}
+	if want, ok := p.hint(other); ok && want.host == host && p.ns.Same(want.ref, ref) {
+		return api.NonRetriable(fmt.Errorf("link %s in the %s is interface %s's, which is configured in this namespace too (%s): one link cannot be two values", host, ref, other, want.ref))
+	}
+	if _, err := renameLink(h, link, tempName(other)); err != nil {
+		return fmt.Errorf("moving link %s of interface %s, which hands the name over, out of the way: %w", host, other, err)
+	}
+	p.log.Debug("link renamed out of the way of the interface that takes its name over",
+		"link", host, "netns", ref.String(), "from", other, "to", v.GetName(), "renamed", tempName(other))
+	return nil
+}
+
+// ownLink returns the link of v in a namespace (handle h): the first of
+// names that is not another interface's link (found there under v's name
+// or, for a link the agent owns, under v's temporary name, see makeRoom).
+func (p *Plugin) ownLink(h *netlink.Handle, v *linuxif.Interface, names ...string) (netlink.Link, error) {
+	if owned(v) {
+		names = append(names, tempName(v.GetName()))
+	}
+	var first error
+	for _, name := range names {
+		link, err := h.LinkByName(name)
+		if err == nil {
+			if other, ok := p.anothers(link, v); ok {
+				err = fmt.Errorf("%s is interface %s's: %w", name, other, syscall.ENODEV)
+			} else {
+				return link, nil
+			}
+		}
+		if first == nil {
+			first = err
+		}
+	}
+	return nil, first
+}
+
+// owned tells whether the agent marks the link of v as its own (alias).
+func owned(v *linuxif.Interface) bool {
+	switch v.GetType() {
+	case linuxif.Interface_VETH, linuxif.Interface_DUMMY, linuxif.Interface_TAP_TO_VPP:
+		return true
+	}
+	return false
 }
 
 // moveAndRename moves a link from namespace `from` (handle fh) into ref
@@ -665,6 +777,9 @@ func (p *Plugin) adoptTap(v *linuxif.Interface, ref nsplugin.Ref) (netlink.Link,
 		return nil, err
 	}
 	host := HostName(v)
+	if err := p.makeRoom(h, ref, host, v); err != nil {
+		return nil, err
+	}
 	if link, err := h.LinkByName(host); err == nil {
 		return link, nil
 	}
@@ -679,6 +794,9 @@ func (p *Plugin) adoptTap(v *linuxif.Interface, ref nsplugin.Ref) (netlink.Link,
 	if err != nil {
 		return nil, err
 	}
+	if other, ok := p.anothers(link, v); ok {
+		return nil, &linkMissingError{fmt.Sprintf("TAP_TO_VPP interface %s: the link %s of the default namespace is interface %s's, not the host link of the VPP TAP %s (yet)", v.GetName(), host, other, v.GetTap().GetVppTapIfName())}
+	}
 	return p.moveAndRename(nsplugin.Ref{}, root, link, ref, host)
 }
 
@@ -687,8 +805,7 @@ func (p *Plugin) adoptTap(v *linuxif.Interface, ref nsplugin.Ref) (netlink.Link,
 // (nil at creation).
 func (p *Plugin) configure(ref nsplugin.Ref, h *netlink.Handle, link netlink.Link, old, v *linuxif.Interface) error {
 	attrs := link.Attrs()
-	owned := v.GetType() == linuxif.Interface_VETH || v.GetType() == linuxif.Interface_DUMMY || v.GetType() == linuxif.Interface_TAP_TO_VPP
-	if owned && attrs.Alias != p.alias(v.GetName()) {
+	if owned(v) && attrs.Alias != p.alias(v.GetName()) {
 		if err := h.LinkSetAlias(link, p.alias(v.GetName())); err != nil {
 			return fmt.Errorf("setting the alias of %s: %w", attrs.Name, err)
 		}
@@ -734,12 +851,16 @@ func (p *Plugin) update(_ context.Context, key string, old, v *linuxif.Interface
 	if err != nil {
 		return md, err
 	}
-	link, err := h.LinkByName(HostName(old))
-	if isNotFound(err) && HostName(old) != HostName(v) {
-		link, err = h.LinkByName(HostName(v)) // renamed by a failed earlier attempt
-	}
+	// Under its new name when a failed earlier attempt renamed it, under
+	// its temporary name when another interface took its name over first.
+	link, err := p.ownLink(h, v, distinct(HostName(old), HostName(v))...)
 	if err != nil {
 		return md, fmt.Errorf("interface %s: link %s: %w", v.GetName(), HostName(old), err)
+	}
+	if link.Attrs().Name != HostName(v) {
+		if err := p.makeRoom(h, ref, HostName(v), v); err != nil {
+			return md, fmt.Errorf("interface %s: %w", v.GetName(), err)
+		}
 	}
 	if link, err = renameLink(h, link, HostName(v)); err != nil {
 		return md, fmt.Errorf("interface %s: %w", v.GetName(), err)
@@ -755,7 +876,7 @@ func (p *Plugin) delete(_ context.Context, key string, v *linuxif.Interface, md 
 	if err := p.deleteLink(ref, v); err != nil {
 		return err
 	}
-	p.use(ref, v.GetName(), false)
+	p.release(ref, v.GetName())
 	return nil
 }
 
@@ -769,11 +890,11 @@ func (p *Plugin) deleteLink(ref nsplugin.Ref, v *linuxif.Interface) error {
 	}
 	switch v.GetType() {
 	case linuxif.Interface_VETH, linuxif.Interface_DUMMY:
-		link, err := h.LinkByName(HostName(v))
+		link, err := p.ownLink(h, v, HostName(v))
 		if isNotFound(err) {
 			// Not configured yet: maybe still under its temporary name,
 			// here or in the agent's namespace.
-			for _, where := range uniqueRefs(ref, nsplugin.Ref{}) {
+			for _, where := range distinct(ref, nsplugin.Ref{}) {
 				wh, werr := p.ns.Handle(where, false)
 				if werr != nil {
 					continue
@@ -798,8 +919,8 @@ func (p *Plugin) deleteLink(ref nsplugin.Ref, v *linuxif.Interface) error {
 		}
 	case linuxif.Interface_TAP_TO_VPP:
 		// The link belongs to VPP's TAP: give it back to the agent's
-		// namespace, down and unmarked.
-		link, err := h.LinkByName(HostName(v))
+		// namespace, down and unmarked, under the host name VPP gave it.
+		link, err := p.ownLink(h, v, HostName(v))
 		if isNotFound(err) {
 			return nil
 		}
@@ -817,10 +938,33 @@ func (p *Plugin) deleteLink(ref nsplugin.Ref, v *linuxif.Interface) error {
 				return fmt.Errorf("moving %s back: %w", link.Attrs().Name, err)
 			}
 		}
+		if name := link.Attrs().Name; name != HostName(v) {
+			// Renamed out of the way (makeRoom): given back under the name
+			// VPP gave it. The value is gone either way: a failure is
+			// logged, not retried (the link is no longer found as the
+			// value's).
+			if err := p.renameBack(name, HostName(v)); err != nil {
+				p.log.Warn("the host link of a VPP TAP is given back under another name", "interface", v.GetName(), "link", name, "error", err)
+			}
+		}
 	case linuxif.Interface_EXISTING, linuxif.Interface_LOOPBACK:
 		// Not ours: its addresses go with their own values; the link stays.
 	}
 	return nil
+}
+
+// renameBack renames the link name of the agent's namespace to host.
+func (p *Plugin) renameBack(name, host string) error {
+	root, err := p.ns.Handle(nsplugin.Ref{}, false)
+	if err != nil {
+		return err
+	}
+	link, err := root.LinkByName(name)
+	if err != nil {
+		return err
+	}
+	_, err = renameLink(root, link, host)
+	return err
 }
 
 // retrieve reads the links of the agent (marked with the alias) and the

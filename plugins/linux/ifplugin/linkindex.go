@@ -131,6 +131,18 @@ type namedLink struct {
 	index int
 }
 
+// othersIn returns how many interfaces but the named one have a link in a
+// namespace.
+func (x *linkIndex) othersIn(ns nsplugin.Ref, name string) int {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	n := x.perNS[ns]
+	if id, ok := x.links[name]; ok && id.ns == ns {
+		n--
+	}
+	return n
+}
+
 // namespaces returns the namespaces the interfaces are in.
 func (x *linkIndex) namespaces() []nsplugin.Ref {
 	x.mu.RLock()

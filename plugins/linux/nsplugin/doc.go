@@ -10,6 +10,9 @@
 // (FD, e.g. /proc/1234/ns/net). Unset means the agent's own namespace.
 // MICROSERVICE references (a container by its microservice label) need a
 // container runtime and are not supported: they are reported as invalid.
+// One namespace may have several references (its name, its file, the PID
+// of a process in it): Manager.IsOwn and Manager.Same tell which resolve
+// to the agent's namespace, or to the same one, now.
 //
 // # Named namespaces the agent makes
 //

@@ -169,6 +169,29 @@ func (m *Manager) IsOwn(r Ref) bool {
 	return err == nil && id == m.originID
 }
 
+// Same tells whether two references name the same namespace: they are
+// equal, or they resolve to the same namespace now (a named namespace and
+// the file or PID of the same one, say). A reference that does not resolve
+// is the same as no other.
+func (m *Manager) Same(a, b Ref) bool {
+	if a == b {
+		return true
+	}
+	idOf := func(r Ref) (nsID, bool) {
+		if r.IsDefault() {
+			return m.originID, true
+		}
+		if Check(r) != nil {
+			return nsID{}, false
+		}
+		id, err := statNS(r.path())
+		return id, err == nil
+	}
+	x, okA := idOf(a)
+	y, okB := idOf(b)
+	return okA && okB && x == y
+}
+
 // Close closes every handle.
 func (m *Manager) Close() {
 	m.mu.Lock()

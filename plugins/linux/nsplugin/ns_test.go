@@ -233,6 +233,25 @@ func TestIsOwn(t *testing.T) {
 		if got := m.IsOwn(c.ref); got != c.want {
 			t.Errorf("IsOwn(%s) = %v, want %v", c.ref, got, c.want)
 		}
+		// Same: the agent's namespace under this reference, as IsOwn says.
+		if got := m.Same(c.ref, nsplugin.Ref{}); got != c.want {
+			t.Errorf("Same(%s, the default) = %v, want %v", c.ref, got, c.want)
+		}
+	}
+	otherFile := nsplugin.Ref{Type: linuxns.NetNamespace_FD, Reference: nsplugin.NetnsDir + "/" + other}
+	missing := named(uniqueName(t, "nstest-missing"))
+	for _, c := range []struct {
+		a, b nsplugin.Ref
+		want bool
+	}{
+		{named(other), otherFile, true},
+		{named(other), named(self), false},
+		{missing, missing, true},
+		{missing, named(other), false},
+	} {
+		if got := m.Same(c.a, c.b); got != c.want {
+			t.Errorf("Same(%s, %s) = %v, want %v", c.a, c.b, got, c.want)
+		}
 	}
 }
 
