@@ -36,6 +36,7 @@ const (
 	errBdNotModifiable          = int32(api.BD_NOT_MODIFIABLE)               // -121
 	errBdIDExceedMax            = int32(api.BD_ID_EXCEED_MAX)                // -122
 	errDuplicateIfAddress       = int32(api.DUPLICATE_IF_ADDRESS)            // -127
+	errNetlinkError             = int32(api.NETLINK_ERROR)                   // -145
 	errBdAlreadyHasBvi          = int32(api.BD_ALREADY_HAS_BVI)              // -152
 	errNoPathsInRoute           = int32(-158)                                // NO_PATHS_IN_ROUTE (missing from GoVPP's list)
 )

@@ -98,7 +98,7 @@
 // -74 UNEXPECTED_INTF_STATE, -79 IF_ALREADY_EXISTS, -98 INVALID_SUB_SW_IF_INDEX,
 // -105 ADDRESS_IN_USE, -114 ADDRESS_FOUND_FOR_INTERFACE, -119 BD_ALREADY_EXISTS,
 // -120 BD_IN_USE, -121 BD_NOT_MODIFIABLE, -122 BD_ID_EXCEED_MAX,
-// -127 DUPLICATE_IF_ADDRESS, -152 BD_ALREADY_HAS_BVI, -158 NO_PATHS_IN_ROUTE.
+// -127 DUPLICATE_IF_ADDRESS, -145 NETLINK_ERROR, -152 BD_ALREADY_HAS_BVI, -158 NO_PATHS_IN_ROUTE.
 // A failed request changes nothing.
 //
 // Zero values are taken as VPP takes them, since GoVPP does not apply the
@@ -137,7 +137,15 @@
 // sizes); no secret. A master whose absolute socket path has no directory,
 // or a file that is no socket, fails with SYSCALL_ERROR_4 (vppsim looks at
 // this host's file system and takes paths under /run/vpp as existing); its
-// socket stays registered.
+// socket stays registered. An id already used on the socket, or a socket
+// used by memifs of the other role, is SUBIF_ALREADY_EXISTS; so is a
+// sub_id already used on the parent's hardware interface.
+//
+// TAP: a host_if_name that the host side of another TAP has, in the same
+// host namespace, is NETLINK_ERROR: VPP 25.10 creates the link and renames
+// it, which the kernel refuses (EEXIST); the link is removed again. vppsim
+// knows no host links but its TAPs' (read from VPP's tap.c, not run: TAP v2
+// needs /dev/vhost-net, which the test host lacks).
 //
 // Deleting an interface deletes its sub-interfaces and removes its
 // addresses, its bridge-domain membership (and BVI / UU-fwd role), its

@@ -296,9 +296,12 @@ const maxTapID = 1024 // TAP_MAX_INSTANCE
 // tapCreate creates tap<id>: id ~0 takes the lowest free one, an id in use is
 // INVALID_INTERFACE. The MAC is random only with use_random_mac (GoVPP does
 // not apply its default true: unset, the MAC is mac_address, possibly zero).
-// The host side defaults to the name tap<id> and a random MAC. A TAP has link
-// as soon as it exists. The raw queue counts and ring sizes are kept in Tap.
-// Without /dev/vhost-net (Options.NoVhostNet) it fails with SYSCALL_ERROR_1.
+// The host side defaults to the name tap<id> and a random MAC. A host name
+// another TAP's host side has in the same namespace is NETLINK_ERROR (VPP
+// renames the new link to it, which the kernel refuses: EEXIST); vppsim
+// knows no other host links. A TAP has link as soon as it exists. The raw
+// queue counts and ring sizes are kept in Tap. Without /dev/vhost-net
+// (Options.NoVhostNet) it fails with SYSCALL_ERROR_1.
 func (c *call) tapCreate(p TapParams, mac ethernet_types.MacAddress, tag string) (uint32, int32) {
 	if c.s.opts.NoVhostNet {
 		return NoIndex, errSyscall1
@@ -307,6 +310,9 @@ func (c *call) tapCreate(p TapParams, mac ethernet_types.MacAddress, tag string)
 	for _, i := range c.st.ifs {
 		if i.Tap != nil {
 			used[i.Tap.ID] = true
+			if p.HostIfName != "" && i.Tap.HostIfName == p.HostIfName && i.Tap.HostNamespace == p.HostNamespace {
+				return NoIndex, errNetlinkError
+			}
 		}
 	}
 	switch {

@@ -414,6 +414,18 @@ func TestTap(t *testing.T) {
 	if i, _ := s.Interface("tap5"); i.SwIfIndex != uint32(r1.SwIfIndex) || i.Tap.HostIfName != "tap5" {
 		t.Errorf("tap5 = %+v", i)
 	}
+	// A host name another TAP's host side has: the kernel refuses VPP's
+	// rename (NETLINK_ERROR), nothing is made. In another namespace it is
+	// free.
+	before := len(s.Interfaces())
+	for _, name := range []string{"vpp-tap", "tap5"} {
+		_, err = tc.TapCreateV3(ctx, &tapv2.TapCreateV3{ID: ^uint32(0), HostIfNameSet: true, HostIfName: name})
+		wantVPPError(t, err, api.NETLINK_ERROR)
+	}
+	if got := len(s.Interfaces()); got != before {
+		t.Errorf("%d interfaces after the refused TAPs, %d before", got, before)
+	}
+	must(tc.TapCreateV3(ctx, &tapv2.TapCreateV3{ID: ^uint32(0), HostIfNameSet: true, HostIfName: "vpp-tap", HostNamespaceSet: true, HostNamespace: "other"}))(t)
 	must(tc.TapDeleteV2(ctx, &tapv2.TapDeleteV2{SwIfIndex: r.SwIfIndex}))(t)
 	_, err = tc.TapDeleteV2(ctx, &tapv2.TapDeleteV2{SwIfIndex: r.SwIfIndex})
 	wantVPPError(t, err, api.INVALID_SW_IF_INDEX)
