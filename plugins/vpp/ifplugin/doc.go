@@ -144,6 +144,7 @@
 //     sub-interface, which has its parent's MAC, or on an IP-mode memif,
 //     which has none).
 //   - Dependencies: AF_PACKET and SUB_INTERFACE as above; none otherwise.
+//   - Unique: the names VPP keeps once (see One value per VPP name).
 //   - Create: creates the interface by type, sets the tag, the MTU
 //     (sw_interface_set_mtu [mtu,0,0,0], only when mtu != 0) and returns the
 //     metadata. When anything after the creation fails, the interface is
@@ -197,6 +198,49 @@
 //   - Errors are retriable (VPP not connected, a VPP error), except when VPP
 //     lacks the messages the value needs (*vppconn.IncompatibleError) or
 //     the value cannot be applied at all (api.NonRetriable).
+//
+// # One value per VPP name
+//
+// Some things a value names VPP keeps once, and the model lets two values
+// name them. The interface descriptor's Unique (api.UniqueName) claims
+// them, so that the second value is INVALID instead of failing in VPP (or
+// sharing the first's interface and removing it when deleted):
+//
+//   - a memif's id on its socket file: "vpp memif id 3 on socket
+//     /run/memif/a.sock", field memif.id (VPP: SUBIF_ALREADY_EXISTS). The
+//     file is the filename cleaned (path.Clean: "./a.sock" and "a.sock",
+//     "/run//memif/a.sock" and "/run/memif/a.sock" are one file); a relative
+//     filename is named as one in VPP's run-time directory ("vpp memif id 3
+//     on socket a.sock in VPP's run-time directory"), not resolved against
+//     that directory: Unique is pure, and only the connected VPP knows the
+//     directory (see Limits);
+//   - a sub-interface's sub_id on its parent: "vpp sub-interface id 10 of
+//     interface trunk", field sub.sub_id (VPP: SUBIF_ALREADY_EXISTS); the
+//     same id on two parents is fine;
+//   - an AF_PACKET interface's host interface, whether given as
+//     host_if_name or linux_interface: "vpp af_packet interface on host
+//     interface veth1", field afpacket.host_if_name or
+//     afpacket.linux_interface (VPP: IF_ALREADY_EXISTS; af_packet_delete
+//     goes by host name, so the Delete of a second value would remove the
+//     first's interface);
+//   - a TAP's host_if_name, its link in VPP's network namespace: "vpp tap
+//     host interface tap-a", field tap.host_if_name (VPP renames the new
+//     link to it, which the kernel refuses while another link has the
+//     name: NETLINK_ERROR). A TAP without host_if_name names nothing.
+//
+// A value using a name another valid value uses is INVALID with the error
+// "memif.id: vpp memif id 3 on socket ... is already used by
+// config/vpp/v2/interfaces/memif1" and the field in its details; nothing is
+// sent to VPP for it. When the holder drops the name (deleted, changed,
+// invalid) the scheduler validates the refused values again in key order
+// and creates the first, in the same transaction, after the holder's
+// Delete. Names start with "vpp": the Linux value adopting a TAP's host side
+// (TAP_TO_VPP) or making an AF_PACKET's host interface names the same link
+// on purpose (linuxifplugin.HostLinkName) and does not collide with them.
+//
+// Nothing else the model lets two values give is refused by VPP: the
+// interface's tag is its logical name (the key); loopbacks may share a MAC;
+// TAP instance ids and memif socket ids are VPP's to choose.
 //
 // # Derived values
 //
@@ -300,7 +344,16 @@
 // role, id, mode and socket) is not found. The IPv4 and IPv6 tables of an
 // interface are set together (the model has one vrf). A memif socket
 // filename is unregistered when no memif uses it any more, whoever
-// registered it. Key parsing takes
+// registered it. What Unique cannot tell, VPP refuses, and the Create
+// fails (retriably) naming the memif in the way ("memif id 3 on socket
+// /run/vpp/a.sock is already used by VPP's memif memif1/3 (tag m1)"): a
+// relative and an absolute filename of one file with one id, a memif made
+// by someone else, and a master and a slave on one socket file (VPP wants
+// one role for all memifs of a socket; unique names cannot say so). VPP keeps
+// the sub_ids of a parent's hardware interface, so a sub-interface of a
+// sub-interface shares the ids of its parent's parent, which Unique does
+// not see either; and a TAP host_if_name VPP gave a TAP without one
+// (tap0, ...) or any other link of VPP's namespace has fails in VPP. Key parsing takes
 // the fixed parts from the end of a key: a logical name that itself contains
 // "/address/static/", "/admin-state/" or "/vrf/" segments confuses it.
 package ifplugin

@@ -58,6 +58,7 @@ func (p *Plugin) interfaceDescriptor() *api.KVDescriptor {
 		IsRetriableFailure: isRetriable,
 		DerivedValues:      derivedValues,
 		Dependencies:       p.dependencies,
+		Unique:             uniqueNames,
 	}
 	return d.KVDescriptor()
 }
@@ -217,6 +218,61 @@ func (p *Plugin) dependencies(key string, v *vppif.Interface) []api.Dependency {
 		}
 	}
 	return nil
+}
+
+// uniqueNames are the names VPP keeps once, which two values could
+// otherwise both ask for (the second would fail in VPP, or worse, share the
+// object with the first and take it away when deleted):
+//
+//   - a memif's id on its socket file (VPP: SUBIF_ALREADY_EXISTS), see
+//     memifSocketName;
+//   - a sub-interface's sub_id on its parent (VPP: SUBIF_ALREADY_EXISTS);
+//   - an AF_PACKET interface's host interface (VPP: IF_ALREADY_EXISTS; and
+//     af_packet_delete deletes by host name, so the second value's Delete
+//     would take the first's interface);
+//   - a TAP's host_if_name, the name of its link in VPP's namespace (VPP
+//     renames the new link to it, which the kernel refuses while another
+//     link has it: NETLINK_ERROR). An empty host_if_name is VPP's to
+//     choose and uses no name.
+//
+// Names are qualified with "vpp": a Linux value that adopts the host side
+// of a TAP (TAP_TO_VPP), or makes the host interface of an AF_PACKET, names
+// the same link on purpose and must not collide.
+func uniqueNames(_ string, v *vppif.Interface) []api.UniqueName {
+	switch v.GetType() {
+	case vppif.Interface_MEMIF:
+		m := v.GetMemif()
+		return []api.UniqueName{{Field: "memif.id", Name: fmt.Sprintf("vpp memif id %d on socket %s", m.GetId(), memifSocketName(m.GetSocketFilename()))}}
+	case vppif.Interface_SUB_INTERFACE:
+		s := v.GetSub()
+		return []api.UniqueName{{Field: "sub.sub_id", Name: fmt.Sprintf("vpp sub-interface id %d of interface %s", s.GetSubId(), s.GetParentName())}}
+	case vppif.Interface_AF_PACKET:
+		field := "afpacket.host_if_name"
+		if v.GetAfpacket().GetHostIfName() == "" {
+			field = "afpacket.linux_interface"
+		}
+		return []api.UniqueName{{Field: field, Name: "vpp af_packet interface on host interface " + hostIfName(v)}}
+	case vppif.Interface_TAP:
+		if h := v.GetTap().GetHostIfName(); h != "" {
+			return []api.UniqueName{{Field: "tap.host_if_name", Name: "vpp tap host interface " + h}}
+		}
+	}
+	return nil
+}
+
+// memifSocketName names the socket file of a memif socket filename for
+// uniqueNames: an absolute path cleaned (two spellings of one path are one
+// file), a relative one cleaned and said to be in VPP's run-time directory.
+// That directory's path is not put in: Unique is pure, and only the
+// connected VPP knows it (the directory of its default socket, which a
+// restarted VPP may have elsewhere), so a relative filename and an absolute
+// one naming the same file are not found to be one here; VPP refuses the
+// second memif then (see vppcalls.Handler.CreateMemif).
+func memifSocketName(filename string) string {
+	if path.IsAbs(filename) {
+		return path.Clean(filename)
+	}
+	return path.Clean(filename) + " in VPP's run-time directory"
 }
 
 // derivedValues: the admin state (always), the VRF (non-zero), one value

@@ -24,6 +24,19 @@
 // its domains. Untagged domains (someone else's) are never reported,
 // changed or deleted, and their bd_ids are never used.
 //
+// # Names and ids
+//
+// The model gives a bridge domain no bd_id: the agent picks it (the lowest
+// free one, see Create) and keeps it in the metadata, so no two values can
+// ask for one bd_id. What a user names is the domain's logical name, the
+// last part of its key and its VPP tag (at most 63 bytes, what VPP keeps,
+// checked by Validate), unique as keys are. The only VPP resource two
+// values can both name is an interface's membership (VPP keeps an
+// interface in one domain), held exclusively by one binding at a time (see
+// One bridge domain per interface): the plugin declares no unique names
+// (api.UniqueName; ifplugin does, for memif ids, sub-interface ids,
+// AF_PACKET and TAP host interfaces).
+//
 // # Bridge domains
 //
 //   - Validate: models.VPPBridgeDomain.Validate and CheckKey (the key must be

@@ -114,6 +114,16 @@
 //     reported.
 //   - ValueComparator: MAC and address spellings aside.
 //
+// # One value per VPP object
+//
+// A route's key holds what makes its VPP path (table, destination, outgoing
+// interface, next hop; a DROP or INTER_VRF route has neither: one per
+// table and destination), an ARP entry's key its interface and
+// address, all in the canonical spelling (pkg/models rejects any other:
+// host bits, upper-case or zero-padded IPv6). So two values never name one
+// path or one neighbour, and the plugin declares no unique names
+// (api.UniqueName).
+//
 // # Interface indexes
 //
 // The Retrieves name sw_if_indexes through the interface metadata, and

@@ -386,7 +386,50 @@ func (h *handler) CreateMemif(ctx context.Context, p MemifParams) (uint32, error
 		}
 		return err
 	})
+	if isVPPError(err, govppapi.SUBIF_ALREADY_EXISTS) {
+		err = h.memifTakenError(ctx, p, err)
+	}
 	return idx, err
+}
+
+// memifTakenError explains VPP 25.10's SUBIF_ALREADY_EXISTS of
+// memif_create_v2, which it gives both for an id already used on the socket
+// and for a socket file used by memifs of the other role: it names the
+// memif in the way (VPP's name and tag). Values the agent knows to collide
+// never get here (the descriptor's Unique); this is for what only VPP can
+// tell: a relative and an absolute filename of one file, a memif someone
+// else made, masters and slaves on one socket. It keeps the VPP error in
+// the chain; when the dumps fail the error is returned as it is.
+func (h *handler) memifTakenError(ctx context.Context, p MemifParams, err error) error {
+	memifs, derr := h.dumpMemifs(ctx)
+	if derr != nil {
+		return err
+	}
+	role := func(master bool) string {
+		if master {
+			return "master"
+		}
+		return "slave"
+	}
+	describe := func(d *memif.MemifDetails) string {
+		what := d.IfName
+		if i, gerr := h.GetInterface(ctx, uint32(d.SwIfIndex)); gerr == nil && i != nil && i.Tag != "" {
+			what += fmt.Sprintf(" (tag %s)", i.Tag)
+		}
+		return what
+	}
+	for _, d := range memifs {
+		if d.SocketID == p.SocketID && d.ID == p.ID {
+			return fmt.Errorf("memif id %d on socket %s is already used by VPP's memif %s: %w", p.ID, p.SocketFilename, describe(d), err)
+		}
+	}
+	for _, d := range memifs {
+		if d.SocketID == p.SocketID && (d.Role == memif.MEMIF_ROLE_API_MASTER) != p.Master {
+			return fmt.Errorf("memif socket %s is used by the %s memif %s: VPP does not let masters and slaves share a socket file: %w",
+				p.SocketFilename, role(!p.Master), describe(d), err)
+		}
+	}
+	return err
 }
 
 // masterSocketError explains the errors of VPP 25.10's memif_create_v2 when

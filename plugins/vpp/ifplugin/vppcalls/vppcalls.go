@@ -188,7 +188,10 @@ type Handler interface {
 	// when VPP cannot (the directory of an absolute filename does not
 	// exist or is not VPP's to write, a file that is no socket is in the
 	// way: VPP 25.10 says "System call error #4"), the error says so,
-	// naming the file.
+	// naming the file. When VPP refuses it because the id is taken on the
+	// socket, or the socket has memifs of the other role (VPP 25.10 says
+	// "Subinterface already exists" for both), the error names the memif
+	// in the way.
 	CreateMemif(ctx context.Context, p MemifParams) (uint32, error)
 	DeleteMemif(ctx context.Context, idx uint32) error
 	CreateTap(ctx context.Context, p TapParams) (uint32, error)
