@@ -227,7 +227,12 @@ type KVDescriptor struct {
 	// name (deleted, changed, or invalid). Of values that ask for a name in
 	// one transaction, the first in key order gets it. Names are compared
 	// as given, across descriptors: prefix them with what they name. Pure,
-	// like Validate; called only for values Validate accepts.
+	// like Validate; called only for values Validate accepts. Names are
+	// those of intended values: when two values swap names in one
+	// transaction and their changes are applied by re-creation, the first
+	// re-creation may meet the other's old object in the SB and fail; the
+	// refresh after the failure completes it, but the transaction reports
+	// the failure.
 	Unique func(key string, value proto.Message) []UniqueName
 
 	// RetrieveDependencies names the descriptors whose values must be
