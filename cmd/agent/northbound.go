@@ -6,6 +6,8 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
 
 	"github.com/netagent-io/netagent/plugins/orchestrator"
 	"github.com/netagent-io/netagent/plugins/orchestrator/etcdsource"
@@ -49,12 +51,35 @@ func newEtcdPart(cfg Config, o *orchestrator.Orchestrator, log *slog.Logger) (*e
 	}
 	p.source = etcdsource.NewDialing(p.dial, o, etcdsource.Options{Label: cfg.Label, Log: log})
 	o.Register(orchestrator.SourceEtcd)
+	o.RegisterConnection(orchestrator.SourceEtcd, p.source)
 	return p, nil
 }
 
+// Keepalive of the etcd client: an etcd that stops answering without
+// closing the connection (a network partition, a frozen host) is seen as
+// lost within etcdKeepAliveTime + etcdKeepAliveTimeout, not only when a
+// request times out. etcd refuses pings more often than every 5 s
+// (--grpc-keepalive-min-time).
+const (
+	etcdKeepAliveTime    = 10 * time.Second
+	etcdKeepAliveTimeout = 5 * time.Second
+)
+
+// etcdReconnectBackoff is the client's backoff between connection attempts
+// while etcd is away: gRPC's default, but at most 5 s apart (gRPC's 2 min
+// would leave the agent up to 2 min behind an etcd that came back after a
+// long outage).
+var etcdReconnectBackoff = func() backoff.Config {
+	b := backoff.DefaultConfig
+	b.MaxDelay = 5 * time.Second
+	return b
+}()
+
 // dial makes the source's etcd client.
 func (p *etcdPart) dial(context.Context) (*clientv3.Client, error) {
-	cc := clientv3.Config{Endpoints: p.endpoints, DialTimeout: p.dialTimeout, Logger: etcdsource.ZapLogger(p.log)}
+	cc := clientv3.Config{Endpoints: p.endpoints, DialTimeout: p.dialTimeout, Logger: etcdsource.ZapLogger(p.log),
+		DialKeepAliveTime: etcdKeepAliveTime, DialKeepAliveTimeout: etcdKeepAliveTimeout,
+		DialOptions: []grpc.DialOption{grpc.WithConnectParams(grpc.ConnectParams{Backoff: etcdReconnectBackoff, MinConnectTimeout: 20 * time.Second})}}
 	if p.password.IsSet() {
 		cc.Username, cc.Password = etcdsource.RootUser, p.password.Reveal()
 	}

@@ -80,6 +80,11 @@ func listen(cfg Config) (map[string]net.Listener, error) {
 // buildServers builds the servers of the open listeners.
 func (a *Agent) buildServers() error {
 	srv := &a.servers
+	// The northbound sources' state is exported with the scheduler's
+	// metrics (on /metrics of the REST listener).
+	if err := a.registry.Register(newNorthboundCollector(a.orch)); err != nil {
+		return fmt.Errorf("northbound metrics: %w", err)
+	}
 	srv.health = health.NewServer()
 	if ln := srv.listeners["grpc"]; ln != nil {
 		opts := []grpc.ServerOption{
@@ -127,11 +132,8 @@ func (a *Agent) restHandler() http.Handler {
 	mux.Handle("/scheduler/", requireToken(a.cfg.Token, rest.NewHandler(a.sched, rest.Options{TxnLogMaxItems: a.cfg.Scheduler.TxnLogMaxItems})))
 	mux.HandleFunc("GET /livez", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, 200, map[string]string{"status": "alive"}) })
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
-		if ok, why := a.ready(); !ok {
-			writeJSON(w, http.StatusServiceUnavailable, map[string]any{"status": "not ready", "waiting_for": why})
-			return
-		}
-		writeJSON(w, 200, map[string]string{"status": "ready"})
+		code, body := a.readyz()
+		writeJSON(w, code, body)
 	})
 	mux.Handle("GET /metrics", promhttp.HandlerFor(a.registry, promhttp.HandlerOpts{}))
 	mux.HandleFunc("GET /info/version", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, 200, buildVersion()) })
@@ -213,9 +215,11 @@ func setHealth(hs *health.Server, st healthpb.HealthCheckResponse_ServingStatus)
 }
 
 // followReadiness keeps the gRPC health status of healthServices equal to
-// the readiness (/readyz): SERVING when ready, NOT_SERVING when not, both
-// ways, until ctx ends. The caller sets NOT_SERVING before the gRPC server
-// serves; the health server notifies Watch streams of each change.
+// the readiness (/readyz): SERVING when ready (degraded included: gRPC
+// health has no such state, and a degraded agent serves), NOT_SERVING
+// when not, both ways, until ctx ends. The caller sets NOT_SERVING
+// before the gRPC server serves; the health server notifies Watch streams
+// of each change.
 func followReadiness(ctx context.Context, hs *health.Server, ready func() (bool, []string), every time.Duration) {
 	current := healthpb.HealthCheckResponse_NOT_SERVING
 	tick := time.NewTicker(every)
@@ -235,6 +239,33 @@ func followReadiness(ctx context.Context, hs *health.Server, ready func() (bool,
 		case <-tick.C:
 		}
 	}
+}
+
+// readyzJSON is the answer of GET /readyz.
+type readyzJSON struct {
+	// Status is "ready", "degraded" (ready, but a northbound source lost
+	// its connection) or "not ready".
+	Status     string   `json:"status"`
+	WaitingFor []string `json:"waiting_for,omitempty"`
+	Degraded   []string `json:"degraded,omitempty"`
+}
+
+// readyz is the answer of GET /readyz: 503 "not ready" with what the agent
+// waits for; otherwise 200, "ready", or "degraded" with the reasons when a
+// northbound source lost its connection. A degraded agent is ready: it
+// keeps serving and keeps the dataplane as it is, and its gRPC
+// Configurator is then the way to change the configuration, so neither
+// /readyz nor gRPC health (which follows ready) take it out of service.
+func (a *Agent) readyz() (int, readyzJSON) {
+	ok, why := a.ready()
+	degraded := a.orch.Degraded()
+	switch {
+	case !ok:
+		return http.StatusServiceUnavailable, readyzJSON{Status: "not ready", WaitingFor: why, Degraded: degraded}
+	case len(degraded) > 0:
+		return http.StatusOK, readyzJSON{Status: "degraded", Degraded: degraded}
+	}
+	return http.StatusOK, readyzJSON{Status: "ready"}
 }
 
 // httpErrorLog routes net/http's own messages (TLS handshake errors, bad

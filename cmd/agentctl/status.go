@@ -22,13 +22,15 @@ type agentStatus struct {
 	Uptime     string            `json:"uptime"`
 	Ready      bool              `json:"ready"`
 	WaitingFor []string          `json:"waiting_for"`
+	Degraded   []string          `json:"degraded"`
 	FirstSync  bool              `json:"first_sync"`
 	Etcd       struct {
 		Endpoints []string `json:"endpoints"`
 		Embedded  bool     `json:"embedded"`
 	} `json:"etcd"`
-	Linux bool `json:"linux"`
-	VPP   struct {
+	Northbound []sourceStatus `json:"northbound"`
+	Linux      bool           `json:"linux"`
+	VPP        struct {
 		Enabled    bool                `json:"enabled"`
 		Socket     string              `json:"socket"`
 		Connected  bool                `json:"connected"`
@@ -42,6 +44,56 @@ type agentStatus struct {
 	ValuesByDescriptor map[string]map[string]int `json:"values_by_descriptor"`
 	QueueLength        int                       `json:"queue_length"`
 	Transactions       map[string]uint64         `json:"transactions"`
+}
+
+// sourceStatus is a northbound source in GET /info/status.
+type sourceStatus struct {
+	Source   string     `json:"source"`
+	State    string     `json:"state"`
+	Since    *time.Time `json:"since"`
+	For      string     `json:"for"`
+	Error    string     `json:"error"`
+	Revision int64      `json:"revision"`
+	Losses   uint64     `json:"losses"`
+	Synced   bool       `json:"synced"`
+}
+
+// connection describes the connection of a source that has one (etcd):
+// "connected since T, revision R", "LOST since T (for D): ERROR; last
+// revision R"...
+func (s sourceStatus) connection() string {
+	since := ""
+	if s.Since != nil {
+		since = " since " + s.Since.Local().Format("2006-01-02 15:04:05")
+		if s.For != "" {
+			since += " (" + s.For + ")"
+		}
+	}
+	var out string
+	switch s.State {
+	case "connected":
+		out = "connected" + since
+		if s.Revision > 0 {
+			out += fmt.Sprintf(", revision %d", s.Revision)
+		}
+	case "lost", "stopped":
+		out = strings.ToUpper(s.State) + since
+		if s.Error != "" {
+			out += ": " + s.Error
+		}
+		if s.Revision > 0 {
+			out += fmt.Sprintf("; last revision %d", s.Revision)
+		}
+	default: // connecting, or a state this agentctl does not know
+		out = s.State + since
+		if s.Error != "" {
+			out += ": " + s.Error
+		}
+	}
+	if s.Losses > 0 {
+		out += "; " + count(int(s.Losses), "loss", "losses") + " since the start"
+	}
+	return out
 }
 
 // stateOrder lists value states in the order an operator reads them:
@@ -89,12 +141,23 @@ func countsLine(counts map[string]int) string {
 func (a *app) statusCommand() *cobra.Command {
 	return &cobra.Command{
 		Use:   "status",
-		Short: "Show whether the agent is ready, its version, VPP connection and value counts",
+		Short: "Show whether the agent is ready, its sources, VPP connection and value counts",
 		Long: `Show the agent's state: ready or what it waits for, its label and version,
-etcd, the Linux and VPP plugins (VPP connection, PID, version, messages it
-lacks), and how many values are in each state, in total and per descriptor.`,
+etcd and its connection, the northbound sources, the Linux and VPP plugins
+(VPP connection, PID, version, messages it lacks), and how many values are
+in each state, in total and per descriptor.
+
+An agent whose etcd connection is lost is DEGRADED, with the reason: it
+keeps serving (gRPC changes still apply) and keeps the dataplane as it is
+(the last state read from etcd stays applied); when etcd is back it reads
+etcd's whole state again and applies what changed. The etcd line says
+connected (since when, the last revision seen), connecting, LOST (since
+when, the error of the last attempt, the last revision seen) or STOPPED,
+and how many times the connection was lost; the gRPC and init-file sources
+have no connection and are always active.`,
 		Example: `  agentctl status
-  agentctl status -o json | jq .vpp`,
+  agentctl status -o json | jq .vpp
+  agentctl status -o json | jq '.northbound[] | select(.source == "etcd")'`,
 		Args: argsNamed(),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, cancel := context.WithTimeout(cmd.Context(), a.timeout)
@@ -125,6 +188,10 @@ func (a *app) printStatus(st agentStatus) error {
 	if !st.Ready {
 		state = "NOT READY, waiting for: " + strings.Join(st.WaitingFor, "; ")
 	}
+	if len(st.Degraded) > 0 {
+		// Degraded: serving, the dataplane kept as it is (see /readyz).
+		state += ", DEGRADED: " + strings.Join(st.Degraded, "; ")
+	}
 	w.row("Agent:", state)
 	w.row("Label:", st.Label)
 	version := st.Version["version"]
@@ -149,13 +216,29 @@ func (a *app) printStatus(st agentStatus) error {
 	}
 	w.row("First sync:", firstSync)
 	etcd := "not used"
+	var sources []string
+	for _, src := range st.Northbound {
+		s := src.Source + " " + src.State
+		if !src.Synced {
+			s += " (no state yet)"
+		}
+		sources = append(sources, s)
+	}
 	if len(st.Etcd.Endpoints) > 0 {
 		etcd = strings.Join(st.Etcd.Endpoints, ", ")
 		if st.Etcd.Embedded {
 			etcd += " (embedded)"
 		}
+		for _, src := range st.Northbound {
+			if src.Source == "etcd" {
+				etcd += ": " + src.connection()
+			}
+		}
 	}
 	w.row("etcd:", etcd)
+	if len(sources) > 0 {
+		w.row("Sources:", strings.Join(sources, ", "))
+	}
 	linux := "disabled"
 	if st.Linux {
 		linux = "enabled"

@@ -56,6 +56,22 @@
 // (that sync applies everything); requests made while a resync runs are
 // coalesced into one more after it.
 //
+// # Source health
+//
+// Sources tells, for each registered source, highest priority first,
+// whether it delivered its first state and the state of its connection: a
+// source with a connection to keep (etcd) declares it with
+// RegisterConnection and reports connecting, connected, lost (since when,
+// with the last error) or stopped, with the last revision it saw and how
+// many times it lost the connection; the others (gRPC clients, the init
+// file) are always active. Degraded gives a reason for each source that
+// lost its connection or stopped: the agent is then degraded, not unready.
+// It keeps serving and keeps the dataplane as it is: the lost source's
+// last state stays applied (nothing is deleted because a server is away),
+// the other sources' changes still apply, and when the source is back its
+// full resync applies whatever changed meanwhile. Ready does not depend on
+// it.
+//
 // # Bad values
 //
 // A source passes a value it could not decode as a KV with Err set: the key
@@ -127,6 +143,8 @@ type Orchestrator struct {
 	// sources registered, and those that delivered their first state.
 	sources map[SourceID]bool
 	synced  map[SourceID]bool
+	// connectors tell the connection state of the sources that have one.
+	connectors map[SourceID]Connector
 	// started: the first full resync was committed.
 	started  bool
 	firstSeq uint64
@@ -143,7 +161,8 @@ func New(s Scheduler, log *slog.Logger) *Orchestrator {
 		log = slog.Default()
 	}
 	return &Orchestrator{s: s, log: log, values: map[string]map[SourceID]proto.Message{},
-		sources: map[SourceID]bool{}, synced: map[SourceID]bool{}, startedCh: make(chan struct{})}
+		sources: map[SourceID]bool{}, synced: map[SourceID]bool{}, connectors: map[SourceID]Connector{},
+		startedCh: make(chan struct{})}
 }
 
 // Register declares a source: the first full resync waits for its first

@@ -32,7 +32,38 @@
 //     client resume the watch on its own after a reconnect: etcd may have
 //     come back empty or restored from a backup, and its revisions would not
 //     follow on. Either way no event is lost or applied twice: every Change
-//     follows the state of the last Resync, revision after revision.
+//     follows the state of the last Resync, revision after revision. While etcd
+//     is away the sink is passed nothing: it keeps the last state read,
+//     and nothing is deleted because etcd cannot be reached.
+//
+// # Connection state
+//
+// Source.Connection tells the state of the connection to etcd (the
+// orchestrator's Connector: register it with RegisterConnection, and
+// Orchestrator.Sources and Degraded report it):
+//
+//   - connecting, from Run until the first full read succeeds, with the
+//     error of the last attempt once one failed;
+//   - connected, from a full read that succeeded, with the last revision
+//     seen (that of the read, then the header revision of each watch
+//     response);
+//   - lost, from the first failure after that (the watch ended, the
+//     client's connection left READY, a read failed), with the error of
+//     the last attempt; Losses counts these. Revision stays the last one
+//     seen while connected. The source is connected again when a full read
+//     succeeds, before the sink's Resync of it is applied;
+//   - stopped, when Run returned an error retrying cannot fix.
+//
+// A read waits for etcd up to Options.ReadTimeout (30 s by default) before
+// it fails and is retried, so while etcd is away the error is updated that
+// often; it names the endpoints and the client's connection state, as the
+// etcd client tells no more than "context deadline exceeded".
+//
+// The changes are logged once each, never per retry: etcd unreachable at
+// the start (warn, with the error), the first connection (info, with the
+// revision and how long it took), the loss (warn, with the error and the
+// last revision) and the recovery (info, with how long the connection was
+// lost); the failed retries in between are logged at debug level.
 //
 // An error returned by the sink is logged (at info level when only values
 // failed) and does not stop the source: the orchestrator records the values

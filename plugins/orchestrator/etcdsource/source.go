@@ -41,6 +41,10 @@ type Options struct {
 	BatchMaxKeys int
 	// BatchMaxDelay is the longest wait to coalesce a burst (default 20ms).
 	BatchMaxDelay time.Duration
+	// ReadTimeout is the longest wait for one page of a full read (default
+	// 30s). While etcd is away a read waits this long for it to come back
+	// before it fails and is retried.
+	ReadTimeout time.Duration
 	// Log receives the source's logs (default slog.Default()).
 	Log *slog.Logger
 }
@@ -49,14 +53,13 @@ type Options struct {
 const (
 	DefaultBatchMaxKeys  = 1000
 	DefaultBatchMaxDelay = 20 * time.Millisecond
+	DefaultReadTimeout   = 30 * time.Second
 )
 
-// Retry timing: the backoff between attempts after a failure, and the
-// longest wait for one page of the full read.
+// Retry timing: the backoff between attempts after a failure.
 const (
-	minBackoff  = 100 * time.Millisecond
-	maxBackoff  = 5 * time.Second
-	readTimeout = 30 * time.Second
+	minBackoff = 100 * time.Millisecond
+	maxBackoff = 5 * time.Second
 	// readPage is the number of keys read per request of a full read.
 	readPage = 5000
 )
@@ -76,7 +79,11 @@ type Source struct {
 
 	syncOnce sync.Once
 	synced   chan struct{}
+
+	conn *connection
 }
+
+var _ orchestrator.Connector = (*Source)(nil)
 
 // New returns a source reading the agent's keys from client into sink.
 func New(client *clientv3.Client, sink Sink, opts Options) *Source {
@@ -92,17 +99,22 @@ func New(client *clientv3.Client, sink Sink, opts Options) *Source {
 	if opts.BatchMaxDelay <= 0 {
 		opts.BatchMaxDelay = DefaultBatchMaxDelay
 	}
+	if opts.ReadTimeout <= 0 {
+		opts.ReadTimeout = DefaultReadTimeout
+	}
 	if opts.Log == nil {
 		opts.Log = slog.Default()
 	}
 	prefix := models.EtcdKeyPrefix(opts.Label)
+	log := opts.Log.With("source", string(orchestrator.SourceEtcd), "prefix", prefix)
 	return &Source{
 		client: client,
 		sink:   sink,
 		opts:   opts,
 		prefix: prefix,
-		log:    opts.Log.With("source", string(orchestrator.SourceEtcd), "prefix", prefix),
+		log:    log,
 		synced: make(chan struct{}),
+		conn:   newConnection(log, time.Now),
 	}
 }
 
@@ -145,6 +157,11 @@ func (s *Source) Close() {
 // Synced is closed after the first Resync returned.
 func (s *Source) Synced() <-chan struct{} { return s.synced }
 
+// Connection returns the state of the connection to etcd (see "Connection
+// state" in the package documentation). It is safe to call at any time,
+// from any goroutine.
+func (s *Source) Connection() orchestrator.Connection { return s.conn.get() }
+
 // watchEnd says why a watch ended.
 type watchEnd int
 
@@ -159,8 +176,19 @@ const (
 // changes to the sink's Change (see the package documentation). It returns
 // nil when ctx ends, or an error that retrying cannot fix (an invalid label,
 // the client of NewDialing not made, the etcd client closed, permission
-// denied).
+// denied). Connection follows the connection meanwhile, and is stopped,
+// with the error, after such a return.
 func (s *Source) Run(ctx context.Context) error {
+	s.conn.starting()
+	err := s.run(ctx)
+	if err != nil {
+		s.conn.stopped(err)
+	}
+	return err
+}
+
+// run is Run but for the connection's start and stop.
+func (s *Source) run(ctx context.Context) error {
 	if err := models.ValidLabel(s.opts.Label); err != nil {
 		return fmt.Errorf("etcd source: %w", err)
 	}
@@ -193,7 +221,7 @@ func (s *Source) Run(ctx context.Context) error {
 				s.log.Info("etcd compacted during the full read; reading again", "error", err)
 				continue
 			}
-			s.log.Warn("cannot read the state from etcd; retrying", "error", err, "retry-in", backoff)
+			s.conn.failed(s.readError(err), backoff)
 			if !wait() {
 				return nil
 			}
@@ -212,12 +240,31 @@ func (s *Source) Run(ctx context.Context) error {
 			if fatal := s.fatal(err); fatal != nil {
 				return fatal
 			}
-			s.log.Warn("etcd watch ended; reading the full state again", "error", err, "retry-in", backoff)
+			s.conn.failed(fmt.Errorf("watching: %w", err), backoff)
 			if !wait() {
 				return nil
 			}
 		}
 	}
+}
+
+// readError is the error of a full read that failed, with what the client
+// knows of its connection when etcd did not answer in time (the client
+// waits for a connection until the deadline, and then says no more than
+// "context deadline exceeded").
+func (s *Source) readError(err error) error {
+	if errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("reading the state: no answer within %v (the connection to %s is %s): %w", s.opts.ReadTimeout, s.endpoints(), s.connState(), err)
+	}
+	return fmt.Errorf("reading the state: %w", err)
+}
+
+// endpoints are the client's endpoints, for messages.
+func (s *Source) endpoints() string { return strings.Join(s.client.Endpoints(), ", ") }
+
+// connState is the state of the client's connection, for messages.
+func (s *Source) connState() string {
+	return strings.ToLower(s.client.ActiveConnection().GetState().String())
 }
 
 // fatal returns the error to end Run with when err cannot be fixed by
@@ -244,6 +291,7 @@ func (s *Source) resync(ctx context.Context) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
+	s.conn.established(rev)
 	start := time.Now()
 	if _, err := s.sink.Resync(ctx, orchestrator.SourceEtcd, kvs, api.TxnOptions{}); err != nil && ctx.Err() == nil {
 		s.log.Log(ctx, sinkErrLevel(err), "resync of the etcd state reported an error", "revision", rev, "keys", len(kvs), "error", err)
@@ -277,7 +325,7 @@ func (s *Source) read(ctx context.Context) (int64, []orchestrator.KV, error) {
 		if rev != 0 {
 			opts = append(opts, clientv3.WithRev(rev))
 		}
-		pctx, cancel := context.WithTimeout(ctx, readTimeout)
+		pctx, cancel := context.WithTimeout(ctx, s.opts.ReadTimeout)
 		resp, err := s.client.Get(pctx, from, opts...)
 		cancel()
 		if err != nil {
@@ -400,7 +448,7 @@ func (s *Source) watch(ctx context.Context, rev int64) (end watchEnd, establishe
 		case <-lost:
 			// The client would resume the watch by itself, but etcd may
 			// have come back empty or restored: read it all again.
-			return endBroken, established, errors.New("connection to etcd lost")
+			return endBroken, established, fmt.Errorf("the client lost its connection to %s (now %s)", s.endpoints(), s.connState())
 		case wr, ok = <-wch:
 		}
 		if ctx.Err() != nil {
@@ -419,6 +467,7 @@ func (s *Source) watch(ctx context.Context, rev int64) (end watchEnd, establishe
 		if wr.Created || len(wr.Events) > 0 {
 			established = true
 		}
+		s.conn.seen(wr.Header.Revision)
 		s.add(b, wr.Events, flush)
 		if b.keys() >= s.opts.BatchMaxKeys {
 			flush()
