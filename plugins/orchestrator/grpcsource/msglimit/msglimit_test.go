@@ -122,10 +122,16 @@ func TestExplainOverTheWire(t *testing.T) {
 			t.Errorf("%s: %v, want ResourceExhausted %q", c.name, err, c.want)
 		}
 	}
+	// The server's stats handler sees the end of a call after the client
+	// has its error: wait for the lines (with a deadline).
 	for _, want := range []string{
 		`msg="the agent refused a 1.5 kB request: its limit is 1000 B (grpc.max_recv_msg_size in the agent's configuration)" call=/grpc.testing.TestService/UnaryCall`,
 		`the agent refused to send a 2.5 kB answer: its limit is 2000 B (grpc.max_send_msg_size`,
 	} {
+		deadline := time.Now().Add(10 * time.Second)
+		for !strings.Contains(logs.String(), want) && time.Now().Before(deadline) {
+			time.Sleep(10 * time.Millisecond) // polling the log, bounded by the deadline
+		}
 		if !strings.Contains(logs.String(), want) {
 			t.Errorf("the server's log %q does not hold %q", logs.String(), want)
 		}
