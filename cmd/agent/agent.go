@@ -82,7 +82,7 @@ func New(cfg Config, logOut io.Writer) (_ *Agent, err error) {
 	}
 	sopts := kvscheduler.Options{Logger: log, Observer: m, HistorySize: cfg.Scheduler.HistorySize,
 		HistoryMaxBytes: cfg.Scheduler.HistoryMaxBytes, HistoryMaxAge: cfg.Scheduler.HistoryMaxAge.Duration,
-		TxnLogMaxItems: cfg.Scheduler.TxnLogMaxItems}
+		TxnLogMaxItems: cfg.Scheduler.TxnLogMaxItems, DriftReportOnly: cfg.Scheduler.Drift == DriftReport}
 	if cfg.Scheduler.TxnLog == "stderr" {
 		sopts.TxnLog = logOut
 	}
@@ -165,7 +165,9 @@ func (a *Agent) Running() <-chan struct{} { return a.running }
 //
 // The order: the embedded etcd and the etcd client (an error ends Run),
 // the southbound loops (Linux watcher, VPP connection), the sources (gRPC
-// synced empty, the init file, etcd), the servers.
+// synced empty, the init file, etcd), the servers, then the periodic
+// resync (scheduler.periodic_resync) once the first full sync is under
+// way.
 func (a *Agent) Run(ctx context.Context) error {
 	defer a.release()
 	// The background loops end when Run returns, after the servers stop,
@@ -210,6 +212,10 @@ func (a *Agent) Run(ctx context.Context) error {
 	}
 	addrs := a.Addresses()
 	a.log.Info("netagent running", "rest", addrs.REST, "grpc", addrs.GRPC, "debug", addrs.Debug)
+	if every := a.cfg.Scheduler.PeriodicResync.Duration; every > 0 {
+		wg.Add(1)
+		go func() { defer wg.Done(); a.periodicResync(bg, every) }()
+	}
 	close(a.running)
 
 	<-ctx.Done()
@@ -245,4 +251,43 @@ func (a *Agent) ready() (bool, []string) {
 		}
 	}
 	return ok, why
+}
+
+// periodicResync commits a downstream resync every interval until ctx ends
+// (scheduler.periodic_resync): the SB is retrieved and what differs from
+// the desired state is repaired, such as what no event reports. A tick is
+// skipped while the agent is not ready (the first full sync or VPP's
+// resync after a reconnect runs: each is a resync itself) and while the
+// previous periodic resync runs (Commit blocks, and the ticker drops the
+// ticks meanwhile), so that they never pile up in the scheduler's queue.
+// A resync that repaired something is logged, with what it executed.
+func (a *Agent) periodicResync(ctx context.Context, interval time.Duration) {
+	ticker := time.NewTicker(interval)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticker.C:
+		}
+		if ok, why := a.ready(); !ok {
+			a.log.Debug("periodic resync skipped: the agent is not ready", "waiting for", why)
+			continue
+		}
+		seq, err := a.sched.StartNBTransaction().Commit(ctx, api.TxnOptions{Resync: api.DownstreamResync, Description: "periodic resync"})
+		if ctx.Err() != nil {
+			return
+		}
+		if err != nil && !isValueErr(err) {
+			a.log.Warn("periodic resync", "txn", seq, "error", err)
+			continue
+		}
+		if rec := a.sched.GetRecordedTransaction(seq); rec != nil && len(rec.Executed) > 0 {
+			attrs := []any{"txn", seq, "operations", len(rec.Executed)}
+			if err != nil {
+				attrs = append(attrs, "error", err) // some values failed
+			}
+			a.log.Info("periodic resync repaired values out of sync with the SB", attrs...)
+		}
+	}
 }

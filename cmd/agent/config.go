@@ -160,7 +160,32 @@ type Scheduler struct {
 	// TxnLog: "stderr" prints the boxed transaction log, "" or "off" not.
 	TxnLog         string `json:"txn_log"`
 	TxnLogMaxItems int    `json:"txn_log_max_items"`
+	// Drift says what becomes of a value whose SB object the watchers see
+	// deleted or changed outside the agent (a link deleted with ip link
+	// del, a route or an ARP entry removed, a VPP interface deleted or set
+	// down): "repair" (the default) re-applies it with its dependents in a
+	// drift repair transaction; "report" only marks it MISSING, "out of sync
+	// with the SB" and the cause in its details, until a resync
+	// (kvscheduler.Options.DriftReportOnly).
+	Drift string `json:"drift"`
+	// PeriodicResync, when set, commits a downstream resync at this
+	// interval while the agent runs and is ready: it finds and repairs what
+	// no event reports (a VPP route or address changed through another API
+	// client, a sysctl), and in report mode repairs what was reported. 0
+	// (the default) is off; at least MinPeriodicResync otherwise.
+	PeriodicResync Duration `json:"periodic_resync"`
 }
+
+// The values of Scheduler.Drift.
+const (
+	DriftRepair = "repair"
+	DriftReport = "report"
+)
+
+// MinPeriodicResync is the shortest scheduler.periodic_resync: a downstream
+// resync retrieves everything the agent manages (seconds with 100k
+// values), and the watchers report the usual drift within a second.
+const MinPeriodicResync = 10 * time.Second
 
 // Duration reads "30s" in YAML.
 type Duration struct{ time.Duration }
@@ -186,6 +211,7 @@ func defaultConfig() Config {
 		REST:          Listener{Address: "127.0.0.1:9191"},
 		GRPC:          GRPC{Listener: Listener{Address: "127.0.0.1:9111"}, MaxRecvMsgSize: msglimit.Default, MaxSendMsgSize: msglimit.Default},
 		VPP:           VPP{Socket: "/run/vpp/api.sock", CallTimeout: Duration{5 * time.Second}},
+		Scheduler:     Scheduler{Drift: DriftRepair},
 		Etcd:          Etcd{EmbeddedClientURL: "http://127.0.0.1:2379", EmbeddedPeerURL: "http://127.0.0.1:2380", DialTimeout: Duration{5 * time.Second}},
 		ShutdownGrace: Duration{30 * time.Second},
 	}
@@ -319,6 +345,14 @@ func (c Config) validate() error {
 	case "", "off", "stderr":
 	default:
 		errs = append(errs, fmt.Errorf("scheduler.txn_log %q: want stderr or off", c.Scheduler.TxnLog))
+	}
+	switch c.Scheduler.Drift {
+	case DriftRepair, DriftReport:
+	default:
+		errs = append(errs, fmt.Errorf("scheduler.drift %q: want %s or %s", c.Scheduler.Drift, DriftRepair, DriftReport))
+	}
+	if p := c.Scheduler.PeriodicResync.Duration; p != 0 && p < MinPeriodicResync {
+		errs = append(errs, fmt.Errorf("scheduler.periodic_resync %v: want 0 (off) or at least %v", p, MinPeriodicResync))
 	}
 	if !c.VPP.Disabled && c.VPP.Socket == "" {
 		errs = append(errs, errors.New("vpp.socket: empty (set disabled: true to run without VPP)"))

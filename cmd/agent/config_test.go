@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"errors"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -83,6 +84,11 @@ func TestBadConfigIsAClearError(t *testing.T) {
 		{"zero message size", "grpc: {max_send_msg_size: 0}\n", nil, `size "0": want from 1 byte to just under 2 GiB`},
 		{"message size of a wrong type", "grpc:\n  max_send_msg_size: [1]\n", nil, "agent.yaml (YAML): line 2: grpc.max_send_msg_size: want a number, got a list"},
 		{"unknown field of grpc", "grpc:\n  adress: x\n", nil, "agent.yaml (YAML): line 2: grpc.adress: unknown field"},
+		{"unknown drift mode", "scheduler:\n  drift: fix\n", nil, `scheduler.drift "fix": want repair or report`},
+		{"empty drift mode", "scheduler: {drift: ''}\n", nil, `scheduler.drift "": want repair or report`},
+		{"periodic resync too often", "scheduler: {periodic_resync: 5s}\n", nil, "scheduler.periodic_resync 5s: want 0 (off) or at least 10s"},
+		{"negative periodic resync", "scheduler: {periodic_resync: -1m}\n", nil, "scheduler.periodic_resync -1m0s: want 0 (off) or at least 10s"},
+		{"periodic resync not a duration", "scheduler:\n  periodic_resync: hourly\n", nil, `agent.yaml (YAML): line 2: scheduler.periodic_resync: duration "hourly": want e.g. 30s`},
 		{"unknown flag", "", []string{"--colour"}, "colour"},
 		{"extra argument", "", []string{"run"}, "unexpected arguments"},
 	} {
@@ -180,5 +186,41 @@ func TestMessageLimits(t *testing.T) {
 	cfg.GRPC.MaxRecvMsgSize = 0
 	if err := cfg.validate(); err == nil || !strings.Contains(err.Error(), "grpc.max_recv_msg_size 0: want from 1 byte") {
 		t.Errorf("validate with a zero limit: %v", err)
+	}
+}
+
+// TestDriftConfig: drift repair is on by default and the periodic resync
+// off; the file sets report-only mode and an interval.
+func TestDriftConfig(t *testing.T) {
+	cfg, err := loadConfig(nil, env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Scheduler.Drift != DriftRepair || cfg.Scheduler.PeriodicResync.Duration != 0 {
+		t.Errorf("defaults: drift %q, periodic resync %v; want repair, 0 (off)", cfg.Scheduler.Drift, cfg.Scheduler.PeriodicResync)
+	}
+	for _, c := range []struct {
+		yaml  string
+		drift string
+		every time.Duration
+	}{
+		{"scheduler: {drift: report, periodic_resync: 10m}\n", DriftReport, 10 * time.Minute},
+		{"scheduler: {drift: repair, periodic_resync: 10s}\n", DriftRepair, 10 * time.Second},
+		{"scheduler: {periodic_resync: 0s}\n", DriftRepair, 0},
+	} {
+		cfg, err := loadConfig([]string{"--config", writeFile(t, "agent.yaml", c.yaml)}, env(nil))
+		if err != nil {
+			t.Errorf("%q: %v", c.yaml, err)
+			continue
+		}
+		if cfg.Scheduler.Drift != c.drift || cfg.Scheduler.PeriodicResync.Duration != c.every {
+			t.Errorf("%q: drift %q, periodic resync %v; want %q, %v", c.yaml, cfg.Scheduler.Drift, cfg.Scheduler.PeriodicResync, c.drift, c.every)
+		}
+	}
+	// A Config made in code is checked by New too.
+	cfg = defaultConfig()
+	cfg.Scheduler.Drift = "ignore"
+	if _, err := New(cfg, io.Discard); err == nil || !strings.Contains(err.Error(), `scheduler.drift "ignore": want repair or report`) {
+		t.Errorf("New with drift %q: %v", cfg.Scheduler.Drift, err)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -87,7 +88,9 @@ func needRoot(t *testing.T) {
 type netNames struct{ ns, host, peer string }
 
 // uniqueNames returns the names of a test and removes, when the test ends
-// (failed or not), the namespace and the host end of the veth pair.
+// (failed or not), the namespace and the host end of the veth pair, after
+// it stopped the agents the test runs (a running agent would repair what
+// the cleanup deletes), whether they started before or after this call.
 func uniqueNames(t *testing.T, tag string) netNames {
 	t.Helper()
 	n := netNames{ns: fmt.Sprintf("e2e-%s-%d", tag, pid), host: fmt.Sprintf("%sh%d", tag, pid), peer: fmt.Sprintf("%sp%d", tag, pid)}
@@ -95,8 +98,43 @@ func uniqueNames(t *testing.T, tag string) netNames {
 		t.Fatalf("tag %q makes link names longer than 15 bytes", tag)
 	}
 	removeNet(n.ns, n.host)
-	t.Cleanup(func() { removeNet(n.ns, n.host) })
+	t.Cleanup(func() {
+		stopAgents(t)
+		removeNet(n.ns, n.host)
+	})
 	return n
+}
+
+// running are the agents of each test (startAgent, runAgentFile) that
+// stopAgents stops.
+var running = struct {
+	sync.Mutex
+	agents map[*testing.T][]*agent
+}{agents: map[*testing.T][]*agent{}}
+
+// track adds a to the agents of t, until t ends.
+func track(t *testing.T, a *agent) {
+	running.Lock()
+	defer running.Unlock()
+	if len(running.agents[t]) == 0 {
+		t.Cleanup(func() {
+			running.Lock()
+			defer running.Unlock()
+			delete(running.agents, t)
+		})
+	}
+	running.agents[t] = append(running.agents[t], a)
+}
+
+// stopAgents stops the agents of t still running (the cleanups of a test
+// run in one goroutine: stop is not called concurrently).
+func stopAgents(t *testing.T) {
+	running.Lock()
+	agents := slices.Clone(running.agents[t])
+	running.Unlock()
+	for _, a := range agents {
+		_ = a.stop()
+	}
 }
 
 // removeNet deletes a namespace and a link of the test's namespace, if
@@ -349,6 +387,7 @@ func startAgent(t *testing.T, cfg Config, ready bool) *agent {
 	}
 	a.addrs = daemon.Addresses()
 	go func() { a.done <- daemon.Run(ctx) }()
+	track(t, a)
 	t.Cleanup(func() {
 		a.stop()
 		if t.Failed() {

@@ -11,8 +11,10 @@ import (
 )
 
 // linuxPart is the Linux side: the namespace manager, the descriptors of
-// the interface and L3 plugins (registered by newLinuxPart) and the host
-// interface watcher.
+// the interface and L3 plugins (registered by newLinuxPart) and the
+// watcher of the host interfaces, which also reports the drift of the
+// agent's links, addresses, routes and ARP entries (ifplugin's package
+// doc, "Drift").
 type linuxPart struct {
 	ns      *nsplugin.Manager
 	watcher *ifplugin.Watcher
@@ -38,7 +40,9 @@ func newLinuxPart(cfg Config, s *kvscheduler.Scheduler, log *slog.Logger) (*linu
 		nsm.Close()
 		return nil, err
 	}
-	return &linuxPart{ns: nsm, watcher: ifplugin.NewWatcher(nsm, s, log)}, nil
+	w := ifplugin.NewWatcher(nsm, s, log)
+	w.SetLinkObjects(l3) // routes and ARP entries changed outside the agent
+	return &linuxPart{ns: nsm, watcher: w}, nil
 }
 
 // run runs the watcher until ctx ends.

@@ -72,6 +72,7 @@ func runAgentFile(t *testing.T, file string, cfg Config) *agent {
 		cancel: func() { _ = cmd.Process.Signal(syscall.SIGTERM) },
 		addrs:  Addresses{REST: cfg.REST.Address, GRPC: cfg.GRPC.Address},
 		http:   &http.Client{Timeout: waitTimeout, Transport: &http.Transport{DisableKeepAlives: true}}}
+	track(t, a)
 	t.Cleanup(func() {
 		if !a.stopped {
 			_ = a.stop()

@@ -20,7 +20,9 @@ import (
 // vppPart is the VPP side: the connection manager (VPP is connected in the
 // background; while it is away the operations of VPP values fail with "VPP
 // is not connected"), the descriptors of the interface, L2 and L3 plugins
-// (registered by newVPPPart), the link state watcher, and the resync that
+// (registered by newVPPPart), the link state watcher (which also reports
+// the agent's interfaces deleted or set to another admin state outside the
+// agent: ifplugin's package doc, "Drift"), and the resync that
 // brings VPP back to the desired state each time it connects
 // (orchestrator.SouthboundResync: after a restart VPP is empty).
 type vppPart struct {
@@ -50,6 +52,7 @@ func newVPPPart(cfg Config, s *kvscheduler.Scheduler, o *orchestrator.Orchestrat
 		}
 	}
 	p.links = vppif.NewLinkStateWatcher(p.conn, s, log)
+	p.links.SetDriftReporter(s)
 	p.conn.AddArea(p.links.Area())
 	if err := p.conn.Register(reg); err != nil {
 		return nil, err

@@ -60,15 +60,18 @@ type historyJSON struct {
 
 // txnJSON is a transaction of the history (and of resync's output).
 type txnJSON struct {
-	SeqNum      uint64 `json:"seq_num"`
-	Type        string `json:"type"`
-	Resync      string `json:"resync"`
-	Description string `json:"description"`
-	Executed    []struct {
-		Operation string `json:"operation"`
-		Key       string `json:"key"`
-		NewState  string `json:"new_state"`
-	} `json:"executed"`
+	SeqNum      uint64   `json:"seq_num"`
+	Type        string   `json:"type"`
+	Resync      string   `json:"resync"`
+	Description string   `json:"description"`
+	Executed    []opJSON `json:"executed"`
+}
+
+// opJSON is an executed operation of a transaction.
+type opJSON struct {
+	Operation string `json:"operation"`
+	Key       string `json:"key"`
+	NewState  string `json:"new_state"`
 }
 
 // statusEvent is a line of config watch -o json.
@@ -296,7 +299,7 @@ func TestAgentctlConfig(t *testing.T) {
 		}
 	})
 
-	t.Run("resync: nothing when in sync, repairs the kernel otherwise", func(t *testing.T) {
+	t.Run("resync: nothing when in sync; drift repaired without it", func(t *testing.T) {
 		out := mustCtl(t, env, "config", "resync")
 		if !regexp.MustCompile(`^Transaction #\d+: NB transaction \(downstream resync\)\n(.*\n)*Executed: +nothing\n$`).MatchString(out) {
 			t.Errorf("resync of an agent in sync: %q, want a transaction that executed nothing", out)
@@ -310,16 +313,28 @@ func TestAgentctlConfig(t *testing.T) {
 			t.Errorf("config resync -o json: %+v", inSync)
 		}
 
-		// Behind the agent's back, the route goes; resync brings it back.
+		// Behind the agent's back, the route goes: the drift repair (on by
+		// default) brings it back, recorded in the history, and a resync
+		// then finds nothing to do. (With scheduler.drift: report, the
+		// resync repairs it: TestAgentctlStatus, TestAgentctlDrift.)
 		if out, err := ip("-n", n.NS, "route", "del", "10.200.0.0/16"); err != nil {
 			t.Fatal(out, err)
 		}
+		waitIP(t, route, "-n", n.NS, "route", "show", "proto", "181")
+		// The resync runs after the repair, which is under way.
 		out = mustCtl(t, env, "config", "resync", "--retry", "--verbose")
-		if !regexp.MustCompile(`1\s+CREATE\s+` + regexp.QuoteMeta(routeKey) + `\s+CONFIGURED`).MatchString(out) {
-			t.Errorf("resync after the route was deleted: %q, want its CREATE", out)
+		if !regexp.MustCompile(`(?m)^Executed: +nothing$`).MatchString(out) {
+			t.Errorf("resync after the drift repair: %q, want a transaction that executed nothing", out)
 		}
-		if out, err := ip("-n", n.NS, "route", "show", "proto", "181"); err != nil || !strings.Contains(out, route) {
-			t.Errorf("ip route after resync: %q %v, want %q", out, err, route)
+		var h historyJSON
+		parseJSON(t, "config history -o json", mustCtl(t, env, "config", "history", "-o", "json"), &h)
+		repaired := slices.ContainsFunc(h.Transactions, func(txn txnJSON) bool {
+			return txn.Type == "drift repair" && slices.ContainsFunc(txn.Executed, func(op opJSON) bool {
+				return op.Operation == "CREATE" && op.Key == routeKey && op.NewState == "CONFIGURED"
+			})
+		})
+		if !repaired {
+			t.Errorf("config history -o json: no drift repair that created %s again: %+v", routeKey, h.Transactions)
 		}
 	})
 

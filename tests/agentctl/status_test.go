@@ -114,11 +114,14 @@ func waitLinkLocal(t *testing.T, env []string, link string) {
 
 // TestAgentctlStatus: status (table golden, JSON and YAML with the same
 // fields), values (golden, by model, by state, as JSON and YAML), dump in
-// its three views (the SB view tells the kernel's truth after a change
-// behind the agent's back), and graph (DOT, SVG, as of a transaction).
+// its three views (the SB and cached views tell the kernel's truth after a
+// change behind the agent's back, which values --state MISSING lists with
+// its cause), and graph (DOT, SVG, as of a transaction). The agent reports
+// drift without repairing it (scheduler.drift: report), so that the change
+// stays until config resync.
 func TestAgentctlStatus(t *testing.T) {
 	n := uniqueNames(t, "st")
-	a := startAgent(t, agentOptions{InitFile: writeFile(t, "init.yaml", vethRouteDoc(t, n, 72))})
+	a := startAgent(t, agentOptions{InitFile: writeFile(t, "init.yaml", vethRouteDoc(t, n, 72)), Config: "scheduler: {drift: report}\n"})
 	env := a.env()
 	ph := append(a.placeholders(), n.placeholders()...)
 	routeKey := "config/linux/l3/v2/route/10.200.0.0/16/" + n.Peer
@@ -210,15 +213,23 @@ func TestAgentctlStatus(t *testing.T) {
 			t.Errorf("dump vpp.interfaces --view SB without VPP: %q", out)
 		}
 
-		// Behind the agent's back, the route goes: the SB view sees it, the
-		// cached and NB views still have it.
+		// Behind the agent's back, the route goes: the drift watcher reports
+		// it, the value is MISSING with the cause; the SB and cached views
+		// lack it, the NB view still has it.
 		if out, err := ip("-n", n.NS, "route", "del", "10.200.0.0/16"); err != nil {
 			t.Fatal(out, err)
+		}
+		missing := waitCtl(t, "the route MISSING", env, contains(routeKey), "values", "--state", "MISSING")
+		want := regexp.MustCompile(`^KEY +STATE +OPERATION +ERROR / DETAILS\n` + regexp.QuoteMeta(routeKey) +
+			` +MISSING +CREATE +out of sync with the SB: gone \(route 10\.200\.0\.0/16 via 172\.30\.72\.1 ifindex \d+ metric \d+ deleted in the netns ` +
+			regexp.QuoteMeta(n.NS) + `\)\n$`)
+		if !want.MatchString(missing) {
+			t.Errorf("values --state MISSING: %q, want the route only, gone, with its cause (%s)", missing, want)
 		}
 		for _, c := range []struct {
 			view string
 			want int
-		}{{"SB", 0}, {"sb", 0}, {"cached", 1}, {"NB", 1}} {
+		}{{"SB", 0}, {"sb", 0}, {"cached", 0}, {"NB", 1}} {
 			var d dumpJSON
 			parseJSON(t, "dump --view "+c.view, mustCtl(t, env, "dump", "linux.l3.route", "--view", c.view, "-o", "json"), &d)
 			if !strings.EqualFold(d.View, c.view) || len(d.Values) != c.want {
@@ -238,8 +249,15 @@ func TestAgentctlStatus(t *testing.T) {
 		if fromYAML.View != "NB" || len(fromYAML.Values) != 1 || fromYAML.Values[0].Value.Value["dst_network"] != "10.200.0.0/16" {
 			t.Errorf("dump --view NB -o yaml: %+v", fromYAML)
 		}
+		// It stays so (report only) until a resync.
+		if out, err := ip("-n", n.NS, "route", "show", "proto", "181"); err != nil || strings.Contains(out, "10.200.0.0/16") {
+			t.Errorf("ip route after the drift was reported: %q %v, want no 10.200.0.0/16 (report only)", out, err)
+		}
 		mustCtl(t, env, "config", "resync")
 		waitIP(t, "10.200.0.0/16 via 172.30.72.1 dev eth0", "-n", n.NS, "route", "show", "proto", "181")
+		if out := mustCtl(t, env, "values", "--state", "MISSING"); out != "No values.\n" {
+			t.Errorf("values --state MISSING after the resync: %q", out)
+		}
 	})
 
 	t.Run("graph", func(t *testing.T) {
