@@ -38,6 +38,20 @@ type EmbeddedConfig struct {
 	// MaxTxnOps is the most operations in one transaction (default etcd's,
 	// 128).
 	MaxTxnOps uint
+	// CompactionRetention is how long the server keeps the revisions that
+	// keys had before their current one (etcd's periodic auto-compaction:
+	// every retention, up to an hour, it compacts to the revision it had a
+	// retention ago, so what a change replaced or deleted is gone from the
+	// server's memory one to two retentions after the change). Until
+	// compacted, every put and every delete of a key stays in the server's
+	// index and database, the values of deleted keys included: without
+	// compaction the memory of configuration that is gone never comes back.
+	// Default DefaultCompactionRetention; negative: never compact (etcd's
+	// own default); at least a second otherwise. A watch that falls more
+	// than this behind gets ErrCompacted, and the Source then reads
+	// everything again (its watch is at the head: it never falls behind
+	// while it runs).
+	CompactionRetention time.Duration
 	// RootPassword, when set, turns etcd's authentication on: every client
 	// authenticates as RootUser with this password (clientv3.Config
 	// Username and Password); a client without them cannot read or write.
@@ -56,7 +70,19 @@ const (
 	DefaultEmbeddedClientURL = "http://127.0.0.1:2379"
 	DefaultEmbeddedPeerURL   = "http://127.0.0.1:2380"
 	DefaultStartTimeout      = 60 * time.Second
+	// DefaultCompactionRetention: the memory of a change comes back one to
+	// two minutes after it. The Source's watch is never this far behind (it
+	// reads the watch while its sink applies a change); nothing of the
+	// agent reads older revisions.
+	DefaultCompactionRetention = time.Minute
 )
+
+// embeddedCatchUpEntries is how many applied raft entries the server keeps
+// in memory after each of its snapshots (etcd's default is 5000, for slow
+// followers; a one-member cluster has none). An entry holds a whole
+// request, so with etcd's default 5000 transactions of 100 routes (some
+// 100 MB) could stay in memory; its WAL on disk has them all anyway.
+const embeddedCatchUpEntries = 100
 
 // Embedded is an etcd server running in this process: a real one-member
 // etcd cluster, for tests and development. Make it with NewEmbedded, start
@@ -105,6 +131,12 @@ func NewEmbedded(cfg EmbeddedConfig) (*Embedded, error) {
 	if cfg.StartTimeout <= 0 {
 		cfg.StartTimeout = DefaultStartTimeout
 	}
+	switch {
+	case cfg.CompactionRetention == 0:
+		cfg.CompactionRetention = DefaultCompactionRetention
+	case cfg.CompactionRetention > 0 && cfg.CompactionRetention < time.Second:
+		return nil, fmt.Errorf("embedded etcd: compaction retention %v: want at least 1s (or negative: never compact)", cfg.CompactionRetention)
+	}
 	clientURL, err := url.Parse(cfg.ClientURL)
 	if err != nil {
 		return nil, fmt.Errorf("embedded etcd: bad client URL %q: %w", cfg.ClientURL, err)
@@ -125,6 +157,11 @@ func NewEmbedded(cfg EmbeddedConfig) (*Embedded, error) {
 	if cfg.MaxTxnOps > 0 {
 		ec.MaxTxnOps = cfg.MaxTxnOps
 	}
+	if cfg.CompactionRetention > 0 {
+		ec.AutoCompactionMode = embed.CompactorModePeriodic
+		ec.AutoCompactionRetention = cfg.CompactionRetention.String()
+	}
+	ec.SnapshotCatchUpEntries = embeddedCatchUpEntries
 	level := zapLevel(cfg.Level.Level())
 	ec.LogLevel = "info" // never "debug": etcd would turn on gRPC tracing
 	if level >= zap.WarnLevel {
