@@ -190,6 +190,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	}
 	if a.vpp != nil {
 		a.vpp.run(bg, &wg)
+		a.vpp.waitFirstConnect(ctx) // (bounded: see firstConnectWait)
 	}
 	if _, err := a.orch.Resync(ctx, orchestrator.SourceGRPC, nil, api.TxnOptions{}); err != nil && !isValueErr(err) {
 		return err

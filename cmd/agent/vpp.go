@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -29,12 +30,22 @@ type vppPart struct {
 	conn   *vppconn.Manager
 	links  *vppif.LinkStateWatcher
 	resync *orchestrator.SouthboundResync
+	// firstConnect is closed when VPP connects the first time.
+	firstConnect     chan struct{}
+	firstConnectOnce sync.Once
 }
+
+// firstConnectWait bounds how long Run waits for VPP before it starts the
+// sources: a running VPP connects within milliseconds, and the first full
+// resync then finds what it has (otherwise its Retrieves fail, it plans
+// to create everything, and those operations fail until the resync after
+// the connect). Without VPP the agent starts after this wait.
+const firstConnectWait = 3 * time.Second
 
 // newVPPPart builds the VPP plugins, registers their descriptors with s and
 // the connection's metrics with reg. Nothing runs until run.
 func newVPPPart(cfg Config, s *kvscheduler.Scheduler, o *orchestrator.Orchestrator, reg prometheus.Registerer, log *slog.Logger) (*vppPart, error) {
-	p := &vppPart{resync: o.NewSouthboundResync("VPP")}
+	p := &vppPart{resync: o.NewSouthboundResync("VPP"), firstConnect: make(chan struct{})}
 	p.conn = vppconn.New(vppconn.Options{Socket: cfg.VPP.Socket, CallTimeout: cfg.VPP.CallTimeout.Duration, Log: log,
 		OnConnect: p.connected})
 	vif := vppif.New(p.conn, log)
@@ -63,6 +74,7 @@ func newVPPPart(cfg Config, s *kvscheduler.Scheduler, o *orchestrator.Orchestrat
 // connected is the connection's OnConnect (called on its goroutine, which
 // run starts after newVPPPart built everything it reads).
 func (p *vppPart) connected(restarted, _ bool) {
+	p.firstConnectOnce.Do(func() { close(p.firstConnect) })
 	p.links.Resync()
 	p.resync.Request(fmt.Sprintf("VPP connected (restarted: %v)", restarted))
 }
@@ -74,6 +86,18 @@ func (p *vppPart) run(ctx context.Context, wg *sync.WaitGroup) {
 	go func() { defer wg.Done(); p.links.Run(ctx) }()
 	go func() { defer wg.Done(); p.resync.Run(ctx) }()
 	go func() { defer wg.Done(); p.conn.Run(ctx) }()
+}
+
+// waitFirstConnect waits until VPP connects the first time, at most
+// firstConnectWait (or until ctx ends).
+func (p *vppPart) waitFirstConnect(ctx context.Context) {
+	t := time.NewTimer(firstConnectWait)
+	defer t.Stop()
+	select {
+	case <-p.firstConnect:
+	case <-t.C:
+	case <-ctx.Done():
+	}
 }
 
 // notReady says why VPP keeps the agent from being ready (nothing when it
