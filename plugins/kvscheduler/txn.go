@@ -33,7 +33,10 @@ func (s *Scheduler) processTxn(qt *queuedTxn) error {
 	rt := &s.runState
 	rt.reset()
 	s.running = rt
-	defer func() { s.running = nil }()
+	defer func() {
+		s.running = nil
+		rt.reset() // the undo logs hold every node the transaction changed: drop them now
+	}()
 	descs := s.descs.Load()
 	if qt.resync == api.NotResync {
 		s.g.reserve(len(qt.values)) // a resync's values are mostly known already
