@@ -64,3 +64,54 @@ func TestConnectionLostNotWhileReady(t *testing.T) {
 	default:
 	}
 }
+
+// stepConn goes through states, one per WaitForStateChange, and then
+// stays in the last one.
+type stepConn struct {
+	states []connectivity.State
+}
+
+func (c *stepConn) GetState() connectivity.State { return c.states[0] }
+
+func (c *stepConn) WaitForStateChange(ctx context.Context, _ connectivity.State) bool {
+	if len(c.states) > 1 {
+		c.states = c.states[1:]
+		return true
+	}
+	<-ctx.Done()
+	return false
+}
+
+// connectionLost is started before the full read, while the client may
+// still be reconnecting: failures before the connection is READY are not a
+// loss; leaving READY afterwards is.
+func TestConnectionLostFromBeforeTheRead(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		states []connectivity.State
+		lost   bool
+	}{
+		{"reconnecting then ready", []connectivity.State{connectivity.TransientFailure, connectivity.Connecting, connectivity.Ready}, false},
+		{"idle then ready", []connectivity.State{connectivity.Idle, connectivity.Ready}, false},
+		{"ready then idle", []connectivity.State{connectivity.TransientFailure, connectivity.Ready, connectivity.Idle}, true},
+		{"ready then failed", []connectivity.State{connectivity.Ready, connectivity.TransientFailure}, true},
+		{"shut down", []connectivity.State{connectivity.Connecting, connectivity.Shutdown}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+			defer cancel()
+			lost := make(chan struct{})
+			connectionLost(ctx, &stepConn{states: tc.states}, lost)
+			select {
+			case <-lost:
+				if !tc.lost {
+					t.Error("lost closed")
+				}
+			default:
+				if tc.lost {
+					t.Error("lost not closed")
+				}
+			}
+		})
+	}
+}

@@ -31,7 +31,11 @@
 //     when etcd answers, Resyncs and watches again. It does not let the etcd
 //     client resume the watch on its own after a reconnect: etcd may have
 //     come back empty or restored from a backup, and its revisions would not
-//     follow on. Either way no event is lost or applied twice: every Change
+//     follow on. The connection is followed from before the full read, so
+//     a loss between the read and the watch counts too, and a watch whose
+//     etcd answers with a revision below the one read (an etcd that is not
+//     the one read) ends the same way. Either way no event is lost or
+//     applied twice: every Change
 //     follows the state of the last Resync, revision after revision. While etcd
 //     is away the sink is passed nothing: it keeps the last state read,
 //     and nothing is deleted because etcd cannot be reached.

@@ -208,11 +208,18 @@ func (s *Source) run(ctx context.Context) error {
 		}
 	}
 	for {
+		// The connection is watched from before the read: a connection lost
+		// between the read and the watch (etcd restarted, maybe empty) must
+		// end the watch too, or the watch would resume on an etcd that is
+		// not the one read.
+		lost, stopMonitor := s.monitor(ctx)
 		rev, err := s.resync(ctx)
 		if ctx.Err() != nil {
+			stopMonitor()
 			return nil
 		}
 		if err != nil {
+			stopMonitor()
 			if fatal := s.fatal(err); fatal != nil {
 				return fatal
 			}
@@ -227,7 +234,18 @@ func (s *Source) run(ctx context.Context) error {
 			}
 			continue
 		}
-		end, established, err := s.watch(ctx, rev)
+		if st := s.client.ActiveConnection().GetState(); st != connectivity.Ready {
+			// The read succeeded over a connection that is gone already;
+			// the monitor may have started after it was READY.
+			stopMonitor()
+			s.conn.failed(fmt.Errorf("the connection to %s was lost right after reading the state (now %s)", s.endpoints(), strings.ToLower(st.String())), backoff)
+			if !wait() {
+				return nil
+			}
+			continue
+		}
+		end, established, err := s.watch(ctx, rev, lost)
+		stopMonitor()
 		if established {
 			backoff = minBackoff
 		}
@@ -390,23 +408,32 @@ func (s *Source) canonical(modelKey string) string {
 	return modelKey
 }
 
-// watch watches from rev+1 and delivers the changes until the watch ends.
-// established tells whether etcd accepted the watch.
-func (s *Source) watch(ctx context.Context, rev int64) (end watchEnd, established bool, err error) {
-	wctx, cancel := context.WithCancel(ctx)
-	wch := s.client.Watch(clientv3.WithRequireLeader(wctx), s.prefix, clientv3.WithPrefix(), clientv3.WithRev(rev+1))
-	lost := make(chan struct{})
-	monitored := make(chan struct{})
+// monitor watches the client's connection until stop is called: lost is
+// closed when the connection is lost (see connectionLost).
+func (s *Source) monitor(ctx context.Context) (lost <-chan struct{}, stop func()) {
+	mctx, cancel := context.WithCancel(ctx)
+	ch := make(chan struct{})
+	done := make(chan struct{})
 	go func() {
-		defer close(monitored)
-		connectionLost(wctx, s.client.ActiveConnection(), lost)
+		defer close(done)
+		connectionLost(mctx, s.client.ActiveConnection(), ch)
 	}()
+	return ch, func() {
+		cancel()
+		<-done
+	}
+}
+
+// watch watches from rev+1 and delivers the changes until the watch ends
+// or lost is closed. established tells whether etcd accepted the watch.
+func (s *Source) watch(ctx context.Context, rev int64, lost <-chan struct{}) (end watchEnd, established bool, err error) {
+	wctx, cancel := context.WithCancel(ctx)
+	wch := s.client.Watch(clientv3.WithRequireLeader(wctx), s.prefix, clientv3.WithPrefix(), clientv3.WithRev(rev+1), clientv3.WithCreatedNotify())
 	defer func() {
 		cancel()
 		for range wch {
 			// Drain until the client closes the channel.
 		}
-		<-monitored
 	}()
 
 	b := newBatch()
@@ -464,6 +491,12 @@ func (s *Source) watch(ctx context.Context, rev int64) (end watchEnd, establishe
 			}
 			return endBroken, established, err
 		}
+		if h := wr.Header.Revision; h != 0 && h < rev {
+			// This etcd is behind the revision read: it is not the etcd
+			// read (it came back empty or from an older backup). Its
+			// revisions would be taken for ones already seen.
+			return endBroken, established, fmt.Errorf("etcd's revision went back from %d to %d (restarted empty or restored from a backup)", rev, h)
+		}
 		if wr.Created || len(wr.Events) > 0 {
 			established = true
 		}
@@ -488,22 +521,22 @@ type connState interface {
 var _ connState = (*grpc.ClientConn)(nil)
 
 // connectionLost closes lost when the client's connection to etcd is lost:
-// it fails, or it leaves the READY state it was in. It returns when ctx ends.
+// it leaves the READY state it was in, or shuts down. A connection that is
+// not READY yet when it starts (still reconnecting) is not lost: the read
+// that follows waits for it. It returns when ctx ends.
 func connectionLost(ctx context.Context, conn connState, lost chan<- struct{}) {
 	state := conn.GetState()
 	wasReady := false
 	for {
-		switch state {
-		case connectivity.Ready:
-			wasReady = true
-		case connectivity.TransientFailure, connectivity.Shutdown:
+		switch {
+		case state == connectivity.Shutdown:
 			close(lost)
 			return
-		default: // Idle, Connecting
-			if wasReady {
-				close(lost)
-				return
-			}
+		case state == connectivity.Ready:
+			wasReady = true
+		case wasReady:
+			close(lost)
+			return
 		}
 		if !conn.WaitForStateChange(ctx, state) {
 			return

@@ -443,3 +443,29 @@ func TestEtcdRestartEmpty(t *testing.T) {
 	h.put(prefix+vppIfKey+"y", vppIf("y", 1))
 	h.waitEtcdState()
 }
+
+// etcd restarts empty between the source's full read and its watch (the
+// sink holds the Resync meanwhile): the watch would be created on the new
+// etcd, at a revision it has not reached, and see nothing. The source
+// notices the lost connection and reads again.
+func TestEtcdRestartEmptyBetweenReadAndWatch(t *testing.T) {
+	h := newHarness(t)
+	for _, name := range []string{"a", "b", "c", "d", "e"} {
+		h.put(prefix+vppIfKey+name, vppIf(name, 1))
+	}
+	release := h.sink.holdNext(true)
+	h.run(etcdsource.Options{})
+	if c := h.sink.waitEntered(t); len(c.kvs) != 5 {
+		t.Fatalf("first Resync %v", c)
+	}
+	h.etcd.stop()
+	h.etcd.cfg.Dir = filepath.Join(t.TempDir(), "etcd")
+	h.etcd.start()
+	// The client is connected to the new etcd before the watch is made.
+	h.put(prefix+vppIfKey+"x", vppIf("x", 1))
+	h.put(prefix+vppIfKey+"a", vppIf("a", 2))
+	release()
+	h.waitEtcdState()
+	h.put(prefix+vppIfKey+"y", vppIf("y", 1))
+	h.waitEtcdState()
+}
