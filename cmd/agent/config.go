@@ -154,6 +154,9 @@ type VPP struct {
 
 // Scheduler configures the KV Scheduler.
 type Scheduler struct {
+	// HistorySize, HistoryMaxBytes and HistoryMaxAge bound the transaction
+	// history (0: the scheduler's defaults, 1000 records, 16 MiB, 24 h;
+	// docs/memory.md).
 	HistorySize     int      `json:"history_size"`
 	HistoryMaxBytes int      `json:"history_max_bytes"`
 	HistoryMaxAge   Duration `json:"history_max_age"`

@@ -176,8 +176,12 @@
 //
 // Transaction records are kept for GetTransactionHistory and
 // GetRecordedTransaction (binary searches: O(log n)), bounded by count
-// (Options.HistorySize), estimated memory (HistoryMaxBytes) and age
-// (HistoryMaxAge), so memory stays flat under sustained churn.
+// (Options.HistorySize, 1000 by default), estimated memory (HistoryMaxBytes,
+// 16 MiB) and age (HistoryMaxAge, 24 h), so memory stays flat under
+// sustained churn. The estimate is what trimming a record gives back (the
+// record's structs as the allocator sizes them and the values and keys it
+// alone keeps); a record of a delete keeps the deleted values, so the
+// history is what is left after a bulk delete until it is trimmed.
 // GetHistoryInfo says where the kept history starts and how many records
 // were trimmed. A record holds the input values, the planned and the
 // executed operations, each with the value and state before and after and

@@ -33,7 +33,8 @@ type Options struct {
 	// 1000).
 	HistorySize int
 	// HistoryMaxBytes bounds the estimated memory of the kept records
-	// (default 64 MiB), so big transactions under churn cannot grow it.
+	// (default 16 MiB: the records of creating and deleting some 20k
+	// routes), so big transactions under churn cannot grow it.
 	HistoryMaxBytes int
 	// HistoryMaxAge drops records older than this (default 24 h; negative:
 	// no age limit).
@@ -150,7 +151,7 @@ func New(opts Options) *Scheduler {
 		opts.HistorySize = 1000
 	}
 	if opts.HistoryMaxBytes <= 0 {
-		opts.HistoryMaxBytes = 64 << 20
+		opts.HistoryMaxBytes = 16 << 20
 	}
 	if opts.HistoryMaxAge == 0 {
 		opts.HistoryMaxAge = 24 * time.Hour
