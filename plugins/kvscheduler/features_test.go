@@ -438,3 +438,44 @@ func TestDerivedValuesOfAValueLostAndNotRecreated(t *testing.T) {
 		t.Errorf("the address of the lost, not re-created vif/tap1 is %v, want it not CONFIGURED", st)
 	}
 }
+
+// A full resync that finds the NB's values in the SB keeps one copy of
+// each: the applied value is the NB's (the Retrieve's equal copy is let
+// go), so memory after a restart's resync is what it is after creating.
+// A value the SB holds otherwise keeps the SB's copy.
+func TestResyncKeepsOneCopyOfAValueInSync(t *testing.T) {
+	e := newEnv(t)
+	e.register(ifaces())
+	e.sb.Put("iface/a", mocksb.Str("a"), nil, api.FromNB)
+	e.sb.Put("iface/b", mocksb.Str("b-old"), nil, api.FromNB)
+	if _, err := e.resync(set("iface/a", "a"), set("iface/b", "b")); err != nil {
+		t.Fatal(err)
+	}
+	e.expectOpsWithRetrieve("resync", "retrieve iface", "update iface/b=b")
+	e.sb.Put("iface/c", mocksb.Str("c"), nil, api.FromNB)
+	if _, err := e.commit(context.Background(), set("iface/c", "c")); err != nil {
+		t.Fatal(err)
+	}
+	e.sb.ClearOps()
+	if _, err := e.resync(set("iface/a", "a"), set("iface/b", "b"), set("iface/c", "c")); err != nil {
+		t.Fatal(err)
+	}
+	e.expectOpsWithRetrieve("resync in sync", "retrieve iface")
+	values := func(view api.View) map[string]proto.Message {
+		kvs, err := e.s.DumpValuesByDescriptor("iface", view)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]proto.Message{}
+		for _, kv := range kvs {
+			out[kv.Key] = kv.Value
+		}
+		return out
+	}
+	nb, cached := values(api.NBView), values(api.CachedView)
+	for _, k := range []string{"iface/a", "iface/b", "iface/c"} {
+		if nb[k] == nil || cached[k] != nb[k] {
+			t.Errorf("%s: applied %p (%v), intended %p (%v): want the NB's value itself", k, cached[k], cached[k], nb[k], nb[k])
+		}
+	}
+}

@@ -186,6 +186,21 @@ func (r *txnRun) equivalent(n *node, a, b proto.Message) bool {
 	return proto.Equal(a, b)
 }
 
+// shareApplied makes the applied value, equivalent to the intended one, the
+// intended value itself when the two are equal copies (a refresh's or a
+// Retrieve's copy of what the NB asked): one copy per value in memory, not
+// two. A value the SB holds otherwise (equivalent but not equal: the
+// descriptor's comparator ignores the difference) keeps the SB's copy.
+func (r *txnRun) shareApplied(n *node) {
+	if n.applied == n.intended {
+		return
+	}
+	if n.desc != nil && n.desc.d.ValueComparator != nil && !proto.Equal(n.applied, n.intended) {
+		return
+	}
+	r.g.setApplied(n, n.intended)
+}
+
 func (r *txnRun) needsRecreate(n *node) bool {
 	if n.desc == nil || (n.base != nil && n.desc.d.Create == nil) {
 		return false // properties are just replaced
@@ -562,6 +577,7 @@ func (r *txnRun) reconcile(n *node) {
 		r.update(n)
 		return
 	}
+	r.shareApplied(n)
 	if n.state != api.ValueStateConfigured {
 		// In place already (found by a refresh, or a failure that did its
 		// job after all): now it counts for what waits for it.

@@ -284,7 +284,14 @@ func (rs *refreshState) applyRetrieved(di *descriptorInfo, kvs []api.KVWithMetad
 			g.setIntended(n, nil)
 		}
 		if n.applied == nil || !proto.Equal(n.applied, kv.Value) {
-			g.setApplied(n, kv.Value)
+			applied := kv.Value
+			if n.intended != nil && proto.Equal(n.intended, applied) {
+				// The SB holds exactly the NB's value: keep one copy of it,
+				// not a second one per value (a Retrieve's copy, or the
+				// clone of the correlated value many descriptors return).
+				applied = n.intended
+			}
+			g.setApplied(n, applied)
 		}
 		if di.d.WithMetadata && n.metadata != kv.Metadata {
 			g.setMetadata(n, kv.Metadata, true)
