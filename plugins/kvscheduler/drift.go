@@ -124,13 +124,7 @@ func (s *Scheduler) refreshDrift(qt *queuedTxn) (*driftFound, []api.KeyWithError
 	retrieved := map[string]api.KVWithMetadata{}
 	for _, di := range order {
 		nodes := byDesc[di]
-		correlate := make([]api.KVWithMetadata, 0, len(nodes))
-		for _, n := range nodes {
-			if n.intended != nil {
-				correlate = append(correlate, api.KVWithMetadata{Key: n.key, Value: n.intended, Metadata: n.metadata, Origin: api.FromNB})
-			}
-		}
-		kvs, err := s.retrieve(di, correlate)
+		kvs, err := s.retrieve(di, correlateOf(nodes))
 		if err != nil {
 			errs = append(errs, api.KeyWithError{Error: fmt.Errorf("refresh of drifted values: %w", err)})
 			continue // cannot tell: left as the graph knows them
@@ -281,4 +275,16 @@ func equivalentValues(n *node, a, b proto.Message) bool {
 		return err == nil && eq
 	}
 	return proto.Equal(a, b)
+}
+
+// correlateOf is what a Retrieve of nodes is given to correlate with: their
+// intended values.
+func correlateOf(nodes []*node) []api.KVWithMetadata {
+	correlate := make([]api.KVWithMetadata, 0, len(nodes))
+	for _, n := range nodes {
+		if n.intended != nil {
+			correlate = append(correlate, api.KVWithMetadata{Key: n.key, Value: n.intended, Metadata: n.metadata, Origin: api.FromNB})
+		}
+	}
+	return correlate
 }

@@ -75,13 +75,7 @@ func (r *txnRun) refreshFailedBatch(failed []*node) {
 	}
 	for _, di := range order {
 		nodes := byDesc[di]
-		correlate := make([]api.KVWithMetadata, 0, len(nodes))
-		for _, n := range nodes {
-			if n.intended != nil {
-				correlate = append(correlate, api.KVWithMetadata{Key: n.key, Value: n.intended, Metadata: n.metadata, Origin: api.FromNB})
-			}
-		}
-		kvs, err := r.s.retrieve(di, correlate)
+		kvs, err := r.s.retrieve(di, correlateOf(nodes))
 		if err != nil {
 			r.errs = append(r.errs, api.KeyWithError{Error: fmt.Errorf("refresh after failure: %w", err)})
 			for _, n := range nodes {

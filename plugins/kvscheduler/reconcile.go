@@ -173,17 +173,7 @@ func (r *txnRun) callUpdate(n *node) (any, error) {
 }
 
 func (r *txnRun) equivalent(n *node, a, b proto.Message) bool {
-	if a == b {
-		return true
-	}
-	if a == nil || b == nil {
-		return false
-	}
-	if n.desc != nil && n.desc.d.ValueComparator != nil {
-		eq, err := pure(func() bool { return n.desc.d.ValueComparator(n.key, a, b) })
-		return err == nil && eq
-	}
-	return proto.Equal(a, b)
+	return equivalentValues(n, a, b)
 }
 
 // shareApplied makes the applied value, equivalent to the intended one, the
