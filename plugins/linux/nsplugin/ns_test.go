@@ -282,8 +282,24 @@ func TestNamespaceInUseIsKept(t *testing.T) {
 		t.Fatalf("%s %v", out, err)
 	}
 
-	// A process in it: wait until it says it is inside.
-	cmd := exec.Command("ip", "netns", "exec", name, "sh", "-c", "echo inside; exec cat")
+	cmd, stop := startInside(t, name)
+	err = m.RemoveIfCreated(name)
+	if !errors.As(err, &inUse) || !slices.Equal(inUse.PIDs, []int{cmd.Process.Pid}) || len(inUse.Links) != 0 ||
+		!strings.Contains(err.Error(), fmt.Sprintf("netns %s is kept: it still holds processes %d", name, cmd.Process.Pid)) {
+		t.Fatalf("RemoveIfCreated with a process inside: %v, want an InUseError naming PID %d", err, cmd.Process.Pid)
+	}
+	stop()
+	if err := m.RemoveIfCreated(name); err != nil || m.Exists(named(name)) {
+		t.Errorf("RemoveIfCreated once nothing uses it: %v, exists %v", err, m.Exists(named(name)))
+	}
+}
+
+// startInside starts a process in the named namespace and waits until it
+// says it is inside; stop ends it and waits for it (the test's cleanup
+// kills it if the test ends first).
+func startInside(t *testing.T, name string) (cmd *exec.Cmd, stop func()) {
+	t.Helper()
+	cmd = exec.Command("ip", "netns", "exec", name, "sh", "-c", "echo inside; exec cat")
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -296,20 +312,14 @@ func TestNamespaceInUseIsKept(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	line, err := bufio.NewReader(stdout).ReadString('\n')
-	if err != nil || line != "inside\n" {
+	if line, err := bufio.NewReader(stdout).ReadString('\n'); err != nil || line != "inside\n" {
 		t.Fatalf("the process in %s said %q, %v", name, line, err)
 	}
-	err = m.RemoveIfCreated(name)
-	if !errors.As(err, &inUse) || !slices.Equal(inUse.PIDs, []int{cmd.Process.Pid}) || len(inUse.Links) != 0 ||
-		!strings.Contains(err.Error(), fmt.Sprintf("netns %s is kept: it still holds processes %d", name, cmd.Process.Pid)) {
-		t.Fatalf("RemoveIfCreated with a process inside: %v, want an InUseError naming PID %d", err, cmd.Process.Pid)
-	}
-	stdin.Close() // cat ends
-	if err := cmd.Wait(); err != nil {
-		t.Fatal(err)
-	}
-	if err := m.RemoveIfCreated(name); err != nil || m.Exists(named(name)) {
-		t.Errorf("RemoveIfCreated once nothing uses it: %v, exists %v", err, m.Exists(named(name)))
+	return cmd, func() {
+		t.Helper()
+		stdin.Close() // cat ends
+		if err := cmd.Wait(); err != nil {
+			t.Fatal(err)
+		}
 	}
 }

@@ -246,29 +246,11 @@ func TestNamespaceMadeInAnEarlierRunInUseIsKept(t *testing.T) {
 		t.Fatalf("%s %v", out, err)
 	}
 
-	cmd := exec.Command("ip", "netns", "exec", name, "sh", "-c", "echo inside; exec cat")
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	if line, err := bufio.NewReader(stdout).ReadString('\n'); err != nil || line != "inside\n" {
-		t.Fatalf("the process in %s said %q, %v", name, line, err)
-	}
+	cmd, stop := startInside(t, name)
 	if err := m.RemoveIfCreated(name); !errors.As(err, &inUse) || !slices.Equal(inUse.PIDs, []int{cmd.Process.Pid}) {
 		t.Fatalf("RemoveIfCreated with a process inside: %v, want an InUseError naming PID %d", err, cmd.Process.Pid)
 	}
-	stdin.Close()
-	if err := cmd.Wait(); err != nil {
-		t.Fatal(err)
-	}
+	stop()
 	if err := m.RemoveIfCreated(name); err != nil || m.Exists(named(name)) {
 		t.Errorf("RemoveIfCreated once nothing uses it: %v, exists %v; want it removed", err, m.Exists(named(name)))
 	}
