@@ -12,6 +12,7 @@ import (
 
 	"github.com/netagent-io/netagent/plugins/kvscheduler"
 	"github.com/netagent-io/netagent/plugins/kvscheduler/api"
+	"github.com/netagent-io/netagent/plugins/kvscheduler/api/apitest"
 	"github.com/netagent-io/netagent/plugins/linux/ifplugin"
 	"github.com/netagent-io/netagent/plugins/linux/l3plugin"
 	linuxl3 "github.com/netagent-io/netagent/proto/linux/l3"
@@ -499,38 +500,6 @@ func TestCreateWithoutInterfaceMetadata(t *testing.T) {
 	}
 }
 
-// callbackScope is what the scheduler gives a callback's context: a read view
-// holding the interface descriptor's metadata map.
-type callbackScope struct{ interfaces api.MetadataMap }
-
-func (c callbackScope) GetValueStatus(key string) *api.BaseValueStatus {
-	return &api.BaseValueStatus{Value: &api.ValueStatus{Key: key}}
-}
-
-func (c callbackScope) GetMetadataMap(descriptor string) api.MetadataMap {
-	if descriptor == ifplugin.InterfaceDescriptorName {
-		return c.interfaces
-	}
-	return nil
-}
-
-func (c callbackScope) RequestReconcile(...string) {}
-
-// metadataSource stands for the scheduler given to SchedulerInterfaces; it
-// counts the calls.
-type metadataSource struct {
-	interfaces api.MetadataMap
-	calls      int
-}
-
-func (m *metadataSource) GetMetadataMap(descriptor string) api.MetadataMap {
-	m.calls++
-	if descriptor == ifplugin.InterfaceDescriptorName {
-		return m.interfaces
-	}
-	return nil
-}
-
 // Inside a descriptor callback the interface lookups read the metadata
 // through the callback's read view and never call the scheduler; a caller
 // that is no callback (a test calling Create directly) reads the
@@ -540,10 +509,10 @@ func TestInterfaceLookupsReadTheCallbackView(t *testing.T) {
 	inView.Put("eth0", &ifplugin.Metadata{Index: 7, HostName: "eth0"})
 	inScheduler := api.NewMetadataMap()
 	inScheduler.Put("eth1", ifplugin.Metadata{Index: 3, HostName: "eth1"})
-	src := &metadataSource{interfaces: inScheduler}
+	src := &apitest.MetadataSource{Maps: map[string]api.MetadataMap{ifplugin.InterfaceDescriptorName: inScheduler}}
 	lookup, names := l3plugin.SchedulerInterfaces(src), l3plugin.SchedulerInterfaceNames(src)
 
-	callback := api.WithCallScope(t.Context(), callbackScope{interfaces: inView})
+	callback := api.WithCallScope(t.Context(), &apitest.Scope{Maps: map[string]api.MetadataMap{ifplugin.InterfaceDescriptorName: inView}})
 	if md, ok := lookup(callback, "eth0"); !ok || md.Index != 7 {
 		t.Errorf("eth0 in a callback: %+v, %v; want index 7 from the view", md, ok)
 	}
@@ -553,8 +522,8 @@ func TestInterfaceLookupsReadTheCallbackView(t *testing.T) {
 	if got := names(callback); !slices.Equal(got, []string{"eth0"}) {
 		t.Errorf("names in a callback: %v, want [eth0]", got)
 	}
-	if src.calls != 0 {
-		t.Errorf("the lookups called the scheduler %d times from a callback", src.calls)
+	if src.Calls != 0 {
+		t.Errorf("the lookups called the scheduler %d times from a callback", src.Calls)
 	}
 
 	if md, ok := lookup(t.Context(), "eth1"); !ok || md.Index != 3 {

@@ -5,40 +5,9 @@ import (
 	"testing"
 
 	"github.com/netagent-io/netagent/plugins/kvscheduler/api"
+	"github.com/netagent-io/netagent/plugins/kvscheduler/api/apitest"
 	"github.com/netagent-io/netagent/plugins/vpp/ifplugin"
 )
-
-// callbackScope is the scope a scheduler gives a callback's context, with
-// the interface descriptor's metadata map.
-type callbackScope struct{ interfaces api.MetadataMap }
-
-func (c callbackScope) GetValueStatus(key string) *api.BaseValueStatus {
-	return &api.BaseValueStatus{Value: &api.ValueStatus{Key: key}}
-}
-
-func (c callbackScope) GetMetadataMap(descriptor string) api.MetadataMap {
-	if descriptor == ifplugin.InterfaceDescriptorName {
-		return c.interfaces
-	}
-	return nil
-}
-
-func (c callbackScope) RequestReconcile(...string) {}
-
-// metadataSource stands for the scheduler given to SchedulerInterfaces; it
-// counts the calls.
-type metadataSource struct {
-	interfaces api.MetadataMap
-	calls      int
-}
-
-func (m *metadataSource) GetMetadataMap(descriptor string) api.MetadataMap {
-	m.calls++
-	if descriptor == ifplugin.InterfaceDescriptorName {
-		return m.interfaces
-	}
-	return nil
-}
 
 // Inside a descriptor callback the interface lookups read the metadata
 // through the callback's read view and never call the scheduler; a caller
@@ -49,10 +18,10 @@ func TestInterfaceLookupsReadTheCallbackView(t *testing.T) {
 	inView.Put("loop0", &ifplugin.Metadata{SwIfIndex: 7})
 	inScheduler := api.NewMetadataMap()
 	inScheduler.Put("loop1", ifplugin.Metadata{SwIfIndex: 3})
-	src := &metadataSource{interfaces: inScheduler}
+	src := &apitest.MetadataSource{Maps: map[string]api.MetadataMap{ifplugin.InterfaceDescriptorName: inScheduler}}
 	lookup, names := ifplugin.SchedulerInterfaces(src), ifplugin.SchedulerInterfaceNames(src)
 
-	callback := api.WithCallScope(t.Context(), callbackScope{interfaces: inView})
+	callback := api.WithCallScope(t.Context(), &apitest.Scope{Maps: map[string]api.MetadataMap{ifplugin.InterfaceDescriptorName: inView}})
 	if md, ok := lookup(callback, "loop0"); !ok || md.SwIfIndex != 7 {
 		t.Errorf("loop0 in a callback: %+v, %v; want sw_if_index 7 from the view", md, ok)
 	}
@@ -62,8 +31,8 @@ func TestInterfaceLookupsReadTheCallbackView(t *testing.T) {
 	if got := names(callback); !slices.Equal(got, []string{"loop0"}) {
 		t.Errorf("names in a callback: %v, want [loop0]", got)
 	}
-	if src.calls != 0 {
-		t.Errorf("the lookups called the scheduler %d times from a callback", src.calls)
+	if src.Calls != 0 {
+		t.Errorf("the lookups called the scheduler %d times from a callback", src.Calls)
 	}
 
 	if md, ok := lookup(t.Context(), "loop1"); !ok || md.SwIfIndex != 3 {
@@ -72,7 +41,7 @@ func TestInterfaceLookupsReadTheCallbackView(t *testing.T) {
 	if got := names(t.Context()); !slices.Equal(got, []string{"loop1"}) {
 		t.Errorf("names outside a callback: %v, want [loop1]", got)
 	}
-	if _, ok := lookup(api.WithCallScope(t.Context(), callbackScope{}), "loop0"); ok {
+	if _, ok := lookup(api.WithCallScope(t.Context(), &apitest.Scope{}), "loop0"); ok {
 		t.Error("a callback whose scheduler has no interface descriptor found loop0")
 	}
 }
