@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log"
 	"os"
 	"strings"
 	"time"
@@ -95,6 +96,11 @@ func envOf(flag string) string {
 
 // run executes agentctl with the arguments and returns its exit code.
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	// The standard logger is used only by libraries, net/http's transport
+	// among them ("Unsolicited response received on idle HTTP channel" when
+	// the REST port is a gRPC one): agentctl says what went wrong in its
+	// own one line.
+	log.SetOutput(io.Discard)
 	a := &app{stdin: stdin, stdout: stdout, stderr: stderr}
 	root := a.rootCommand()
 	root.SetArgs(args)
