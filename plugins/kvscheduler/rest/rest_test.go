@@ -500,7 +500,7 @@ func TestTxnHistoryAll(t *testing.T) {
 	var h jTxnHistory
 	e.getJSON("/scheduler/txn-history", &h)
 	wantInfo := jHistory{OldestSeq: 1, OldestStart: at(time.Second), NewestSeq: 3, Trimmed: 0, Kept: 3,
-		Bytes: h.History.Bytes, MaxCount: 1000, MaxBytes: 64 << 20, MaxAge: "24h0m0s",
+		Bytes: h.History.Bytes, MaxCount: 1000, MaxBytes: 16 << 20, MaxAge: "24h0m0s",
 		Note: "history starts at #1 (2026-11-21T12:00:01Z)"}
 	if !h.History.OldestStart.Equal(wantInfo.OldestStart) || h.History.Bytes <= 0 {
 		t.Errorf("history %+v", h.History)
