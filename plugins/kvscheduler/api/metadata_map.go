@@ -8,10 +8,22 @@ import (
 // MemMetadataMap is the default MetadataMapRW: label to metadata, safe for
 // concurrent readers. Custom maps with secondary indexes can embed it and
 // extend Put and Delete.
+//
+// A Go map never gives back the memory of deleted entries, so Delete
+// rebuilds the map once it holds less than a quarter of its peak (a peak
+// of at least 1024 labels): after a bulk delete the memory comes back. The
+// copy costs O(1) per delete amortized (it copies at most a third of the
+// entries deleted since the peak).
 type MemMetadataMap struct {
 	mu    sync.RWMutex
 	items map[string]any
+	// peak is the most labels items held since it was last built.
+	peak int
 }
+
+// minPeakToRebuild is the smallest peak after which Delete rebuilds a map
+// that shrank: below it, the buckets left behind are not worth a copy.
+const minPeakToRebuild = 1024
 
 var _ MetadataMapRW = (*MemMetadataMap)(nil)
 
@@ -44,6 +56,7 @@ func (m *MemMetadataMap) ListLabels() []string {
 func (m *MemMetadataMap) Put(label string, metadata any) {
 	m.mu.Lock()
 	m.items[label] = metadata
+	m.peak = max(m.peak, len(m.items))
 	m.mu.Unlock()
 }
 
@@ -51,5 +64,12 @@ func (m *MemMetadataMap) Put(label string, metadata any) {
 func (m *MemMetadataMap) Delete(label string) {
 	m.mu.Lock()
 	delete(m.items, label)
+	if m.peak >= minPeakToRebuild && len(m.items) < m.peak/4 {
+		items := make(map[string]any, len(m.items))
+		for l, v := range m.items {
+			items[l] = v
+		}
+		m.items, m.peak = items, len(items)
+	}
 	m.mu.Unlock()
 }
