@@ -140,6 +140,10 @@ type Orchestrator struct {
 	mu       sync.Mutex
 	// values: key -> source -> value (an *api.UndecodableValue for Err).
 	values map[string]map[SourceID]proto.Message
+	// valuesPeak is the most keys values held since it was built: a Go map
+	// never gives back the memory of deleted entries, so compactValues
+	// rebuilds it once it holds far fewer.
+	valuesPeak int
 	// sources registered, and those that delivered their first state.
 	sources map[SourceID]bool
 	synced  map[SourceID]bool
@@ -237,8 +241,28 @@ func (o *Orchestrator) set(id SourceID, key string, v proto.Message) {
 	if m == nil {
 		m = map[SourceID]proto.Message{}
 		o.values[key] = m
+		o.valuesPeak = max(o.valuesPeak, len(o.values))
 	}
 	m[id] = v
+}
+
+// minPeakToRebuild is the smallest peak of values after which
+// compactValues rebuilds it: below, the buckets left are not worth a copy.
+const minPeakToRebuild = 1024
+
+// compactValues rebuilds the map of values when it holds less than a
+// quarter of its peak, so that the memory of deleted keys comes back after
+// a bulk delete. The copy is at most a third of the keys deleted since the
+// peak (amortized O(1) per delete). Called under mu after each change.
+func (o *Orchestrator) compactValues() {
+	if o.valuesPeak < minPeakToRebuild || len(o.values) >= o.valuesPeak/4 {
+		return
+	}
+	values := make(map[string]map[SourceID]proto.Message, len(o.values))
+	for key, m := range o.values {
+		values[key] = m
+	}
+	o.values, o.valuesPeak = values, len(values)
 }
 
 func (o *Orchestrator) logBad(id SourceID, kvs []KV) {
@@ -280,6 +304,7 @@ func (o *Orchestrator) change(id SourceID, kvs []KV) (api.Txn, bool) {
 		}
 		o.set(id, kv.Key, stored(kv))
 	}
+	o.compactValues()
 	if !o.started {
 		return nil, false
 	}
@@ -333,6 +358,7 @@ func (o *Orchestrator) resync(id SourceID, kvs []KV) (txn *fullResyncTxn, first,
 	for _, kv := range kvs {
 		o.set(id, kv.Key, stored(kv))
 	}
+	o.compactValues()
 	o.synced[id] = true
 	if !o.started {
 		for src := range o.sources {
@@ -519,7 +545,7 @@ func (o *Orchestrator) plan(id SourceID, kvs []KV, resync bool) api.Txn {
 		}
 		saved[key] = c
 	}
-	defer func() { o.values = saved }()
+	defer func() { o.values, o.valuesPeak = saved, len(saved) }()
 	if resync {
 		for key, m := range o.values {
 			if _, ok := m[id]; ok {
