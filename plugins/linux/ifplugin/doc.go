@@ -210,28 +210,50 @@
 // made again) is found by the refresh.
 //
 // What is reported, for the link of one of the agent's interfaces (events
-// of other links are ignored):
+// of other links are ignored), when the event shows it otherwise than the
+// agent applied it (the interface's metadata keeps the value the link was
+// configured to; the l3plugin's metadata what it applied):
 //
 //   - link deleted, or moved to another namespace: the interface, and the
 //     values on the link (routes, ARP entries: LinkObjects.OnLink), which
 //     the kernel flushes without always saying so;
-//   - link changed (renamed, MTU, MAC, set down or up, carrier): the
+//   - link changed so that its name, MTU (where the agent keeps it), MAC
+//     (when the value sets it) or admin state differ from the value: the
 //     interface; when it is down, the values on it too (the kernel flushed
-//     its routes and neighbours);
-//   - address added or removed (but the kernel's fe80:: ones): the
-//     interface, whose Retrieve reports its addresses;
-//   - route of ours (protocol 181, main table) added, replaced or deleted,
-//     neighbour changed or deleted: the values LinkObjects maps it to;
+//     its routes and neighbours). A carrier change alone is no drift;
+//   - address removed that the value lists, or added that it does not
+//     list on a link the agent made (VETH, DUMMY; the kernel's fe80:: ones
+//     aside): the interface, whose Retrieve reports its addresses;
+//   - route or neighbour events that LinkObjects says show a value out of
+//     sync (RouteDrift, NeighDrift: deleted, or not as the agent applied
+//     it);
 //   - a watched named namespace deleted (`ip netns del`, which netlink does
 //     not tell: the namespaces are checked every second) or replaced by
 //     another of that name: every value in it.
 //
 // Events are batched: a batch ends 20 ms after its last event or 200 ms
-// after its first, and is one ReportDrift, each key once with the cause of
-// its most telling event (the interfaces first). The agent's own changes
-// are reported too (a value is not told apart from its drift by the
-// event): their refresh finds the values in sync and changes nothing, so a
-// bulk change by the agent costs one or a few refreshes, no repair.
+// after its first. Of each kernel object (a link, an address, a route by
+// its kernel identity, a neighbour) the last event of the batch counts:
+// the state the object was left in, so the steps of the agent's own
+// creation of a veth (temporary name, alias, rename, up) are one state.
+//
+// The echo of the agent's own change is not reported. Its event may be
+// read before the scheduler has put what the agent applied into the
+// metadata maps (they are updated when the callback returns, the kernel
+// queues the event before): an event that looks like drift when its batch
+// ends is checked again after KVScheduler.TransactionBarrier, which returns
+// once every transaction queued before has finished (the agent's change
+// that caused it included). Only what still differs from what the agent
+// holds as applied then is reported, with one ReportDrift (each key once
+// with the cause of its most telling event, the interfaces first). The
+// barrier runs in a goroutine: the watcher keeps reading events meanwhile,
+// and the events of later batches wait for the next barrier. This is no
+// timing heuristic: a real change is reported, at most one transaction
+// later; a value deleted or changed by the agent meanwhile is not reported
+// (what it was is no longer the agent's). So a bulk change of the agent
+// (10k routes added and deleted) causes no drift transaction, where each
+// batch of its events used to cost one refresh. The repair's own changes
+// are not reported either.
 //
 // The refresh relies on Retrieve telling the truth field by field when it
 // is asked for some values only: a veth end is retrieved with the

@@ -1,13 +1,16 @@
 package ifplugin
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -17,6 +20,7 @@ import (
 
 	"github.com/netagent-io/netagent/plugins/kvscheduler/api"
 	"github.com/netagent-io/netagent/plugins/linux/nsplugin"
+	linuxif "github.com/netagent-io/netagent/proto/linux/interfaces"
 	linuxns "github.com/netagent-io/netagent/proto/linux/namespace"
 )
 
@@ -30,15 +34,26 @@ import (
 // implementation that cannot tell returns every candidate.
 type LinkObjects interface {
 	// OnLink returns the keys of the values on link index of namespace
-	// ns. They are reported with a link that is deleted or set down: the
-	// kernel flushes its routes and neighbours without always saying so.
+	// ns. They are reported with a link that is deleted or set down
+	// outside the agent: the kernel flushes its routes and neighbours
+	// without always saying so.
 	OnLink(ns nsplugin.Ref, index int) []string
-	// RouteKeys returns the keys of the values a route event of namespace
-	// ns concerns (added, replaced or deleted).
-	RouteKeys(ns nsplugin.Ref, route *netlink.Route) []string
-	// NeighKeys returns the keys of the values a neighbour event of
-	// namespace ns concerns.
-	NeighKeys(ns nsplugin.Ref, neigh *netlink.Neigh) []string
+	// RouteDrift returns the keys of the values that a route event of
+	// namespace ns (deleted: RTM_DELROUTE) shows out of sync with what the
+	// agent applied: none for a route as the agent made it (the echo of
+	// its own change) or one it does not hold.
+	RouteDrift(ns nsplugin.Ref, route *netlink.Route, deleted bool) []string
+	// NeighDrift is RouteDrift for neighbour events.
+	NeighDrift(ns nsplugin.Ref, neigh *netlink.Neigh, deleted bool) []string
+}
+
+// Barrier is what the watcher waits on before it reports an event that
+// looks like drift: the scheduler's TransactionBarrier. Every transaction
+// queued before the call has finished when it returns, so the metadata
+// maps then say what the agent applied up to the event (its own change
+// that caused the event included).
+type Barrier interface {
+	TransactionBarrier()
 }
 
 // Timing of drift detection.
@@ -96,6 +111,12 @@ type driftWatch struct {
 	// needs anyway): the default buffer is used from then on. (The netlink
 	// library leaves the socket of that failed subscription open: once.)
 	noForce atomic.Bool
+	// Events that look like drift wait for a transaction barrier
+	// (confirm): suspects, until one starts; confirming, the events of the
+	// barrier in flight (barrierDone, nil when none is).
+	suspects, confirming []nsEvent
+	barrierDone          chan struct{}
+	barriers             sync.WaitGroup
 }
 
 // nsSub is the subscription to the events of one namespace: a goroutine
@@ -179,6 +200,7 @@ func identity(ns nsplugin.Ref) (nsIdentity, error) {
 // run watches until ctx ends; every goroutine it started has ended when it
 // returns.
 func (d *driftWatch) run(ctx context.Context) {
+	defer d.barriers.Wait()
 	defer d.stopAll()
 	d.reconcile(ctx)
 	tick := time.NewTicker(nsCheckPeriod)
@@ -195,8 +217,58 @@ func (d *driftWatch) run(ctx context.Context) {
 			b := newDriftBatch()
 			d.add(b, ev)
 			d.collect(ctx, b)
-			d.report(b)
+			d.settle(b)
+		case <-d.barrierDone:
+			d.confirm()
 		}
+	}
+}
+
+// settle ends a batch: it reports what needs no check (a namespace lost or
+// replaced, events lost) and keeps the last event of each object that
+// shows drift now, to be checked again after a barrier.
+func (d *driftWatch) settle(b *driftBatch) {
+	d.report(b)
+	probe := newDriftBatch()
+	for _, id := range b.order {
+		if ev := b.last[id]; d.drift(probe, ev) {
+			d.suspects = append(d.suspects, ev)
+		}
+	}
+	if d.barrierDone == nil && len(d.suspects) > 0 {
+		d.startBarrier()
+	}
+}
+
+// startBarrier moves the suspects to confirming and waits for the
+// scheduler's transactions queued so far in a goroutine: meanwhile the
+// watcher keeps reading events (a bulk change of the agent can take
+// seconds, more events than the sockets hold).
+func (d *driftWatch) startBarrier() {
+	d.confirming, d.suspects = d.suspects, nil
+	done := make(chan struct{})
+	d.barrierDone = done
+	d.barriers.Add(1)
+	go func() {
+		defer d.barriers.Done()
+		d.w.sched.TransactionBarrier()
+		close(done)
+	}()
+}
+
+// confirm reports the events of the barrier that has returned that still
+// show drift: an echo of the agent's own change is by now what the
+// metadata maps say it applied (or of a value the agent deleted).
+func (d *driftWatch) confirm() {
+	d.barrierDone = nil
+	b := newDriftBatch()
+	for _, ev := range d.confirming {
+		d.drift(b, ev)
+	}
+	d.confirming = nil
+	d.report(b)
+	if len(d.suspects) > 0 {
+		d.startBarrier()
 	}
 }
 
@@ -439,18 +511,25 @@ func (d *driftWatch) listen(ctx context.Context, ns nsplugin.Ref, h netns.NsHand
 
 // driftBatch gathers the reports of a batch, one per key: interface keys
 // first (refreshed first, before the routes that use their links), each
-// with the cause of its highest-ranked event.
+// with the cause of its highest-ranked event. It also keeps the last event
+// of each kernel object the batch's events named (the state the object
+// was left in), in the order of their first events.
 type driftBatch struct {
 	ifaces, others []api.DriftReport
 	ranks          map[string]int
 	at             map[string]int // key: index in ifaces or others
+	// adds counts the calls of add (a key added again included).
+	adds  int
+	order []string
+	last  map[string]nsEvent
 }
 
 func newDriftBatch() *driftBatch {
-	return &driftBatch{ranks: map[string]int{}, at: map[string]int{}}
+	return &driftBatch{ranks: map[string]int{}, at: map[string]int{}, last: map[string]nsEvent{}}
 }
 
 func (b *driftBatch) add(key, cause string, rank int, iface bool) {
+	b.adds++
 	list := &b.others
 	if iface {
 		list = &b.ifaces
@@ -471,37 +550,69 @@ func (b *driftBatch) reports() []api.DriftReport {
 	return append(b.ifaces, b.others...)
 }
 
-// add maps one event to the keys it concerns.
+// keep records ev as the last event of its object.
+func (b *driftBatch) keep(ev nsEvent) {
+	id := objectOf(ev)
+	if _, seen := b.last[id]; !seen {
+		b.order = append(b.order, id)
+	}
+	b.last[id] = ev
+}
+
+// objectOf names the kernel object of an event: a link, an address of a
+// link, a route (its identity in the kernel: table, destination, TOS,
+// metric; and its link), a neighbour.
+func objectOf(ev nsEvent) string {
+	ns := ev.ns.String()
+	switch {
+	case ev.link != nil:
+		return fmt.Sprintf("link %s %d", ns, ev.link.Attrs().Index)
+	case ev.addr != nil:
+		return fmt.Sprintf("addr %s %d %s", ns, ev.addr.LinkIndex, ev.addr.LinkAddress.String())
+	case ev.route != nil:
+		r := &ev.route.Route
+		return fmt.Sprintf("route %s %d %d %v %d %d %d", ns, r.Family, r.Table, r.Dst, r.Tos, r.Priority, r.LinkIndex)
+	case ev.neigh != nil:
+		return fmt.Sprintf("neigh %s %d %s", ns, ev.neigh.LinkIndex, ev.neigh.IP)
+	}
+	return ""
+}
+
+// add takes one event into the batch: the news that events were lost is
+// reported as it is; the others are kept for drift (last per object).
 func (d *driftWatch) add(b *driftBatch, ev nsEvent) {
-	ns := ev.ns
 	switch {
 	case ev.lost != "":
-		d.addAll(b, ns, ev.lost)
+		d.addAll(b, ev.ns, ev.lost)
+	case ev.link != nil, ev.addr != nil, ev.route != nil && d.objects != nil, ev.neigh != nil && d.objects != nil:
+		b.keep(ev)
+	}
+}
+
+// drift adds to b the keys of the values an event shows out of sync with
+// what the agent applied (the metadata maps as they are now), and tells
+// whether there were any.
+func (d *driftWatch) drift(b *driftBatch, ev nsEvent) bool {
+	before := b.adds
+	ns := ev.ns
+	switch {
 	case ev.link != nil:
-		d.addLink(b, ns, ev.link)
+		d.linkDrift(b, ns, ev.link)
 	case ev.addr != nil:
-		u := ev.addr
-		if u.NewAddr && u.LinkAddress.IP.To4() == nil && u.LinkAddress.IP.IsLinkLocalUnicast() {
-			return // the kernel's own fe80:: address, never a value's drift
-		}
-		name, ok := d.index.interfaceOn(ns, u.LinkIndex)
-		if !ok {
-			return
-		}
-		verb := "added to"
-		if !u.NewAddr {
-			verb = "removed from"
-		}
-		b.add(InterfaceKey(name), fmt.Sprintf("address %s %s link %s in the %s", u.LinkAddress.String(), verb, d.hostName(name), ns), rankObject, true)
+		d.addrDrift(b, ns, ev.addr)
 	case ev.route != nil && d.objects != nil:
 		u := ev.route
-		keys := d.objects.RouteKeys(ns, &u.Route)
+		deleted := u.Type == syscall.RTM_DELROUTE
+		keys := d.objects.RouteDrift(ns, &u.Route, deleted)
 		if len(keys) == 0 {
-			return
+			break
 		}
 		what := "added or replaced"
-		if u.Type == syscall.RTM_DELROUTE {
+		if deleted {
 			what = "deleted"
+		}
+		if !deleted {
+			what += fmt.Sprintf(" (protocol %s)", u.Protocol)
 		}
 		cause := fmt.Sprintf("route %s %s in the %s", routeString(&u.Route), what, ns)
 		for _, k := range keys {
@@ -509,23 +620,91 @@ func (d *driftWatch) add(b *driftBatch, ev nsEvent) {
 		}
 	case ev.neigh != nil && d.objects != nil:
 		u := ev.neigh
-		keys := d.objects.NeighKeys(ns, &u.Neigh)
-		if len(keys) == 0 {
-			return
-		}
+		deleted := u.Type == syscall.RTM_DELNEIGH
+		keys := d.objects.NeighDrift(ns, &u.Neigh, deleted)
 		cause := fmt.Sprintf("neighbour %s changed (lladdr %s, state %s) in the %s", u.IP, u.HardwareAddr, neighState(u.State), ns)
-		if u.Type == syscall.RTM_DELNEIGH {
+		if deleted {
 			cause = fmt.Sprintf("neighbour %s deleted in the %s", u.IP, ns)
 		}
 		for _, k := range keys {
 			b.add(k, cause, rankObject, false)
 		}
 	}
+	return b.adds > before
 }
 
-// addLink maps a link event: the interface on the link; when the link is
-// gone or down, what the kernel flushed with it too.
-func (d *driftWatch) addLink(b *driftBatch, ns nsplugin.Ref, u *netlink.LinkUpdate) {
+// applied returns the metadata of an interface (ok false: none).
+func (d *driftWatch) applied(name string) (Metadata, bool) {
+	if md, ok := d.index.GetValue(name); ok {
+		return metadataOf(md)
+	}
+	return Metadata{}, false
+}
+
+// addrDrift maps an address event: the interface on the link, unless the
+// address is as its value says (listed and there, or not listed and gone;
+// on a link the agent did not make, an address it does not list is not
+// its business).
+func (d *driftWatch) addrDrift(b *driftBatch, ns nsplugin.Ref, u *netlink.AddrUpdate) {
+	if u.NewAddr && u.LinkAddress.IP.To4() == nil && u.LinkAddress.IP.IsLinkLocalUnicast() {
+		return // the kernel's own fe80:: address, never a value's drift
+	}
+	name, ok := d.index.interfaceOn(ns, u.LinkIndex)
+	if !ok {
+		return
+	}
+	if md, ok := d.applied(name); ok && md.Value != nil {
+		v := md.Value
+		if v.GetLinkOnly() {
+			return
+		}
+		listed := hasAddress(v, &u.LinkAddress)
+		adopted := v.GetType() == linuxif.Interface_EXISTING || v.GetType() == linuxif.Interface_LOOPBACK || v.GetType() == linuxif.Interface_TAP_TO_VPP
+		if u.NewAddr == listed || (u.NewAddr && adopted) {
+			return
+		}
+	}
+	verb := "added to"
+	if !u.NewAddr {
+		verb = "removed from"
+	}
+	b.add(InterfaceKey(name), fmt.Sprintf("address %s %s link %s in the %s", u.LinkAddress.String(), verb, d.hostName(name), ns), rankObject, true)
+}
+
+// hasAddress tells whether the value lists the address (same IP and mask).
+func hasAddress(v *linuxif.Interface, a *net.IPNet) bool {
+	bits, _ := a.Mask.Size()
+	for _, cidr := range v.GetIpAddresses() {
+		if p, err := netip.ParsePrefix(cidr); err == nil && p.Bits() == bits && net.IP(p.Addr().AsSlice()).Equal(a.IP) {
+			return true
+		}
+	}
+	return false
+}
+
+// linkAsApplied tells whether a link is as the interface's value says:
+// name, admin state, MTU (when the agent keeps it) and MAC (when set).
+func linkAsApplied(md Metadata, attrs *netlink.LinkAttrs) bool {
+	v := md.Value
+	if v == nil || attrs.Name != md.HostName || (attrs.Flags&net.FlagUp != 0) != v.GetEnabled() {
+		return false
+	}
+	if mtu := managedMTU(v); mtu != 0 && uint32(attrs.MTU) != mtu {
+		return false
+	}
+	if mac := v.GetPhysAddress(); mac != "" {
+		hw, err := net.ParseMAC(mac)
+		if err != nil || !bytes.Equal(hw, attrs.HardwareAddr) {
+			return false
+		}
+	}
+	return true
+}
+
+// linkDrift maps a link event: the interface on the link unless it is as
+// its value says; when the link is gone or down, what the kernel flushed
+// with it too.
+func (d *driftWatch) linkDrift(b *driftBatch, ns nsplugin.Ref, u *netlink.LinkUpdate) {
 	attrs := u.Attrs()
 	name, ok := d.index.interfaceOn(ns, attrs.Index)
 	if !ok {
@@ -535,6 +714,9 @@ func (d *driftWatch) addLink(b *driftBatch, ns nsplugin.Ref, u *netlink.LinkUpda
 		cause := fmt.Sprintf("link %s deleted from the %s (or moved out)", attrs.Name, ns)
 		b.add(InterfaceKey(name), cause, rankLinkGone, true)
 		d.addOnLink(b, ns, attrs.Index, cause, rankLinkGone)
+		return
+	}
+	if md, ok := d.applied(name); ok && linkAsApplied(md, attrs) {
 		return
 	}
 	var state []string

@@ -419,7 +419,7 @@ func (p *Plugin) metadata(h *netlink.Handle, v *linuxif.Interface, ref nsplugin.
 	if err != nil {
 		return nil, fmt.Errorf("interface %s: reading %s back: %w", v.GetName(), HostName(v), err)
 	}
-	return &Metadata{Index: link.Attrs().Index, HostName: HostName(v), Namespace: ref, Type: v.GetType()}, nil
+	return &Metadata{Index: link.Attrs().Index, HostName: HostName(v), Namespace: ref, Type: v.GetType(), Value: proto.Clone(v).(*linuxif.Interface)}, nil
 }
 
 // vethEnd returns this end of a veth pair in its namespace, named and
@@ -1056,7 +1056,7 @@ func (p *Plugin) retrieve(ctx context.Context, correlate []api.TypedKV[*linuxif.
 			}
 			out = append(out, api.TypedKV[*linuxif.Interface, *Metadata]{
 				Key: InterfaceKey(v.GetName()), Value: v, Origin: api.FromNB,
-				Metadata: &Metadata{Index: attrs.Index, HostName: attrs.Name, Namespace: ref, Type: v.GetType()},
+				Metadata: &Metadata{Index: attrs.Index, HostName: attrs.Name, Namespace: ref, Type: v.GetType(), Value: v},
 			})
 		}
 	}

@@ -84,6 +84,10 @@ type Metadata struct {
 	// Namespace the link is in.
 	Namespace nsplugin.Ref
 	Type      linuxif.Interface_Type
+	// Value is the value the link was last configured to (or Retrieve
+	// found it as): the drift watcher tells the echo of the agent's own
+	// changes from drift with it. Nil: unknown.
+	Value *linuxif.Interface
 }
 
 // HostName is the name of an interface in the kernel: host_if_name, else

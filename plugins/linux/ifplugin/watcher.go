@@ -20,11 +20,14 @@ import (
 // Scheduler is what the watcher reports to (the scheduler): the host
 // links as notifications, the drift of the agent's values, and the
 // interface descriptor's metadata map, through which it knows the links
-// and namespaces of the agent's interfaces.
+// and namespaces of the agent's interfaces; its transaction barrier tells
+// the echo of the agent's own changes from drift (see the package doc,
+// "Drift").
 type Scheduler interface {
 	PushSBNotification(notifications ...api.KVWithMetadata) error
 	ReportDrift(reports ...api.DriftReport) error
 	GetMetadataMap(descriptor string) api.MetadataMap
+	Barrier
 }
 
 // Watcher watches the kernel for the scheduler, in two ways.

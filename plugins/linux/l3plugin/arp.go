@@ -122,7 +122,7 @@ func (p *Plugin) setARP(ctx context.Context, _ string, a *linuxl3.ARPEntry) (*Pl
 	if err := h.NeighSet(s.neigh(md.Index)); err != nil {
 		return nil, fmt.Errorf("setting ARP entry %s (%s, link %d): %w", s, md.Namespace, md.Index, err)
 	}
-	return &Placement{Namespace: md.Namespace, LinkIndex: md.Index}, nil
+	return &Placement{Namespace: md.Namespace, LinkIndex: md.Index, Applied: s.applied()}, nil
 }
 
 // deleteARP removes the neighbour; one already gone is success.
@@ -215,7 +215,7 @@ func (p *Plugin) retrieveARPs(ctx context.Context, correlate []api.TypedKV[*linu
 				}
 				out = append(out, api.TypedKV[*linuxl3.ARPEntry, *Placement]{
 					Key: key, Value: v, Origin: api.UnknownOrigin,
-					Metadata: &Placement{Namespace: ref, LinkIndex: n.LinkIndex},
+					Metadata: &Placement{Namespace: ref, LinkIndex: n.LinkIndex, Applied: neighApplied(n)},
 				})
 			}
 		}

@@ -102,25 +102,44 @@
 // values by where the agent put them (Placement: namespace and ifindex)
 // and, on each link, by the masked destination of a route or the IP of an
 // ARP entry (an IPv4-mapped IPv6 address counts as the IPv4 one, as in
-// the kernel):
+// the kernel). Each Placement also carries what the agent applied
+// (Applied: gateway, metric and, for IPv4, scope of a route; MAC of an ARP
+// entry), from Create and Update, or as Retrieve found it, so that the
+// echo of the agent's own changes is not reported:
 //
-//   - RouteKeys: a route event of protocol RouteProtocol in the main table,
-//     on one link, gives the routes to its destination on that link
-//     (added, replaced or deleted: their refresh tells); other routes give
-//     nothing.
-//   - NeighKeys: a neighbour event (but proxy entries) gives the ARP entries
-//     of its IP on its link: deleted, or changed (another MAC, no longer
-//     permanent).
+//   - RouteDrift: a route event in the main table, on one link, gives the
+//     routes of the agent to its destination on that link that it shows
+//     out of sync: a route of ours (protocol RouteProtocol) deleted with
+//     the metric the agent gave it; added or replaced with another
+//     gateway, scope or metric, or a TOS; a route of another protocol
+//     added with the metric of ours (`ip route replace` without
+//     "proto 181" takes its place). A route as the agent made it (its own
+//     change, or someone adding it again as it was: the SB is as intended)
+//     gives nothing, and so do routes the agent does not hold.
+//   - NeighDrift: a neighbour event (but proxy entries) gives the ARP entry
+//     of its IP on its link when it is deleted or no longer permanent with
+//     the MAC the agent set.
 //   - OnLink: every route and ARP entry on a link, which the watcher
-//     reports with a link deleted or set down: the kernel flushes their
-//     routes and neighbours without always sending RTM_DELROUTE or
-//     RTM_DELNEIGH.
+//     reports with a link deleted or set down outside the agent: the
+//     kernel flushes their routes and neighbours without always sending
+//     RTM_DELROUTE or RTM_DELNEIGH.
+//
+// An event of the agent's own delete (or update) may be read before the
+// scheduler has updated the metadata map: the watcher checks what looks
+// like drift again after a transaction barrier (see ifplugin, "Drift"),
+// so only what still differs from what the agent applied is reported.
 //
 // The refresh compares field by field (Retrieve: destination, gateway,
 // scope, metric, link; IP, MAC, permanent state), so a route replaced with
 // another gateway is found changed and a neighbour that is no longer
 // permanent is found gone. A multipath route or a route of ours in another
-// table is never the agent's and is not reported.
+// table is never the agent's and is not reported. Limits: a route of
+// another protocol put in place of ours on another link (same destination
+// and metric) is not seen until a resync.
+//
+// The indexes hold one entry per value; their maps are rebuilt once they
+// hold less than a quarter of their peak (of at least 1024), so that the
+// memory of a bulk delete comes back (amortized O(1) per delete).
 //
 // # Errors
 //

@@ -3,6 +3,7 @@ package l3plugin
 import (
 	"net/netip"
 	"sort"
+	"strings"
 	"sync"
 	"syscall"
 
@@ -15,13 +16,58 @@ import (
 )
 
 // Drift: the interface watcher (ifplugin.Watcher, SetLinkObjects) asks the
-// plugin which routes and ARP entries a netlink event concerns. The
-// metadata maps of both descriptors (placementIndex) index the values by
-// where the agent put them: the link (Placement), and on it the masked
+// plugin which routes and ARP entries a netlink event shows out of sync.
+// The metadata maps of both descriptors (placementIndex) index the values
+// by where the agent put them: the link (Placement), and on it the masked
 // destination of a route or the IP of an ARP entry (keys are canonical, so
-// an event's destination or IP, spelled canonically, finds them).
+// an event's destination or IP, spelled canonically, finds them). Each
+// value's Placement carries what the agent applied (Applied): an event
+// that shows the object as applied (the echo of the agent's own change, or
+// someone re-adding it as it was) is no drift.
 
 var _ ifplugin.LinkObjects = (*Plugin)(nil)
+
+// Applied are the attributes of a route or ARP entry in the kernel beyond
+// its key, as the agent made it (Create, Update) or Retrieve found it.
+type Applied struct {
+	// Known is false for metadata that does not say (every event of the
+	// object is then reported).
+	Known bool
+	// Routes: gateway (invalid: none), metric as the kernel has it, scope
+	// (IPv4 only: the kernel reports universe for every IPv6 route).
+	Gateway netip.Addr
+	Metric  uint32
+	Scope   netlink.Scope
+	// ARP entries: the MAC, lower case.
+	MAC string
+}
+
+func (s routeSpec) applied() Applied {
+	a := Applied{Known: true, Gateway: s.gw, Metric: s.kernelMetric()}
+	if !s.v6() {
+		a.Scope = s.kernelScope()
+	}
+	return a
+}
+
+// routeApplied returns the attributes of a kernel route of ours.
+func routeApplied(kr netlink.Route) Applied {
+	gw, _ := netip.AddrFromSlice(kr.Gw)
+	a := Applied{Known: true, Gateway: gw.Unmap(), Metric: uint32(kr.Priority)}
+	if kr.Family != netlink.FAMILY_V6 && (kr.Dst == nil || kr.Dst.IP.To4() != nil) {
+		a.Scope = kr.Scope
+	}
+	return a
+}
+
+func (s arpSpec) applied() Applied {
+	return Applied{Known: true, MAC: strings.ToLower(s.mac.String())}
+}
+
+// neighApplied returns the attributes of a kernel neighbour.
+func neighApplied(n netlink.Neigh) Applied {
+	return Applied{Known: true, MAC: strings.ToLower(n.HardwareAddr.String())}
+}
 
 // OnLink implements ifplugin.LinkObjects: the routes and ARP entries on the
 // link.
@@ -30,23 +76,41 @@ func (p *Plugin) OnLink(ns nsplugin.Ref, index int) []string {
 	return append(p.routes.Load().onLink(at), p.arps.Load().onLink(at)...)
 }
 
-// RouteKeys implements ifplugin.LinkObjects: the routes of ours (protocol
-// RouteProtocol, main table, one link) to the destination of the event on
-// its link.
-func (p *Plugin) RouteKeys(ns nsplugin.Ref, r *netlink.Route) []string {
-	if r.Protocol != RouteProtocol || r.LinkIndex <= 0 || len(r.MultiPath) > 0 || (r.Table != 0 && r.Table != syscall.RT_TABLE_MAIN) {
+// RouteDrift implements ifplugin.LinkObjects: the routes of the agent on
+// the event's link to its destination (main table, one link) that the
+// event shows out of sync with what the agent applied. A route of ours
+// (protocol RouteProtocol) deleted with the metric the agent gave it; one
+// added or replaced with another gateway, scope or metric, or a TOS; a
+// route of another protocol added with the metric of ours (a replace by
+// hand without "proto 181" takes its place). Events of other routes, and
+// of routes as the agent made them, give none.
+func (p *Plugin) RouteDrift(ns nsplugin.Ref, r *netlink.Route, deleted bool) []string {
+	if r.LinkIndex <= 0 || len(r.MultiPath) > 0 || (r.Table != 0 && r.Table != syscall.RT_TABLE_MAIN) {
+		return nil
+	}
+	if deleted && r.Protocol != RouteProtocol {
 		return nil
 	}
 	dst, ok := ipNetToPrefix(r.Dst, r.Family == netlink.FAMILY_V6)
 	if !ok {
 		return nil
 	}
-	return p.routes.Load().at(Placement{Namespace: ns, LinkIndex: r.LinkIndex}, dst.String())
+	got := routeApplied(*r)
+	return p.routes.Load().drifted(Placement{Namespace: ns, LinkIndex: r.LinkIndex}, dst.String(), func(a Applied) bool {
+		switch {
+		case !a.Known:
+			return r.Protocol == RouteProtocol
+		case r.Protocol != RouteProtocol || deleted:
+			return got.Metric == a.Metric
+		}
+		return got != a || r.Tos != 0
+	})
 }
 
-// NeighKeys implements ifplugin.LinkObjects: the ARP entries of the IP of
-// the event on its link.
-func (p *Plugin) NeighKeys(ns nsplugin.Ref, n *netlink.Neigh) []string {
+// NeighDrift implements ifplugin.LinkObjects: the ARP entry of the event's
+// IP on its link when the event shows it deleted, or not permanent with
+// the MAC the agent set.
+func (p *Plugin) NeighDrift(ns nsplugin.Ref, n *netlink.Neigh, deleted bool) []string {
 	if n.Flags&netlink.NTF_PROXY != 0 || n.LinkIndex <= 0 {
 		return nil
 	}
@@ -54,7 +118,10 @@ func (p *Plugin) NeighKeys(ns nsplugin.Ref, n *netlink.Neigh) []string {
 	if !ok {
 		return nil
 	}
-	return p.arps.Load().at(Placement{Namespace: ns, LinkIndex: n.LinkIndex}, ip.Unmap().String())
+	got := neighApplied(*n)
+	return p.arps.Load().drifted(Placement{Namespace: ns, LinkIndex: n.LinkIndex}, ip.Unmap().String(), func(a Applied) bool {
+		return deleted || !a.Known || n.State&netlink.NUD_PERMANENT == 0 || got != a
+	})
 }
 
 // routeTarget is the masked destination of a route key ("" when the key
@@ -90,21 +157,35 @@ func arpTarget(key string) string {
 
 // placementIndex is the metadata map of the route or ARP descriptor (label:
 // the key; metadata: *Placement), indexed by link and by target on the
-// link (the masked destination of a route, the IP of an ARP entry). The
-// scheduler is its only writer; the watcher reads it.
+// link (the masked destination of a route, the IP of an ARP entry), with
+// what the agent applied. The scheduler is its only writer; the watcher
+// reads it.
+//
+// A Go map keeps its buckets when entries are deleted: the indexes that
+// hold one entry per value (placed, byDest) are rebuilt once they hold
+// less than a quarter of their peak (of at least minPeakToShrink entries),
+// so that the memory of a bulk delete comes back. Each rebuild copies at
+// most a third of the entries deleted since the peak: O(1) per Delete,
+// amortized.
 type placementIndex struct {
 	*api.MemMetadataMap
 	target func(key string) string
 	mu     sync.RWMutex
 	byLink map[Placement]map[string]struct{}
-	byDest map[placedTarget]map[string]struct{}
-	placed map[string]placedTarget
+	byDest shrinkingMap[placedTarget, map[string]struct{}]
+	placed shrinkingMap[string, placedEntry]
 }
 
-// placedTarget is a target on a link.
+// placedTarget is a target on a link (Placement without Applied).
 type placedTarget struct {
 	at     Placement
 	target string
+}
+
+// placedEntry is where a value is and what the agent applied.
+type placedEntry struct {
+	placedTarget
+	applied Applied
 }
 
 var _ api.MetadataMapRW = (*placementIndex)(nil)
@@ -114,33 +195,39 @@ func newPlacementIndex(target func(key string) string) *placementIndex {
 		MemMetadataMap: api.NewMetadataMap(),
 		target:         target,
 		byLink:         map[Placement]map[string]struct{}{},
-		byDest:         map[placedTarget]map[string]struct{}{},
-		placed:         map[string]placedTarget{},
+		byDest:         newShrinkingMap[placedTarget, map[string]struct{}](),
+		placed:         newShrinkingMap[string, placedEntry](),
 	}
 }
 
 // Put implements api.MetadataMapRW.
 func (x *placementIndex) Put(key string, md any) {
 	x.MemMetadataMap.Put(key, md)
-	var at Placement
+	var pl Placement
 	switch m := md.(type) {
 	case *Placement:
 		if m != nil {
-			at = *m
+			pl = *m
 		}
 	case Placement:
-		at = m
+		pl = m
 	}
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	x.unplace(key)
-	if at.LinkIndex <= 0 {
+	if pl.LinkIndex <= 0 {
 		return
 	}
+	at := Placement{Namespace: pl.Namespace, LinkIndex: pl.LinkIndex}
 	pt := placedTarget{at: at, target: x.target(key)}
-	x.placed[key] = pt
+	x.placed.put(key, placedEntry{placedTarget: pt, applied: pl.Applied})
 	addTo(x.byLink, at, key)
-	addTo(x.byDest, pt, key)
+	set, _ := x.byDest.get(pt)
+	if set == nil {
+		set = map[string]struct{}{}
+		x.byDest.put(pt, set)
+	}
+	set[key] = struct{}{}
 }
 
 // Delete implements api.MetadataMapRW.
@@ -153,13 +240,18 @@ func (x *placementIndex) Delete(key string) {
 
 // unplace drops a key from the indexes. Under x.mu.
 func (x *placementIndex) unplace(key string) {
-	pt, ok := x.placed[key]
+	e, ok := x.placed.get(key)
 	if !ok {
 		return
 	}
-	delete(x.placed, key)
-	removeFrom(x.byLink, pt.at, key)
-	removeFrom(x.byDest, pt, key)
+	x.placed.delete(key)
+	removeFrom(x.byLink, e.at, key)
+	if set, _ := x.byDest.get(e.placedTarget); set != nil {
+		delete(set, key)
+		if len(set) == 0 {
+			x.byDest.delete(e.placedTarget)
+		}
+	}
 }
 
 func addTo[K comparable](m map[K]map[string]struct{}, k K, key string) {
@@ -197,7 +289,27 @@ func (x *placementIndex) at(at Placement, target string) []string {
 	}
 	x.mu.RLock()
 	defer x.mu.RUnlock()
-	return sortedKeys(x.byDest[placedTarget{at: at, target: target}])
+	set, _ := x.byDest.get(placedTarget{at: at, target: target})
+	return sortedKeys(set)
+}
+
+// drifted returns the keys of a target on a link whose applied attributes
+// differ reports out of sync with an event, sorted.
+func (x *placementIndex) drifted(at Placement, target string, differ func(Applied) bool) []string {
+	if x == nil {
+		return nil
+	}
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	set, _ := x.byDest.get(placedTarget{at: at, target: target})
+	var out []string
+	for key := range set {
+		if e, ok := x.placed.get(key); ok && differ(e.applied) {
+			out = append(out, key)
+		}
+	}
+	sort.Strings(out)
+	return out
 }
 
 func sortedKeys(set map[string]struct{}) []string {
@@ -211,3 +323,43 @@ func sortedKeys(set map[string]struct{}) []string {
 	sort.Strings(out)
 	return out
 }
+
+// minPeakToShrink is the smallest peak after which a shrinkingMap that
+// fell below a quarter of it is rebuilt: below, the buckets left behind
+// are not worth a copy.
+const minPeakToShrink = 1024
+
+// shrinkingMap is a map rebuilt (at its current size) once it holds less
+// than a quarter of its peak, so that its memory follows its size. Not
+// safe for concurrent use.
+type shrinkingMap[K comparable, V any] struct {
+	m    map[K]V
+	peak int
+}
+
+func newShrinkingMap[K comparable, V any]() shrinkingMap[K, V] {
+	return shrinkingMap[K, V]{m: map[K]V{}}
+}
+
+func (s *shrinkingMap[K, V]) get(k K) (V, bool) {
+	v, ok := s.m[k]
+	return v, ok
+}
+
+func (s *shrinkingMap[K, V]) put(k K, v V) {
+	s.m[k] = v
+	s.peak = max(s.peak, len(s.m))
+}
+
+func (s *shrinkingMap[K, V]) delete(k K) {
+	delete(s.m, k)
+	if s.peak >= minPeakToShrink && len(s.m) < s.peak/4 {
+		m := make(map[K]V, len(s.m))
+		for k, v := range s.m {
+			m[k] = v
+		}
+		s.m, s.peak = m, len(m)
+	}
+}
+
+func (s *shrinkingMap[K, V]) len() int { return len(s.m) }

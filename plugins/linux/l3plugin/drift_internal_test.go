@@ -1,7 +1,9 @@
 package l3plugin
 
 import (
+	"fmt"
 	"net"
+	"runtime"
 	"slices"
 	"syscall"
 	"testing"
@@ -9,6 +11,7 @@ import (
 	"github.com/vishvananda/netlink"
 
 	"github.com/netagent-io/netagent/plugins/linux/nsplugin"
+	linuxl3 "github.com/netagent-io/netagent/proto/linux/l3"
 	linuxns "github.com/netagent-io/netagent/proto/linux/namespace"
 )
 
@@ -59,25 +62,25 @@ func TestDriftIndex(t *testing.T) {
 		{"another protocol", route("10.1.0.0/16", netlink.RouteProtocol(syscall.RTPROT_STATIC), 5), nil},
 		{"another destination", route("10.2.0.0/16", RouteProtocol, 5), nil},
 	} {
-		if got := p.RouteKeys(ns, c.route); !slices.Equal(got, c.want) {
-			t.Errorf("%s: RouteKeys %v, want %v", c.name, got, c.want)
+		if got := p.RouteDrift(ns, c.route, false); !slices.Equal(got, c.want) {
+			t.Errorf("%s: RouteDrift %v, want %v", c.name, got, c.want)
 		}
 	}
 	other := route("10.1.0.0/16", RouteProtocol, 5)
 	other.Table = 100
-	if got := p.RouteKeys(ns, other); got != nil {
+	if got := p.RouteDrift(ns, other, false); got != nil {
 		t.Errorf("a route of ours in table 100: %v", got)
 	}
-	if got := p.RouteKeys(nsplugin.Ref{}, route("10.1.0.0/16", RouteProtocol, 5)); got != nil {
+	if got := p.RouteDrift(nsplugin.Ref{}, route("10.1.0.0/16", RouteProtocol, 5), false); got != nil {
 		t.Errorf("a route of another namespace: %v", got)
 	}
 
 	neigh := &netlink.Neigh{LinkIndex: 5, IP: net.ParseIP("10.1.0.9")}
-	if got := p.NeighKeys(ns, neigh); !slices.Equal(got, []string{a1}) {
-		t.Errorf("NeighKeys %v", got)
+	if got := p.NeighDrift(ns, neigh, false); !slices.Equal(got, []string{a1}) {
+		t.Errorf("NeighDrift %v", got)
 	}
 	neigh.Flags = netlink.NTF_PROXY
-	if got := p.NeighKeys(ns, neigh); got != nil {
+	if got := p.NeighDrift(ns, neigh, false); got != nil {
 		t.Errorf("a proxy entry: %v", got)
 	}
 	if got, want := p.OnLink(ns, 5), []string{r1, r1b, r2, a1}; !slices.Equal(got, want) {
@@ -91,8 +94,8 @@ func TestDriftIndex(t *testing.T) {
 	if got, want := p.OnLink(ns, 5), []string{r1b}; !slices.Equal(got, want) {
 		t.Errorf("OnLink after the moves: %v, want %v", got, want)
 	}
-	if got, want := p.RouteKeys(ns, route("10.1.0.0/16", RouteProtocol, 7)), []string{r1}; !slices.Equal(got, want) {
-		t.Errorf("RouteKeys on the new link: %v, want %v", got, want)
+	if got, want := p.RouteDrift(ns, route("10.1.0.0/16", RouteProtocol, 7), false), []string{r1}; !slices.Equal(got, want) {
+		t.Errorf("RouteDrift on the new link: %v, want %v", got, want)
 	}
 	if v, ok := routes.GetValue(r1); !ok || *v.(*Placement) != *at(7) {
 		t.Errorf("the metadata itself: %v %v", v, ok)
@@ -100,4 +103,143 @@ func TestDriftIndex(t *testing.T) {
 	if got := p.OnLink(ns, 5); len(routes.byLink) != 2 || len(arps.byLink) != 0 || !slices.Equal(got, []string{r1b}) {
 		t.Errorf("indexes left behind: routes by link %v, ARP entries by link %v", routes.byLink, arps.byLink)
 	}
+}
+
+// TestDriftAppliedEcho: with what the agent applied in the metadata, an
+// event that shows a route or ARP entry as applied (the echo of the
+// agent's own change) gives nothing; one that shows it otherwise (another
+// gateway, metric, scope, a foreign protocol in its place, deleted; a
+// neighbour with another MAC or no longer permanent) gives its key.
+func TestDriftAppliedEcho(t *testing.T) {
+	p := &Plugin{}
+	for _, d := range p.Descriptors() {
+		d.MetadataMapFactory()
+	}
+	ns := nsplugin.Ref{Type: linuxns.NetNamespace_NSID, Reference: "app"}
+	const (
+		rKey = "config/linux/l3/v2/route/10.1.0.0/16/eth1"
+		r6   = "config/linux/l3/v2/route/fd00::/64/eth1"
+		aKey = "config/linux/l3/v2/arp/eth1/10.1.0.9"
+	)
+	spec, err := parseRoute(&linuxl3.Route{OutgoingInterface: "eth1", DstNetwork: "10.1.0.0/16", GwAddr: "10.0.0.1", Metric: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec6, err := parseRoute(&linuxl3.Route{OutgoingInterface: "eth1", DstNetwork: "fd00::/64", GwAddr: "fd01::1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	arp, err := parseARP(&linuxl3.ARPEntry{Interface: "eth1", IpAddress: "10.1.0.9", HwAddress: "02:AA:00:00:00:09"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.routes.Load().Put(rKey, &Placement{Namespace: ns, LinkIndex: 5, Applied: spec.applied()})
+	p.routes.Load().Put(r6, &Placement{Namespace: ns, LinkIndex: 5, Applied: spec6.applied()})
+	p.arps.Load().Put(aKey, &Placement{Namespace: ns, LinkIndex: 5, Applied: arp.applied()})
+
+	// The kernel's event of the route the agent made, as it comes.
+	echo := func(s routeSpec) *netlink.Route {
+		r := s.netlink(5)
+		r.Family = netlink.FAMILY_V4
+		if s.v6() {
+			r.Family, r.Scope = netlink.FAMILY_V6, netlink.SCOPE_UNIVERSE
+		}
+		return r
+	}
+	for _, c := range []struct {
+		name    string
+		change  func(r *netlink.Route)
+		spec    routeSpec
+		deleted bool
+		want    []string
+	}{
+		{"the echo of the agent's route", func(*netlink.Route) {}, spec, false, nil},
+		{"the echo of the agent's IPv6 route", func(*netlink.Route) {}, spec6, false, nil},
+		{"another gateway", func(r *netlink.Route) { r.Gw = net.ParseIP("10.0.0.2") }, spec, false, []string{rKey}},
+		{"another scope", func(r *netlink.Route) { r.Scope = netlink.SCOPE_LINK }, spec, false, []string{rKey}},
+		{"another IPv6 gateway", func(r *netlink.Route) { r.Gw = net.ParseIP("fd01::2") }, spec6, false, []string{r6}},
+		{"a TOS", func(r *netlink.Route) { r.Tos = 4 }, spec, false, []string{rKey}},
+		{"deleted", func(*netlink.Route) {}, spec, true, []string{rKey}},
+		{"another metric deleted (not the agent's route)", func(r *netlink.Route) { r.Priority = 11 }, spec, true, nil},
+		{"another metric added", func(r *netlink.Route) { r.Priority = 11 }, spec, false, []string{rKey}},
+		{"a foreign route in its place", func(r *netlink.Route) { r.Protocol = netlink.RouteProtocol(syscall.RTPROT_BOOT) }, spec, false, []string{rKey}},
+		{"a foreign route of another metric", func(r *netlink.Route) {
+			r.Protocol, r.Priority = netlink.RouteProtocol(syscall.RTPROT_BOOT), 11
+		}, spec, false, nil},
+		{"a foreign route deleted", func(r *netlink.Route) { r.Protocol = netlink.RouteProtocol(syscall.RTPROT_BOOT) }, spec, true, nil},
+	} {
+		r := echo(c.spec)
+		c.change(r)
+		if got := p.RouteDrift(ns, r, c.deleted); !slices.Equal(got, c.want) {
+			t.Errorf("%s: RouteDrift %v, want %v", c.name, got, c.want)
+		}
+	}
+
+	neigh := func(mac string, state int) *netlink.Neigh {
+		hw, err := net.ParseMAC(mac)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &netlink.Neigh{LinkIndex: 5, IP: net.ParseIP("10.1.0.9"), HardwareAddr: hw, State: state}
+	}
+	for _, c := range []struct {
+		name    string
+		n       *netlink.Neigh
+		deleted bool
+		want    []string
+	}{
+		{"the echo", neigh("02:aa:00:00:00:09", netlink.NUD_PERMANENT), false, nil},
+		{"another MAC", neigh("02:aa:00:00:00:10", netlink.NUD_PERMANENT), false, []string{aKey}},
+		{"not permanent", neigh("02:aa:00:00:00:09", netlink.NUD_REACHABLE), false, []string{aKey}},
+		{"deleted", neigh("02:aa:00:00:00:09", netlink.NUD_PERMANENT), true, []string{aKey}},
+	} {
+		if got := p.NeighDrift(ns, c.n, c.deleted); !slices.Equal(got, c.want) {
+			t.Errorf("%s: NeighDrift %v, want %v", c.name, got, c.want)
+		}
+	}
+}
+
+// TestPlacementIndexShrinks: after a bulk delete the index gives its
+// memory back (its maps are rebuilt below a quarter of their peak), and
+// what is left is still found.
+func TestPlacementIndexShrinks(t *testing.T) {
+	const n = 20000
+	ns := nsplugin.Ref{Type: linuxns.NetNamespace_NSID, Reference: "app"}
+	keys := make([]string, n)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("config/linux/l3/v2/route/10.%d.%d.0/24/eth1", i/256, i%256)
+	}
+	heap := func() uint64 {
+		runtime.GC()
+		runtime.GC()
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		return ms.HeapAlloc
+	}
+	base := heap()
+	x := newPlacementIndex(routeTarget)
+	for i, k := range keys {
+		x.Put(k, &Placement{Namespace: ns, LinkIndex: 5 + i%2})
+	}
+	full := heap()
+	const kept = 100
+	for _, k := range keys[kept:] {
+		x.Delete(k)
+	}
+	after := heap()
+	grew, left := int64(full)-int64(base), int64(after)-int64(base)
+	t.Logf("heap: %d bytes for %d routes, %d bytes left with %d", grew, n, left, kept)
+	if left > grew/5 {
+		t.Errorf("after deleting %d of %d routes the index still holds %d of the %d bytes it took", n-kept, n, left, grew)
+	}
+	if x.placed.len() != kept || x.byDest.len() != kept {
+		t.Errorf("placed %d, byDest %d, want %d", x.placed.len(), x.byDest.len(), kept)
+	}
+	for i, k := range keys[:kept] {
+		want := []string{k}
+		if got := x.at(Placement{Namespace: ns, LinkIndex: 5 + i%2}, routeTarget(k)); !slices.Equal(got, want) {
+			t.Fatalf("after the shrink: at %v, want %v", got, want)
+		}
+	}
+	runtime.KeepAlive(x)
 }

@@ -118,6 +118,10 @@ func SchedulerInterfaceNames(s MetadataSource) func(ctx context.Context) []strin
 type Placement struct {
 	Namespace nsplugin.Ref
 	LinkIndex int
+	// Applied is the object as the agent made it (or Retrieve found it):
+	// the drift watcher tells the echo of the agent's own change from
+	// drift with it (see drift.go). Zero: unknown.
+	Applied Applied
 }
 
 // Plugin holds the Linux route and ARP descriptors. It keeps no state of its

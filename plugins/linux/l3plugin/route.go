@@ -296,7 +296,7 @@ func (p *Plugin) createRoute(ctx context.Context, _ string, r *linuxl3.Route) (*
 	if err != nil {
 		return nil, fmt.Errorf("adding route %s (%s, link %d): %w", s, md.Namespace, md.Index, err)
 	}
-	return &Placement{Namespace: md.Namespace, LinkIndex: md.Index}, nil
+	return &Placement{Namespace: md.Namespace, LinkIndex: md.Index, Applied: s.applied()}, nil
 }
 
 // routeExists explains an EEXIST of RouteAdd.
@@ -350,7 +350,7 @@ func (p *Plugin) updateRoute(ctx context.Context, _ string, _, newValue *linuxl3
 	if err := h.RouteReplace(s.netlink(md.Index)); err != nil {
 		return oldMd, fmt.Errorf("replacing route %s (%s, link %d): %w", s, md.Namespace, md.Index, err)
 	}
-	return &Placement{Namespace: md.Namespace, LinkIndex: md.Index}, nil
+	return &Placement{Namespace: md.Namespace, LinkIndex: md.Index, Applied: s.applied()}, nil
 }
 
 // deleteRoute removes our route; one already gone (with its link or
@@ -477,7 +477,7 @@ func (p *Plugin) retrieveRoutes(ctx context.Context, correlate []api.TypedKV[*li
 			}
 			kv := api.TypedKV[*linuxl3.Route, *Placement]{
 				Key: key, Value: v, Origin: api.FromNB,
-				Metadata: &Placement{Namespace: ref, LinkIndex: kr.LinkIndex},
+				Metadata: &Placement{Namespace: ref, LinkIndex: kr.LinkIndex, Applied: routeApplied(kr)},
 			}
 			if i, dup := found[key]; dup {
 				// Two routes of ours for one key (same destination and link,
