@@ -81,6 +81,11 @@ const (
 var (
 	recordStructBytes = allocPtrBytes(int(unsafe.Sizeof(api.RecordedTxn{})))
 	recordOpBytes     = int(unsafe.Sizeof(api.RecordedTxnOp{}))
+	// opSlabOps is the most operations of a slab (recordOp in reconcile.go):
+	// as many as fill the 8 KiB size class with the allocator's 8-byte
+	// header, 63 (8192 bytes, 130 per operation); 64 would take the
+	// 9472-byte class (148 per operation).
+	opSlabOps = (8<<10 - 8) / recordOpBytes
 	recordPairBytes   = int(unsafe.Sizeof(api.RecordedKVPair{}))
 	recordPtrBytes    = int(unsafe.Sizeof(uintptr(0)))
 )
@@ -296,12 +301,13 @@ func (z *sizer) structBytes(m protoreflect.Message) int {
 }
 
 // opSlabBytes is the memory of n operations of one run: recordOp (in
-// reconcile.go) allocates them in slabs of min(64, 4+n so far) operations.
+// reconcile.go) allocates them in slabs of min(opSlabOps, 4+n so far)
+// operations.
 func opSlabBytes(n int) int {
 	size := 0
-	for used, slab := 0, 4; used < n; used, slab = used+slab, min(64, 4+used+slab) {
-		if slab == 64 {
-			size += (n - used + 63) / 64 * allocPtrBytes(64*recordOpBytes)
+	for used, slab := 0, min(opSlabOps, 4); used < n; used, slab = used+slab, min(opSlabOps, 4+used+slab) {
+		if slab == opSlabOps {
+			size += (n - used + opSlabOps - 1) / opSlabOps * allocPtrBytes(opSlabOps*recordOpBytes)
 			break
 		}
 		size += allocPtrBytes(slab * recordOpBytes)
@@ -325,8 +331,9 @@ func allocBytes(n int) int {
 }
 
 // allocPtrBytes is allocBytes for an object with pointers: beyond 512
-// bytes the allocator puts an 8-byte header in front of it (a slab of 64
-// operations, 8 KiB, takes the 9472-byte class).
+// bytes the allocator puts an 8-byte header in front of it (a slab of 63
+// operations, 8064 bytes, takes the 8192-byte class; one of 64 would take
+// the 9472-byte class).
 func allocPtrBytes(n int) int {
 	if n > 512 && n <= 32<<10 {
 		n += 8

@@ -268,3 +268,28 @@ func BenchmarkRecordSize(b *testing.B) {
 		})
 	}
 }
+
+// A slab of operations fills its size class, and the estimate of a slab is
+// what the allocator takes for it: the heap of 2000 slabs, per slab.
+func TestOpSlabFillsItsSizeClass(t *testing.T) {
+	if testing.Short() {
+		t.Skip("measures the heap: skipped with -short")
+	}
+	const count = 2000
+	slabs := make([][]api.RecordedTxnOp, count)
+	before := liveHeap()
+	for i := range slabs {
+		slabs[i] = make([]api.RecordedTxnOp, opSlabOps)
+	}
+	after := liveHeap()
+	runtime.KeepAlive(slabs)
+	perSlab := float64(after-before) / count
+	estimate := allocPtrBytes(opSlabOps * recordOpBytes)
+	t.Logf("a slab of %d operations of %d bytes: %.0f bytes on the heap, estimated %d", opSlabOps, recordOpBytes, perSlab, estimate)
+	if d := perSlab - float64(estimate); d < -16 || d > 16 {
+		t.Errorf("a slab takes %.0f bytes, estimated %d", perSlab, estimate)
+	}
+	if waste := float64(estimate)/float64(opSlabOps*recordOpBytes) - 1; waste > 0.02 {
+		t.Errorf("a slab of %d operations wastes %.1f%% of its %d bytes", opSlabOps, 100*waste, estimate)
+	}
+}

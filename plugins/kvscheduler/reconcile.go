@@ -98,7 +98,7 @@ func (r *txnRun) setStatus(n *node, state api.ValueState, op api.TxnOperation, e
 
 func (r *txnRun) recordOp(n *node, op api.TxnOperation, prevValue, newValue proto.Message, prev status, err error, fl opFlags) {
 	if len(r.opSlab) == 0 {
-		r.opSlab = make([]api.RecordedTxnOp, min(64, 4+len(r.ops)))
+		r.opSlab = make([]api.RecordedTxnOp, min(opSlabOps, 4+len(r.ops)))
 	}
 	rec := &r.opSlab[0]
 	r.opSlab = r.opSlab[1:]
