@@ -118,3 +118,39 @@ func (s *Scheduler) invoke(d *api.KVDescriptor, op api.TxnOperation, key string,
 	}
 	return out, err
 }
+
+// invokeBatch is invoke for a batch of operations of descriptor d (see
+// api.BatchOp): one guarded call of d.Batch; a panic, or an operation left
+// without a result, fails the operations without one with a non-retriable
+// error naming the descriptor, operation and key. The observer is told of
+// each operation, with the batch's time shared among them.
+func (s *Scheduler) invokeBatch(d *api.KVDescriptor, ops []api.BatchOp) {
+	var start time.Time
+	obs := s.opts.Observer
+	if obs != nil {
+		start = s.clock.Now()
+	}
+	var panicked any
+	s.callback(d.Name, func(ctx context.Context) {
+		defer func() { panicked = recover() }()
+		d.Batch(ctx, ops)
+	})
+	for i := range ops {
+		op := &ops[i]
+		if _, _, finished := op.Result(); finished {
+			continue
+		}
+		if panicked != nil {
+			op.Fail(api.NonRetriable(fmt.Errorf("descriptor %s: Batch panicked before the %s of %s: %v", d.Name, op.Op, op.Key, panicked)))
+		} else {
+			op.Fail(api.NonRetriable(fmt.Errorf("descriptor %s: Batch returned without a result for the %s of %s", d.Name, op.Op, op.Key)))
+		}
+	}
+	if obs != nil {
+		each := s.clock.Now().Sub(start) / time.Duration(len(ops))
+		for i := range ops {
+			_, err, _ := ops[i].Result()
+			obs.OpDone(d.Name, ops[i].Op, err, each)
+		}
+	}
+}

@@ -355,12 +355,12 @@ func propNewEnv(t propTB) *propEnv {
 	})
 	err := e.s.RegisterKVDescriptor(
 		e.sb.Descriptor(mocksb.Options{Name: "a", Prefix: "a/", NB: true, WithMetadata: true,
-			Deps: mocksb.DependsOn, Derived: propDerivedValues}),
+			Deps: mocksb.DependsOn, Derived: propDerivedValues, Batch: true}),
 		e.sb.Descriptor(mocksb.Options{Name: "b", Prefix: "b/", NB: true, RecreateIf: propRecreate,
 			Deps: mocksb.DependsOn, Derived: propDerivedValues, RetrieveDependencies: []string{"a"}}),
 		e.sb.Descriptor(mocksb.Options{Name: "c", Prefix: "c/", NB: true, NoUpdate: true,
-			Deps: mocksb.DependsOn, Derived: propDerivedValues}),
-		e.sb.Descriptor(mocksb.Options{Name: "d", Prefix: "d/", NoRetrieve: true, Deps: mocksb.DependsOn}),
+			Deps: mocksb.DependsOn, Derived: propDerivedValues, Batch: true}),
+		e.sb.Descriptor(mocksb.Options{Name: "d", Prefix: "d/", NoRetrieve: true, Deps: mocksb.DependsOn, Batch: true}),
 	)
 	if err != nil {
 		t.Fatalf("register descriptors: %v", err)

@@ -58,6 +58,10 @@ type Options struct {
 	// Create, Update, Delete and Retrieve call (default: none; the
 	// context is cancelled when the scheduler closes either way).
 	CallTimeout time.Duration
+	// MaxBatch is how many operations a descriptor with Batch is given in
+	// one call at most (default 1024; 1 or negative: one at a time, Batch
+	// is never called).
+	MaxBatch int
 }
 
 // Clock is the scheduler's source of time, injected so tests control it.
@@ -155,6 +159,9 @@ func New(opts Options) *Scheduler {
 	}
 	if opts.HistoryMaxAge == 0 {
 		opts.HistoryMaxAge = 24 * time.Hour
+	}
+	if opts.MaxBatch == 0 {
+		opts.MaxBatch = 1024
 	}
 	s := &Scheduler{
 		opts:        opts,

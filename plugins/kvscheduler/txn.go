@@ -82,11 +82,11 @@ func (s *Scheduler) processTxn(qt *queuedTxn) error {
 		s.g.undo = nil // nothing to do
 	default:
 		s.g.undo = nil
-		done, md, err := s.executeSteps(&sim.steps)
-		if done == sim.steps.len() && !sim.stopped {
+		x := s.executeSteps(&sim.steps, !qt.revert)
+		if x.done == sim.steps.len() && !sim.stopped {
 			// Executed as planned. What follows is recorded for readers
 			// (the refresh of failed values calls Retrieve).
-			sim.finishSteps(md)
+			sim.finishSteps(x.md)
 			exe = sim
 			exe.exec = sbExec{}
 			s.g.undo = &undo
@@ -103,11 +103,13 @@ func (s *Scheduler) processTxn(qt *queuedTxn) error {
 		s.g.undo = &undo // roll back the simulation's recording
 		s.g.rollback()
 		rt.dropLog(&undo)
-		exe = s.newRun(qt, descs, replayExec{&replayLog{steps: &sim.steps, md: md, failAt: done, err: err}})
+		rp := x.replayLog(&sim.steps)
+		exe = s.newRun(qt, descs, replayExec{rp})
 		var execUndo chunks[undoEntry]
 		s.g.record(&execUndo)
 		rt.addLog(&execUndo)
 		exe.run(qt)
+		exe.settleUnreplayed(rp)
 		if exe.stopped {
 			s.revert(exe)
 		} else {

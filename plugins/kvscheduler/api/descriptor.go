@@ -179,6 +179,14 @@ type KVDescriptor struct {
 	// applied by re-creation: Delete then Create.
 	Update func(ctx context.Context, key string, oldValue, newValue proto.Message, oldMetadata any) (newMetadata any, err error)
 
+	// Batch, when set, executes many Create, Update and Delete operations
+	// of this descriptor in one call, so that the descriptor can keep many
+	// SB requests in flight (a GoVPP stream, netlink messages on one
+	// socket) instead of one request and its reply at a time. Create,
+	// Update and Delete must be set too: Batch is an optimisation of them,
+	// with the same semantics per operation. See BatchOp for the contract.
+	Batch func(ctx context.Context, ops []BatchOp)
+
 	// UpdateWithRecreate tells whether this change must be applied by
 	// re-creation even though Update exists (e.g. a changed interface type).
 	// Values that depend on the re-created value are deleted first (PENDING)
@@ -260,4 +268,58 @@ type MetadataMapRW interface {
 	// Delete removes the metadata of a label; deleting a missing label is a
 	// no-op.
 	Delete(label string)
+}
+
+// BatchOp is one operation of a KVDescriptor.Batch call: its input (what
+// Create, Update or Delete would be given) and its result, which Batch
+// sets with Done or Fail.
+//
+// The scheduler passes a batch the operations of one transaction, of one
+// descriptor, that follow each other in the transaction's plan and that
+// the dependency graph does not order among themselves: no operation's
+// value depends on (or is derived from) another's of the batch, and no key
+// appears twice. Every operation the plan needs before them has been
+// executed and succeeded; those after them wait until the batch returns,
+// so the order of the dependency graph is kept between batches. Values
+// with AnyOf or Exclusive dependencies, and every operation of a
+// transaction with revert, are executed one at a time.
+//
+// Within a batch the descriptor may have every request in flight at once,
+// but it sends them in the order given (the plan's, which can matter to
+// the SB even between independent values: a route deleted under one key
+// and created under another), and it gives each operation its own result:
+// an operation that fails does not stop the others. A failed operation is
+// handled as if its own Create, Update or Delete had failed (refresh,
+// retry); the others as succeeded. An operation left without a result
+// counts as failed with a non-retriable error that says so; a panic fails
+// every operation still without one.
+type BatchOp struct {
+	Op  TxnOperation // OpCreate, OpUpdate or OpDelete
+	Key string
+	// From is the applied value (Update, Delete); To the value to apply
+	// (Create, Update).
+	From, To proto.Message
+	// Metadata is the applied value's metadata (Update, Delete).
+	Metadata any
+
+	result   any
+	err      error
+	finished bool
+}
+
+// Done records that the operation succeeded, with the new metadata
+// (Create, Update; nil otherwise).
+func (op *BatchOp) Done(metadata any) {
+	op.result, op.err, op.finished = metadata, nil, true
+}
+
+// Fail records that the operation failed with err (nil: Done(nil)).
+func (op *BatchOp) Fail(err error) {
+	op.result, op.err, op.finished = nil, err, true
+}
+
+// Result returns what Done or Fail recorded; finished is false when
+// neither was called.
+func (op *BatchOp) Result() (metadata any, err error, finished bool) {
+	return op.result, op.err, op.finished
 }

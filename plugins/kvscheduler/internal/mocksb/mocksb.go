@@ -229,6 +229,9 @@ type Options struct {
 	// OnRetrieve, when set, is called with the correlate values every time
 	// Retrieve runs.
 	OnRetrieve func(correlate []api.KVWithMetadata)
+	// Batch sets Batch: it records "batch N" (N operations) and then runs
+	// them one by one in order, each with its own result.
+	Batch bool
 }
 
 // Descriptor returns a descriptor backed by this SB.
@@ -298,6 +301,34 @@ func (sb *SB) Descriptor(o Options) *api.KVDescriptor {
 			}
 			sb.hook(ctx, "update", key)
 			return oldMetadata, nil
+		}
+	}
+	if o.Batch {
+		d.Batch = func(ctx context.Context, ops []api.BatchOp) {
+			sb.mu.Lock()
+			sb.ops = append(sb.ops, Op{Kind: "batch", Key: fmt.Sprint(len(ops))})
+			sb.mu.Unlock()
+			for i := range ops {
+				op := &ops[i]
+				switch op.Op {
+				case api.OpCreate:
+					md, err := d.Create(ctx, op.Key, op.To)
+					if err != nil {
+						op.Fail(err)
+					} else {
+						op.Done(md)
+					}
+				case api.OpUpdate:
+					md, err := d.Update(ctx, op.Key, op.From, op.To, op.Metadata)
+					if err != nil {
+						op.Fail(err)
+					} else {
+						op.Done(md)
+					}
+				case api.OpDelete:
+					op.Fail(d.Delete(ctx, op.Key, op.From, op.Metadata))
+				}
+			}
 		}
 	}
 	if o.RecreateIf != nil {
