@@ -21,6 +21,7 @@ import (
 	yamlv3 "sigs.k8s.io/yaml/goyaml.v3"
 
 	"github.com/netagent-io/netagent/pkg/models"
+	"github.com/netagent-io/netagent/plugins/orchestrator/etcdsource"
 	"github.com/netagent-io/netagent/plugins/orchestrator/grpcsource/msglimit"
 )
 
@@ -124,10 +125,18 @@ type Etcd struct {
 	// authentication) and its peer URL is refused when a token or TLS is
 	// configured (the peer listener has no authentication; a one-member
 	// cluster has no peers); otherwise it is a loud warning.
-	EmbeddedDir       string   `json:"embedded_dir"`
-	EmbeddedClientURL string   `json:"embedded_client_url"`
-	EmbeddedPeerURL   string   `json:"embedded_peer_url"`
-	DialTimeout       Duration `json:"dial_timeout"`
+	EmbeddedDir       string `json:"embedded_dir"`
+	EmbeddedClientURL string `json:"embedded_client_url"`
+	EmbeddedPeerURL   string `json:"embedded_peer_url"`
+	// EmbeddedCompactionRetention is how long the embedded etcd keeps the
+	// earlier revisions of keys (the values of deleted keys included):
+	// every retention it compacts to the revision it had a retention ago,
+	// so the memory of configuration that is gone comes back one to two
+	// retentions after it went (docs/memory.md). Default 1m; 0 takes the
+	// default; negative (-1s): never compact; at least 1s otherwise.
+	// etcdsource.EmbeddedConfig.CompactionRetention.
+	EmbeddedCompactionRetention Duration `json:"embedded_compaction_retention"`
+	DialTimeout                 Duration `json:"dial_timeout"`
 }
 
 // Linux configures the Linux plugins.
@@ -215,7 +224,7 @@ func defaultConfig() Config {
 		GRPC:          GRPC{Listener: Listener{Address: "127.0.0.1:9111"}, MaxRecvMsgSize: msglimit.Default, MaxSendMsgSize: msglimit.Default},
 		VPP:           VPP{Socket: "/run/vpp/api.sock", CallTimeout: Duration{5 * time.Second}},
 		Scheduler:     Scheduler{Drift: DriftRepair},
-		Etcd:          Etcd{EmbeddedClientURL: "http://127.0.0.1:2379", EmbeddedPeerURL: "http://127.0.0.1:2380", DialTimeout: Duration{5 * time.Second}},
+		Etcd:          Etcd{EmbeddedClientURL: "http://127.0.0.1:2379", EmbeddedPeerURL: "http://127.0.0.1:2380", EmbeddedCompactionRetention: Duration{etcdsource.DefaultCompactionRetention}, DialTimeout: Duration{5 * time.Second}},
 		ShutdownGrace: Duration{30 * time.Second},
 	}
 }
@@ -343,6 +352,10 @@ func (c Config) validate() error {
 	}
 	if c.Etcd.EmbeddedDir != "" {
 		errs = append(errs, c.embeddedEtcdProblems()...)
+	}
+	if r := c.Etcd.EmbeddedCompactionRetention.Duration; r > 0 && r < etcdsource.MinCompactionRetention {
+		errs = append(errs, fmt.Errorf("etcd.embedded_compaction_retention %v: want at least %v (0: the default, %v; negative: never compact)",
+			r, etcdsource.MinCompactionRetention, etcdsource.DefaultCompactionRetention))
 	}
 	switch c.Scheduler.TxnLog {
 	case "", "off", "stderr":

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/netagent-io/netagent/plugins/orchestrator"
 )
 
 func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
@@ -89,6 +91,10 @@ func TestBadConfigIsAClearError(t *testing.T) {
 		{"periodic resync too often", "scheduler: {periodic_resync: 5s}\n", nil, "scheduler.periodic_resync 5s: want 0 (off) or at least 10s"},
 		{"negative periodic resync", "scheduler: {periodic_resync: -1m}\n", nil, "scheduler.periodic_resync -1m0s: want 0 (off) or at least 10s"},
 		{"periodic resync not a duration", "scheduler:\n  periodic_resync: hourly\n", nil, `agent.yaml (YAML): line 2: scheduler.periodic_resync: duration "hourly": want e.g. 30s`},
+		{"compaction retention too short", "etcd: {embedded_dir: /tmp/x, embedded_compaction_retention: 500ms}\n", nil,
+			"etcd.embedded_compaction_retention 500ms: want at least 1s (0: the default, 1m0s; negative: never compact)"},
+		{"compaction retention not a duration", "etcd:\n  embedded_dir: /tmp/x\n  embedded_compaction_retention: daily\n", nil,
+			`agent.yaml (YAML): line 3: etcd.embedded_compaction_retention: duration "daily": want e.g. 30s`},
 		{"unknown flag", "", []string{"--colour"}, "colour"},
 		{"extra argument", "", []string{"run"}, "unexpected arguments"},
 	} {
@@ -222,5 +228,41 @@ func TestDriftConfig(t *testing.T) {
 	cfg.Scheduler.Drift = "ignore"
 	if _, err := New(cfg, io.Discard); err == nil || !strings.Contains(err.Error(), `scheduler.drift "ignore": want repair or report`) {
 		t.Errorf("New with drift %q: %v", cfg.Scheduler.Drift, err)
+	}
+}
+
+// etcd.embedded_compaction_retention: its default, what the file sets,
+// and what the embedded etcd is built with.
+func TestEmbeddedCompactionRetention(t *testing.T) {
+	cfg, err := loadConfig(nil, env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := cfg.Etcd.EmbeddedCompactionRetention.Duration; got != time.Minute {
+		t.Errorf("default retention %v, want 1m", got)
+	}
+	log := slog.New(slog.DiscardHandler)
+	for _, c := range []struct {
+		yaml string
+		want time.Duration
+	}{
+		{"", time.Minute},
+		{"embedded_compaction_retention: 10m", 10 * time.Minute},
+		{"embedded_compaction_retention: 1s", time.Second},
+		{"embedded_compaction_retention: 0s", time.Minute},
+		{"embedded_compaction_retention: -1s", -time.Second},
+	} {
+		file := writeFile(t, "agent.yaml", "etcd:\n  embedded_dir: "+t.TempDir()+"\n  "+c.yaml+"\n")
+		cfg, err := loadConfig([]string{"--config", file}, env(nil))
+		if err != nil {
+			t.Fatalf("%q: %v", c.yaml, err)
+		}
+		p, err := newEtcdPart(cfg, orchestrator.New(nil, log), log)
+		if err != nil {
+			t.Fatalf("%q: %v", c.yaml, err)
+		}
+		if got := p.embedded.CompactionRetention(); got != c.want {
+			t.Errorf("%q: the embedded etcd compacts with retention %v, want %v", c.yaml, got, c.want)
+		}
 	}
 }

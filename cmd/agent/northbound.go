@@ -43,7 +43,8 @@ func newEtcdPart(cfg Config, o *orchestrator.Orchestrator, log *slog.Logger) (*e
 		p.password = cfg.Token
 		e, err := etcdsource.NewEmbedded(etcdsource.EmbeddedConfig{Dir: cfg.Etcd.EmbeddedDir,
 			ClientURL: cfg.Etcd.EmbeddedClientURL, PeerURL: cfg.Etcd.EmbeddedPeerURL, Log: log,
-			RootPassword: p.password.Reveal()})
+			CompactionRetention: cfg.Etcd.EmbeddedCompactionRetention.Duration,
+			RootPassword:        p.password.Reveal()})
 		if err != nil {
 			return nil, err
 		}

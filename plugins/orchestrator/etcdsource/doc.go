@@ -103,4 +103,26 @@
 // made applies; without it, Start turns authentication off. On a new data
 // directory authentication is on once the server is ready: a client that
 // writes in the moment before is not refused.
+//
+// The embedded server compacts (etcd's periodic auto-compaction,
+// EmbeddedConfig.CompactionRetention, one minute by default; the agent's
+// etcd.embedded_compaction_retention): every retention it drops the
+// revisions older than the one it had a retention ago from its index and
+// its database, that is the earlier values of keys changed since and the
+// values of keys deleted since, so the memory of configuration that is
+// gone comes back one to two retentions after it went. The current value
+// of every key stays. Pages freed in the database file are reused, not
+// given back (the file shrinks only with a defragmentation). After each
+// of its snapshots it keeps only a few applied raft entries in memory (a
+// one-member cluster has no follower to catch up). A negative retention
+// never compacts: every revision stays until the process ends. Compaction
+// touches only reads and watches of old revisions: the Source's watch
+// follows the head and does not lag; a Source whose watch would start from
+// a compacted revision (its full read, or the sink's Resync of it, took
+// longer than the retention) gets ErrCompacted, reads everything again at
+// the current revision and resyncs (see Guarantees), and a full read whose
+// revision is compacted between its pages starts over. Other clients that
+// read or watch an old revision (agentctl kvdb, a watcher of the agent's
+// keys) get "required revision has been compacted" and must read again at
+// the current revision.
 package etcdsource

@@ -47,7 +47,7 @@ type EmbeddedConfig struct {
 	// index and database, the values of deleted keys included: without
 	// compaction the memory of configuration that is gone never comes back.
 	// Default DefaultCompactionRetention; negative: never compact (etcd's
-	// own default); at least a second otherwise. A watch that falls more
+	// own default); at least MinCompactionRetention otherwise. A watch that falls more
 	// than this behind gets ErrCompacted, and the Source then reads
 	// everything again (its watch is at the head: it never falls behind
 	// while it runs).
@@ -75,6 +75,8 @@ const (
 	// reads the watch while its sink applies a change); nothing of the
 	// agent reads older revisions.
 	DefaultCompactionRetention = time.Minute
+	// MinCompactionRetention is the shortest positive CompactionRetention.
+	MinCompactionRetention = time.Second
 )
 
 // embeddedCatchUpEntries is how many applied raft entries the server keeps
@@ -134,8 +136,8 @@ func NewEmbedded(cfg EmbeddedConfig) (*Embedded, error) {
 	switch {
 	case cfg.CompactionRetention == 0:
 		cfg.CompactionRetention = DefaultCompactionRetention
-	case cfg.CompactionRetention > 0 && cfg.CompactionRetention < time.Second:
-		return nil, fmt.Errorf("embedded etcd: compaction retention %v: want at least 1s (or negative: never compact)", cfg.CompactionRetention)
+	case cfg.CompactionRetention > 0 && cfg.CompactionRetention < MinCompactionRetention:
+		return nil, fmt.Errorf("embedded etcd: compaction retention %v: want at least %v (or negative: never compact)", cfg.CompactionRetention, MinCompactionRetention)
 	}
 	clientURL, err := url.Parse(cfg.ClientURL)
 	if err != nil {
@@ -267,6 +269,11 @@ func setAuth(srv *etcdserver.EtcdServer, password string, timeout time.Duration,
 // ClientURL returns the URL clients connect to (once started: with the
 // actual port when the configured one is 0).
 func (e *Embedded) ClientURL() string { return e.clientURL }
+
+// CompactionRetention is the compaction retention in effect
+// (EmbeddedConfig.CompactionRetention with the default applied; negative:
+// never compacted).
+func (e *Embedded) CompactionRetention() time.Duration { return e.cfg.CompactionRetention }
 
 // Close stops the server (client connections are cut; a watch open on it
 // may keep it waiting for etcd's request timeout, a few seconds). It can be
