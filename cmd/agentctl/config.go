@@ -352,7 +352,10 @@ configuration. A big --wait may need a longer --timeout.`,
 				return client.changeError("config update", err)
 			}
 			c := change{verb: "update of", values: n, wait: wait, seq: resp.GetSeqNum(), errs: resp.GetErrors()}
-			if after := a.afterChange(cmd, client); replace && after != nil {
+			if !replace {
+				return a.reportChange(c)
+			}
+			if after := a.afterChange(cmd, client); after != nil {
 				listed := map[string]bool{}
 				for _, kv := range kvs {
 					listed[kv.Key] = true

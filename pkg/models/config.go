@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -197,10 +198,64 @@ func (r *Registry) BuildConfig(kvs []KV) (*configpb.Config, error) {
 
 // ConfigKVs returns the items of a configuration document, in the order
 // ParseConfig gives.
+// The items are the document's own messages (not copies), checked as
+// ParseConfig checks them: each valid for its model's key, no key twice.
 func (r *Registry) ConfigKVs(c *configpb.Config) ([]KV, error) {
-	data, err := MarshalJSON(c)
-	if err != nil {
-		return nil, err
+	cm := c.ProtoReflect()
+	var kvs []KV
+	var errs []error
+	where := map[string]string{}
+	for _, section := range sortedFields(configDesc) {
+		if !cm.Has(section) {
+			continue
+		}
+		sm := cm.Get(section).Message()
+		for _, field := range sortedFields(section.Message()) {
+			if !sm.Has(field) {
+				continue // an empty list, as the JSON form leaves it out
+			}
+			m, err := r.modelOfConfigField(section, field)
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			if !field.IsList() {
+				errs = append(errs, fmt.Errorf("%s.%s: want a list of %s values", section.Name(), field.Name(), m.Name))
+				continue
+			}
+			list := sm.Get(field).List()
+			kvs = slices.Grow(kvs, list.Len())
+			for k := range list.Len() {
+				v := list.Get(k).Message().Interface()
+				if !list.Get(k).Message().IsValid() {
+					v = m.New() // a nil entry is an empty value, as on the wire
+				}
+				key, err := m.Key(v)
+				if err != nil {
+					errs = append(errs, fmt.Errorf("%s.%s[%d]: %w", section.Name(), field.Name(), k, err))
+					continue
+				}
+				if first, dup := where[key]; dup {
+					errs = append(errs, fmt.Errorf("%s.%s[%d]: key %q is already %s", section.Name(), field.Name(), k, key, first))
+					continue
+				}
+				where[key] = fmt.Sprintf("%s.%s[%d]", section.Name(), field.Name(), k)
+				kvs = append(kvs, KV{Key: key, Value: v})
+			}
+		}
 	}
-	return r.ParseConfig(data)
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	return kvs, nil
+}
+
+// sortedFields returns the fields of md in the order of their proto names.
+func sortedFields(md protoreflect.MessageDescriptor) []protoreflect.FieldDescriptor {
+	fields := make([]protoreflect.FieldDescriptor, md.Fields().Len())
+	for i := range fields {
+		fields[i] = md.Fields().Get(i)
+	}
+	sort.Slice(fields, func(i, j int) bool { return fields[i].Name() < fields[j].Name() })
+	return fields
 }

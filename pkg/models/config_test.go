@@ -2,6 +2,7 @@ package models_test
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"sort"
 	"strings"
@@ -822,4 +823,54 @@ func TestConfigRoundTripAwkwardNames(t *testing.T) {
 		t.Fatalf("ParseConfig of MarshalYAML output: %v\n%s", err, y)
 	}
 	cfgSameSet(t, back, kvs)
+}
+
+// bigConfig is a document of n Linux routes and n VPP routes over a few
+// interfaces.
+func bigConfig(n int) *configpb.Config {
+	c := &configpb.Config{
+		VppConfig:   &configpb.VppConfig{Interfaces: []*vppif.Interface{{Name: "loop1", Type: vppif.Interface_SOFTWARE_LOOPBACK}}},
+		LinuxConfig: &configpb.LinuxConfig{Interfaces: []*linuxif.Interface{{Name: "dummy1", Type: linuxif.Interface_DUMMY}}},
+	}
+	for i := range n {
+		dst := fmt.Sprintf("10.%d.%d.0/24", i/256%256, i%256)
+		c.LinuxConfig.Routes = append(c.LinuxConfig.Routes, &linuxl3.Route{OutgoingInterface: "dummy1", DstNetwork: dst, GwAddr: "192.168.1.1"})
+		c.VppConfig.Routes = append(c.VppConfig.Routes, &vppl3.Route{OutgoingInterface: "loop1", DstNetwork: dst, NextHopAddr: "192.168.2.1"})
+	}
+	return c
+}
+
+// ConfigKVs walks the document's messages: it gives what reading the
+// document's JSON form gives (ParseConfig, which it did before), item by
+// item and in the same order.
+func TestConfigKVsIsParseConfigOfItsJSON(t *testing.T) {
+	c := bigConfig(300)
+	got, err := models.Default.ConfigKVs(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	js, err := models.MarshalJSON(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := models.Default.ParseConfig(js)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfgSameKVs(t, got, want)
+	if len(got) != 602 {
+		t.Errorf("%d items, want 602", len(got))
+	}
+}
+
+// BenchmarkConfigKVs: a gRPC Update of 10k routes is converted by the
+// agent with ConfigKVs (and agentctl's Get with it too).
+func BenchmarkConfigKVs(b *testing.B) {
+	c := bigConfig(5000)
+	b.ResetTimer()
+	for b.Loop() {
+		if _, err := models.Default.ConfigKVs(c); err != nil {
+			b.Fatal(err)
+		}
+	}
 }
