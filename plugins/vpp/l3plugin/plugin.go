@@ -93,7 +93,9 @@ func (p *Plugin) Area() vppconn.Area {
 // Descriptors returns the route and ARP descriptors, to register after the
 // VPP interface descriptor.
 func (p *Plugin) Descriptors() []*api.KVDescriptor {
-	return []*api.KVDescriptor{p.routeDescriptor().KVDescriptor(), p.arpDescriptor().KVDescriptor()}
+	routes := p.routeDescriptor().KVDescriptor()
+	routes.Batch = p.routeBatch
+	return []*api.KVDescriptor{routes, p.arpDescriptor().KVDescriptor()}
 }
 
 // --- VPP calls ----------------------------------------------------------------

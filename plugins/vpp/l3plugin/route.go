@@ -282,68 +282,103 @@ func (p *Plugin) forgetTables() {
 	p.tables = map[tableKey]bool{}
 }
 
-func (p *Plugin) routeAddDel(ctx context.Context, isAdd bool, s routeSpec, swIfIndex uint32) error {
+// routeRequest is the ip_route_add_del that adds or removes the route's
+// path through sw_if_index swIfIndex (~0: none).
+func routeRequest(isAdd bool, s routeSpec, swIfIndex uint32) *ip.IPRouteAddDel {
+	return &ip.IPRouteAddDel{
+		IsAdd: isAdd,
+		// Multipath: routes of other keys to the same destination (other
+		// next hops) are other paths of one VPP route; each key adds and
+		// removes its own path only.
+		IsMultipath: true,
+		Route: ip.IPRoute{
+			TableID: s.vrf, Prefix: toVPPPrefix(s.dst), NPaths: 1,
+			Paths: []fib_types.FibPath{s.path(swIfIndex)},
+		},
+	}
+}
+
+func (p *Plugin) routeAddDel(ctx context.Context, req *ip.IPRouteAddDel) error {
 	return p.call(ctx, func(ctx context.Context, conn govppapi.Connection) error {
-		_, err := ip.NewServiceClient(conn).IPRouteAddDel(ctx, &ip.IPRouteAddDel{
-			IsAdd: isAdd,
-			// Multipath: routes of other keys to the same destination
-			// (other next hops) are other paths of one VPP route; each key
-			// adds and removes its own path only.
-			IsMultipath: true,
-			Route: ip.IPRoute{
-				TableID: s.vrf, Prefix: toVPPPrefix(s.dst), NPaths: 1,
-				Paths: []fib_types.FibPath{s.path(swIfIndex)},
-			},
-		})
+		_, err := ip.NewServiceClient(conn).IPRouteAddDel(ctx, req)
 		return err
 	})
 }
 
-// createRoute adds the route's path, creating its tables first.
-func (p *Plugin) createRoute(ctx context.Context, _ string, r *vppl3.Route) (*RouteMetadata, error) {
+// routeOp is a route's Create or Delete prepared for its one
+// ip_route_add_del (req), which Create and Delete send alone and Batch
+// pipelined with those of other routes. A nil req: nothing to send (a
+// Delete with nothing to remove).
+type routeOp struct {
+	s   routeSpec
+	sw  uint32 // the outgoing interface's sw_if_index, ~0 for none
+	pid uint32 // the VPP process before the index was looked up
+	req *ip.IPRouteAddDel
+}
+
+// prepareCreate looks up the outgoing interface's index and makes sure the
+// route's tables exist (ip_table_add_del, once per table and VPP process:
+// sent at once, ahead of the requests of a batch before it, which it does
+// not change).
+func (p *Plugin) prepareCreate(ctx context.Context, r *vppl3.Route) (routeOp, error) {
 	s, err := parseRoute(r)
 	if err != nil {
-		return nil, api.NonRetriable(validate.Invalid(err))
+		return routeOp{}, api.NonRetriable(validate.Invalid(err))
 	}
-	pid := p.m.PID() // before the index is looked up (see deleteRoute)
-	sw := noIndex
+	op := routeOp{s: s, sw: noIndex, pid: p.m.PID()} // the PID before the index is looked up (see deleteRoute)
 	if s.iface != "" {
 		md, ok := p.ifaces(ctx, s.iface)
 		if !ok {
 			// The dependency should have prevented this.
-			return nil, fmt.Errorf("route %s: interface %s has no sw_if_index in the VPP connected now (no metadata of %s, or that of a VPP that has restarted since)", s, s.iface, ifplugin.InterfaceDescriptorName)
+			return routeOp{}, fmt.Errorf("route %s: interface %s has no sw_if_index in the VPP connected now (no metadata of %s, or that of a VPP that has restarted since)", s, s.iface, ifplugin.InterfaceDescriptorName)
 		}
-		sw = md.SwIfIndex
+		op.sw = md.SwIfIndex
 	}
 	if err := p.ensureTables(ctx, s.tables()); err != nil {
-		return nil, fmt.Errorf("route %s: %w", s, err)
+		return routeOp{}, fmt.Errorf("route %s: %w", s, err)
 	}
-	err = p.routeAddDel(ctx, true, s, sw)
+	op.req = routeRequest(true, s, op.sw)
+	return op, nil
+}
+
+// finishCreate completes a Create given the result of its request.
+func (p *Plugin) finishCreate(ctx context.Context, op routeOp, err error) (*RouteMetadata, error) {
 	if vppconn.IsVPPError(err, govppapi.NO_SUCH_FIB) {
 		// A table this plugin made went away (deleted by someone else).
 		p.forgetTables()
-		if err = p.ensureTables(ctx, s.tables()); err == nil {
-			err = p.routeAddDel(ctx, true, s, sw)
+		if err = p.ensureTables(ctx, op.s.tables()); err == nil {
+			err = p.routeAddDel(ctx, op.req)
 		}
 	}
 	if err != nil {
-		return nil, fmt.Errorf("ip_route_add_del (add %s): %w", s, err)
+		return nil, fmt.Errorf("ip_route_add_del (add %s): %w", op.s, err)
 	}
+	pid := op.pid
 	if pid == 0 { // no VPP had connected: the route went to the first one
 		pid = p.m.PID()
 	}
-	return &RouteMetadata{SwIfIndex: sw, VPPPID: pid}, nil
+	return &RouteMetadata{SwIfIndex: op.sw, VPPPID: pid}, nil
 }
 
-// deleteRoute removes the route's path; a path, table or interface already
-// gone is success.
-func (p *Plugin) deleteRoute(ctx context.Context, _ string, r *vppl3.Route, md *RouteMetadata) error {
+// createRoute adds the route's path, creating its tables first.
+func (p *Plugin) createRoute(ctx context.Context, _ string, r *vppl3.Route) (*RouteMetadata, error) {
+	op, err := p.prepareCreate(ctx, r)
+	if err != nil {
+		return nil, err
+	}
+	return p.finishCreate(ctx, op, p.routeAddDel(ctx, op.req))
+}
+
+// prepareDelete finds what a Delete removes; a nil req when nothing is to
+// be sent (never added, added to a VPP that has restarted since, or its
+// interface unknown in this VPP).
+func (p *Plugin) prepareDelete(ctx context.Context, r *vppl3.Route, md *RouteMetadata) (routeOp, error) {
 	s, err := parseRoute(r)
 	if err != nil {
-		return nil // never added
+		return routeOp{}, nil // never added
 	}
 	if md != nil && md.VPPPID != p.m.PID() {
-		return nil // added to a VPP that has restarted since: gone with it
+		return routeOp{}, nil // added to a VPP that has restarted since: gone with it
 	}
 	if s.holdsOwnTable() {
 		// The path resolves in the route's own table, and so holds it in
@@ -352,7 +387,7 @@ func (p *Plugin) deleteRoute(ctx context.Context, _ string, r *vppl3.Route, md *
 		// crashes VPP 25.10 (SIGSEGV in fib_entry_path_remove). The API's
 		// hold is taken again first (a no-op when the API has it).
 		if err := p.tableAddDel(ctx, tableKey{s.vrf, s.ipv6()}); err != nil {
-			return fmt.Errorf("route %s: %w", s, err)
+			return routeOp{}, fmt.Errorf("route %s: %w", s, err)
 		}
 	}
 	sw := noIndex
@@ -363,17 +398,90 @@ func (p *Plugin) deleteRoute(ctx context.Context, _ string, r *vppl3.Route, md *
 			sw = imd.SwIfIndex
 		} else {
 			p.log.Warn("route to delete: its interface has no sw_if_index in the VPP connected now; nothing is sent", "route", s.String())
-			return nil
+			return routeOp{}, nil
 		}
 	}
-	err = p.routeAddDel(ctx, false, s, sw)
-	if sw != noIndex && vppconn.IsVPPError(err, govppapi.NO_MATCHING_INTERFACE) {
-		err = p.removeOrphanPath(ctx, s, sw)
+	return routeOp{s: s, sw: sw, req: routeRequest(false, s, sw)}, nil
+}
+
+// finishDelete completes a Delete given the result of its request: a path,
+// table or interface already gone is success.
+func (p *Plugin) finishDelete(ctx context.Context, op routeOp, err error) error {
+	if op.sw != noIndex && vppconn.IsVPPError(err, govppapi.NO_MATCHING_INTERFACE) {
+		err = p.removeOrphanPath(ctx, op.s, op.sw)
 	}
 	if err != nil && !vppconn.IsVPPError(err, govppapi.NO_SUCH_FIB, govppapi.INVALID_SW_IF_INDEX, govppapi.NO_SUCH_ENTRY) {
-		return fmt.Errorf("ip_route_add_del (delete %s): %w", s, err)
+		return fmt.Errorf("ip_route_add_del (delete %s): %w", op.s, err)
 	}
 	return nil
+}
+
+// deleteRoute removes the route's path; a path, table or interface already
+// gone is success.
+func (p *Plugin) deleteRoute(ctx context.Context, _ string, r *vppl3.Route, md *RouteMetadata) error {
+	op, err := p.prepareDelete(ctx, r, md)
+	if err != nil || op.req == nil {
+		return err
+	}
+	return p.finishDelete(ctx, op, p.routeAddDel(ctx, op.req))
+}
+
+// routeBatch is the route descriptor's Batch: each operation is prepared
+// as its Create or Delete prepares it, the ip_route_add_del of all are
+// sent pipelined in the batch's order (vppconn.Manager.Pipeline), and each
+// is completed as its Create or Delete completes it, with its own reply.
+func (p *Plugin) routeBatch(ctx context.Context, ops []api.BatchOp) {
+	type pending struct {
+		op    *api.BatchOp
+		route routeOp
+		call  int
+	}
+	todo := make([]pending, 0, len(ops))
+	calls := make([]vppconn.Call, 0, len(ops))
+	for i := range ops {
+		op := &ops[i]
+		r, _ := op.To.(*vppl3.Route)
+		var route routeOp
+		var err error
+		switch op.Op {
+		case api.OpCreate:
+			route, err = p.prepareCreate(ctx, r)
+		case api.OpDelete:
+			md, _ := op.Metadata.(*RouteMetadata)
+			r, _ := op.From.(*vppl3.Route)
+			route, err = p.prepareDelete(ctx, r, md)
+		default:
+			err = api.NonRetriable(fmt.Errorf("route %s: %s is not an operation of routes (no Update)", op.Key, op.Op))
+		}
+		if err != nil {
+			op.Fail(err)
+			continue
+		}
+		if route.req == nil {
+			op.Done(nil)
+			continue
+		}
+		todo = append(todo, pending{op: op, route: route, call: len(calls)})
+		calls = append(calls, vppconn.Call{Request: route.req, Reply: &ip.IPRouteAddDelReply{}})
+	}
+	p.m.Pipeline(ctx, AreaName, calls)
+	for _, t := range todo {
+		err := calls[t.call].Err
+		if t.op.Op == api.OpCreate {
+			md, err := p.finishCreate(ctx, t.route, err)
+			if err != nil {
+				t.op.Fail(err)
+			} else {
+				t.op.Done(md)
+			}
+			continue
+		}
+		if err := p.finishDelete(ctx, t.route, err); err != nil {
+			t.op.Fail(err)
+		} else {
+			t.op.Done(nil)
+		}
+	}
 }
 
 // removeOrphanPath removes the route's path through sw_if_index sw when VPP

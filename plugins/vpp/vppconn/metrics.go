@@ -34,11 +34,17 @@ func newMetrics() *metrics {
 }
 
 func (mt *metrics) observe(msg string, start time.Time, err error) {
+	mt.observeDuration(msg, time.Since(start), err)
+}
+
+// observeDuration records a call that took d (a pipelined call: its share
+// of the pipeline's time).
+func (mt *metrics) observeDuration(msg string, d time.Duration, err error) {
 	result := "ok"
 	if err != nil {
 		result = "error"
 	}
-	mt.calls.WithLabelValues(msg, result).Observe(time.Since(start).Seconds())
+	mt.calls.WithLabelValues(msg, result).Observe(d.Seconds())
 }
 
 // Register adds the connection's metrics to reg.

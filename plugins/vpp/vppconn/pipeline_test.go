@@ -1,0 +1,247 @@
+package vppconn_test
+
+import (
+	"context"
+	"errors"
+		"log/slog"
+	"runtime"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	govppapi "go.fd.io/govpp/api"
+	interfaces "go.fd.io/govpp/binapi/interface"
+	"go.fd.io/govpp/binapi/interface_types"
+
+	"github.com/netagent-io/netagent/plugins/vpp/vppconn"
+	"github.com/netagent-io/netagent/tests/vppsim"
+)
+
+// loopbackCalls are n create_loopback requests, with after each k-th a
+// sw_interface_set_flags of an index VPP does not have (it fails) and a
+// sw_interface_dump of every interface (a dump in the middle).
+func loopbackCalls(n, k int) []vppconn.Call {
+	var calls []vppconn.Call
+	for i := range n {
+		calls = append(calls, vppconn.Call{Request: &interfaces.CreateLoopback{}, Reply: &interfaces.CreateLoopbackReply{}})
+		if i%k == k-1 {
+			calls = append(calls,
+				vppconn.Call{Request: &interfaces.SwInterfaceSetFlags{SwIfIndex: 1 << 30, Flags: interface_types.IF_STATUS_API_FLAG_ADMIN_UP}, Reply: &interfaces.SwInterfaceSetFlagsReply{}},
+				vppconn.Call{Request: &interfaces.SwInterfaceDump{SwIfIndex: ^interface_types.InterfaceIndex(0)}})
+		}
+	}
+	return calls
+}
+
+// TestPipeline: more requests than the window, of three kinds (a request,
+// one VPP refuses, a dump), on vppsim and the real VPP: each call gets its
+// own reply or error, in the order sent (each dump sees the loopbacks
+// created before it and none after), the failures do not stop the others,
+// and the metrics count every request.
+func TestPipeline(t *testing.T) {
+	socket, _, _ := restartableVPP(t, 1000)
+	m, events := manager(t, socket)
+	wait(t, events)
+	reg := prometheus.NewRegistry()
+	if err := m.Register(reg); err != nil {
+		t.Fatal(err)
+	}
+	const n, k = 300, 50 // > PipelineWindow
+	calls := loopbackCalls(n, k)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	m.Pipeline(ctx, "interfaces", calls)
+
+	var created []uint32
+	for i, c := range calls {
+		switch req := c.Request.(type) {
+		case *interfaces.CreateLoopback:
+			if c.Err != nil {
+				t.Fatalf("call %d create_loopback: %v", i, c.Err)
+			}
+			idx := uint32(c.Reply.(*interfaces.CreateLoopbackReply).SwIfIndex)
+			if len(created) > 0 && idx <= created[len(created)-1] {
+				t.Fatalf("call %d: create_loopback gave sw_if_index %d after %d: replies out of order", i, idx, created[len(created)-1])
+			}
+			created = append(created, idx)
+		case *interfaces.SwInterfaceSetFlags:
+			if !vppconn.IsVPPError(c.Err, govppapi.INVALID_SW_IF_INDEX) {
+				t.Errorf("call %d sw_interface_set_flags of index %d: %v, want INVALID_SW_IF_INDEX", i, req.SwIfIndex, c.Err)
+			}
+		case *interfaces.SwInterfaceDump:
+			if c.Err != nil {
+				t.Fatalf("call %d sw_interface_dump: %v", i, c.Err)
+			}
+			have := map[uint32]bool{}
+			for _, d := range c.Details {
+				have[uint32(d.(*interfaces.SwInterfaceDetails).SwIfIndex)] = true
+			}
+			for j, idx := range created {
+				if !have[idx] {
+					t.Fatalf("call %d: the dump after %d loopbacks lacks the %d-th (sw_if_index %d)", i, len(created), j, idx)
+				}
+			}
+			if len(have) < len(created)+1 || len(have) > len(created)+1+8 { // local0, and what the VPP had before (a real VPP: a few)
+				t.Errorf("call %d: the dump after %d loopbacks has %d interfaces", i, len(created), len(have))
+			}
+		}
+	}
+	if len(created) != n {
+		t.Fatalf("%d loopbacks created, want %d", len(created), n)
+	}
+	counts := callCounts(t, reg)
+	want := map[string]int{"create_loopback ok": n, "sw_interface_set_flags error": n / k, "sw_interface_dump ok": n / k}
+	for key, w := range want {
+		if counts[key] != w {
+			t.Errorf("metrics: %d calls %s, want %d (all: %v)", counts[key], key, w, counts)
+		}
+	}
+
+	// The loopbacks go again, pipelined too.
+	dels := make([]vppconn.Call, len(created))
+	for i, idx := range created {
+		dels[i] = vppconn.Call{Request: &interfaces.DeleteLoopback{SwIfIndex: interface_types.InterfaceIndex(idx)}, Reply: &interfaces.DeleteLoopbackReply{}}
+	}
+	m.Pipeline(ctx, "interfaces", dels)
+	for i, c := range dels {
+		if c.Err != nil {
+			t.Fatalf("delete_loopback %d: %v", i, c.Err)
+		}
+	}
+}
+
+// callCounts reads the Manager's call histogram: "message result" -> count.
+func callCounts(t *testing.T, reg *prometheus.Registry) map[string]int {
+	t.Helper()
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]int{}
+	for _, f := range families {
+		if f.GetName() != "netagent_vpp_api_call_duration_seconds" {
+			continue
+		}
+		for _, mt := range f.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range mt.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			out[labels["message"]+" "+labels["result"]] += int(mt.GetHistogram().GetSampleCount())
+		}
+	}
+	return out
+}
+
+// TestPipelineBreaks: when VPP does not answer within the call timeout the
+// calls from the one waiting on fail with a *PipelineError wrapping a
+// *CallTimeoutError, saying which were sent; a cancelled context sends
+// nothing; without a connection every call fails with ErrNotConnected.
+func TestPipelineBreaks(t *testing.T) {
+	needSim(t, "a VPP slow to answer (Delay)")
+	const timeout = 200 * time.Millisecond
+	sim, socket := start(t, vppsim.Options{})
+	rec := &recorder{}
+	m := timedManager(t, socket, timeout, rec)
+
+	sim.Delay("sw_interface_set_flags", 2*timeout)
+	calls := loopbackCalls(400, 100) // the first set_flags is call 100
+	m.Pipeline(context.Background(), "interfaces", calls)
+	for i, c := range calls[:100] {
+		if c.Err != nil {
+			t.Fatalf("call %d before the slow one: %v", i, c.Err)
+		}
+	}
+	sent := 0
+	for i, c := range calls[100:] {
+		var pe *vppconn.PipelineError
+		var te *vppconn.CallTimeoutError
+		if !errors.As(c.Err, &pe) || !errors.As(c.Err, &te) || te.Message != "sw_interface_set_flags" || te.Timeout != timeout {
+			t.Fatalf("call %d after the slow one: %v (%T), want a *PipelineError with a *CallTimeoutError of sw_interface_set_flags", 100+i, c.Err, c.Err)
+		}
+		if pe.Sent {
+			sent++
+			if !strings.Contains(c.Err.Error(), "sent, no reply") {
+				t.Errorf("call %d: %v does not say it was sent", 100+i, c.Err)
+			}
+		} else if !strings.Contains(c.Err.Error(), "not sent") {
+			t.Errorf("call %d: %v does not say it was not sent", 100+i, c.Err)
+		}
+	}
+	// The window was full when the slow reply was awaited.
+	if sent != vppconn.PipelineWindow {
+		t.Errorf("%d calls reported sent after the slow one, want the window, %d", sent, vppconn.PipelineWindow)
+	}
+
+	// Cancelled: nothing is sent.
+	sim.ResetCalls()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	calls = loopbackCalls(3, 10)
+	m.Pipeline(ctx, "interfaces", calls)
+	for i, c := range calls {
+		var pe *vppconn.PipelineError
+		if !errors.As(c.Err, &pe) || pe.Sent || !errors.Is(c.Err, context.Canceled) {
+			t.Errorf("call %d with a cancelled context: %v, want not sent, context.Canceled", i, c.Err)
+		}
+	}
+	if got := sim.Calls(); slices.Contains(got, "create_loopback") {
+		t.Errorf("vppsim received %v after a cancelled pipeline", got)
+	}
+
+	if errs := rec.at(slog.LevelError); len(errs) != 0 {
+		t.Errorf("error records:\n%s", strings.Join(errs, "\n"))
+	}
+}
+
+// TestPipelineVPPGoes: when VPP goes while a pipeline waits for a reply,
+// the calls from that one on fail at once (not at their timeout) with a
+// *PipelineError wrapping ErrNotConnected; later pipelines fail with
+// ErrNotConnected.
+func TestPipelineVPPGoes(t *testing.T) {
+	needSim(t, "a VPP that does not answer (Delay)")
+	sim, socket := start(t, vppsim.Options{})
+	rec := &recorder{}
+	m := timedManager(t, socket, time.Hour, rec)
+	sim.Delay("sw_interface_set_flags", time.Hour)
+	sim.ResetCalls()
+	calls := loopbackCalls(20, 10)
+	done := make(chan struct{})
+	go func() { defer close(done); m.Pipeline(context.Background(), "interfaces", calls) }()
+	deadline := time.Now().Add(20 * time.Second)
+	for !slices.Contains(sim.Calls(), "sw_interface_set_flags") {
+		if time.Now().After(deadline) {
+			t.Fatal("sw_interface_set_flags not sent")
+		}
+		runtime.Gosched()
+	}
+	if err := sim.Close(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the pipeline waiting when VPP went still waits")
+	}
+	for i, c := range calls {
+		if i < 10 && c.Err != nil {
+			t.Errorf("call %d before VPP went: %v", i, c.Err)
+		}
+		var pe *vppconn.PipelineError
+		if i >= 10 && (!errors.As(c.Err, &pe) || !errors.Is(c.Err, vppconn.ErrNotConnected)) {
+			t.Errorf("call %d when VPP went: %v, want a *PipelineError wrapping ErrNotConnected", i, c.Err)
+		}
+	}
+	calls = loopbackCalls(3, 10)
+	m.Pipeline(context.Background(), "interfaces", calls)
+	for i, c := range calls {
+		if !errors.Is(c.Err, vppconn.ErrNotConnected) {
+			t.Errorf("call %d without VPP: %v, want ErrNotConnected", i, c.Err)
+		}
+	}
+	if errs := rec.at(slog.LevelError); len(errs) != 0 {
+		t.Errorf("error records:\n%s", strings.Join(errs, "\n"))
+	}
+}
