@@ -109,46 +109,16 @@ func validateARP(key string, a *linuxl3.ARPEntry) error {
 
 // setARP adds or replaces the permanent neighbour (NeighSet: create or
 // replace), so it serves Create and the in-place Update of the MAC, and is
-// idempotent.
-func (p *Plugin) setARP(ctx context.Context, _ string, a *linuxl3.ARPEntry) (*Placement, error) {
-	s, err := parseARP(a)
-	if err != nil {
-		return nil, api.NonRetriable(invalid(err))
-	}
-	md, h, err := p.link(ctx, s.iface)
-	if err != nil {
-		return nil, fmt.Errorf("ARP entry %s: %w", s, err)
-	}
-	if err := h.NeighSet(s.neigh(md.Index)); err != nil {
-		return nil, fmt.Errorf("setting ARP entry %s (%s, link %d): %w", s, md.Namespace, md.Index, err)
-	}
-	return &Placement{Namespace: md.Namespace, LinkIndex: md.Index, Applied: s.applied()}, nil
+// idempotent. A batch of one (arpBatch).
+func (p *Plugin) setARP(ctx context.Context, key string, a *linuxl3.ARPEntry) (*Placement, error) {
+	return single(ctx, p.arpBatch, api.BatchOp{Op: api.OpCreate, Key: key, To: a})
 }
 
-// deleteARP removes the neighbour; one already gone is success.
-func (p *Plugin) deleteARP(ctx context.Context, _ string, a *linuxl3.ARPEntry, md *Placement) error {
-	s, err := parseARP(a)
-	if err != nil {
-		return nil // never created
-	}
-	pl, ok := p.placement(ctx, md, s.iface)
-	if !ok {
-		p.log.Warn("ARP entry to delete: its link is not known any more; it went with it", "arp", s.String())
-		return nil
-	}
-	h, err := p.handle(pl.Namespace)
-	if err != nil {
-		if isGone(err) {
-			return nil
-		}
-		return fmt.Errorf("deleting ARP entry %s: %w", s, err)
-	}
-	n := s.neigh(pl.LinkIndex)
-	n.State, n.HardwareAddr = 0, nil
-	if err := h.NeighDel(n); err != nil && !isGone(err) {
-		return fmt.Errorf("deleting ARP entry %s (%s, link %d): %w", s, pl.Namespace, pl.LinkIndex, err)
-	}
-	return nil
+// deleteARP removes the neighbour; one already gone is success. A batch of
+// one (arpBatch).
+func (p *Plugin) deleteARP(ctx context.Context, key string, a *linuxl3.ARPEntry, md *Placement) error {
+	_, err := single(ctx, p.arpBatch, api.BatchOp{Op: api.OpDelete, Key: key, From: a, Metadata: md})
+	return err
 }
 
 // retrieveARPs lists the permanent neighbours on the links of the interfaces

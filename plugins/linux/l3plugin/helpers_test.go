@@ -98,6 +98,7 @@ func (e *env) startScheduler() {
 	s := kvscheduler.New(kvscheduler.Options{Logger: logger(tb, slog.LevelWarn)})
 	tb.Cleanup(s.Close)
 	p := l3plugin.New(e.mgr, l3plugin.SchedulerInterfaces(s), logger(tb, slog.LevelInfo))
+	tb.Cleanup(p.Close)
 	if e.lister {
 		p.SetInterfaceLister(l3plugin.SchedulerInterfaceNames(s))
 	}

@@ -44,6 +44,7 @@ func TestWithTheInterfacePlugin(t *testing.T) {
 	t.Cleanup(s.Close)
 	ifp := ifplugin.New(mgr, log)
 	l3 := l3plugin.New(mgr, l3plugin.SchedulerInterfaces(s), log)
+	t.Cleanup(l3.Close)
 	l3.SetInterfaceLister(l3plugin.SchedulerInterfaceNames(s))
 	if err := s.RegisterKVDescriptor(ifp.Descriptors()...); err != nil {
 		t.Fatal(err)
@@ -152,6 +153,7 @@ func newRealAgentWith(t *testing.T, prefix string, o realOptions) *realAgent {
 	s := kvscheduler.New(kvscheduler.Options{Logger: log, DriftReportOnly: o.reportOnly})
 	t.Cleanup(s.Close)
 	l3 := l3plugin.New(mgr, l3plugin.SchedulerInterfaces(s), log)
+	t.Cleanup(l3.Close)
 	l3.SetInterfaceLister(l3plugin.SchedulerInterfaceNames(s))
 	descriptors := ifplugin.New(mgr, log).Descriptors()
 	if o.watch {

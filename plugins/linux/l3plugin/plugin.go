@@ -16,6 +16,7 @@ import (
 	"github.com/netagent-io/netagent/pkg/models"
 	"github.com/netagent-io/netagent/plugins/kvscheduler/api"
 	"github.com/netagent-io/netagent/plugins/linux/ifplugin"
+	"github.com/netagent-io/netagent/plugins/linux/internal/nlbatch"
 	"github.com/netagent-io/netagent/plugins/linux/nsplugin"
 )
 
@@ -135,6 +136,9 @@ type Plugin struct {
 	// routes and arps are the metadata maps of the descriptors (made by
 	// the scheduler at registration), read by the drift methods.
 	routes, arps atomic.Pointer[placementIndex]
+	// pool holds one netlink socket per namespace for the requests of
+	// Create, Update, Delete and Batch (pipelined).
+	pool *nlbatch.Pool
 }
 
 // New returns the plugin. ns gives the netlink handle of each namespace,
@@ -143,7 +147,7 @@ func New(ns *nsplugin.Manager, ifaces InterfaceLookup, log *slog.Logger) *Plugin
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Plugin{ns: ns, ifaces: ifaces, log: log.With("plugin", "linux-l3")}
+	return &Plugin{ns: ns, ifaces: ifaces, log: log.With("plugin", "linux-l3"), pool: nlbatch.NewPool(ns)}
 }
 
 // SetInterfaceLister lets Retrieve also look at the interfaces that no
@@ -158,7 +162,9 @@ func (p *Plugin) SetInterfaceLister(names func(ctx context.Context) []string) { 
 // Descriptors returns the route and ARP descriptors, to register after the
 // interface descriptor.
 func (p *Plugin) Descriptors() []*api.KVDescriptor {
-	return []*api.KVDescriptor{p.routeDescriptor().KVDescriptor(), p.arpDescriptor().KVDescriptor()}
+	routes, arps := p.routeDescriptor().KVDescriptor(), p.arpDescriptor().KVDescriptor()
+	routes.Batch, arps.Batch = p.routeBatch, p.arpBatch
+	return []*api.KVDescriptor{routes, arps}
 }
 
 // --- shared helpers ---------------------------------------------------------
@@ -267,21 +273,6 @@ func sortedRefs(m map[nsplugin.Ref]nsIndex) []nsplugin.Ref {
 // handle returns the netlink handle of a namespace that must exist.
 func (p *Plugin) handle(ref nsplugin.Ref) (*netlink.Handle, error) {
 	return p.ns.Handle(ref, false)
-}
-
-// link returns the link of a logical interface for Create and Update.
-func (p *Plugin) link(ctx context.Context, iface string) (ifplugin.Metadata, *netlink.Handle, error) {
-	md, ok := p.ifaces(ctx, iface)
-	if !ok || md.Index <= 0 {
-		// The dependency on the interface should have prevented this; the
-		// interface plugin may publish its metadata a moment later.
-		return md, nil, fmt.Errorf("interface %s: its link is not known (no metadata of descriptor %s)", iface, ifplugin.InterfaceDescriptorName)
-	}
-	h, err := p.handle(md.Namespace)
-	if err != nil {
-		return md, nil, fmt.Errorf("interface %s: %w", iface, err)
-	}
-	return md, h, nil
 }
 
 // placement returns where a value was put: its metadata, else where its

@@ -278,37 +278,16 @@ func routeDerivedValues(_ string, r *linuxl3.Route) []api.KeyValuePair {
 // asked (a previous run, a lost reply) is success; one of ours with other
 // attributes on the same link is replaced; anything else with the same
 // destination and metric (a foreign route, or ours on another link) is a
-// conflict the agent does not resolve.
-func (p *Plugin) createRoute(ctx context.Context, _ string, r *linuxl3.Route) (*Placement, error) {
-	s, err := parseRoute(r)
-	if err != nil {
-		return nil, api.NonRetriable(invalid(err))
-	}
-	md, h, err := p.link(ctx, s.iface)
-	if err != nil {
-		return nil, fmt.Errorf("route %s: %w", s, err)
-	}
-	nr := s.netlink(md.Index)
-	err = h.RouteAdd(nr)
-	if errors.Is(err, syscall.EEXIST) {
-		err = p.routeExists(h, s, md.Index, nr)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("adding route %s (%s, link %d): %w", s, md.Namespace, md.Index, err)
-	}
-	return &Placement{Namespace: md.Namespace, LinkIndex: md.Index, Applied: s.applied()}, nil
+// conflict the agent does not resolve. A batch of one (routeBatch).
+func (p *Plugin) createRoute(ctx context.Context, key string, r *linuxl3.Route) (*Placement, error) {
+	return single(ctx, p.routeBatch, api.BatchOp{Op: api.OpCreate, Key: key, To: r})
 }
 
-// routeExists explains an EEXIST of RouteAdd.
-func (p *Plugin) routeExists(h *netlink.Handle, s routeSpec, index int, nr *netlink.Route) error {
-	family := netlink.FAMILY_V4
-	if s.v6() {
-		family = netlink.FAMILY_V6
-	}
-	routes, err := dump("routes", func() ([]netlink.Route, error) { return h.RouteListFiltered(family, &netlink.Route{}, 0) })
-	if err != nil {
-		return fmt.Errorf("route exists; %w", err)
-	}
+// routeExists explains an EEXIST of RouteAdd from the routes of the
+// table (routes, of the route's IP family): nil when the route is there
+// as asked, replace when one of ours with other attributes is on the same
+// link, else the conflict.
+func (p *Plugin) routeExists(routes []netlink.Route, s routeSpec, index int) (replace bool, err error) {
 	var conflict *netlink.Route
 	for i := range routes {
 		kr := routes[i]
@@ -318,67 +297,42 @@ func (p *Plugin) routeExists(h *netlink.Handle, s routeSpec, index int, nr *netl
 		}
 		if kr.Protocol == RouteProtocol && kr.LinkIndex == index && len(kr.MultiPath) == 0 {
 			if s.matchesKernel(kr, index) {
-				return nil
+				return false, nil
 			}
 			p.log.Info("route of ours with other attributes found, replacing it", "route", s.String(), "found", kr.String())
-			return h.RouteReplace(nr)
+			return true, nil
 		}
 		if conflict == nil {
 			conflict = &routes[i]
 		}
 	}
 	if conflict == nil {
-		return fmt.Errorf("%w (but not found in the table afterwards)", syscall.EEXIST)
+		return false, fmt.Errorf("%w (but not found in the table afterwards)", syscall.EEXIST)
 	}
 	if conflict.Protocol == RouteProtocol {
-		return fmt.Errorf("%w: a route of ours to the same destination with the same metric uses link %d (give the routes different metrics)", syscall.EEXIST, conflict.LinkIndex)
+		return false, fmt.Errorf("%w: a route of ours to the same destination with the same metric uses link %d (give the routes different metrics)", syscall.EEXIST, conflict.LinkIndex)
 	}
-	return fmt.Errorf("%w: a foreign route (protocol %s) to the same destination with the same metric is in the way", syscall.EEXIST, conflict.Protocol)
+	return false, fmt.Errorf("%w: a foreign route (protocol %s) to the same destination with the same metric is in the way", syscall.EEXIST, conflict.Protocol)
 }
 
 // updateRoute changes gateway or scope in place (same destination and
-// metric: RouteReplace replaces the route of that identity).
-func (p *Plugin) updateRoute(ctx context.Context, _ string, _, newValue *linuxl3.Route, oldMd *Placement) (*Placement, error) {
-	s, err := parseRoute(newValue)
+// metric: RouteReplace replaces the route of that identity). A batch of
+// one (routeBatch).
+func (p *Plugin) updateRoute(ctx context.Context, key string, oldValue, newValue *linuxl3.Route, oldMd *Placement) (*Placement, error) {
+	md, err := single(ctx, p.routeBatch, api.BatchOp{Op: api.OpUpdate, Key: key, From: oldValue, To: newValue, Metadata: oldMd})
 	if err != nil {
-		return oldMd, api.NonRetriable(invalid(err))
+		return oldMd, err
 	}
-	md, h, err := p.link(ctx, s.iface)
-	if err != nil {
-		return oldMd, fmt.Errorf("route %s: %w", s, err)
-	}
-	if err := h.RouteReplace(s.netlink(md.Index)); err != nil {
-		return oldMd, fmt.Errorf("replacing route %s (%s, link %d): %w", s, md.Namespace, md.Index, err)
-	}
-	return &Placement{Namespace: md.Namespace, LinkIndex: md.Index, Applied: s.applied()}, nil
+	return md, nil
 }
 
 // deleteRoute removes our route; one already gone (with its link or
 // namespace) is success. The kernel matches the protocol, so a foreign route
-// to the same destination is never removed instead.
-func (p *Plugin) deleteRoute(ctx context.Context, _ string, r *linuxl3.Route, md *Placement) error {
-	s, err := parseRoute(r)
-	if err != nil {
-		return nil // never created
-	}
-	pl, ok := p.placement(ctx, md, s.iface)
-	if !ok {
-		p.log.Warn("route to delete: its link is not known any more; it went with it", "route", s.String())
-		return nil
-	}
-	h, err := p.handle(pl.Namespace)
-	if err != nil {
-		if isGone(err) {
-			return nil
-		}
-		return fmt.Errorf("deleting route %s: %w", s, err)
-	}
-	nr := s.netlink(pl.LinkIndex)
-	nr.Scope = netlink.SCOPE_NOWHERE // any scope, as `ip route del`
-	if err := h.RouteDel(nr); err != nil && !isGone(err) {
-		return fmt.Errorf("deleting route %s (%s, link %d): %w", s, pl.Namespace, pl.LinkIndex, err)
-	}
-	return nil
+// to the same destination is never removed instead. A batch of one
+// (routeBatch).
+func (p *Plugin) deleteRoute(ctx context.Context, key string, r *linuxl3.Route, md *Placement) error {
+	_, err := single(ctx, p.routeBatch, api.BatchOp{Op: api.OpDelete, Key: key, From: r, Metadata: md})
+	return err
 }
 
 // routeFromKernel builds the value of a kernel route of ours.
