@@ -62,6 +62,16 @@
 // removed. Removal is iproute2's: the namespace file is unmounted
 // (MNT_DETACH) and unlinked, then the mark dropped.
 //
+// An agent run in a mount namespace of its own (under `ip netns exec`,
+// which makes one, or a container with a private /run) binds the
+// namespaces it makes there: when it ends, the bind mounts go with its
+// mount namespace and the empty files stay in /var/run/netns, the host's
+// if /var/run/netns is shared with it. NewManager removes such an empty
+// file when the agent's mark of this boot names it (the namespace is
+// made again when needed); an empty file that is not the agent's is
+// refused with an error saying what it is (any handle of a file that is
+// not a namespace is).
+//
 // # Concurrency
 //
 // A Manager is safe for concurrent use. Its handles stay valid until the

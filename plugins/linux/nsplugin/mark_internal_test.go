@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 
 	linuxns "github.com/netagent-io/netagent/proto/linux/namespace"
@@ -97,5 +98,65 @@ func TestMarksOfAnotherBootAreNotTheAgents(t *testing.T) {
 		if err := later.RemoveIfCreated(name); err != nil || !later.Exists(Ref{Type: linuxns.NetNamespace_NSID, Reference: name}) {
 			t.Errorf("RemoveIfCreated(%s): %v; want it kept", name, err)
 		}
+	}
+}
+
+// A namespace the agent made in a mount namespace of its own (run with
+// `ip netns exec`) leaves an empty file in NetnsDir when that agent ends:
+// the next Manager takes it for the agent's leftover (its mark, this boot)
+// and removes it, so the namespace is made again. An empty file that is
+// not the agent's is refused with an error that says what it is.
+func TestEmptyNamespaceFileLeftByTheAgent(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to create network namespaces")
+	}
+	ours, foreign := "nstest-empty-ours-"+strconv.Itoa(os.Getpid()), "nstest-empty-foreign-"+strconv.Itoa(os.Getpid())
+	t.Cleanup(func() {
+		_ = exec.Command("ip", "netns", "del", ours).Run()
+		_ = os.Remove(filepath.Join(NetnsDir, ours))
+		_ = os.Remove(filepath.Join(NetnsDir, foreign))
+		_ = removeMark(ours)
+	})
+	first, err := NewManager()
+	if err != nil {
+		t.Fatal(err)
+	}
+	boot := first.boot
+	first.Close()
+	if err := os.MkdirAll(NetnsDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{ours, foreign} {
+		if err := os.WriteFile(filepath.Join(NetnsDir, name), nil, 0o444); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The mark an agent wrote for the namespace it bound there (device and
+	// inode of the nsfs file, which the empty file does not have).
+	if err := writeMark(ours, mark{Boot: boot, Dev: 4, Ino: 4026532999}); err != nil {
+		t.Fatal(err)
+	}
+
+	m, err := NewManager()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	if _, err := os.Stat(filepath.Join(NetnsDir, ours)); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the agent's empty file stays after NewManager: %v", err)
+	}
+	if _, err := m.Handle(Ref{Type: linuxns.NetNamespace_NSID, Reference: ours}, true); err != nil {
+		t.Fatalf("making %s again: %v", ours, err)
+	}
+	if !isNamespace(filepath.Join(NetnsDir, ours)) || !m.Created(ours) {
+		t.Errorf("%s: namespace %v, the agent's %v; want both", ours, isNamespace(filepath.Join(NetnsDir, ours)), m.Created(ours))
+	}
+
+	_, err = m.Handle(Ref{Type: linuxns.NetNamespace_NSID, Reference: foreign}, true)
+	if err == nil || !strings.Contains(err.Error(), "is not a network namespace") || !strings.Contains(err.Error(), "ip netns exec") {
+		t.Errorf("an empty file not the agent's: %v, want an error saying it is no namespace", err)
+	}
+	if _, err := os.Stat(filepath.Join(NetnsDir, foreign)); err != nil {
+		t.Errorf("the foreign empty file was touched: %v", err)
 	}
 }

@@ -247,9 +247,17 @@ func (m *Manager) dropStaleMarks() {
 			continue
 		}
 		mk, ok := readMark(name)
+		path := filepath.Join(NetnsDir, name)
 		if ok && mk.Boot == m.boot {
-			if id, err := statNS(filepath.Join(NetnsDir, name)); err == nil && id == (nsID{mk.Dev, mk.Ino}) {
+			if id, err := statNS(path); err == nil && id == (nsID{mk.Dev, mk.Ino}) {
 				continue
+			}
+			if emptyNonNamespace(path) {
+				// The agent made it in a mount namespace of its own (run
+				// with `ip netns exec`, or a private /run): the bind mount
+				// went with it, leaving the empty file, which would be
+				// taken for the namespace. The name is free again.
+				_ = os.Remove(path)
 			}
 		}
 		_ = removeMark(name)
@@ -441,4 +449,19 @@ func processesIn(id nsID) []int {
 		}
 	}
 	return pids
+}
+
+// isNamespace tells whether path is a namespace (a file of the nsfs
+// filesystem: /proc/PID/ns/net, or a bind mount of one).
+func isNamespace(path string) bool {
+	var st unix.Statfs_t
+	return unix.Statfs(path, &st) == nil && st.Type == unix.NSFS_MAGIC
+}
+
+// emptyNonNamespace tells whether path is an empty regular file and no
+// namespace: the file `ip netns add` (or the agent) binds a namespace onto,
+// with nothing bound.
+func emptyNonNamespace(path string) bool {
+	fi, err := os.Lstat(path)
+	return err == nil && fi.Mode().IsRegular() && fi.Size() == 0 && !isNamespace(path)
 }

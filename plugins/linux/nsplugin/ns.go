@@ -268,6 +268,9 @@ func (m *Manager) entry(r Ref, create bool) (*entry, error) {
 		e.ns.Close()
 		delete(m.entries, r)
 	}
+	if !isNamespace(path) {
+		return nil, fmt.Errorf("%s: %s is not a network namespace (an empty file left when the namespace bound onto it went: made by a process in a mount namespace of its own, as under `ip netns exec`; remove the file to let the agent make the namespace again)", r, path)
+	}
 	ns, err := netns.GetFromPath(path)
 	if err != nil {
 		return nil, fmt.Errorf("opening %s: %w", r, err)
