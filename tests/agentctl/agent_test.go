@@ -102,7 +102,7 @@ var agentSeq atomic.Int32
 // Call uniqueNames before startAgent: cleanups run in reverse order, and
 // the namespaces must be removed after the agent stopped (a running agent
 // may create them again).
-func startAgent(t *testing.T, opts agentOptions) *agent {
+func startAgent(t testing.TB, opts agentOptions) *agent {
 	t.Helper()
 	path := agentBinary(t)
 	ports := freePorts(t, 4)

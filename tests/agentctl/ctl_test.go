@@ -34,14 +34,14 @@ const ctlTimeout = 60 * time.Second
 // with HOME and XDG_CONFIG_HOME in a temporary directory and NO_COLOR=1,
 // then env (NAME=value entries, e.g. agent.env(); a later entry of a name
 // wins, so append "NETAGENT_TOKEN=" to take a token away).
-func agentctl(t *testing.T, env []string, args ...string) (stdout, stderr string, code int) {
+func agentctl(t testing.TB, env []string, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
 	return agentctlStdin(t, env, "", args...)
 }
 
 // agentctlStdin is agentctl with stdin as the CLI's standard input (e.g.
 // for "-f -").
-func agentctlStdin(t *testing.T, env []string, stdin string, args ...string) (stdout, stderr string, code int) {
+func agentctlStdin(t testing.TB, env []string, stdin string, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
 	stdout, stderr, code = runAgentctl(t, env, stdin, args...)
 	t.Logf("agentctl %s: exit %d\nstdout:\n%s\nstderr:\n%s", quoteArgs(args), code, testsupport.Tail(stdout, 5000), testsupport.Tail(stderr, 5000))
@@ -49,7 +49,7 @@ func agentctlStdin(t *testing.T, env []string, stdin string, args ...string) (st
 }
 
 // runAgentctl is agentctlStdin without logging the output: for polls.
-func runAgentctl(t *testing.T, env []string, stdin string, args ...string) (stdout, stderr string, code int) {
+func runAgentctl(t testing.TB, env []string, stdin string, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), ctlTimeout)
 	defer cancel()
@@ -76,7 +76,7 @@ func runAgentctl(t *testing.T, env []string, stdin string, args ...string) (stdo
 
 // ctlCommand prepares a run of the built agentctl in the environment
 // agentctl describes.
-func ctlCommand(ctx context.Context, t *testing.T, env []string, args ...string) *exec.Cmd {
+func ctlCommand(ctx context.Context, t testing.TB, env []string, args ...string) *exec.Cmd {
 	t.Helper()
 	cmd := exec.CommandContext(ctx, agentctlBinary(t), args...)
 	home := t.TempDir()

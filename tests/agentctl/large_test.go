@@ -17,7 +17,7 @@ const largeRoutes = 100_000
 
 // routesDoc returns vethRouteDoc with routes more routes in NS: 10.0.0.0/32,
 // 10.0.0.1/32, ... via the host end.
-func routesDoc(t *testing.T, n netNames, subnet, routes int) string {
+func routesDoc(t testing.TB, n netNames, subnet, routes int) string {
 	t.Helper()
 	var b strings.Builder
 	for i := range routes {

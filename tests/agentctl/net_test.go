@@ -29,7 +29,7 @@ type netNames struct {
 // removes, before and when the test ends (failed or not), the namespace and
 // the host end of the veth pair, which removes the pair. Call it before
 // startAgent, so that the agent stops before they are removed.
-func uniqueNames(t *testing.T, tag string) netNames {
+func uniqueNames(t testing.TB, tag string) netNames {
 	t.Helper()
 	n := netNames{
 		NS:   fmt.Sprintf("ctl-%s-%d", tag, pid),
@@ -63,7 +63,7 @@ func (n netNames) placeholders() []string {
 // writeFile writes content to a file name in a new temporary directory of
 // the test and returns its path (a configuration document for
 // agentOptions.InitFile or agentctl -f, a token file, ...).
-func writeFile(t *testing.T, name, content string) string {
+func writeFile(t testing.TB, name, content string) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), name)
 	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
@@ -79,7 +79,7 @@ func writeFile(t *testing.T, name, content string) string {
 // namespace by the veth pair Host (172.30.<subnet>.1/24) and Peer (eth0 in
 // NS, .2), the route 10.200.0.0/16 via .1 in NS, and the ARP entry .9 ->
 // 02:00:00:00:50:09 on eth0 in NS.
-func vethRouteDoc(t *testing.T, n netNames, subnet int) string {
+func vethRouteDoc(t testing.TB, n netNames, subnet int) string {
 	t.Helper()
 	root, err := moduleRoot()
 	if err != nil {
