@@ -85,9 +85,9 @@ var (
 	// as many as fill the 8 KiB size class with the allocator's 8-byte
 	// header, 63 (8192 bytes, 130 per operation); 64 would take the
 	// 9472-byte class (148 per operation).
-	opSlabOps = (8<<10 - 8) / recordOpBytes
-	recordPairBytes   = int(unsafe.Sizeof(api.RecordedKVPair{}))
-	recordPtrBytes    = int(unsafe.Sizeof(uintptr(0)))
+	opSlabOps       = (8<<10 - 8) / recordOpBytes
+	recordPairBytes = int(unsafe.Sizeof(api.RecordedKVPair{}))
+	recordPtrBytes  = int(unsafe.Sizeof(uintptr(0)))
 )
 
 // sizer estimates the sizes of records; it keeps the sizes of the value

@@ -3,7 +3,7 @@ package vppconn_test
 import (
 	"context"
 	"errors"
-		"log/slog"
+	"log/slog"
 	"runtime"
 	"slices"
 	"strings"
