@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -141,4 +142,89 @@ func BenchmarkRoutes1000(b *testing.B) {
 		b.ReportMetric(float64(create.Nanoseconds())/per, "create-ns/route")
 		b.ReportMetric(float64(remove.Nanoseconds())/per, "delete-ns/route")
 	})
+}
+
+// BenchmarkRoutesAgainstIPBatch: n routes (1,000 and 10,000) created and
+// deleted by the agent (scheduler and descriptors, one transaction per
+// phase: the descriptor gets them in batches and pipelines them) and by
+// `ip -n NS -batch FILE` (same routes), interleaved in each iteration on
+// the same namespace. Reported: medians over the iterations (ms) and the
+// ratios of the medians, agent over ip, with the spread (min-max) of the
+// per-iteration ratios. Run with -benchtime 5x or more.
+func BenchmarkRoutesAgainstIPBatch(b *testing.B) {
+	for _, n := range []int{1000, 10000} {
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			e := newEnv(b)
+			e.ip("addr", "add", "192.168.1.1/24", "dev", "v0")
+			iface := e.iface("v0", "192.168.1.1/24")
+			e.commit(iface)
+			routes := make([]kv, n)
+			deletes := make([]kv, n)
+			var add, rm strings.Builder
+			for i := range routes {
+				dst := fmt.Sprintf("10.%d.%d.0/24", 100+i/256, i%256)
+				routes[i] = route(b, &linuxl3.Route{OutgoingInterface: "v0", DstNetwork: dst, GwAddr: "192.168.1.254", Metric: 10})
+				deletes[i] = del(routes[i])
+				fmt.Fprintf(&add, "route add %s via 192.168.1.254 dev v0 metric 10 proto 181\n", dst)
+				fmt.Fprintf(&rm, "route del %s via 192.168.1.254 dev v0 metric 10 proto 181\n", dst)
+			}
+			dir := b.TempDir()
+			addFile, rmFile := filepath.Join(dir, "add"), filepath.Join(dir, "rm")
+			if err := os.WriteFile(addFile, []byte(add.String()), 0o600); err != nil {
+				b.Fatal(err)
+			}
+			if err := os.WriteFile(rmFile, []byte(rm.String()), 0o600); err != nil {
+				b.Fatal(err)
+			}
+			ipBatch := func(file string) time.Duration {
+				t0 := time.Now()
+				if out, err := exec.Command("ip", "-n", e.ns, "-batch", file).CombinedOutput(); err != nil {
+					b.Fatalf("ip -batch: %v: %s", err, out)
+				}
+				return time.Since(t0)
+			}
+			var agentAdd, agentDel, ipAdd, ipDel []time.Duration
+			b.ResetTimer()
+			for range b.N {
+				t0 := time.Now()
+				e.commit(routes...)
+				agentAdd = append(agentAdd, time.Since(t0))
+				t0 = time.Now()
+				e.commit(deletes...)
+				agentDel = append(agentDel, time.Since(t0))
+				ipAdd = append(ipAdd, ipBatch(addFile))
+				ipDel = append(ipDel, ipBatch(rmFile))
+				b.StopTimer()
+				if got := len(e.kernelRoutes()); got != 0 {
+					b.Fatalf("%d routes left", got)
+				}
+				b.StartTimer()
+			}
+			reportAgainst(b, "create", agentAdd, ipAdd)
+			reportAgainst(b, "delete", agentDel, ipDel)
+		})
+	}
+}
+
+// reportAgainst reports the medians (ms) of the agent's and the
+// reference's times and the ratio of the medians, with the lowest and
+// highest per-iteration ratio.
+func reportAgainst(b *testing.B, phase string, agent, ref []time.Duration) {
+	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+	ratios := make([]float64, len(agent))
+	for i := range agent {
+		ratios[i] = float64(agent[i]) / float64(ref[i])
+	}
+	slices.Sort(ratios)
+	b.ReportMetric(ms(median(agent)), phase+"-agent-ms")
+	b.ReportMetric(ms(median(ref)), phase+"-ip-ms")
+	b.ReportMetric(float64(median(agent))/float64(median(ref)), phase+"-x")
+	b.ReportMetric(ratios[0], phase+"-x-min")
+	b.ReportMetric(ratios[len(ratios)-1], phase+"-x-max")
+}
+
+func median(ds []time.Duration) time.Duration {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return s[len(s)/2]
 }
