@@ -10,8 +10,10 @@ import (
 	"syscall"
 
 	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netlink/nl"
 
 	"github.com/netagent-io/netagent/plugins/kvscheduler/api"
+	"github.com/netagent-io/netagent/plugins/linux/internal/nlbatch"
 	"github.com/netagent-io/netagent/plugins/linux/nsplugin"
 	linuxif "github.com/netagent-io/netagent/proto/linux/interfaces"
 )
@@ -41,6 +43,11 @@ import (
 //     address is removed: without it the kernel removes the secondary
 //     addresses of a subnet with its primary, the agent's other addresses
 //     as well as an operator's on an adopted link.
+//
+// Create, Update and Delete are batches of one (addressBatch): the
+// requests of a batch go pipelined, one socket per namespace
+// (internal/nlbatch), each link looked up and its settings made once per
+// batch.
 func (p *Plugin) addressDescriptor() *api.KVDescriptor {
 	d := &api.TypedDescriptor[*linuxif.Interface, any]{
 		Name: AddressDescriptorName,
@@ -48,13 +55,26 @@ func (p *Plugin) addressDescriptor() *api.KVDescriptor {
 			_, _, ok := ParseAddressKey(key)
 			return ok
 		},
-		Create: func(_ context.Context, key string, v *linuxif.Interface) (any, error) { return nil, p.addAddress(v) },
-		Update: func(_ context.Context, key string, _, v *linuxif.Interface, _ any) (any, error) {
-			return nil, p.addAddress(v)
+		Create: func(ctx context.Context, key string, v *linuxif.Interface) (any, error) {
+			return nil, p.singleAddress(ctx, api.BatchOp{Op: api.OpCreate, Key: key, To: v})
 		},
-		Delete: func(_ context.Context, key string, v *linuxif.Interface, _ any) error { return p.delAddress(v) },
+		Update: func(ctx context.Context, key string, old, v *linuxif.Interface, _ any) (any, error) {
+			return nil, p.singleAddress(ctx, api.BatchOp{Op: api.OpUpdate, Key: key, From: old, To: v})
+		},
+		Delete: func(ctx context.Context, key string, v *linuxif.Interface, _ any) error {
+			return p.singleAddress(ctx, api.BatchOp{Op: api.OpDelete, Key: key, From: v})
+		},
 	}
-	return d.KVDescriptor()
+	kv := d.KVDescriptor()
+	kv.Batch = p.addressBatch
+	return kv
+}
+
+func (p *Plugin) singleAddress(ctx context.Context, op api.BatchOp) error {
+	ops := []api.BatchOp{op}
+	p.addressBatch(ctx, ops)
+	_, err, _ := ops[0].Result()
+	return err
 }
 
 func addrOf(v *linuxif.Interface) (*netlink.Addr, error) {
@@ -68,62 +88,143 @@ func addrOf(v *linuxif.Interface) (*netlink.Addr, error) {
 	return a, nil
 }
 
-func (p *Plugin) addAddress(v *linuxif.Interface) error {
-	a, err := addrOf(v)
-	if err != nil {
-		return err
-	}
-	ref := nsplugin.RefOf(v.GetNamespace())
-	h, err := p.ns.Handle(ref, false)
-	if err != nil {
-		return err
-	}
-	link, err := h.LinkByName(v.GetHostIfName())
-	if err != nil {
-		return fmt.Errorf("address %s of %s: link %s: %w", v.GetIpAddresses()[0], v.GetName(), v.GetHostIfName(), err)
-	}
-	if a.IP.To4() == nil {
-		if err := p.linkSysctls(ref, v.GetHostIfName(), ipv6Settings); err != nil {
-			return err
-		}
-	}
-	if err := h.AddrAdd(link, a); err != nil && !errors.Is(err, syscall.EEXIST) {
-		return fmt.Errorf("adding %s to %s: %w", a.IPNet, v.GetHostIfName(), err)
-	}
-	return nil
+// addrLink is a link the addresses of a batch are on, looked up once.
+type addrLink struct {
+	ref  nsplugin.Ref
+	host string
 }
 
-func (p *Plugin) delAddress(v *linuxif.Interface) error {
-	a, err := addrOf(v)
-	if err != nil {
-		return err
+type addrLinkState struct {
+	index int
+	// nsErr: the namespace's handle failed; linkErr: the lookup by name.
+	nsErr, linkErr error
+	// settings made (ipv6Settings for adds, ipv4DelSettings for
+	// deletes), and their error
+	made map[*[]linkSysctl]error
+}
+
+// addressBatch adds (Create, Update: the address made sure of on the
+// link's current name) and removes addresses: per operation the link by
+// name and the link settings (once per link and batch), then the requests
+// of all the operations pipelined, each with its own result.
+func (p *Plugin) addressBatch(_ context.Context, ops []api.BatchOp) {
+	links := map[addrLink]*addrLinkState{}
+	lookup := func(ref nsplugin.Ref, host string) *addrLinkState {
+		k := addrLink{ref, host}
+		if st, ok := links[k]; ok {
+			return st
+		}
+		st := &addrLinkState{made: map[*[]linkSysctl]error{}}
+		links[k] = st
+		h, err := p.ns.Handle(ref, false)
+		if err != nil {
+			st.nsErr = err
+			return st
+		}
+		link, err := h.LinkByName(host)
+		if err != nil {
+			st.linkErr = err
+			return st
+		}
+		st.index = link.Attrs().Index
+		return st
 	}
-	ref := nsplugin.RefOf(v.GetNamespace())
-	h, err := p.ns.Handle(ref, false)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	link, err := h.LinkByName(v.GetHostIfName())
-	if isNotFound(err) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	if a.IP.To4() != nil {
-		if err := p.linkSysctls(ref, v.GetHostIfName(), ipv4DelSettings); err != nil {
+	settings := func(st *addrLinkState, ref nsplugin.Ref, host string, which *[]linkSysctl) error {
+		if err, done := st.made[which]; done {
 			return err
 		}
+		err := p.linkSysctls(ref, host, *which)
+		st.made[which] = err
+		return err
 	}
-	// ENODEV: the link went meanwhile (deleted, or with the namespace it
-	// was left in when that was deleted), and its addresses with it.
-	if err := h.AddrDel(link, a); err != nil && !errors.Is(err, syscall.EADDRNOTAVAIL) && !errors.Is(err, syscall.ENOENT) && !errors.Is(err, syscall.ESRCH) && !errors.Is(err, syscall.ENODEV) {
-		return fmt.Errorf("removing %s from %s: %w", a.IPNet, v.GetHostIfName(), err)
+	type call struct {
+		op   *api.BatchOp
+		v    *linuxif.Interface
+		addr *netlink.Addr
+		req  *nlbatch.Request
 	}
-	return nil
+	var calls []call
+	var reqs []*nlbatch.Request
+	for i := range ops {
+		op := &ops[i]
+		value := op.To
+		if op.Op == api.OpDelete {
+			value = op.From
+		}
+		v, ok := value.(*linuxif.Interface)
+		if !ok {
+			op.Fail(api.NonRetriable(fmt.Errorf("descriptor %s: value of type %T, expected %T", AddressDescriptorName, value, v)))
+			continue
+		}
+		a, err := addrOf(v)
+		if err != nil {
+			op.Fail(err)
+			continue
+		}
+		ref, host := nsplugin.RefOf(v.GetNamespace()), v.GetHostIfName()
+		st := lookup(ref, host)
+		var msg *nl.NetlinkRequest
+		if op.Op == api.OpDelete {
+			if errors.Is(st.nsErr, os.ErrNotExist) || isNotFound(st.linkErr) {
+				op.Done(nil) // the namespace or the link is gone, and the address with it
+				continue
+			}
+			if err := errors.Join(st.nsErr, st.linkErr); err != nil {
+				op.Fail(err)
+				continue
+			}
+			if a.IP.To4() != nil {
+				if err := settings(st, ref, host, &ipv4DelSettings); err != nil {
+					op.Fail(err)
+					continue
+				}
+			}
+			msg, err = nlbatch.AddrDel(st.index, a)
+		} else {
+			if st.nsErr != nil {
+				op.Fail(st.nsErr)
+				continue
+			}
+			if st.linkErr != nil {
+				op.Fail(fmt.Errorf("address %s of %s: link %s: %w", v.GetIpAddresses()[0], v.GetName(), host, st.linkErr))
+				continue
+			}
+			if a.IP.To4() == nil {
+				if err := settings(st, ref, host, &ipv6Settings); err != nil {
+					op.Fail(err)
+					continue
+				}
+			}
+			msg, err = nlbatch.AddrAdd(st.index, a)
+		}
+		if err != nil {
+			op.Fail(api.NonRetriable(fmt.Errorf("address %s of %s: %w", a.IPNet, v.GetName(), err)))
+			continue
+		}
+		c := call{op: op, v: v, addr: a, req: &nlbatch.Request{NS: ref, Msg: msg}}
+		calls = append(calls, c)
+		reqs = append(reqs, c.req)
+	}
+	p.pool.Run(reqs)
+	for _, c := range calls {
+		err := c.req.Err
+		if c.op.Op == api.OpDelete {
+			// ENODEV: the link went meanwhile (deleted, or with the
+			// namespace it was left in when that was deleted), and its
+			// addresses with it.
+			if err != nil && !errors.Is(err, syscall.EADDRNOTAVAIL) && !errors.Is(err, syscall.ENOENT) && !errors.Is(err, syscall.ESRCH) && !errors.Is(err, syscall.ENODEV) {
+				c.op.Fail(fmt.Errorf("removing %s from %s: %w", c.addr.IPNet, c.v.GetHostIfName(), err))
+				continue
+			}
+			c.op.Done(nil)
+			continue
+		}
+		if err != nil && !errors.Is(err, syscall.EEXIST) {
+			c.op.Fail(fmt.Errorf("adding %s to %s: %w", c.addr.IPNet, c.v.GetHostIfName(), err))
+			continue
+		}
+		c.op.Done(nil)
+	}
 }
 
 // linkSysctl is one per-link setting under /proc/sys/net: path/<link>/name.

@@ -88,6 +88,7 @@ func newAgentWith(t testing.TB, o agentOptions) *agent {
 	}
 	s := kvscheduler.New(kvscheduler.Options{Logger: log, DriftReportOnly: o.reportOnly})
 	p := ifplugin.New(ns, log)
+	t.Cleanup(p.Close)
 	p.SetLabel(o.label)
 	if err := s.RegisterKVDescriptor(append(p.Descriptors(), ifplugin.WatcherDescriptor())...); err != nil {
 		t.Fatal(err)
@@ -824,6 +825,7 @@ func TestTapToVPPWithoutVPP(t *testing.T) {
 	s := kvscheduler.New(kvscheduler.Options{Logger: log})
 	t.Cleanup(s.Close)
 	p := ifplugin.New(ns, log)
+	t.Cleanup(p.Close)
 	p.SetVPPDisabled(true)
 	if err := s.RegisterKVDescriptor(p.Descriptors()...); err != nil {
 		t.Fatal(err)

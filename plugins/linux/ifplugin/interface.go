@@ -22,6 +22,7 @@ import (
 
 	"github.com/netagent-io/netagent/pkg/models"
 	"github.com/netagent-io/netagent/plugins/kvscheduler/api"
+	"github.com/netagent-io/netagent/plugins/linux/internal/nlbatch"
 	"github.com/netagent-io/netagent/plugins/linux/nsplugin"
 	linuxif "github.com/netagent-io/netagent/proto/linux/interfaces"
 	linuxns "github.com/netagent-io/netagent/proto/linux/namespace"
@@ -47,6 +48,9 @@ type Plugin struct {
 	// links is the metadata map of the interface descriptor, made by the
 	// scheduler at registration.
 	links atomic.Pointer[linkIndex]
+	// pool holds one netlink socket per namespace for pipelined requests
+	// (addresses, bulk link deletes).
+	pool *nlbatch.Pool
 }
 
 // New returns the plugin. It probes which link kinds the kernel supports
@@ -56,7 +60,7 @@ func New(ns *nsplugin.Manager, log *slog.Logger) *Plugin {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Plugin{ns: ns, log: log, kinds: probeKinds(ns), hints: map[string]hint{}, aliasPrefix: AliasPrefix}
+	return &Plugin{ns: ns, log: log, kinds: probeKinds(ns), hints: map[string]hint{}, aliasPrefix: AliasPrefix, pool: nlbatch.NewPool(ns)}
 }
 
 // SetLabel puts the agent's microservice label into the ownership mark
@@ -72,6 +76,10 @@ func (p *Plugin) SetLabel(label string) {
 // a TAP_TO_VPP value, which waits for its VPP TAP, says in its PENDING
 // reason that the TAP never comes. Call before registering.
 func (p *Plugin) SetVPPDisabled(disabled bool) { p.withoutVPP = disabled }
+
+// Close closes the netlink sockets the plugin keeps (one per namespace)
+// for its pipelined requests. Call it after the scheduler stopped.
+func (p *Plugin) Close() { p.pool.Close() }
 
 func (p *Plugin) alias(name string) string { return p.aliasPrefix + name }
 
