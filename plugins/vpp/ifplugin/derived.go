@@ -46,10 +46,7 @@ func (p *Plugin) adminStateDescriptor() *api.KVDescriptor {
 			if err != nil {
 				return nil, err
 			}
-			if err := p.h.SetAdminUp(ctx, idx, v.GetEnabled()); err != nil {
-				return nil, fmt.Errorf("interface %s: %w", v.GetName(), err)
-			}
-			return nil, nil
+			return nil, adminStateSet(v, p.h.SetAdminUp(ctx, idx, v.GetEnabled()))
 		},
 		Delete: func(ctx context.Context, key string, v *vppif.Interface, _ any) error {
 			if !v.GetEnabled() {
@@ -71,7 +68,16 @@ func (p *Plugin) adminStateDescriptor() *api.KVDescriptor {
 			return nil
 		},
 	}
-	return d.KVDescriptor()
+	return p.withBatch(d.KVDescriptor(), p.prepareAdminState)
+}
+
+// adminStateSet is the result of an admin state's Create given that of its
+// sw_interface_set_flags.
+func adminStateSet(v *vppif.Interface, err error) error {
+	if err != nil {
+		return fmt.Errorf("interface %s: %w", v.GetName(), err)
+	}
+	return nil
 }
 
 // retrieveAdminStates reports, for each of the agent's interfaces whose
@@ -175,21 +181,11 @@ func (p *Plugin) addressDescriptor() *api.KVDescriptor {
 		},
 		RetrieveDependencies: []string{InterfaceDescriptorName},
 		Create: func(ctx context.Context, key string, v *vppif.Interface) (any, error) {
-			addr, err := addressOf(v)
+			addr, idx, err := p.addressTarget(v)
 			if err != nil {
 				return nil, err
 			}
-			idx, err := p.ownSwIfIndex(v.GetName())
-			if err != nil {
-				return nil, err
-			}
-			if err := p.h.AddAddress(ctx, idx, addr); err != nil {
-				if holder, other, ok := p.overlapping(ctx, idx, addr, err); ok {
-					return nil, fmt.Errorf("interface %s: address %s overlaps %s of interface %s (VPP keeps a subnet on one interface per VRF): %w", v.GetName(), addr, other, holder, err)
-				}
-				return nil, fmt.Errorf("interface %s: address %s: %w", v.GetName(), addr, err)
-			}
-			return nil, nil
+			return nil, p.addressAdded(ctx, v, idx, addr, p.h.AddAddress(ctx, idx, addr))
 		},
 		Delete: func(ctx context.Context, key string, v *vppif.Interface, _ any) error {
 			addr, err := addressOf(v)
@@ -212,7 +208,31 @@ func (p *Plugin) addressDescriptor() *api.KVDescriptor {
 			return nil
 		},
 	}
-	return d.KVDescriptor()
+	return p.withBatch(d.KVDescriptor(), p.prepareAddress)
+}
+
+// addressTarget is the address of an address value and the index of its
+// interface, for its Create.
+func (p *Plugin) addressTarget(v *vppif.Interface) (netip.Prefix, uint32, error) {
+	addr, err := addressOf(v)
+	if err != nil {
+		return netip.Prefix{}, 0, err
+	}
+	idx, err := p.ownSwIfIndex(v.GetName())
+	return addr, idx, err
+}
+
+// addressAdded is the result of an address's Create given that of its
+// request (vppcalls' AddAddress): VPP's refusal of an overlapping address
+// names the interface that holds the other.
+func (p *Plugin) addressAdded(ctx context.Context, v *vppif.Interface, idx uint32, addr netip.Prefix, err error) error {
+	if err == nil {
+		return nil
+	}
+	if holder, other, ok := p.overlapping(ctx, idx, addr, err); ok {
+		return fmt.Errorf("interface %s: address %s overlaps %s of interface %s (VPP keeps a subnet on one interface per VRF): %w", v.GetName(), addr, other, holder, err)
+	}
+	return fmt.Errorf("interface %s: address %s: %w", v.GetName(), addr, err)
 }
 
 // retrieveAddresses reports the addresses VPP has on the agent's
@@ -234,33 +254,50 @@ func (p *Plugin) retrieveAddresses(ctx context.Context, _ []api.TypedKV[*vppif.I
 	if err != nil {
 		return nil, err
 	}
-	dumped := map[uint32][]netip.Prefix{}
-	dump := func(idx uint32) ([]netip.Prefix, error) {
-		if a, ok := dumped[idx]; ok {
-			return a, nil
-		}
-		a, err := p.h.DumpAddresses(ctx, idx)
-		dumped[idx] = a
-		return a, err
+	// The addresses of the agent's interfaces and of their donors, dumped
+	// pipelined (VPP has no dump of every interface's addresses).
+	type own struct {
+		i    *vppcalls.Interface
+		name string
+		md   *Metadata
 	}
-	var out []api.TypedKV[*vppif.Interface, any]
+	var owned []own
+	pipe := p.h.NewPipe()
+	dumped := map[uint32]*vppcalls.Result[[]netip.Prefix]{}
+	dump := func(idx uint32) {
+		if _, ok := dumped[idx]; !ok {
+			dumped[idx] = pipe.DumpAddresses(idx)
+		}
+	}
 	for _, i := range all {
 		name, md, ok := p.ownInterfaceAt(m, i)
 		if !ok {
 			continue
 		}
-		withAddrs := *i
-		if withAddrs.Addresses, err = dump(i.SwIfIndex); err != nil {
-			return nil, err
+		owned = append(owned, own{i, name, md})
+		dump(i.SwIfIndex)
+		if from, ok := unnumbered[i.SwIfIndex]; ok {
+			dump(from)
 		}
+	}
+	pipe.Send(ctx)
+	var out []api.TypedKV[*vppif.Interface, any]
+	for _, o := range owned {
+		i, name, md := o.i, o.name, o.md
+		withAddrs := *i
+		r := dumped[i.SwIfIndex]
+		if r.Err != nil {
+			return nil, r.Err
+		}
+		withAddrs.Addresses = r.Value
 		var donor *vppcalls.Interface
 		if from, ok := unnumbered[i.SwIfIndex]; ok {
 			withAddrs.Unnumbered, withAddrs.UnnumberedFrom = true, from
-			a, err := dump(from)
-			if err != nil {
-				return nil, err
+			d := dumped[from]
+			if d.Err != nil {
+				return nil, d.Err
 			}
-			donor = &vppcalls.Interface{SwIfIndex: from, Addresses: a}
+			donor = &vppcalls.Interface{SwIfIndex: from, Addresses: d.Value}
 		}
 		want := md.Value.GetIpAddresses()
 		have := ownAddresses(&withAddrs, func(uint32) *vppcalls.Interface { return donor }, want)

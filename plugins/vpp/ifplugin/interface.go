@@ -60,7 +60,9 @@ func (p *Plugin) interfaceDescriptor() *api.KVDescriptor {
 		Dependencies:       p.dependencies,
 		Unique:             uniqueNames,
 	}
-	return d.KVDescriptor()
+	kd := d.KVDescriptor()
+	kd.Batch = p.interfaceBatch(kd)
+	return kd
 }
 
 // normalized drops what does not change VPP's state: the order of the
@@ -409,9 +411,21 @@ func (p *Plugin) configureNew(ctx context.Context, v *vppif.Interface, idx, pid 
 		return nil, err
 	}
 	if cur == nil {
-		return nil, fmt.Errorf("sw_if_index %d vanished right after its creation", idx)
+		return nil, vanished(idx)
 	}
-	return &Metadata{SwIfIndex: idx, VPPPID: p.stampPID(pid), InternalName: cur.Name, DevType: cur.DevType, Vrf: v.GetVrf(), Value: cloneValue(v)}, nil
+	return p.newMetadata(v, idx, pid, cur), nil
+}
+
+// vanished is the error of an interface VPP does not list right after
+// creating it.
+func vanished(idx uint32) error {
+	return fmt.Errorf("sw_if_index %d vanished right after its creation", idx)
+}
+
+// newMetadata is the metadata of interface v created at idx (cur as VPP
+// lists it), pid the VPP process read before the calls.
+func (p *Plugin) newMetadata(v *vppif.Interface, idx, pid uint32, cur *vppcalls.Interface) *Metadata {
+	return &Metadata{SwIfIndex: idx, VPPPID: p.stampPID(pid), InternalName: cur.Name, DevType: cur.DevType, Vrf: v.GetVrf(), Value: cloneValue(v)}
 }
 
 // undoCtx is the context of the calls that undo a failed Create: not

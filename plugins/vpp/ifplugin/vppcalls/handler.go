@@ -532,19 +532,15 @@ func (h *handler) DeleteSubif(ctx context.Context, idx uint32) error {
 // ---- settings
 
 func (h *handler) SetAdminUp(ctx context.Context, idx uint32, up bool) error {
-	var flags interface_types.IfStatusFlags
-	if up {
-		flags = interface_types.IF_STATUS_API_FLAG_ADMIN_UP
-	}
 	return h.call(ctx, "sw_interface_set_flags", func(ctx context.Context, c govppapi.Connection) error {
-		_, err := interfaces.NewServiceClient(c).SwInterfaceSetFlags(ctx, &interfaces.SwInterfaceSetFlags{SwIfIndex: ifIndex(idx), Flags: flags})
+		_, err := interfaces.NewServiceClient(c).SwInterfaceSetFlags(ctx, adminRequest(idx, up))
 		return err
 	})
 }
 
 func (h *handler) SetMTU(ctx context.Context, idx uint32, mtu uint32) error {
 	return h.call(ctx, "sw_interface_set_mtu", func(ctx context.Context, c govppapi.Connection) error {
-		_, err := interfaces.NewServiceClient(c).SwInterfaceSetMtu(ctx, &interfaces.SwInterfaceSetMtu{SwIfIndex: ifIndex(idx), Mtu: []uint32{mtu, 0, 0, 0}})
+		_, err := interfaces.NewServiceClient(c).SwInterfaceSetMtu(ctx, mtuRequest(idx, mtu))
 		return err
 	})
 }
@@ -558,40 +554,23 @@ func (h *handler) SetMAC(ctx context.Context, idx uint32, hw net.HardwareAddr) e
 
 func (h *handler) SetTag(ctx context.Context, idx uint32, tag string) error {
 	return h.call(ctx, "sw_interface_tag_add_del", func(ctx context.Context, c govppapi.Connection) error {
-		_, err := interfaces.NewServiceClient(c).SwInterfaceTagAddDel(ctx, &interfaces.SwInterfaceTagAddDel{IsAdd: tag != "", SwIfIndex: ifIndex(idx), Tag: tag})
+		_, err := interfaces.NewServiceClient(c).SwInterfaceTagAddDel(ctx, tagRequest(idx, tag))
 		return err
 	})
 }
 
 func (h *handler) AddAddress(ctx context.Context, idx uint32, addr netip.Prefix) error {
 	err := h.call(ctx, "sw_interface_add_del_address", func(ctx context.Context, c govppapi.Connection) error {
-		_, err := interfaces.NewServiceClient(c).SwInterfaceAddDelAddress(ctx, &interfaces.SwInterfaceAddDelAddress{
-			SwIfIndex: ifIndex(idx), IsAdd: true, Prefix: toAddressWithPrefix(addr),
-		})
+		_, err := interfaces.NewServiceClient(c).SwInterfaceAddDelAddress(ctx, addressRequest(idx, addr, true))
 		return err
 	})
-	if isVPPError(err, govppapi.ADDRESS_IN_USE, govppapi.DUPLICATE_IF_ADDRESS) {
-		// VPP 25.10 gives the same code to an address the interface
-		// already has and to one that conflicts with another address (IPv4:
-		// ADDRESS_IN_USE, IPv6: DUPLICATE_IF_ADDRESS, whatever the
-		// interface): only the interface's addresses tell which.
-		have, derr := h.DumpAddresses(ctx, idx)
-		if derr == nil && slices.Contains(have, addr) {
-			return nil
-		}
-	}
-	return err
+	return h.addressAdded(ctx, idx, addr, err)
 }
 
 func (h *handler) DelAddress(ctx context.Context, idx uint32, addr netip.Prefix) error {
 	return h.call(ctx, "sw_interface_add_del_address", func(ctx context.Context, c govppapi.Connection) error {
-		_, err := interfaces.NewServiceClient(c).SwInterfaceAddDelAddress(ctx, &interfaces.SwInterfaceAddDelAddress{
-			SwIfIndex: ifIndex(idx), IsAdd: false, Prefix: toAddressWithPrefix(addr),
-		})
-		if isVPPError(err, govppapi.ADDRESS_NOT_FOUND_FOR_INTERFACE, govppapi.INVALID_SW_IF_INDEX, govppapi.NO_SUCH_ENTRY) {
-			return nil
-		}
-		return err
+		_, err := interfaces.NewServiceClient(c).SwInterfaceAddDelAddress(ctx, addressRequest(idx, addr, false))
+		return addressDeleted(err)
 	})
 }
 
@@ -719,6 +698,12 @@ func (h *handler) ListInterfaces(ctx context.Context) ([]*Interface, error) {
 	if err != nil {
 		return nil, err
 	}
+	return listed(ds), nil
+}
+
+// listed is the interfaces of a sw_interface_dump of every interface, each
+// once, ordered by index.
+func listed(ds []*interfaces.SwInterfaceDetails) []*Interface {
 	seen := make(map[uint32]bool, len(ds))
 	out := make([]*Interface, 0, len(ds))
 	for _, d := range ds {
@@ -730,7 +715,7 @@ func (h *handler) ListInterfaces(ctx context.Context) ([]*Interface, error) {
 		out = append(out, i)
 	}
 	slices.SortFunc(out, func(a, b *Interface) int { return int(int64(a.SwIfIndex) - int64(b.SwIfIndex)) })
-	return out, nil
+	return out
 }
 
 func (h *handler) DumpAddresses(ctx context.Context, idx uint32) ([]netip.Prefix, error) {
@@ -766,29 +751,25 @@ func (h *handler) DumpInterfaces(ctx context.Context) ([]*Interface, error) {
 		byIdx[i.SwIfIndex] = i
 	}
 
-	// Addresses and tables, per interface.
-	for _, i := range out {
-		if i.Addresses, err = h.DumpAddresses(ctx, i.SwIfIndex); err != nil {
-			return nil, err
-		}
-		for _, ipv6 := range []bool{false, true} {
-			var vrf uint32
-			err = h.call(ctx, "sw_interface_get_table", func(ctx context.Context, c govppapi.Connection) error {
-				r, err := interfaces.NewServiceClient(c).SwInterfaceGetTable(ctx, &interfaces.SwInterfaceGetTable{SwIfIndex: ifIndex(i.SwIfIndex), IsIPv6: ipv6})
-				if err == nil {
-					vrf = r.VrfID
-				}
-				return err
-			})
-			if err != nil {
-				return nil, err
-			}
-			if ipv6 {
-				i.IP6Table = vrf
-			} else {
-				i.IP4Table = vrf
+	// Addresses and tables, per interface (VPP has no form of these for
+	// every interface): pipelined.
+	pipe := h.NewPipe()
+	type perInterface struct {
+		addrs      *Result[[]netip.Prefix]
+		ip4t, ip6t *Result[uint32]
+	}
+	per := make([]perInterface, len(out))
+	for k, i := range out {
+		per[k] = perInterface{pipe.DumpAddresses(i.SwIfIndex), pipe.GetTable(i.SwIfIndex, false), pipe.GetTable(i.SwIfIndex, true)}
+	}
+	pipe.Send(ctx)
+	for k, i := range out {
+		for _, e := range []error{per[k].addrs.Err, per[k].ip4t.Err, per[k].ip6t.Err} {
+			if e != nil {
+				return nil, e
 			}
 		}
+		i.Addresses, i.IP4Table, i.IP6Table = per[k].addrs.Value, per[k].ip4t.Value, per[k].ip6t.Value
 	}
 
 	unnumbered, err := h.DumpUnnumbered(ctx)

@@ -240,4 +240,8 @@ type Handler interface {
 	DumpAddresses(ctx context.Context, idx uint32) ([]netip.Prefix, error)
 	// DumpUnnumbered returns the unnumbered interfaces: index -> donor.
 	DumpUnnumbered(ctx context.Context) (map[uint32]uint32, error)
+
+	// NewPipe returns a Pipe: requests of the interfaces' area sent
+	// together, pipelined (for batches and the per-interface dumps).
+	NewPipe() *Pipe
 }
