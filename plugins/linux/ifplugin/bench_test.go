@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -92,4 +93,93 @@ func BenchmarkVethPairs100(b *testing.B) {
 	b.ReportMetric(ms(del), "ms-delete")
 	b.ReportMetric(ms(ipCreate), "ip-batch-ms-create")
 	b.ReportMetric(ms(ipDel), "ip-batch-ms-delete")
+}
+
+// BenchmarkVethPairDeletes: 500 veth pairs (both ends values of the
+// agent, no addresses) in one namespace, deleted by the agent in one
+// transaction (one RTM_DELLINK per pair: the scheduler plans the two ends
+// of a pair, which depend on each other, between those of other pairs, so
+// no batch holds more than two), against the fastest `ip` ways to delete
+// the same pairs, made
+// by `ip -batch` before each: `ip -batch` of `link set ... group N` then
+// `ip link delete group N` (timed together, and the delete alone), and
+// `ip -batch` of `link del` one by one (only with -short unset: ~9 s).
+// Interleaved per iteration; medians and the ratio of the agent to the
+// group delete (both commands).
+func BenchmarkVethPairDeletes(b *testing.B) {
+	needRoot(b)
+	const pairs = 500
+	name := fmt.Sprintf("ifp-vdel-%d", os.Getpid())
+	ns := &linuxns.NetNamespace{Type: linuxns.NetNamespace_NSID, Reference: name}
+	b.Cleanup(func() { _ = exec.Command("ip", "netns", "del", name).Run() })
+	var values []proto.Message
+	var add, group, del strings.Builder
+	for i := range pairs {
+		for end := range 2 {
+			values = append(values, &linuxif.Interface{
+				Name: fmt.Sprintf("vd%d-%d", i, end), Type: linuxif.Interface_VETH, Enabled: true, Namespace: ns,
+				Link: &linuxif.Interface_Veth{Veth: &linuxif.VethLink{PeerIfName: fmt.Sprintf("vd%d-%d", i, 1-end)}},
+			})
+		}
+		fmt.Fprintf(&add, "link add vd%d-0 type veth peer name vd%d-1\n", i, i)
+		fmt.Fprintf(&group, "link set vd%d-0 group 77\n", i)
+		fmt.Fprintf(&del, "link del vd%d-0\n", i)
+	}
+	dir := b.TempDir()
+	write := func(file, s string) string {
+		path := filepath.Join(dir, file)
+		if err := os.WriteFile(path, []byte(s), 0o600); err != nil {
+			b.Fatal(err)
+		}
+		return path
+	}
+	addFile, groupFile, delFile := write("add", add.String()), write("group", group.String()), write("del", del.String())
+	timed := func(args ...string) time.Duration {
+		t0 := time.Now()
+		run(b, args...)
+		return time.Since(t0)
+	}
+	var agent, ipGroup, ipGroupDel, ipOneByOne []time.Duration
+	for range b.N {
+		a := newAgent(b)
+		a.mustCommit(values...)
+		start := time.Now()
+		txn := a.s.StartNBTransaction()
+		for _, v := range values {
+			txn.SetValue("config/linux/interfaces/v2/interface/"+v.(*linuxif.Interface).GetName(), nil)
+		}
+		if _, err := txn.Commit(context.Background(), api.TxnOptions{}); err != nil {
+			b.Fatal(err)
+		}
+		agent = append(agent, time.Since(start))
+		a.close()
+
+		_ = exec.Command("ip", "netns", "add", name).Run() // the agent removed it with its last link
+		run(b, "ip", "-n", name, "-batch", addFile)
+		set := timed("ip", "-n", name, "-batch", groupFile)
+		d := timed("ip", "-n", name, "link", "delete", "group", "77")
+		ipGroup, ipGroupDel = append(ipGroup, set+d), append(ipGroupDel, d)
+		if !testing.Short() && len(ipOneByOne) == 0 {
+			run(b, "ip", "-n", name, "-batch", addFile)
+			ipOneByOne = append(ipOneByOne, timed("ip", "-n", name, "-batch", delFile))
+		}
+		run(b, "ip", "netns", "del", name)
+	}
+	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+	b.ReportMetric(ms(median(agent)), "agent-ms")
+	b.ReportMetric(ms(median(ipGroup)), "ip-group-set+del-ms")
+	b.ReportMetric(ms(median(ipGroupDel)), "ip-group-del-ms")
+	b.ReportMetric(float64(median(agent))/float64(median(ipGroup)), "x-ip-group")
+	b.ReportMetric(float64(median(agent))/float64(median(ipGroupDel)), "x-ip-group-del")
+	if len(ipOneByOne) > 0 {
+		b.ReportMetric(ms(ipOneByOne[0]), "ip-batch-link-del-ms")
+	}
+	b.ReportMetric(ms(slices.Min(agent)), "agent-min-ms")
+	b.ReportMetric(ms(slices.Max(agent)), "agent-max-ms")
+}
+
+func median(ds []time.Duration) time.Duration {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return s[len(s)/2]
 }
