@@ -292,6 +292,23 @@
 //     metadata names the indexes); a foreign interface's borrowing is part
 //     of its OBTAINED value.
 //
+// # Batches
+//
+// The interface, admin state and address descriptors have a Batch
+// (api.KVDescriptor.Batch): their requests go to VPP pipelined on one
+// stream (vppcalls.Pipe over vppconn.Manager.Pipeline), many in flight,
+// each operation prepared and completed by the code of its Create or
+// Delete and given its own result. A run of loopback Creates is created
+// step by step for all of its loopbacks: every create_loopback, then every
+// tag (and MTU) with one sw_interface_dump of every interface for VPP's
+// names (the metadata), a loopback whose tag VPP refused being deleted
+// again as Create does. Admin state and address Creates are one request
+// each (an address VPP refuses is then explained, alone, as Create does).
+// Everything else (Updates, Deletes, which first check VPP's tag at the
+// index, other interface types) runs alone, in the batch's order. The
+// Retrieves send their per-interface requests (ip_address_dump,
+// sw_interface_get_table) pipelined too.
+//
 // # Drift
 //
 // An interface of the agent's deleted, or set to another admin state,

@@ -156,6 +156,14 @@
 // Delete in another process sends nothing): no index of the VPP before
 // reaches the new one.
 //
+// Routes have a Batch (api.KVDescriptor.Batch): each operation is
+// prepared as its Create or Delete prepares it (the interface's index, the
+// tables: an ip_table_add_del is sent at once, ahead of the batch's routes,
+// which it does not change), the ip_route_add_del of all go pipelined in
+// the batch's order (vppconn.Manager.Pipeline), and each is completed as
+// its Create or Delete completes it, with its own reply: a route VPP
+// refuses fails alone.
+//
 // # Limits
 //
 //   - A route whose path is already in the table for another reason (a

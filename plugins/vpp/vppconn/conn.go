@@ -42,6 +42,13 @@
 //     what a plugin keeps of them is stamped with PID, the process that
 //     gave them, and is not used once another process is connected.
 //
+// Pipeline sends many requests (and dumps) on one GoVPP stream with many in
+// flight, for the descriptors' batches and the per-interface dumps of the
+// Retrieves: VPP carries out the requests of a connection in order and
+// answers each with its request's context, so a pipelined request costs
+// VPP's work rather than a round trip (plugins/vpp/bench: CallPipelined
+// against CallSync). Each call gets its own reply or error.
+//
 // GoVPP logs through logrus; the Manager routes it into the agent's slog
 // logger.
 package vppconn
