@@ -178,7 +178,11 @@
 //     interface loses its IPv6 addresses); before an IPv4 address is
 //     removed, promote_secondaries = 1 (otherwise the kernel removes the
 //     other addresses of the subnet with a primary one, the agent's as well
-//     as an operator's).
+//     as an operator's). The descriptor has Batch, and its Create, Update
+//     and Delete are batches of one: per batch each link is looked up and
+//     its sysctls set once, and the RTM_NEWADDR/RTM_DELADDR requests go
+//     pipelined on one netlink socket per namespace (internal/nlbatch),
+//     each address with its own result. Plugin.Close closes the sockets.
 //   - linux/interface/state/<iface>/<UP|DOWN>: a property (no descriptor)
 //     that routes and ARP entries depend on ("interface is up").
 //

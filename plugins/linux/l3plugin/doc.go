@@ -152,6 +152,21 @@
 // few times; a partial dump is never taken as the truth: Retrieve fails
 // instead, and the scheduler keeps its view of the kernel.
 //
+// # Batches
+//
+// Both descriptors have Batch (api.BatchOp), and their Create, Update and
+// Delete are batches of one, so one code path serves both: each operation
+// is parsed and its link looked up, its request built (the messages the
+// netlink library would send: internal/nlbatch), then the requests of the
+// whole batch go on one NETLINK_ROUTE socket per namespace, in the batch's
+// order, many in flight, and each operation gets its own result from its
+// own ack, mapped as above (EEXIST of an add explained by one dump of the
+// table per namespace and family for the whole batch, a gone route or
+// neighbour deleted is success, ENETUNREACH or ENODEV the failure of that
+// operation alone). The metadata (Placement, with Applied) is the same as
+// a lone Create or Update gives. The sockets are kept per namespace
+// (reopened when the namespace is made again); Plugin.Close closes them.
+//
 // # The context
 //
 // Every callback takes the context the scheduler gives it. Netlink requests
