@@ -306,6 +306,31 @@ func freePorts(t testing.TB, n int) []int {
 	return ports
 }
 
+// deadPorts returns n loopback ports where nothing answers (a connection
+// is refused) for the rest of the test: each is bound by a socket that
+// never listens, so no other test (an agent's etcd, started meanwhile) can
+// take it, as it could a port of freePorts.
+func deadPorts(t testing.TB, n int) []int {
+	t.Helper()
+	ports := make([]int, 0, n)
+	for range n {
+		fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = syscall.Close(fd) })
+		if err := syscall.Bind(fd, &syscall.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+			t.Fatal(err)
+		}
+		sa, err := syscall.Getsockname(fd)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ports = append(ports, sa.(*syscall.SockaddrInet4).Port)
+	}
+	return ports
+}
+
 // portFree tells whether a loopback port can be bound now.
 func portFree(port int) bool {
 	l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))

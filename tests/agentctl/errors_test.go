@@ -26,7 +26,7 @@ type errorCase struct {
 func TestAgentctlErrors(t *testing.T) {
 	t.Parallel()
 	a := startAgent(t, agentOptions{})
-	free := freePorts(t, 2) // nothing listens there
+	free := deadPorts(t, 2) // nothing answers there
 	etcdPort := a.EtcdEndpoint[len("http://127.0.0.1:"):]
 	badYAML := writeFile(t, "bad.yaml", "linux_config: [\n")
 	unknownField := writeFile(t, "unknown-field.yaml", "linux_config:\n  interfaces:\n    - name: x1\n      type: VETH\n      bogus: 1\n")

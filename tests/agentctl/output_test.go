@@ -53,7 +53,7 @@ func silentListener(t *testing.T) int {
 func TestAgentctlOutput(t *testing.T) {
 	t.Parallel()
 	a := startAgent(t, agentOptions{})
-	free := strconv.Itoa(freePorts(t, 1)[0])
+	free := strconv.Itoa(deadPorts(t, 1)[0])
 	silent := strconv.Itoa(silentListener(t))
 	// A value without effect on the kernel (no VPP: UNIMPLEMENTED).
 	const loopKey = "config/vpp/v2/interfaces/loop9"
