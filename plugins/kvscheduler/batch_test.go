@@ -48,7 +48,8 @@ func TestBatchKeepsDependencyOrder(t *testing.T) {
 	e.register(batchRoutes())
 	ctx := context.Background()
 	e.mustCommit(ctx, set("route/1", "1"), set("route/2", "2 dep=route/1"), set("route/3", "3 dep=route/1"), set("route/4", "4"))
-	e.expectOps("create", "create route/1=1", "batch 3", "create route/2=2 dep=route/1", "create route/3=3 dep=route/1", "create route/4=4")
+	// Waves: route/1 and route/4 first, then the two that depend on route/1.
+	e.expectOps("create", "batch 2", "create route/1=1", "create route/4=4", "batch 2", "create route/2=2 dep=route/1", "create route/3=3 dep=route/1")
 	e.mustCommit(ctx, del("route/1"), del("route/2"), del("route/3"), del("route/4"))
 	ops := e.sb.OpStrings(false)
 	e.sb.ClearOps()
@@ -180,4 +181,110 @@ func TestBatchDependencyOnADerivedValue(t *testing.T) {
 	}
 	e.expectOps("create", "create a/1=v0 der=p1")
 	e.expectState("a/2", api.ValueStatePending, "prop/a/1/p1")
+}
+
+// Values of several descriptors with Batch, interleaved in the plan (an
+// interface, its derived values, the next interface, ...): each descriptor
+// gets all its independent operations in one batch, wave after wave.
+func TestBatchWavesAcrossDescriptors(t *testing.T) {
+	e := newEnv(t)
+	iface := ifaces()
+	iface.Batch, iface.Keys = true, depth(1)
+	iface.Derived = items
+	item := mocksb.Options{Name: "iface-item", Prefix: "iface/", Keys: depth(2), Batch: true}
+	route := batchRoutes()
+	e.register(iface, item, route)
+	var kvs []kv
+	for _, n := range []string{"a", "b", "c"} {
+		kvs = append(kvs, set("iface/"+n, "items=x,y"), set("route/"+n, "r dep=iface/"+n+"/x"))
+	}
+	e.mustCommit(context.Background(), kvs...)
+	e.expectOps("create",
+		"batch 3", "create iface/a=items=x,y", "create iface/b=items=x,y", "create iface/c=items=x,y",
+		"batch 6", "create iface/a/x=x", "create iface/a/y=y", "create iface/b/x=x", "create iface/b/y=y", "create iface/c/x=x", "create iface/c/y=y",
+		"batch 3", "create route/a=r dep=iface/a/x", "create route/b=r dep=iface/b/x", "create route/c=r dep=iface/c/x")
+	for _, k := range []string{"iface/a", "iface/c/y", "route/b"} {
+		e.expectState(k, api.ValueStateConfigured)
+	}
+	// And back: routes, then the derived values, then the interfaces.
+	var dels []kv
+	for _, n := range []string{"a", "b", "c"} {
+		dels = append(dels, del("iface/"+n), del("route/"+n))
+	}
+	// The y items depend on nothing the transaction deletes first: they go
+	// in the first wave, with the routes; the x items wait for the routes.
+	e.mustCommit(context.Background(), dels...)
+	e.expectOps("delete",
+		"batch 3", "delete iface/a/y", "delete iface/b/y", "delete iface/c/y",
+		"batch 3", "delete route/a", "delete route/b", "delete route/c",
+		"batch 3", "delete iface/a/x", "delete iface/b/x", "delete iface/c/x",
+		"batch 3", "delete iface/a", "delete iface/b", "delete iface/c")
+	e.expectSB("deleted", nil)
+}
+
+// Pairs of values that depend on each other (a cycle each, as the two ends
+// of a veth pair): the first ends of all pairs go in one batch, then the
+// second ends, both when created and when deleted.
+func TestBatchWavesOfCycles(t *testing.T) {
+	e := newEnv(t)
+	e.register(batchRoutes())
+	var kvs, dels []kv
+	for _, n := range []string{"1", "2", "3"} {
+		kvs = append(kvs, set("route/"+n+"a", "a dep=route/"+n+"b"), set("route/"+n+"b", "b dep=route/"+n+"a"))
+		dels = append(dels, del("route/"+n+"a"), del("route/"+n+"b"))
+	}
+	e.mustCommit(context.Background(), kvs...)
+	ops := e.sb.OpStrings(false)
+	e.sb.ClearOps()
+	if len(ops) != 8 || ops[0] != "batch 3" || ops[4] != "batch 3" {
+		t.Errorf("create: %q, want two batches of 3", ops)
+	}
+	for _, n := range []string{"1a", "2b", "3a"} {
+		e.expectState("route/"+n, api.ValueStateConfigured)
+	}
+	e.mustCommit(context.Background(), dels...)
+	ops = e.sb.OpStrings(false)
+	e.sb.ClearOps()
+	if len(ops) != 8 || ops[0] != "batch 3" || ops[4] != "batch 3" {
+		t.Errorf("delete: %q, want two batches of 3", ops)
+	}
+	e.expectSB("deleted", nil)
+}
+
+// A failure in an early wave stops the execution after its batch; the
+// re-run replays what was executed, out of plan order, and goes on: the
+// values of the failed one wait, the others are applied once each.
+func TestBatchWaveFailure(t *testing.T) {
+	e := newEnv(t)
+	iface := ifaces()
+	iface.Batch, iface.Keys = true, depth(1)
+	iface.Derived = items
+	item := mocksb.Options{Name: "iface-item", Prefix: "iface/", Keys: depth(2), Batch: true}
+	e.register(iface, item, batchRoutes())
+	e.sb.Fail("create", "iface/b", nil, 1)
+	var kvs []kv
+	for _, n := range []string{"a", "b", "c"} {
+		kvs = append(kvs, set("iface/"+n, "items=x"), set("route/"+n, "r dep=iface/"+n+"/x"))
+	}
+	if _, err := e.commit(context.Background(), kvs...); err == nil {
+		t.Fatal("commit: no error")
+	}
+	ops := e.sb.OpStrings(false)
+	e.sb.ClearOps()
+	counts := map[string]int{}
+	for _, op := range ops {
+		counts[op]++
+	}
+	for _, op := range []string{"create iface/a=items=x", "create iface/b=items=x", "create iface/c=items=x", "create iface/a/x=x", "create iface/c/x=x", "create route/a=r dep=iface/a/x", "create route/c=r dep=iface/c/x"} {
+		if counts[op] != 1 {
+			t.Errorf("%s made %d times: %q", op, counts[op], ops)
+		}
+	}
+	if counts["create iface/b/x=x"] != 0 || counts["create route/b=r dep=iface/b/x"] != 0 {
+		t.Errorf("values of the failed interface were made: %q", ops)
+	}
+	e.expectState("iface/b", api.ValueStateFailed)
+	e.expectState("route/b", api.ValueStatePending, "iface/b/x")
+	e.expectState("route/c", api.ValueStateConfigured)
+	e.expectSB("after", map[string]string{"iface/a": "items=x", "iface/a/x": "x", "iface/c": "items=x", "iface/c/x": "x", "route/a": "r dep=iface/a/x", "route/c": "r dep=iface/c/x"})
 }

@@ -104,25 +104,30 @@
 // transaction had run step by step. Watchers are told when the transaction
 // ends.
 //
-// Descriptors with Batch get the planned calls in batches (api.BatchOp):
-// calls of one descriptor that follow each other in the plan and that the
-// dependency graph does not order among themselves (no value of a batch
-// depends on, or derives from, another of it; no key twice; values with
-// AnyOf or Exclusive dependencies alone), at most Options.MaxBatch (1024)
-// at a time. A batch starts after every call before it succeeded and the
-// calls after it wait for it, so dependency order holds between batches,
-// and the descriptor keeps many SB requests in flight within one. Each
-// call of a batch has its own result: when some fail, the first failure is
-// where the re-run's replay stops, the other results of its batch are
-// replayed as the re-run makes those calls (in whatever order it makes
-// them: nothing in a batch depends on the failed value). A call of the
-// batch that the re-run does not make again (the failure led it another
-// way) did its work in the SB all the same: when it succeeded, the graph
-// takes its result (the applied value and metadata it left) and a
-// follow-up transaction reconciles the value; when it failed, the value is
-// refreshed like any failed one. A transaction with Revert is executed one
-// call at a time, so that at its first failure it knows exactly what to
-// undo.
+// Descriptors with Batch get the planned calls in batches (api.BatchOp),
+// calls that the dependency graph does not order among themselves. The
+// calls of descriptors with Batch run in waves: a call's wave comes after
+// the waves of the earlier calls of the plan it is related to (of the same
+// value, of a value it depends on or derives from, of one that depends on
+// or derives from it), so that the interfaces of a transaction are created
+// in one wave, their derived values in the next and the routes over them
+// in the one after, and the first ends of many veth pairs (two values that
+// depend on each other) before all the second ends. Within a wave each
+// descriptor gets its calls in one batch (at most Options.MaxBatch, 1024,
+// at a time), in plan order, and keeps many SB requests in flight. A call
+// of a descriptor without Batch, or of a value with AnyOf or Exclusive
+// dependencies, is a barrier: it runs alone, after every call before it in
+// the plan and before every call after it. Execution stops after the batch
+// with the first failure; the re-run replays the calls before the first
+// one not made with success in plan order, and the other calls made, the
+// failure among them, as the re-run makes them again (in whatever order:
+// they were independent). A call the re-run does not make again (the
+// failure led it another way) did its work in the SB all the same: when
+// it succeeded, the graph takes its result (the applied value and metadata
+// it left) and a follow-up transaction reconciles the value; when it
+// failed, the value is refreshed like any failed one. A transaction with
+// Revert is executed one call at a time, in plan order, so that at its
+// first failure it knows exactly what to undo.
 //
 // Execution is best-effort by default: a failed operation leaves its value
 // FAILED (or RETRYING) and the rest of the transaction goes on; values that

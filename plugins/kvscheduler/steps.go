@@ -2,7 +2,6 @@ package kvscheduler
 
 import (
 	"fmt"
-	"maps"
 	"slices"
 
 	"google.golang.org/protobuf/proto"
@@ -81,53 +80,52 @@ func batchRelations(n *node) (alone bool, related []*node) {
 }
 
 // replayLog is what a replay executor returns: the results of the steps
-// executed before the failure, the failure (failAt == len(steps) when every
-// step succeeded and the simulation itself stopped on a failure it could
-// foresee, as in revert mode), and the results of the steps executed with
-// the failed one in its batch (after it: rest).
+// executed. The steps before the first one not executed with success (gap:
+// the first failure, or a step not executed yet when the execution stopped)
+// are replayed in order; the others executed (batches run steps of
+// independent values out of plan order, see executeSteps), the failure
+// among them, by key and operation, in whatever order the re-run makes
+// those calls. gap == len(steps) when every step succeeded and the
+// simulation itself stopped on a failure it could foresee (revert mode).
 type replayLog struct {
-	steps  *chunks[step]
-	md     []any // results of the attempted steps (nil: none has metadata)
-	failAt int
-	err    error
-	pos    int
-	off    bool
-	// rest are the steps after failAt that were executed in its batch, by
-	// key and operation, until the re-run makes their calls; restErr their
-	// failures.
-	rest    map[stepID]int
-	restErr map[int]error
+	steps *chunks[step]
+	md    []any // results of the steps (nil: none has metadata)
+	gap   int
+	pos   int
+	off   bool
+	// rest are the steps executed after gap, by key and operation (in plan
+	// order for one key and operation), until the re-run makes their
+	// calls; errs the failures among them.
+	rest map[stepID][]int
+	errs map[int]error
 }
 
-// stepID names a step of a plan: a key appears at most once per operation
-// in a batch.
+// stepID names a step of a plan.
 type stepID struct {
 	key string
 	op  api.TxnOperation
 }
 
 // replayed returns the recorded result of the next descriptor call of a
-// re-run, when it is one that was already executed (or the one that failed).
+// re-run, when it is one that was already executed.
 func (r *txnRun) replayed(rp *replayLog, n *node, op api.TxnOperation) (md any, err error, ok bool) {
 	if rp.off {
 		return nil, nil, false
 	}
-	if rp.pos > rp.failAt || rp.pos >= rp.steps.len() {
-		// After the failure: the rest of its batch, in whatever order the
-		// re-run calls them (the failure may change what comes first).
-		i, found := rp.rest[stepID{n.key, op}]
+	if rp.pos >= rp.gap {
+		id := stepID{n.key, op}
+		idx, found := rp.rest[id]
 		if !found {
 			rp.off = len(rp.rest) == 0
 			return nil, nil, false
 		}
-		delete(rp.rest, stepID{n.key, op})
-		if err := rp.restErr[i]; err != nil {
-			return nil, err, true
+		i := idx[0]
+		if len(idx) == 1 {
+			delete(rp.rest, id)
+		} else {
+			rp.rest[id] = idx[1:]
 		}
-		if rp.md == nil {
-			return nil, nil, true
-		}
-		return rp.md[i], nil, true
+		return rp.result(i)
 	}
 	if st := rp.steps.at(rp.pos); st.key != n.key || st.op != op {
 		// Cannot happen while the algorithm is deterministic; say so loudly
@@ -139,8 +137,12 @@ func (r *txnRun) replayed(rp *replayLog, n *node, op api.TxnOperation) (md any, 
 	}
 	i := rp.pos
 	rp.pos++
-	if i == rp.failAt {
-		return nil, rp.err, true
+	return rp.result(i)
+}
+
+func (rp *replayLog) result(i int) (md any, err error, ok bool) {
+	if err := rp.errs[i]; err != nil {
+		return nil, err, true
 	}
 	if rp.md == nil {
 		return nil, nil, true
@@ -148,18 +150,22 @@ func (r *txnRun) replayed(rp *replayLog, n *node, op api.TxnOperation) (md any, 
 	return rp.md[i], nil, true
 }
 
-// settleUnreplayed takes into the graph what the steps executed in the
-// failed step's batch, and not called again by the re-run (it took another
-// way after the failure), did in the SB: a failed one is refreshed like any
-// failed value; the effect of one that succeeded is known (applied value
-// and metadata as the call left them), and the value is reconciled again
-// by a follow-up transaction, which brings it back to what is intended.
+// settleUnreplayed takes into the graph what the steps executed after the
+// gap, and not called again by the re-run (it took another way after the
+// failure), did in the SB: a failed one is refreshed like any failed
+// value; the effect of one that succeeded is known (applied value and
+// metadata as the call left them), and the value is reconciled again by a
+// follow-up transaction, which brings it back to what is intended.
 func (r *txnRun) settleUnreplayed(rp *replayLog) {
 	if len(rp.rest) == 0 {
 		return
 	}
-	idx := slices.Sorted(maps.Values(rp.rest))
-	r.s.logger.Warn("operations executed in a batch with a failed one were not made again by the re-run; taking what they did into the graph",
+	var idx []int
+	for _, is := range rp.rest {
+		idx = append(idx, is...)
+	}
+	slices.Sort(idx)
+	r.s.logger.Warn("operations executed in a batch were not made again by the re-run after a failure; taking what they did into the graph",
 		"operations", len(idx), "first", rp.steps.at(idx[0]).key)
 	for _, i := range idx {
 		st := rp.steps.at(i)
@@ -168,7 +174,7 @@ func (r *txnRun) settleUnreplayed(rp *replayLog) {
 			r.s.logger.Warn("an object created in a batch belongs to no value any more; the next resync removes it", "key", st.key)
 			continue
 		}
-		if rp.restErr[i] != nil {
+		if rp.errs[i] != nil {
 			r.failed = append(r.failed, n)
 			continue
 		}
@@ -196,34 +202,53 @@ func (r *txnRun) settleUnreplayed(rp *replayLog) {
 	clear(rp.rest)
 }
 
+// Outcomes of the steps of an execution.
+const (
+	notRun uint8 = iota
+	succeeded
+	failedStep
+)
+
 // execResult is what executing a plan's steps did.
 type execResult struct {
-	done      int   // steps that succeeded before the first failure
-	attempted int   // steps executed: done, the failure and the rest of its batch
-	md        []any // results of the attempted steps (nil: none has metadata)
-	err       error // the first failure
-	restErr   map[int]error
+	done    int   // the gap: steps before it all succeeded (len: all did)
+	md      []any // results of the steps (nil: none has metadata)
+	outcome []uint8
+	errs    map[int]error
 }
 
 // replayLog returns the log a re-run replays.
 func (x *execResult) replayLog(steps *chunks[step]) *replayLog {
-	rp := &replayLog{steps: steps, md: x.md, failAt: x.done, err: x.err, restErr: x.restErr}
-	for i := x.done + 1; i < x.attempted; i++ {
+	rp := &replayLog{steps: steps, md: x.md, gap: x.done, errs: x.errs}
+	for i := x.done; i < len(x.outcome); i++ {
+		if x.outcome[i] == notRun {
+			continue
+		}
 		if rp.rest == nil {
-			rp.rest = map[stepID]int{}
+			rp.rest = map[stepID][]int{}
 		}
 		st := steps.at(i)
-		rp.rest[stepID{st.key, st.op}] = i
+		id := stepID{st.key, st.op}
+		rp.rest[id] = append(rp.rest[id], i)
 	}
 	return rp
 }
 
-// executeSteps calls the steps of a plan in order, independent steps of a
-// descriptor with Batch together (unless batching is off: revert mode), and
-// stops after the first failure (with the rest of its batch).
+// executeSteps calls the steps of a plan. Without batching (revert mode, or
+// no descriptor of the plan has Batch) it calls them one at a time, in
+// order, and stops at the first failure. With batching, the steps of
+// descriptors with Batch run in waves: a step's wave comes after the waves
+// of the earlier steps it is related to (the same node, a node it depends
+// on or derives from, a node that depends on or derives from it), so a
+// wave holds steps the dependency graph does not order among themselves,
+// and within a wave the steps of one descriptor go to its Batch together
+// (at most MaxBatch at a time), in plan order. A step of a descriptor
+// without Batch, or of a value with AnyOf or Exclusive dependencies, is a
+// barrier: it runs alone, after every step before it and before every step
+// after it. Execution stops after the batch with the first failure.
 func (s *Scheduler) executeSteps(steps *chunks[step], batching bool) execResult {
-	x := execResult{done: steps.len()}
-	failed := false
+	n := steps.len()
+	x := execResult{done: n, outcome: make([]uint8, n)}
 	metaOf := func(st *step) any {
 		if st.metaFrom >= 0 {
 			if x.md != nil {
@@ -233,134 +258,135 @@ func (s *Scheduler) executeSteps(steps *chunks[step], batching bool) execResult 
 		}
 		return st.meta
 	}
+	failed := false
 	result := func(i int, st *step, out any, err error) {
 		if err != nil {
-			if !failed {
-				failed, x.done, x.err = true, i, err
-			} else {
-				if x.restErr == nil {
-					x.restErr = map[int]error{}
-				}
-				x.restErr[i] = err
+			failed = true
+			x.outcome[i] = failedStep
+			if x.errs == nil {
+				x.errs = map[int]error{}
 			}
+			x.errs[i] = err
 			return
 		}
+		x.outcome[i] = succeeded
 		if st.d.WithMetadata {
 			if x.md == nil {
-				x.md = make([]any, steps.len())
+				x.md = make([]any, n)
 			}
 			x.md[i] = out
 			publishMetadata(st.n, out) // later steps may look it up
 		}
 	}
-	var b opBatch
-	flush := func() {
-		if len(b.idx) == 0 {
-			return
-		}
-		if len(b.idx) == 1 {
-			st := b.steps[0]
-			out, err := s.invoke(st.d, st.op, st.key, st.from, st.to, metaOf(st))
-			result(b.idx[0], st, out, err)
-		} else {
-			ops := make([]api.BatchOp, len(b.idx))
-			for k, st := range b.steps {
-				ops[k] = api.BatchOp{Op: st.op, Key: st.key, From: st.from, To: st.to, Metadata: metaOf(st)}
-			}
-			s.invokeBatch(b.d, ops)
-			for k, i := range b.idx {
-				out, err, _ := ops[k].Result()
-				result(i, b.steps[k], out, err)
-			}
-		}
-		x.attempted = b.idx[len(b.idx)-1] + 1
-		b.reset()
-	}
-	maxBatch := s.opts.MaxBatch
-	steps.each(func(i int, st *step) {
-		if failed {
-			return
-		}
-		if batching && maxBatch > 1 && st.d.Batch != nil && !st.alone {
-			if !b.fits(st) || len(b.idx) >= maxBatch {
-				flush()
-				if failed {
-					return
-				}
-			}
-			b.add(i, st)
-			return
-		}
-		flush()
-		if failed {
-			return
-		}
+	single := func(i int, st *step) {
 		out, err := s.invoke(st.d, st.op, st.key, st.from, st.to, metaOf(st))
 		result(i, st, out, err)
-		x.attempted = i + 1
-	})
-	if !failed {
-		flush()
 	}
-	if !failed {
-		x.attempted = steps.len()
+	batchable := func(st *step) bool { return st.d.Batch != nil && !st.alone }
+	if batching && s.opts.MaxBatch > 1 {
+		batching = false
+		steps.each(func(_ int, st *step) { batching = batching || batchable(st) })
+	}
+	if !batching {
+		steps.each(func(i int, st *step) {
+			if !failed {
+				single(i, st)
+			}
+		})
+	} else {
+		all := make([]*step, 0, n)
+		steps.each(func(_ int, st *step) { all = append(all, st) })
+		for i := 0; i < n && !failed; {
+			if !batchable(all[i]) {
+				single(i, all[i])
+				i++
+				continue
+			}
+			j := i + 1
+			for j < n && batchable(all[j]) {
+				j++
+			}
+			s.runWaves(all, i, j, metaOf, result, &failed)
+			i = j
+		}
+	}
+	for i, o := range x.outcome {
+		if o != succeeded {
+			x.done = i
+			break
+		}
 	}
 	return x
 }
 
-// opBatch is the batch being collected: consecutive steps of one
-// descriptor with Batch, none of which the dependency graph orders after
-// another.
-type opBatch struct {
-	d     *api.KVDescriptor
-	idx   []int
-	steps []*step
-	// members are the nodes of the batch's steps; related the nodes they
-	// depend on or derive from.
-	members, related map[*node]struct{}
-}
-
-func (b *opBatch) reset() {
-	b.d, b.idx = nil, b.idx[:0]
-	clear(b.steps)
-	b.steps = b.steps[:0]
-	clear(b.members)
-	clear(b.related)
-}
-
-// fits tells whether st may join the batch: same descriptor, another node,
-// and no relation either way with a member.
-func (b *opBatch) fits(st *step) bool {
-	if len(b.idx) == 0 {
-		return true
+// runWaves runs the batchable steps all[from:to] in waves (see
+// executeSteps), stopping after a batch in which a step failed.
+func (s *Scheduler) runWaves(all []*step, from, to int, metaOf func(*step) any, result func(int, *step, any, error), failed *bool) {
+	// wave(j) = 1 + the highest wave of an earlier step of the same node,
+	// of one related to the node, or of one of the nodes it is related to.
+	asNode := map[*node]int{}    // highest wave of a step of the node
+	asRelated := map[*node]int{} // highest wave of a step related to the node
+	waves := [][]int{}
+	for j := from; j < to; j++ {
+		st := all[j]
+		w := max(asNode[st.n], asRelated[st.n])
+		for _, r := range st.related {
+			w = max(w, asNode[r])
+		}
+		w++ // waves count from 1
+		asNode[st.n] = w
+		for _, r := range st.related {
+			asRelated[r] = max(asRelated[r], w)
+		}
+		for len(waves) < w {
+			waves = append(waves, nil)
+		}
+		waves[w-1] = append(waves[w-1], j)
 	}
-	if st.d != b.d {
-		return false
-	}
-	if _, ok := b.members[st.n]; ok {
-		return false
-	}
-	if _, ok := b.related[st.n]; ok {
-		return false
-	}
-	for _, n := range st.related {
-		if _, ok := b.members[n]; ok {
-			return false
+	maxBatch := s.opts.MaxBatch
+	for _, wave := range waves {
+		// The descriptors of the wave, in the order of their first step.
+		var descs []*api.KVDescriptor
+		byDesc := map[*api.KVDescriptor][]int{}
+		for _, j := range wave {
+			d := all[j].d
+			if _, ok := byDesc[d]; !ok {
+				descs = append(descs, d)
+			}
+			byDesc[d] = append(byDesc[d], j)
+		}
+		for _, d := range descs {
+			idx := byDesc[d]
+			for len(idx) > 0 {
+				k := min(len(idx), maxBatch)
+				s.runBatch(d, all, idx[:k], metaOf, result)
+				idx = idx[k:]
+				if *failed {
+					return
+				}
+			}
 		}
 	}
-	return true
 }
 
-func (b *opBatch) add(i int, st *step) {
-	if b.members == nil {
-		b.members, b.related = map[*node]struct{}{}, map[*node]struct{}{}
+// runBatch calls the steps idx of descriptor d: one alone through Create,
+// Update or Delete, more through Batch.
+func (s *Scheduler) runBatch(d *api.KVDescriptor, all []*step, idx []int, metaOf func(*step) any, result func(int, *step, any, error)) {
+	if len(idx) == 1 {
+		st := all[idx[0]]
+		out, err := s.invoke(st.d, st.op, st.key, st.from, st.to, metaOf(st))
+		result(idx[0], st, out, err)
+		return
 	}
-	b.d = st.d
-	b.idx = append(b.idx, i)
-	b.steps = append(b.steps, st)
-	b.members[st.n] = struct{}{}
-	for _, n := range st.related {
-		b.related[n] = struct{}{}
+	ops := make([]api.BatchOp, len(idx))
+	for k, i := range idx {
+		st := all[i]
+		ops[k] = api.BatchOp{Op: st.op, Key: st.key, From: st.from, To: st.to, Metadata: metaOf(st)}
+	}
+	s.invokeBatch(d, ops)
+	for k, i := range idx {
+		out, err, _ := ops[k].Result()
+		result(i, all[i], out, err)
 	}
 }
 

@@ -274,15 +274,16 @@ type MetadataMapRW interface {
 // Create, Update or Delete would be given) and its result, which Batch
 // sets with Done or Fail.
 //
-// The scheduler passes a batch the operations of one transaction, of one
-// descriptor, that follow each other in the transaction's plan and that
-// the dependency graph does not order among themselves: no operation's
-// value depends on (or is derived from) another's of the batch, and no key
-// appears twice. Every operation the plan needs before them has been
-// executed and succeeded; those after them wait until the batch returns,
-// so the order of the dependency graph is kept between batches. Values
-// with AnyOf or Exclusive dependencies, and every operation of a
-// transaction with revert, are executed one at a time.
+// The scheduler passes a batch operations of one transaction, of one
+// descriptor, that the dependency graph does not order among themselves:
+// no operation's value depends on (or is derived from) another's of the
+// batch, and no key appears twice. Every operation they need before them
+// has been executed and succeeded; those that need them wait until the
+// batch returns, so the order of the dependency graph is kept between
+// batches (see "Descriptors with Batch" in the package documentation of
+// the scheduler: waves). Values with AnyOf or Exclusive dependencies, and
+// every operation of a transaction with revert, are executed one at a
+// time.
 //
 // Within a batch the descriptor may have every request in flight at once,
 // but it sends them in the order given (the plan's, which can matter to

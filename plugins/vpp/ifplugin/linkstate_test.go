@@ -700,8 +700,12 @@ func TestLinkStateEventsBatched(t *testing.T) {
 
 	mark, start = e.rec.count(), time.Now()
 	e.del(names...)
+	// Both states of each: the interfaces are set down (all of them, in
+	// one batch of the transaction) before they are deleted, and the DOWN
+	// keys go with the deletion events.
 	for _, name := range names {
 		e.waitKey(ifplugin.LinkStateKey(name, true), false)
+		e.waitKey(ifplugin.LinkStateKey(name, false), false)
 	}
 	checkCount("deleting", mark, start)
 	if got := e.allLinkKeys(); len(got) != 0 {
