@@ -20,6 +20,7 @@ func (r *txnRun) refreshFailed() {
 	// again, as a veth pair whose MAC the kernel refuses) waits for its
 	// retry, so that the transaction ends.
 	var refreshed map[*node]bool
+	var again []*node
 	for done := 0; done < len(r.failed); {
 		var batch []*node
 		for _, n := range r.failed[done:] {
@@ -29,11 +30,26 @@ func (r *txnRun) refreshFailed() {
 			if !refreshed[n] {
 				refreshed[n] = true
 				batch = append(batch, n)
+			} else {
+				again = append(again, n)
 			}
 		}
 		done = len(r.failed)
 		if len(batch) > 0 {
 			r.refreshFailedBatch(batch)
+		}
+	}
+	// A Create that failed again after its value's refresh (completed,
+	// deleted as a member of a cycle, created again) may have left
+	// something in the SB that no refresh saw: it is taken as possibly
+	// there, so that the value is deleted if it must not be in the SB
+	// (its retry finds its dependency gone), as after a refresh that
+	// failed.
+	for _, n := range again {
+		if n.state == api.ValueStateFailed || n.state == api.ValueStateRetrying {
+			if n.applied == nil && n.lastOp == api.OpCreate && n.intended != nil && n.leftoverValue() == nil {
+				r.g.setLeftover(n, n.intended)
+			}
 		}
 	}
 }

@@ -1125,6 +1125,23 @@ func TestPropShrunkCases(t *testing.T) {
 		e.checkConverged("after retries", nil)
 	})
 
+	t.Run("partial create failing again in a cycle leaves nothing behind", func(t *testing.T) {
+		// a/2 and a/5 depend on each other. a/5's create fails twice,
+		// leaving a/5 in the SB each time: the first is refreshed (found,
+		// completed, then deleted again as the cycle's other member is
+		// not there), the second is not (a value is refreshed once per
+		// transaction). Once a/2 is removed, a/5's retry finds its
+		// dependency gone: what its failed create may have left must go.
+		e := propNewEnv(t)
+		e.commitApply([]propKV{{Key: "a/1"}})
+		e.sb.FailLeaving("a/5", nil, 2)
+		_, _ = e.commit(retry, []propKV{{Key: "a/2", Value: "v0 dep=a/5"}, {Key: "a/5", Value: "v0 dep=a/2"}})
+		e.apply([]propKV{{Key: "a/2", Value: "v0 dep=a/5"}, {Key: "a/5", Value: "v0 dep=a/2"}})
+		e.commitApply([]propKV{{Key: "a/2"}})
+		e.settle()
+		e.checkConverged("after retries", nil)
+	})
+
 	t.Run("partial create: derived values are created", func(t *testing.T) {
 		// Create of a/1 fails but leaves a/1 in the SB; the refresh finds
 		// it. Its derived value d/a/1/d1 must then be created (and not
