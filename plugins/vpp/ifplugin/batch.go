@@ -213,6 +213,7 @@ func (p *Plugin) prepareAdminState(op *api.BatchOp) (queued, error) {
 		return nil, err
 	}
 	return func(pipe *vppcalls.Pipe) func(context.Context) (any, error) {
+		p.recordChange(v.GetName(), agentChange{SwIfIndex: idx, AdminUp: v.GetEnabled()})
 		r := pipe.SetAdminUp(idx, v.GetEnabled())
 		return func(context.Context) (any, error) { return nil, adminStateSet(v, r.Err) }
 	}, nil

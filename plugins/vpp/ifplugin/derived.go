@@ -46,6 +46,7 @@ func (p *Plugin) adminStateDescriptor() *api.KVDescriptor {
 			if err != nil {
 				return nil, err
 			}
+			p.recordChange(v.GetName(), agentChange{SwIfIndex: idx, AdminUp: v.GetEnabled()})
 			return nil, adminStateSet(v, p.h.SetAdminUp(ctx, idx, v.GetEnabled()))
 		},
 		Delete: func(ctx context.Context, key string, v *vppif.Interface, _ any) error {
@@ -56,6 +57,7 @@ func (p *Plugin) adminStateDescriptor() *api.KVDescriptor {
 			if err != nil || !ok {
 				return err
 			}
+			p.recordChange(v.GetName(), agentChange{SwIfIndex: idx})
 			if err := p.h.SetAdminUp(ctx, idx, false); err != nil && !isMissingInterface(err) {
 				return fmt.Errorf("interface %s: %w", v.GetName(), err)
 			}

@@ -496,6 +496,7 @@ func (p *Plugin) delete(ctx context.Context, key string, v *vppif.Interface, md 
 	if !ok {
 		return nil // already gone
 	}
+	p.recordChange(v.GetName(), agentChange{SwIfIndex: idx, Deleted: true})
 	if err := p.deleteByType(ctx, v, idx); err != nil {
 		return fmt.Errorf("interface %s: %w", v.GetName(), err)
 	}

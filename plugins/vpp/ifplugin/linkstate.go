@@ -105,10 +105,15 @@ const (
 // other derived values, then what depends on it: routes, ARP entries,
 // bridge-domain bindings, sub-interfaces) or sets the admin state again;
 // with kvscheduler.Options.DriftReportOnly it leaves them MISSING with the
-// cause in their details. The agent's own changes are filtered out (an
-// interface the agent deleted has no metadata any more; its admin state is
-// the one its value asks for); one seen midway through a transaction costs
-// a refresh that finds it in sync.
+// cause in their details. The agent's own changes are filtered out: an
+// interface the agent deleted has no metadata any more, and its admin state
+// is the one its value asks for. Midway through a transaction, before the
+// scheduler has the results of a batch (the admin states of many
+// interfaces set down in one wave, their values updated in the next), the
+// metadata still holds the values before: the interface descriptors note
+// what they do to an interface (its admin state set, the interface
+// deleted) before sending the request, and an interface found as the
+// agent last left it is not reported either.
 //
 // What VPP sends no event for is not seen here: addresses, unnumbered and
 // VRF of an interface, MAC and MTU, routes, ARP entries and bridge domains
@@ -440,7 +445,12 @@ func (w *LinkStateWatcher) reportDrift(states []vppcalls.LinkState) error {
 			continue
 		}
 		s, present := inVPP[idx]
+		// What the agent itself last did there (a transaction midway:
+		// the metadata is updated when its operations are done).
+		last, agents := lastChange(m, name, idx)
 		switch {
+		case agents && last.Deleted && (!present || s.Tag != name):
+		case agents && !last.Deleted && present && s.Tag == name && s.AdminUp == last.AdminUp:
 		case !present || s.Tag != name:
 			cause := fmt.Sprintf("deleted in VPP (sw_interface_event for sw_if_index %d)", idx)
 			if !w.evented[idx] {
@@ -462,6 +472,15 @@ func (w *LinkStateWatcher) reportDrift(states []vppcalls.LinkState) error {
 	}
 	clear(w.evented)
 	return nil
+}
+
+// lastChange is the change the agent last made to interface name at idx,
+// when m is the interface descriptor's map (IndexMapFactory's).
+func lastChange(m api.MetadataMap, name string, idx uint32) (agentChange, bool) {
+	if im, ok := m.(*indexMap); ok {
+		return im.lastChange(name, idx)
+	}
+	return agentChange{}, false
 }
 
 func adminWord(up bool) string {

@@ -172,6 +172,14 @@ func (p *Plugin) ownSwIfIndex(name string) (uint32, error) {
 	return md.SwIfIndex, nil
 }
 
+// recordChange notes, for the link-state watcher, a change the agent is
+// about to make to interface name at idx (see indexMap.record).
+func (p *Plugin) recordChange(name string, c agentChange) {
+	if m := p.index.Load(); m != nil {
+		m.record(name, c)
+	}
+}
+
 // ownIndex returns the sw_if_index of an interface for the Delete of one of
 // its derived values: ok is false when the interface has no metadata or VPP
 // no longer has it at that index under its tag.
@@ -210,10 +218,40 @@ type indexMap struct {
 	mu      sync.RWMutex
 	byIdx   map[uint32]string
 	byName  map[string]uint32
+	// done is what the agent's callbacks last did to an interface in VPP
+	// (see agentChange), by logical name: the link-state watcher tells
+	// the echo of the agent's own changes from drift with it while the
+	// transaction that makes them has not yet updated the metadata.
+	done map[string]agentChange
+}
+
+// agentChange is a change the agent's callbacks made (or are about to make)
+// to the interface at SwIfIndex: admin state set to AdminUp, or the
+// interface deleted.
+type agentChange struct {
+	SwIfIndex uint32
+	AdminUp   bool
+	Deleted   bool
 }
 
 func newIndexMap(current func(*Metadata) bool) *indexMap {
-	return &indexMap{MemMetadataMap: api.NewMetadataMap(), current: current, byIdx: map[uint32]string{}, byName: map[string]uint32{}}
+	return &indexMap{MemMetadataMap: api.NewMetadataMap(), current: current, byIdx: map[uint32]string{}, byName: map[string]uint32{}, done: map[string]agentChange{}}
+}
+
+// record notes a change the agent makes to interface name, before its
+// request is sent (VPP's event may come before the reply).
+func (m *indexMap) record(name string, c agentChange) {
+	m.mu.Lock()
+	m.done[name] = c
+	m.mu.Unlock()
+}
+
+// lastChange is the change the agent last made to interface name at idx.
+func (m *indexMap) lastChange(name string, idx uint32) (agentChange, bool) {
+	m.mu.RLock()
+	c, ok := m.done[name]
+	m.mu.RUnlock()
+	return c, ok && c.SwIfIndex == idx
 }
 
 // IndexMapFactory builds the metadata map of the interface descriptor: the
@@ -240,6 +278,9 @@ func (m *indexMap) Put(label string, metadata any) {
 	defer m.mu.Unlock()
 	m.unindex(label)
 	if md, ok := metadataOf(metadata); ok {
+		if c, ok := m.done[label]; ok && c.SwIfIndex != md.SwIfIndex {
+			delete(m.done, label)
+		}
 		m.byIdx[md.SwIfIndex] = label
 		m.byName[label] = md.SwIfIndex
 	}
@@ -251,6 +292,7 @@ func (m *indexMap) Delete(label string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.unindex(label)
+	delete(m.done, label)
 	m.MemMetadataMap.Delete(label)
 }
 
