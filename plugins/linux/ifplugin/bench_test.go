@@ -96,16 +96,19 @@ func BenchmarkVethPairs100(b *testing.B) {
 }
 
 // BenchmarkVethPairDeletes: 500 veth pairs (both ends values of the
-// agent, no addresses) in one namespace, deleted by the agent in one
-// transaction (one RTM_DELLINK per pair: the scheduler plans the two ends
-// of a pair, which depend on each other, between those of other pairs, so
-// no batch holds more than two), against the fastest `ip` ways to delete
-// the same pairs, made
-// by `ip -batch` before each: `ip -batch` of `link set ... group N` then
-// `ip link delete group N` (timed together, and the delete alone), and
-// `ip -batch` of `link del` one by one (only with -short unset: ~9 s).
-// Interleaved per iteration; medians and the ratio of the agent to the
-// group delete (both commands).
+// agent, up, no addresses) in one namespace the agent creates, created and
+// then deleted by the agent in one transaction each (the deletes are two
+// waves of the scheduler, all first ends then all second ends, each a batch
+// that the interface descriptor deletes as one link group per namespace;
+// the namespace goes with the last link). The references, in the same
+// iteration: the same pairs created by `ip -batch` (link add, then alias
+// and up per end), deleted by the fastest `ip` ways: `ip -batch` of `link
+// set ... group N` then `ip link delete group N` (timed together, and the
+// delete alone), and, the pairs made again, `ip netns del` of their
+// namespace (the kernel deletes the links after the command returned: a
+// lower bound); `ip -batch` of `link del` one by one once (only with
+// -short unset: ~9 s). Interleaved per iteration; medians, spreads (min,
+// max) and the ratios of the agent's medians to the references'.
 func BenchmarkVethPairDeletes(b *testing.B) {
 	needRoot(b)
 	const pairs = 500
@@ -122,6 +125,9 @@ func BenchmarkVethPairDeletes(b *testing.B) {
 			})
 		}
 		fmt.Fprintf(&add, "link add vd%d-0 type veth peer name vd%d-1\n", i, i)
+		for end := range 2 {
+			fmt.Fprintf(&add, "link set vd%d-%d alias netagent/vd%d-%d up\n", i, end, i, end)
+		}
 		fmt.Fprintf(&group, "link set vd%d-0 group 77\n", i)
 		fmt.Fprintf(&del, "link del vd%d-0\n", i)
 	}
@@ -139,11 +145,13 @@ func BenchmarkVethPairDeletes(b *testing.B) {
 		run(b, args...)
 		return time.Since(t0)
 	}
-	var agent, ipGroup, ipGroupDel, ipOneByOne []time.Duration
+	var agentAdd, agent, ipAdd, ipGroup, ipGroupDel, ipNetnsDel, ipOneByOne []time.Duration
 	for range b.N {
 		a := newAgent(b)
-		a.mustCommit(values...)
 		start := time.Now()
+		a.mustCommit(values...)
+		agentAdd = append(agentAdd, time.Since(start))
+		start = time.Now()
 		txn := a.s.StartNBTransaction()
 		for _, v := range values {
 			txn.SetValue("config/linux/interfaces/v2/interface/"+v.(*linuxif.Interface).GetName(), nil)
@@ -153,9 +161,12 @@ func BenchmarkVethPairDeletes(b *testing.B) {
 		}
 		agent = append(agent, time.Since(start))
 		a.close()
+		if out, err := exec.Command("ip", "netns", "list").Output(); err != nil || strings.Contains(string(out), name) {
+			b.Fatalf("the agent left its namespace %s (ip netns list: %s, %v)", name, out, err)
+		}
 
-		_ = exec.Command("ip", "netns", "add", name).Run() // the agent removed it with its last link
-		run(b, "ip", "-n", name, "-batch", addFile)
+		run(b, "ip", "netns", "add", name)
+		ipAdd = append(ipAdd, timed("ip", "-n", name, "-batch", addFile))
 		set := timed("ip", "-n", name, "-batch", groupFile)
 		d := timed("ip", "-n", name, "link", "delete", "group", "77")
 		ipGroup, ipGroupDel = append(ipGroup, set+d), append(ipGroupDel, d)
@@ -163,19 +174,32 @@ func BenchmarkVethPairDeletes(b *testing.B) {
 			run(b, "ip", "-n", name, "-batch", addFile)
 			ipOneByOne = append(ipOneByOne, timed("ip", "-n", name, "-batch", delFile))
 		}
-		run(b, "ip", "netns", "del", name)
+		run(b, "ip", "-n", name, "-batch", addFile)
+		ipNetnsDel = append(ipNetnsDel, timed("ip", "netns", "del", name))
 	}
 	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
-	b.ReportMetric(ms(median(agent)), "agent-ms")
+	x := func(a, b []time.Duration) float64 { return float64(median(a)) / float64(median(b)) }
+	b.ReportMetric(ms(median(agent)), "agent-del-ms")
+	b.ReportMetric(ms(slices.Min(agent)), "agent-del-min-ms")
+	b.ReportMetric(ms(slices.Max(agent)), "agent-del-max-ms")
 	b.ReportMetric(ms(median(ipGroup)), "ip-group-set+del-ms")
 	b.ReportMetric(ms(median(ipGroupDel)), "ip-group-del-ms")
-	b.ReportMetric(float64(median(agent))/float64(median(ipGroup)), "x-ip-group")
-	b.ReportMetric(float64(median(agent))/float64(median(ipGroupDel)), "x-ip-group-del")
+	b.ReportMetric(ms(slices.Min(ipGroupDel)), "ip-group-del-min-ms")
+	b.ReportMetric(ms(slices.Max(ipGroupDel)), "ip-group-del-max-ms")
+	b.ReportMetric(ms(median(ipNetnsDel)), "ip-netns-del-ms")
+	b.ReportMetric(x(agent, ipGroup), "x-ip-group")
+	b.ReportMetric(x(agent, ipGroupDel), "x-ip-group-del")
+	b.ReportMetric(x(agent, ipNetnsDel), "x-ip-netns-del")
 	if len(ipOneByOne) > 0 {
 		b.ReportMetric(ms(ipOneByOne[0]), "ip-batch-link-del-ms")
 	}
-	b.ReportMetric(ms(slices.Min(agent)), "agent-min-ms")
-	b.ReportMetric(ms(slices.Max(agent)), "agent-max-ms")
+	b.ReportMetric(ms(median(agentAdd)), "agent-add-ms")
+	b.ReportMetric(ms(slices.Min(agentAdd)), "agent-add-min-ms")
+	b.ReportMetric(ms(slices.Max(agentAdd)), "agent-add-max-ms")
+	b.ReportMetric(ms(median(ipAdd)), "ip-batch-add-ms")
+	b.ReportMetric(ms(slices.Min(ipAdd)), "ip-batch-add-min-ms")
+	b.ReportMetric(ms(slices.Max(ipAdd)), "ip-batch-add-max-ms")
+	b.ReportMetric(x(agentAdd, ipAdd), "x-add-ip-batch")
 }
 
 func median(ds []time.Duration) time.Duration {

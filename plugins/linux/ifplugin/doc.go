@@ -152,6 +152,31 @@
 // configured (so a resync deletes them); Delete refuses to delete a link
 // whose alias is not the value's own.
 //
+// # Deletes in bulk
+//
+// The interface descriptor has Batch (batch.go). The kernel waits for an
+// RCU grace period (~18 ms for a veth pair) after each RTM_DELLINK,
+// pipelined or not, but only once for `ip link delete group N`. So the
+// deletes of VETH and DUMMY values of a batch (the first ends of many veth
+// pairs make one wave of the scheduler, the second ends the next) are done
+// per namespace the link is in as one group delete: each link is found and
+// checked as Delete does (a link or namespace gone is a success, a link
+// whose alias is not the value's fails that value alone, non-retriable);
+// a dump of the namespace's links gives the groups in use and a random
+// number none of them is in is taken (never 0); the links are put into it
+// (RTM_SETLINK, pipelined; a link that vanished meanwhile is deleted, one
+// that cannot be put in is deleted on its own); a second dump checks that
+// the group holds the batch's links only; one RTM_DELLINK of the group
+// deletes them. When the check finds another link in the group or the
+// kernel refuses the group delete (a link of the group cannot be deleted:
+// EOPNOTSUPP, nothing deleted), every link gets its group back and is
+// deleted one by one (pipelined), each with its own result. Left: another
+// program putting a link into the group between the second dump and the
+// delete (microseconds) would lose it. A namespace the agent created is
+// removed when the batch deleted the last of the agent's interfaces there.
+// Other operations of the batch run as the descriptor's Create, Update or
+// Delete, in the batch's order, after the deletes before them.
+//
 // # Addresses: which are the agent's
 //
 // On a link the agent creates (VETH, DUMMY) every address but the IPv6

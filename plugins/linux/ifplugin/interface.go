@@ -131,7 +131,9 @@ func (p *Plugin) interfaceDescriptor() *api.KVDescriptor {
 			return proto.Equal(normalized(a), normalized(b))
 		},
 	}
-	return d.KVDescriptor()
+	kv := d.KVDescriptor()
+	kv.Batch = p.interfaceBatch
+	return kv
 }
 
 // defaultMTU is the MTU the kernel gives a new veth or dummy link.
@@ -405,11 +407,11 @@ func (p *Plugin) create(_ context.Context, key string, v *linuxif.Interface) (*M
 // created by this run or found by Retrieve (after a restart too).
 // Descriptor calls are never concurrent, so no other interface is made
 // there meanwhile.
-func (p *Plugin) release(ref nsplugin.Ref, name string) {
+func (p *Plugin) release(ref nsplugin.Ref, names ...string) {
 	if ref.Type != linuxns.NetNamespace_NSID {
 		return
 	}
-	if links := p.links.Load(); links != nil && links.othersIn(ref, name) > 0 {
+	if links := p.links.Load(); links != nil && links.othersIn(ref, names...) > 0 {
 		return
 	}
 	var inUse *nsplugin.InUseError
@@ -725,12 +727,17 @@ func (p *Plugin) makeRoom(h *netlink.Handle, ref nsplugin.Ref, host string, v *l
 // names that is not another interface's link (found there under v's name
 // or, for a link the agent owns, under v's temporary name, see makeRoom).
 func (p *Plugin) ownLink(h *netlink.Handle, v *linuxif.Interface, names ...string) (netlink.Link, error) {
+	return p.ownLinkBy(h.LinkByName, v, names...)
+}
+
+// ownLinkBy is ownLink with the links looked up by byName.
+func (p *Plugin) ownLinkBy(byName func(string) (netlink.Link, error), v *linuxif.Interface, names ...string) (netlink.Link, error) {
 	if owned(v) {
 		names = append(names, tempName(v.GetName()))
 	}
 	var first error
 	for _, name := range names {
-		link, err := h.LinkByName(name)
+		link, err := byName(name)
 		if err == nil {
 			if other, ok := p.anothers(link, v); ok {
 				err = fmt.Errorf("%s is interface %s's: %w", name, other, syscall.ENODEV)
@@ -898,29 +905,12 @@ func (p *Plugin) deleteLink(ref nsplugin.Ref, v *linuxif.Interface) error {
 	}
 	switch v.GetType() {
 	case linuxif.Interface_VETH, linuxif.Interface_DUMMY:
-		link, err := p.ownLink(h, v, HostName(v))
-		if isNotFound(err) {
-			// Not configured yet: maybe still under its temporary name,
-			// here or in the agent's namespace.
-			for _, where := range distinct(ref, nsplugin.Ref{}) {
-				wh, werr := p.ns.Handle(where, false)
-				if werr != nil {
-					continue
-				}
-				if link, err = wh.LinkByName(tempName(v.GetName())); !isNotFound(err) {
-					h = wh
-					break
-				}
-			}
-			if isNotFound(err) {
-				return nil // gone with its peer, or never made
-			}
-		}
-		if err != nil {
+		link, where, err := p.linkToDelete(h, ref, v, nil)
+		if link == nil {
 			return err
 		}
-		if link.Attrs().Alias != p.alias(v.GetName()) {
-			return api.NonRetriable(fmt.Errorf("interface %s: link %s is not ours (alias %q): left alone", v.GetName(), link.Attrs().Name, link.Attrs().Alias))
+		if h, err = p.ns.Handle(where, false); err != nil {
+			return err
 		}
 		if err := h.LinkDel(link); err != nil && !isNotFound(err) {
 			return fmt.Errorf("deleting %s: %w", link.Attrs().Name, err)
@@ -959,6 +949,43 @@ func (p *Plugin) deleteLink(ref nsplugin.Ref, v *linuxif.Interface) error {
 		// Not ours: its addresses go with their own values; the link stays.
 	}
 	return nil
+}
+
+// linkToDelete finds the link of a VETH or DUMMY value to delete (h is
+// the handle of its namespace ref): the namespace it is in and the link,
+// or a nil link when it is gone (with its peer, or never made; err nil)
+// or cannot be deleted (err: not ours, or a lookup failure). lookup finds
+// a link by name in a namespace (nil: netlink.Handle.LinkByName).
+func (p *Plugin) linkToDelete(h *netlink.Handle, ref nsplugin.Ref, v *linuxif.Interface, lookup func(nsplugin.Ref, *netlink.Handle, string) (netlink.Link, error)) (netlink.Link, nsplugin.Ref, error) {
+	if lookup == nil {
+		lookup = func(_ nsplugin.Ref, h *netlink.Handle, name string) (netlink.Link, error) { return h.LinkByName(name) }
+	}
+	where := ref
+	link, err := p.ownLinkBy(func(name string) (netlink.Link, error) { return lookup(ref, h, name) }, v, HostName(v))
+	if isNotFound(err) {
+		// Not configured yet: maybe still under its temporary name,
+		// here or in the agent's namespace.
+		for _, ns := range distinct(ref, nsplugin.Ref{}) {
+			wh, werr := p.ns.Handle(ns, false)
+			if werr != nil {
+				continue
+			}
+			if link, err = lookup(ns, wh, tempName(v.GetName())); !isNotFound(err) {
+				where = ns
+				break
+			}
+		}
+		if isNotFound(err) {
+			return nil, where, nil // gone with its peer, or never made
+		}
+	}
+	if err != nil {
+		return nil, where, err
+	}
+	if link.Attrs().Alias != p.alias(v.GetName()) {
+		return nil, where, api.NonRetriable(fmt.Errorf("interface %s: link %s is not ours (alias %q): left alone", v.GetName(), link.Attrs().Name, link.Attrs().Alias))
+	}
+	return link, where, nil
 }
 
 // renameBack renames the link name of the agent's namespace to host.

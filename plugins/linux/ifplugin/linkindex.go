@@ -131,14 +131,16 @@ type namedLink struct {
 	index int
 }
 
-// othersIn returns how many interfaces but the named one have a link in a
+// othersIn returns how many interfaces but the named ones have a link in a
 // namespace.
-func (x *linkIndex) othersIn(ns nsplugin.Ref, name string) int {
+func (x *linkIndex) othersIn(ns nsplugin.Ref, names ...string) int {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
 	n := x.perNS[ns]
-	if id, ok := x.links[name]; ok && id.ns == ns {
-		n--
+	for _, name := range names {
+		if id, ok := x.links[name]; ok && id.ns == ns {
+			n--
+		}
 	}
 	return n
 }

@@ -1,13 +1,18 @@
 package ifplugin_test
 
 import (
+	"fmt"
+	"os/exec"
 	"slices"
 	"strings"
 	"testing"
 
+	"google.golang.org/protobuf/proto"
+
 	"github.com/netagent-io/netagent/plugins/kvscheduler/api"
 	"github.com/netagent-io/netagent/plugins/linux/ifplugin"
 	linuxif "github.com/netagent-io/netagent/proto/linux/interfaces"
+	linuxns "github.com/netagent-io/netagent/proto/linux/namespace"
 )
 
 // TestCreatedNamespaceInUseIsKept: a namespace the agent created for its
@@ -71,5 +76,53 @@ func TestExistingNamespaceIsNotCreated(t *testing.T) {
 	a.delete("exns")
 	if link(t, ns, "exns0") == nil {
 		t.Error("the adopted link went with its value")
+	}
+}
+
+// TestVethPairsDeletedTogether: many veth pairs in a namespace the agent
+// created and in the agent's, deleted in one transaction (two waves, each
+// a batch the descriptor deletes as link groups), one pair deleted by hand
+// before: every delete succeeds, no link is left, an operator's link in
+// the agent's namespace stays, and the created namespace goes with its
+// last interface.
+func TestVethPairsDeletedTogether(t *testing.T) {
+	needRoot(t)
+	ns := namespace(t, "ifp-nsmany")
+	a := newAgent(t)
+	var values []proto.Message
+	var names []string
+	pair := func(prefix string, i int, where *linuxns.NetNamespace) {
+		for end := range 2 {
+			name := fmt.Sprintf("%s%d-%d", prefix, i, end)
+			names = append(names, name)
+			values = append(values, &linuxif.Interface{Name: name, Type: linuxif.Interface_VETH, Enabled: true, Namespace: where,
+				Link: &linuxif.Interface_Veth{Veth: &linuxif.VethLink{PeerIfName: fmt.Sprintf("%s%d-%d", prefix, i, 1-end)}}})
+		}
+	}
+	for i := range 8 {
+		pair("tm", i, nsRef(ns))
+	}
+	for i := range 3 {
+		pair("th", i, nil)
+	}
+	a.mustCommit(values...)
+	run(t, "ip", "link", "add", "top0", "type", "veth", "peer", "name", "top1")
+	afterAgents(t, func() { _ = exec.Command("ip", "link", "del", "top0").Run() })
+	run(t, "ip", "-n", ns, "link", "del", "tm3-1") // gone before the delete
+	run(t, "ip", "link", "del", "th1-0")
+	a.delete(names...)
+	for _, n := range names {
+		if st := a.s.GetValueStatus(ifplugin.InterfaceKey(n)).GetValue(); st.GetError() != "" || (st.GetState() != api.ValueStateRemoved && st.GetState() != api.ValueStateNonexistent) {
+			t.Errorf("%s after the delete: %v %q", n, st.GetState(), st.GetError())
+		}
+		if strings.HasPrefix(n, "th") && findLink("", n) != nil {
+			t.Errorf("%s is left", n)
+		}
+	}
+	if out := run(t, "ip", "netns", "list"); strings.Contains(out, ns) {
+		t.Errorf("the namespace %s the agent created is left after its last interfaces: %s", ns, out)
+	}
+	if findLink("", "top0") == nil || findLink("", "top1") == nil {
+		t.Error("the operator's pair went with the agent's")
 	}
 }
