@@ -10,13 +10,15 @@ import (
 	"github.com/netagent-io/netagent/plugins/linux/nsplugin"
 )
 
-// linuxPart is the Linux side: the namespace manager, the descriptors of
-// the interface and L3 plugins (registered by newLinuxPart) and the
-// watcher of the host interfaces, which also reports the drift of the
+// linuxPart is the Linux side: the namespace manager, the interface and L3
+// plugins (their descriptors registered by newLinuxPart; each keeps a
+// netlink socket per namespace for its batches) and the watcher of the host interfaces, which also reports the drift of the
 // agent's links, addresses, routes and ARP entries (ifplugin's package
 // doc, "Drift").
 type linuxPart struct {
 	ns      *nsplugin.Manager
+	ifp     *ifplugin.Plugin
+	l3      *l3plugin.Plugin
 	watcher *ifplugin.Watcher
 }
 
@@ -32,21 +34,28 @@ func newLinuxPart(cfg Config, s *kvscheduler.Scheduler, log *slog.Logger) (*linu
 	ifp.SetVPPDisabled(cfg.VPP.Disabled)
 	l3 := l3plugin.New(nsm, l3plugin.SchedulerInterfaces(s), log)
 	l3.SetInterfaceLister(l3plugin.SchedulerInterfaceNames(s))
+	p := &linuxPart{ns: nsm, ifp: ifp, l3: l3}
 	if err := s.RegisterKVDescriptor(append(ifp.Descriptors(), ifplugin.WatcherDescriptor())...); err != nil {
-		nsm.Close()
+		p.close()
 		return nil, err
 	}
 	if err := s.RegisterKVDescriptor(l3.Descriptors()...); err != nil {
-		nsm.Close()
+		p.close()
 		return nil, err
 	}
-	w := ifplugin.NewWatcher(nsm, s, log)
-	w.SetLinkObjects(l3) // routes and ARP entries changed outside the agent
-	return &linuxPart{ns: nsm, watcher: w}, nil
+	p.watcher = ifplugin.NewWatcher(nsm, s, log)
+	p.watcher.SetLinkObjects(l3) // routes and ARP entries changed outside the agent
+	return p, nil
 }
 
 // run runs the watcher until ctx ends.
 func (p *linuxPart) run(ctx context.Context) { p.watcher.Run(ctx) }
 
-// close releases the namespace handles; run must have returned.
-func (p *linuxPart) close() { p.ns.Close() }
+// close closes the plugins' netlink sockets, then the namespace handles;
+// run must have returned and the scheduler must be closed (no descriptor
+// call after this: Agent.release closes the scheduler first).
+func (p *linuxPart) close() {
+	p.l3.Close()
+	p.ifp.Close()
+	p.ns.Close()
+}
