@@ -113,8 +113,13 @@ type driftWatch struct {
 	noForce atomic.Bool
 	// Events that look like drift wait for a transaction barrier
 	// (confirm): suspects, until one starts; confirming, the events of the
-	// barrier in flight (barrierDone, nil when none is).
-	suspects, confirming []nsEvent
+	// barrier in flight (barrierDone, nil when none is). gen counts the
+	// events of the objects of those events since: a suspect that a later
+	// event of its object superseded is not confirmed (the later one is
+	// judged on its own), as a link seen under the temporary name the agent
+	// makes it with, renamed since.
+	suspects, confirming []suspect
+	gen                  map[string]uint64
 	barrierDone          chan struct{}
 	barriers             sync.WaitGroup
 }
@@ -232,7 +237,14 @@ func (d *driftWatch) settle(b *driftBatch) {
 	probe := newDriftBatch()
 	for _, id := range b.order {
 		if ev := b.last[id]; d.drift(probe, ev) {
-			d.suspects = append(d.suspects, ev)
+			if d.gen == nil {
+				d.gen = map[string]uint64{}
+			}
+			g, ok := d.gen[id]
+			if !ok {
+				d.gen[id] = 0
+			}
+			d.suspects = append(d.suspects, suspect{ev: ev, id: id, gen: g})
 		}
 	}
 	if d.barrierDone == nil && len(d.suspects) > 0 {
@@ -262,8 +274,18 @@ func (d *driftWatch) startBarrier() {
 func (d *driftWatch) confirm() {
 	d.barrierDone = nil
 	b := newDriftBatch()
-	for _, ev := range d.confirming {
-		d.drift(b, ev)
+	for _, sus := range d.confirming {
+		if d.gen[sus.id] == sus.gen {
+			d.drift(b, d.current(sus.ev))
+		}
+	}
+	for _, sus := range d.confirming {
+		delete(d.gen, sus.id)
+	}
+	for _, sus := range d.suspects {
+		if _, ok := d.gen[sus.id]; !ok {
+			d.gen[sus.id] = sus.gen
+		}
 	}
 	d.confirming = nil
 	d.report(b)
@@ -551,8 +573,7 @@ func (b *driftBatch) reports() []api.DriftReport {
 }
 
 // keep records ev as the last event of its object.
-func (b *driftBatch) keep(ev nsEvent) {
-	id := objectOf(ev)
+func (b *driftBatch) keep(id string, ev nsEvent) {
 	if _, seen := b.last[id]; !seen {
 		b.order = append(b.order, id)
 	}
@@ -585,8 +606,46 @@ func (d *driftWatch) add(b *driftBatch, ev nsEvent) {
 	case ev.lost != "":
 		d.addAll(b, ev.ns, ev.lost)
 	case ev.link != nil, ev.addr != nil, ev.route != nil && d.objects != nil, ev.neigh != nil && d.objects != nil:
-		b.keep(ev)
+		id := objectOf(ev)
+		if g, ok := d.gen[id]; ok {
+			d.gen[id] = g + 1 // supersedes a suspect of the object
+		}
+		b.keep(id, ev)
 	}
+}
+
+// current returns a link event as the link is now (its later events may
+// still be on their way: a link the agent made under a temporary name and
+// renamed), or as deleted when it is gone; other events as they are.
+func (d *driftWatch) current(ev nsEvent) nsEvent {
+	if ev.link == nil || ev.link.Header.Type == syscall.RTM_DELLINK {
+		return ev
+	}
+	h, err := d.w.ns.Handle(ev.ns, false)
+	if err != nil {
+		return ev
+	}
+	link, err := h.LinkByIndex(ev.link.Attrs().Index)
+	now := *ev.link
+	if err != nil {
+		var notFound netlink.LinkNotFoundError
+		if !errors.As(err, &notFound) {
+			return ev
+		}
+		now.Header.Type = syscall.RTM_DELLINK
+	} else {
+		now.Link = link
+	}
+	ev.link = &now
+	return ev
+}
+
+// suspect is an event that looked like drift when its batch ended: the
+// object's, and the count of the object's events when it was the last.
+type suspect struct {
+	ev  nsEvent
+	id  string
+	gen uint64
 }
 
 // drift adds to b the keys of the values an event shows out of sync with
