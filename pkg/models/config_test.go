@@ -874,3 +874,63 @@ func BenchmarkConfigKVs(b *testing.B) {
 		}
 	}
 }
+
+// A JSON document is read as JSON, a YAML one through the YAML parser:
+// both give the same items, and a name twice in a JSON object is refused
+// at every level.
+func TestParseConfigJSONAndYAMLAgree(t *testing.T) {
+	c := bigConfig(200)
+	js, err := models.MarshalJSON(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ym, err := models.MarshalYAML(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fromJSON, err := models.Default.ParseConfig(js)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fromYAML, err := models.Default.ParseConfig(ym)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfgSameKVs(t, fromJSON, fromYAML)
+	for _, doc := range []string{
+		`{"linux_config":{"routes":[]},"linux_config":{}}`,
+		`{"linux_config":{"routes":[],"routes":[]}}`,
+		` {"vpp_config":{"interfaces":[{"name":"a","name":"b"}]}} `,
+	} {
+		if kvs, err := models.Default.ParseConfig([]byte(doc)); err == nil {
+			t.Errorf("ParseConfig(%s) = %v, want an error: a name twice", doc, cfgKeys(kvs))
+		}
+	}
+}
+
+// BenchmarkParseConfig: the 10k-item document agentctl reads, as YAML and
+// as JSON.
+func BenchmarkParseConfig(b *testing.B) {
+	c := bigConfig(5000)
+	js, err := models.MarshalJSON(c)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ym, err := models.MarshalYAML(c)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, f := range []struct {
+		name string
+		data []byte
+	}{{"YAML", ym}, {"JSON", js}} {
+		b.Run(f.name, func(b *testing.B) {
+			b.SetBytes(int64(len(f.data)))
+			for range b.N {
+				if _, err := models.Default.ParseConfig(f.data); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
