@@ -38,11 +38,11 @@ type step struct {
 	meta     any
 	metaFrom int32
 	op       api.TxnOperation
-	// For descriptors with Batch (see opBatch): alone, the value has AnyOf
-	// or Exclusive dependencies; related, the nodes its value depends on
-	// and derives from, as the plan had them at the step.
-	alone   bool
-	related []*node
+	// related, for descriptors with Batch only: the nodes its value depends
+	// on and derives from, as the plan had them at the step (see
+	// executeSteps); nil for a value with AnyOf or Exclusive dependencies,
+	// which is never batched.
+	related *[]*node
 }
 
 // planStep records a descriptor call of the simulation.
@@ -53,7 +53,9 @@ func (r *txnRun) planStep(n *node, op api.TxnOperation, from, to proto.Message) 
 	}
 	n.stepRun, n.step = r.id, int32(r.steps.len())
 	if st.d.Batch != nil {
-		st.alone, st.related = batchRelations(n)
+		if alone, related := batchRelations(n); !alone {
+			st.related = &related
+		}
 	}
 	r.steps.add(st)
 }
@@ -220,6 +222,12 @@ type execResult struct {
 // replayLog returns the log a re-run replays.
 func (x *execResult) replayLog(steps *chunks[step]) *replayLog {
 	rp := &replayLog{steps: steps, md: x.md, gap: x.done, errs: x.errs}
+	if x.outcome == nil && x.done < steps.len() {
+		// One at a time: the failure is the one step after the gap.
+		st := steps.at(x.done)
+		rp.rest = map[stepID][]int{{st.key, st.op}: {x.done}}
+		return rp
+	}
 	for i := x.done; i < len(x.outcome); i++ {
 		if x.outcome[i] == notRun {
 			continue
@@ -248,7 +256,7 @@ func (x *execResult) replayLog(steps *chunks[step]) *replayLog {
 // after it. Execution stops after the batch with the first failure.
 func (s *Scheduler) executeSteps(steps *chunks[step], batching bool) execResult {
 	n := steps.len()
-	x := execResult{done: n, outcome: make([]uint8, n)}
+	x := execResult{done: n}
 	metaOf := func(st *step) any {
 		if st.metaFrom >= 0 {
 			if x.md != nil {
@@ -262,14 +270,20 @@ func (s *Scheduler) executeSteps(steps *chunks[step], batching bool) execResult 
 	result := func(i int, st *step, out any, err error) {
 		if err != nil {
 			failed = true
-			x.outcome[i] = failedStep
+			if x.outcome != nil {
+				x.outcome[i] = failedStep
+			} else {
+				x.done = i // one at a time: every step before it succeeded
+			}
 			if x.errs == nil {
 				x.errs = map[int]error{}
 			}
 			x.errs[i] = err
 			return
 		}
-		x.outcome[i] = succeeded
+		if x.outcome != nil {
+			x.outcome[i] = succeeded
+		}
 		if st.d.WithMetadata {
 			if x.md == nil {
 				x.md = make([]any, n)
@@ -282,7 +296,7 @@ func (s *Scheduler) executeSteps(steps *chunks[step], batching bool) execResult 
 		out, err := s.invoke(st.d, st.op, st.key, st.from, st.to, metaOf(st))
 		result(i, st, out, err)
 	}
-	batchable := func(st *step) bool { return st.d.Batch != nil && !st.alone }
+	batchable := func(st *step) bool { return st.d.Batch != nil && st.related != nil }
 	if batching && s.opts.MaxBatch > 1 {
 		batching = false
 		steps.each(func(_ int, st *step) { batching = batching || batchable(st) })
@@ -294,6 +308,8 @@ func (s *Scheduler) executeSteps(steps *chunks[step], batching bool) execResult 
 			}
 		})
 	} else {
+		// Out of plan order: the outcome of every step tells the gap.
+		x.outcome = make([]uint8, n)
 		all := make([]*step, 0, n)
 		steps.each(func(_ int, st *step) { all = append(all, st) })
 		for i := 0; i < n && !failed; {
@@ -330,12 +346,12 @@ func (s *Scheduler) runWaves(all []*step, from, to int, metaOf func(*step) any, 
 	for j := from; j < to; j++ {
 		st := all[j]
 		w := max(asNode[st.n], asRelated[st.n])
-		for _, r := range st.related {
+		for _, r := range *st.related {
 			w = max(w, asNode[r])
 		}
 		w++ // waves count from 1
 		asNode[st.n] = w
-		for _, r := range st.related {
+		for _, r := range *st.related {
 			asRelated[r] = max(asRelated[r], w)
 		}
 		for len(waves) < w {
