@@ -9,6 +9,7 @@ import (
 
 	"github.com/vishvananda/netlink"
 
+	"github.com/netagent-io/netagent/internal/shrinkmap"
 	"github.com/netagent-io/netagent/pkg/models"
 	"github.com/netagent-io/netagent/plugins/kvscheduler/api"
 	"github.com/netagent-io/netagent/plugins/linux/ifplugin"
@@ -163,7 +164,7 @@ func arpTarget(key string) string {
 //
 // A Go map keeps its buckets when entries are deleted: the indexes that
 // hold one entry per value (placed, byDest) are rebuilt once they hold
-// less than a quarter of their peak (of at least minPeakToShrink entries),
+// less than a quarter of their peak (of at least shrinkmap.MinPeak entries),
 // so that the memory of a bulk delete comes back. Each rebuild copies at
 // most a third of the entries deleted since the peak: O(1) per Delete,
 // amortized.
@@ -172,8 +173,8 @@ type placementIndex struct {
 	target func(key string) string
 	mu     sync.RWMutex
 	byLink map[Placement]map[string]struct{}
-	byDest shrinkingMap[placedTarget, map[string]struct{}]
-	placed shrinkingMap[string, placedEntry]
+	byDest shrinkmap.Map[placedTarget, map[string]struct{}]
+	placed shrinkmap.Map[string, placedEntry]
 }
 
 // placedTarget is a target on a link (Placement without Applied).
@@ -195,8 +196,8 @@ func newPlacementIndex(target func(key string) string) *placementIndex {
 		MemMetadataMap: api.NewMetadataMap(),
 		target:         target,
 		byLink:         map[Placement]map[string]struct{}{},
-		byDest:         newShrinkingMap[placedTarget, map[string]struct{}](),
-		placed:         newShrinkingMap[string, placedEntry](),
+		byDest:         shrinkmap.New[placedTarget, map[string]struct{}](),
+		placed:         shrinkmap.New[string, placedEntry](),
 	}
 }
 
@@ -220,12 +221,12 @@ func (x *placementIndex) Put(key string, md any) {
 	}
 	at := Placement{Namespace: pl.Namespace, LinkIndex: pl.LinkIndex}
 	pt := placedTarget{at: at, target: x.target(key)}
-	x.placed.put(key, placedEntry{placedTarget: pt, applied: pl.Applied})
+	x.placed.Put(key, placedEntry{placedTarget: pt, applied: pl.Applied})
 	addTo(x.byLink, at, key)
-	set, _ := x.byDest.get(pt)
+	set, _ := x.byDest.Get(pt)
 	if set == nil {
 		set = map[string]struct{}{}
-		x.byDest.put(pt, set)
+		x.byDest.Put(pt, set)
 	}
 	set[key] = struct{}{}
 }
@@ -240,16 +241,16 @@ func (x *placementIndex) Delete(key string) {
 
 // unplace drops a key from the indexes. Under x.mu.
 func (x *placementIndex) unplace(key string) {
-	e, ok := x.placed.get(key)
+	e, ok := x.placed.Get(key)
 	if !ok {
 		return
 	}
-	x.placed.delete(key)
+	x.placed.Delete(key)
 	removeFrom(x.byLink, e.at, key)
-	if set, _ := x.byDest.get(e.placedTarget); set != nil {
+	if set, _ := x.byDest.Get(e.placedTarget); set != nil {
 		delete(set, key)
 		if len(set) == 0 {
-			x.byDest.delete(e.placedTarget)
+			x.byDest.Delete(e.placedTarget)
 		}
 	}
 }
@@ -289,7 +290,7 @@ func (x *placementIndex) at(at Placement, target string) []string {
 	}
 	x.mu.RLock()
 	defer x.mu.RUnlock()
-	set, _ := x.byDest.get(placedTarget{at: at, target: target})
+	set, _ := x.byDest.Get(placedTarget{at: at, target: target})
 	return sortedKeys(set)
 }
 
@@ -301,10 +302,10 @@ func (x *placementIndex) drifted(at Placement, target string, differ func(Applie
 	}
 	x.mu.RLock()
 	defer x.mu.RUnlock()
-	set, _ := x.byDest.get(placedTarget{at: at, target: target})
+	set, _ := x.byDest.Get(placedTarget{at: at, target: target})
 	var out []string
 	for key := range set {
-		if e, ok := x.placed.get(key); ok && differ(e.applied) {
+		if e, ok := x.placed.Get(key); ok && differ(e.applied) {
 			out = append(out, key)
 		}
 	}
@@ -323,43 +324,3 @@ func sortedKeys(set map[string]struct{}) []string {
 	sort.Strings(out)
 	return out
 }
-
-// minPeakToShrink is the smallest peak after which a shrinkingMap that
-// fell below a quarter of it is rebuilt: below, the buckets left behind
-// are not worth a copy.
-const minPeakToShrink = 1024
-
-// shrinkingMap is a map rebuilt (at its current size) once it holds less
-// than a quarter of its peak, so that its memory follows its size. Not
-// safe for concurrent use.
-type shrinkingMap[K comparable, V any] struct {
-	m    map[K]V
-	peak int
-}
-
-func newShrinkingMap[K comparable, V any]() shrinkingMap[K, V] {
-	return shrinkingMap[K, V]{m: map[K]V{}}
-}
-
-func (s *shrinkingMap[K, V]) get(k K) (V, bool) {
-	v, ok := s.m[k]
-	return v, ok
-}
-
-func (s *shrinkingMap[K, V]) put(k K, v V) {
-	s.m[k] = v
-	s.peak = max(s.peak, len(s.m))
-}
-
-func (s *shrinkingMap[K, V]) delete(k K) {
-	delete(s.m, k)
-	if s.peak >= minPeakToShrink && len(s.m) < s.peak/4 {
-		m := make(map[K]V, len(s.m))
-		for k, v := range s.m {
-			m[k] = v
-		}
-		s.m, s.peak = m, len(m)
-	}
-}
-
-func (s *shrinkingMap[K, V]) len() int { return len(s.m) }

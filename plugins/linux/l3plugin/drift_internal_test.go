@@ -232,8 +232,8 @@ func TestPlacementIndexShrinks(t *testing.T) {
 	if left > grew/5 {
 		t.Errorf("after deleting %d of %d routes the index still holds %d of the %d bytes it took", n-kept, n, left, grew)
 	}
-	if x.placed.len() != kept || x.byDest.len() != kept {
-		t.Errorf("placed %d, byDest %d, want %d", x.placed.len(), x.byDest.len(), kept)
+	if x.placed.Len() != kept || x.byDest.Len() != kept {
+		t.Errorf("placed %d, byDest %d, want %d", x.placed.Len(), x.byDest.Len(), kept)
 	}
 	for i, k := range keys[:kept] {
 		want := []string{k}
