@@ -80,6 +80,7 @@ type driftFound struct {
 // value gone or changed is MISSING, its details saying so and why it was
 // reported, with what the SB has as its applied value.
 func (s *Scheduler) refreshDrift(qt *queuedTxn) (*driftFound, []api.KeyWithError) {
+	defer s.refreshRound()()
 	g := s.g
 	out := &driftFound{}
 	var errs []api.KeyWithError

@@ -62,6 +62,7 @@ func (r *txnRun) refreshFailed() {
 // leave the interface changed) and the derived value itself when its own
 // descriptor retrieves it (retrievedOnItsOwn).
 func (r *txnRun) refreshFailedBatch(failed []*node) {
+	defer r.s.refreshRound()()
 	byDesc := map[*descriptorInfo][]*node{}
 	var order []*descriptorInfo
 	add := func(n *node) {

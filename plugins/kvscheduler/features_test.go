@@ -3,6 +3,8 @@ package kvscheduler_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -477,5 +479,60 @@ func TestResyncKeepsOneCopyOfAValueInSync(t *testing.T) {
 		if nb[k] == nil || cached[k] != nb[k] {
 			t.Errorf("%s: applied %p (%v), intended %p (%v): want the NB's value itself", k, cached[k], cached[k], nb[k], nb[k])
 		}
+	}
+}
+
+// The Retrieves of one refresh share a memo (api.RefreshMemo): what the
+// interfaces' Retrieve stores in a resync, the routes' Retrieve (after it)
+// loads in the same resync; the next resync starts with an empty one, and
+// a Create's memo keeps nothing.
+func TestRefreshMemoIsSharedWithinARefresh(t *testing.T) {
+	e := newEnv(t)
+	var round int
+	var loaded []string
+	iface := e.sb.Descriptor(ifaces())
+	ifaceRetrieve := iface.Retrieve
+	iface.Retrieve = func(ctx context.Context, c []api.KVWithMetadata) ([]api.KVWithMetadata, error) {
+		m := api.RefreshMemo(ctx)
+		if _, ok := m.Load("dump"); ok {
+			t.Error("the interfaces' Retrieve found a dump of an earlier refresh")
+		}
+		round++
+		m.Store("dump", round)
+		return ifaceRetrieve(ctx, c)
+	}
+	iface.Create = func(ctx context.Context, key string, v proto.Message) (any, error) {
+		m := api.RefreshMemo(ctx)
+		m.Store("x", 1)
+		if _, ok := m.Load("x"); ok {
+			t.Error("a Create's memo keeps what is stored")
+		}
+		return &mocksb.Meta{Index: 1}, nil
+	}
+	o := routes()
+	o.RetrieveDependencies = []string{"iface"}
+	route := e.sb.Descriptor(o)
+	routeRetrieve := route.Retrieve
+	route.Retrieve = func(ctx context.Context, c []api.KVWithMetadata) ([]api.KVWithMetadata, error) {
+		v, ok := api.RefreshMemo(ctx).Load("dump")
+		loaded = append(loaded, fmt.Sprint(v, ok))
+		return routeRetrieve(ctx, c)
+	}
+	for _, d := range []*api.KVDescriptor{iface, route} {
+		if err := e.s.RegisterKVDescriptor(d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.mustCommit(context.Background(), set("iface/a", "a"))
+	for range 2 {
+		if _, err := e.resync(set("iface/a", "a")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := e.s.DumpValuesByKeyPrefix("", api.SBView); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"1 true", "2 true", "3 true"}; !slices.Equal(loaded, want) {
+		t.Errorf("what the routes' Retrieve loaded in each refresh: %q, want %q", loaded, want)
 	}
 }

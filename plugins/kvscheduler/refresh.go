@@ -15,6 +15,7 @@ import (
 // refreshAll asks every descriptor with Retrieve for the SB state (resync),
 // in RetrieveDependencies order, and records it as the applied values.
 func (s *Scheduler) refreshAll(descs *descriptorSet, qt *queuedTxn) []api.KeyWithError {
+	defer s.refreshRound()()
 	var errs []api.KeyWithError
 	order, err := retrieveOrder(descs)
 	if err != nil {
@@ -156,9 +157,19 @@ func (s *Scheduler) refreshAll(descs *descriptorSet, qt *queuedTxn) []api.KeyWit
 // retrieve calls a descriptor's Retrieve (see callback).
 func (s *Scheduler) retrieve(di *descriptorInfo, correlate []api.KVWithMetadata) (kvs []api.KVWithMetadata, err error) {
 	s.callback(di.d.Name, func(ctx context.Context) {
+		if s.memo != nil {
+			ctx = api.WithRefreshMemo(ctx, s.memo)
+		}
 		kvs, err = retrieveGuarded(ctx, di, correlate, 0)
 	})
 	return kvs, err
+}
+
+// refreshRound gives the Retrieves made until end is called one memo
+// (api.RefreshMemo): those of one refresh.
+func (s *Scheduler) refreshRound() (end func()) {
+	s.memo = api.MapMemo{}
+	return func() { s.memo = nil }
 }
 
 // refreshState is what the refresh of a resync collects over the

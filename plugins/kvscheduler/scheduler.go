@@ -111,6 +111,9 @@ type Scheduler struct {
 	// of one value are frequent (worker only).
 	scope    *callScope
 	scopeCtx context.Context
+	// memo is the memo of the refresh whose Retrieves the worker is
+	// making (refreshRound), nil between refreshes.
+	memo api.MapMemo
 	// runState is what readers see of the running transaction (reused).
 	runState runningTxn
 
@@ -807,7 +810,7 @@ func (s *Scheduler) dump(view api.View, prefix string, only *descriptorInfo) ([]
 	// never beside one.
 	s.cbMu.Lock()
 	defer s.cbMu.Unlock()
-	ctx := api.WithCallScope(s.baseCtx, &callScope{s: s, dump: true})
+	ctx := api.WithRefreshMemo(api.WithCallScope(s.baseCtx, &callScope{s: s, dump: true}), api.MapMemo{})
 	var errs []error
 	for _, di := range s.descs.Load().list {
 		if di.d.Retrieve == nil || (only != nil && di != only) {

@@ -87,3 +87,56 @@ func RequestReconcile(ctx context.Context, keys ...string) error {
 	}
 	return nil
 }
+
+// Memo is what the Retrieves of one refresh share (RefreshMemo).
+type Memo interface {
+	// Load returns what a Retrieve of the same refresh stored under key.
+	Load(key string) (value any, ok bool)
+	// Store keeps value under key for the rest of the refresh.
+	Store(key string, value any)
+}
+
+type memoKey struct{}
+
+// WithRefreshMemo returns ctx carrying the memo of a refresh. The
+// scheduler does it for the Retrieves of each refresh; a test calling
+// Retrieve directly may too.
+func WithRefreshMemo(ctx context.Context, m Memo) context.Context {
+	return context.WithValue(ctx, memoKey{}, m)
+}
+
+// RefreshMemo returns the memo that the Retrieves of one refresh share: a
+// resync's (every descriptor's Retrieve, in RetrieveDependencies order),
+// a drift transaction's, that of the refresh after failed operations, or
+// of one SB-view dump. What one Retrieve stores, the next ones of the same
+// refresh load: an SB dump that several descriptors need (every VPP
+// interface with its addresses) is made once per refresh, and all of
+// them see the SB at the same moment. The agent changes nothing in the SB
+// between the Retrieves of one refresh; a value stored is not to be
+// modified by those that load it. Outside a refresh (a Create, a single
+// Retrieve of a revert) it is a memo that keeps nothing, so a Retrieve
+// always works without one.
+func RefreshMemo(ctx context.Context) Memo {
+	if m, ok := ctx.Value(memoKey{}).(Memo); ok && m != nil {
+		return m
+	}
+	return noMemo{}
+}
+
+type noMemo struct{}
+
+func (noMemo) Load(string) (any, bool) { return nil, false }
+func (noMemo) Store(string, any)       {}
+
+// MapMemo is a Memo in a map, for one refresh (not safe for concurrent
+// use: a refresh's Retrieves run one at a time).
+type MapMemo map[string]any
+
+// Load implements Memo.
+func (m MapMemo) Load(key string) (any, bool) {
+	v, ok := m[key]
+	return v, ok
+}
+
+// Store implements Memo.
+func (m MapMemo) Store(key string, value any) { m[key] = value }
