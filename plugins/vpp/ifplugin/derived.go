@@ -248,6 +248,15 @@ func (p *Plugin) retrieveAddresses(ctx context.Context, _ []api.TypedKV[*vppif.I
 	if m == nil {
 		return nil, nil
 	}
+	if all, ok := vppcalls.RefreshDump(ctx); ok {
+		// The interface descriptor's Retrieve of this refresh dumped every
+		// interface's addresses already.
+		byIdx := make(map[uint32]*vppcalls.Interface, len(all))
+		for _, i := range all {
+			byIdx[i.SwIfIndex] = i
+		}
+		return p.addressesOf(m, all, func(idx uint32) *vppcalls.Interface { return byIdx[idx] }), nil
+	}
 	all, err := p.h.ListInterfaces(ctx)
 	if err != nil {
 		return nil, err
@@ -283,33 +292,46 @@ func (p *Plugin) retrieveAddresses(ctx context.Context, _ []api.TypedKV[*vppif.I
 		}
 	}
 	pipe.Send(ctx)
-	var out []api.TypedKV[*vppif.Interface, any]
+	withAddrs := make([]*vppcalls.Interface, 0, len(owned))
+	donors := map[uint32]*vppcalls.Interface{}
 	for _, o := range owned {
-		i, name, md := o.i, o.name, o.md
-		withAddrs := *i
-		r := dumped[i.SwIfIndex]
+		r := dumped[o.i.SwIfIndex]
 		if r.Err != nil {
 			return nil, r.Err
 		}
-		withAddrs.Addresses = r.Value
-		var donor *vppcalls.Interface
+		i := *o.i
+		i.Addresses = r.Value
 		if from, ok := unnumbered[i.SwIfIndex]; ok {
-			withAddrs.Unnumbered, withAddrs.UnnumberedFrom = true, from
 			d := dumped[from]
 			if d.Err != nil {
 				return nil, d.Err
 			}
-			donor = &vppcalls.Interface{SwIfIndex: from, Addresses: d.Value}
+			i.Unnumbered, i.UnnumberedFrom = true, from
+			donors[from] = &vppcalls.Interface{SwIfIndex: from, Addresses: d.Value}
+		}
+		withAddrs = append(withAddrs, &i)
+	}
+	return p.addressesOf(m, withAddrs, func(idx uint32) *vppcalls.Interface { return donors[idx] }), nil
+}
+
+// addressesOf is retrieveAddresses given the dumped interfaces, with their
+// addresses and unnumbered state, and their donors (donorOf: with their
+// addresses). all may be the refresh's dump: it is only read.
+func (p *Plugin) addressesOf(m *indexMap, all []*vppcalls.Interface, donorOf func(idx uint32) *vppcalls.Interface) []api.TypedKV[*vppif.Interface, any] {
+	var out []api.TypedKV[*vppif.Interface, any]
+	for _, i := range all {
+		name, md, ok := p.ownInterfaceAt(m, i)
+		if !ok {
+			continue
 		}
 		want := md.Value.GetIpAddresses()
-		have := ownAddresses(&withAddrs, func(uint32) *vppcalls.Interface { return donor }, want)
-		for _, a := range observedAddresses(have, want) {
+		for _, a := range observedAddresses(ownAddresses(i, donorOf, want), want) {
 			out = append(out, api.TypedKV[*vppif.Interface, any]{
 				Key: AddressKey(name, a), Value: &vppif.Interface{Name: name, IpAddresses: []string{a}, Vrf: md.Vrf}, Origin: api.FromNB,
 			})
 		}
 	}
-	return out, nil
+	return out
 }
 
 // overlapping finds, when VPP refused addr on interface idx as in use, the

@@ -309,6 +309,20 @@
 // Retrieves send their per-interface requests (ip_address_dump,
 // sw_interface_get_table) pipelined too.
 //
+// # One interface dump per refresh
+//
+// The Retrieves of one refresh (a resync, a drift repair, the refresh after
+// failures, an SB-view dump) share its memo (api.RefreshMemo): the
+// interface descriptor's Retrieve dumps every interface with its addresses,
+// tables and unnumbered state (vppcalls' DumpInterfaces), and the admin
+// state, address and unnumbered Retrieves, which run after it
+// (RetrieveDependencies), and l3plugin's route and ARP Retrieves read that
+// dump instead of making their own (one sw_interface_dump, one
+// ip_address_dump per interface and address family, one
+// ip_unnumbered_dump). A Retrieve called alone, or first in its refresh,
+// dumps what it needs itself (the address Retrieve: the addresses of the
+// agent's interfaces and their donors only).
+//
 // # Drift
 //
 // An interface of the agent's deleted, or set to another admin state,

@@ -127,10 +127,12 @@
 // # Interface indexes
 //
 // The Retrieves name sw_if_indexes through the interface metadata, and
-// check it with one sw_interface_dump: an interface whose metadata names
-// an index at which VPP has no interface of its name (tagged with it, as
-// the agent's are, or named so, as foreign ones are) is left out, its
-// routes and entries not found. Its metadata outlives an interface deleted
+// check it with one sw_interface_dump (the one the interface descriptor's
+// Retrieve made earlier in the same refresh, when it did: the Retrieves of
+// a refresh share it, see vppcalls.ListInterfacesOnce): an interface whose
+// metadata names an index at which VPP has no interface of its name
+// (tagged with it, as the agent's are, or named so, as foreign ones are) is
+// left out, its routes and entries not found. Its metadata outlives an interface deleted
 // by someone else while the Retrieves of a resync run, and VPP keeps the
 // route paths and static neighbours of a deleted interface under its index
 // (another interface may have taken it since): taken for the interface's,

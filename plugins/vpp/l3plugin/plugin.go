@@ -20,6 +20,7 @@ import (
 
 	"github.com/netagent-io/netagent/plugins/kvscheduler/api"
 	"github.com/netagent-io/netagent/plugins/vpp/ifplugin"
+	"github.com/netagent-io/netagent/plugins/vpp/ifplugin/vppcalls"
 	"github.com/netagent-io/netagent/plugins/vpp/vppconn"
 )
 
@@ -178,20 +179,24 @@ func (p *Plugin) interfaceIndex(ctx context.Context, names map[string]struct{}, 
 	if len(out) == 0 {
 		return out, nil
 	}
-	var details []*interfaces.SwInterfaceDetails
-	err := p.call(ctx, func(ctx context.Context, conn govppapi.Connection) (err error) {
-		details, err = vppconn.Dump[*interfaces.SwInterfaceDetails](ctx, conn, &interfaces.SwInterfaceDump{SwIfIndex: interface_types.InterfaceIndex(noIndex)})
-		return err
+	// One sw_interface_dump per refresh, shared with the other Retrieves
+	// (the interface descriptor's, which runs first, made it).
+	list, err := vppcalls.ListInterfacesOnce(ctx, func(ctx context.Context) (details []*interfaces.SwInterfaceDetails, err error) {
+		err = p.call(ctx, func(ctx context.Context, conn govppapi.Connection) (err error) {
+			details, err = vppconn.Dump[*interfaces.SwInterfaceDetails](ctx, conn, &interfaces.SwInterfaceDump{SwIfIndex: interface_types.InterfaceIndex(noIndex)})
+			return err
+		})
+		return details, err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("sw_interface_dump (the interfaces of the metadata): %w", err)
 	}
-	inVPP := make(map[uint32]*interfaces.SwInterfaceDetails, len(details))
-	for _, d := range details {
-		inVPP[uint32(d.SwIfIndex)] = d
+	inVPP := make(map[uint32]*vppcalls.Interface, len(list))
+	for _, i := range list {
+		inVPP[i.SwIfIndex] = i
 	}
 	for name, sw := range out {
-		if d := inVPP[sw]; d == nil || (d.Tag != name && d.InterfaceName != name) {
+		if i := inVPP[sw]; i == nil || (i.Tag != name && i.Name != name) {
 			p.log.Info("retrieve: VPP has no interface of that name at the sw_if_index of its metadata (deleted by someone else?); its items are not looked for", "interface", name, "sw_if_index", sw)
 			delete(out, name)
 		}

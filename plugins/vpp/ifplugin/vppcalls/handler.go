@@ -20,6 +20,7 @@ import (
 	"go.fd.io/govpp/binapi/memif"
 	"go.fd.io/govpp/binapi/tapv2"
 
+	"github.com/netagent-io/netagent/plugins/kvscheduler/api"
 	"github.com/netagent-io/netagent/plugins/vpp/vppconn"
 )
 
@@ -678,6 +679,9 @@ func (h *handler) GetInterface(ctx context.Context, idx uint32) (*Interface, err
 }
 
 func (h *handler) DumpUnnumbered(ctx context.Context) (map[uint32]uint32, error) {
+	if un, ok := memoized[map[uint32]uint32](ctx, memoUnnumbered); ok {
+		return un, nil
+	}
 	out := map[uint32]uint32{}
 	err := h.call(ctx, "ip_unnumbered_dump", func(ctx context.Context, c govppapi.Connection) error {
 		s, err := ip.NewServiceClient(c).IPUnnumberedDump(ctx, &ip.IPUnnumberedDump{SwIfIndex: ifIndex(NoIndex)})
@@ -690,15 +694,17 @@ func (h *handler) DumpUnnumbered(ctx context.Context) (map[uint32]uint32, error)
 		}
 		return err
 	})
-	return out, err
-}
-
-func (h *handler) ListInterfaces(ctx context.Context) ([]*Interface, error) {
-	ds, err := h.swInterfaceDump(ctx, NoIndex)
 	if err != nil {
 		return nil, err
 	}
-	return listed(ds), nil
+	api.RefreshMemo(ctx).Store(memoUnnumbered, out)
+	return out, nil
+}
+
+func (h *handler) ListInterfaces(ctx context.Context) ([]*Interface, error) {
+	return ListInterfacesOnce(ctx, func(ctx context.Context) ([]*interfaces.SwInterfaceDetails, error) {
+		return h.swInterfaceDump(ctx, NoIndex)
+	})
 }
 
 // listed is the interfaces of a sw_interface_dump of every interface, each
@@ -742,13 +748,32 @@ func (h *handler) DumpAddresses(ctx context.Context, idx uint32) ([]netip.Prefix
 }
 
 func (h *handler) DumpInterfaces(ctx context.Context) ([]*Interface, error) {
-	out, err := h.ListInterfaces(ctx)
+	if all, ok := RefreshDump(ctx); ok {
+		return all, nil
+	}
+	out, err := h.dumpInterfaces(ctx)
 	if err != nil {
 		return nil, err
 	}
+	memo := api.RefreshMemo(ctx)
+	memo.Store(memoDumped, out)
+	memo.Store(memoListed, out)
+	return out, nil
+}
+
+func (h *handler) dumpInterfaces(ctx context.Context) ([]*Interface, error) {
+	list, err := h.ListInterfaces(ctx)
+	if err != nil {
+		return nil, err
+	}
+	// The list may be the refresh's (shared, read only): the details are
+	// filled in on copies.
+	out := make([]*Interface, len(list))
 	byIdx := make(map[uint32]*Interface, len(out))
-	for _, i := range out {
-		byIdx[i.SwIfIndex] = i
+	for k, i := range list {
+		c := *i
+		out[k] = &c
+		byIdx[c.SwIfIndex] = &c
 	}
 
 	// Addresses and tables, per interface (VPP has no form of these for

@@ -14,6 +14,15 @@
 // GoVPP does not apply the default= values of the API definitions, so every
 // request sets its flags (is_add, use_random_mac, queue counts, ~0 indexes)
 // explicitly.
+//
+// The dumps of every interface (ListInterfaces, DumpInterfaces,
+// DumpUnnumbered, and ListInterfacesOnce for another plugin's connection)
+// are made once per refresh of the KV Scheduler: the first Retrieve of a
+// refresh that asks stores the result in the refresh's memo
+// (api.RefreshMemo), the next ones load it, so a resync dumps every
+// interface, with its addresses and tables, once. Results so shared are read
+// only. Outside a refresh (a Create, a test calling a Retrieve directly)
+// every call dumps.
 package vppcalls
 
 import (
@@ -229,16 +238,19 @@ type Handler interface {
 	// when there is none with that index.
 	GetInterface(ctx context.Context, idx uint32) (*Interface, error)
 	// DumpInterfaces returns every interface with its details, ordered by
-	// index.
+	// index. Within a refresh it is dumped once (see the package doc): the
+	// result is read only.
 	DumpInterfaces(ctx context.Context) ([]*Interface, error)
 	// ListInterfaces returns every interface as sw_interface_dump reports
-	// it (no addresses, tables or unnumbered: GetInterface's fields),
-	// ordered by index.
+	// it (GetInterface's fields), ordered by index. Within a refresh it is
+	// dumped once, and is DumpInterfaces' result (with addresses, tables
+	// and unnumbered) when the refresh has one: read only.
 	ListInterfaces(ctx context.Context) ([]*Interface, error)
 	// DumpAddresses returns the addresses of an interface, IPv4 then IPv6,
 	// in VPP's order, with host bits.
 	DumpAddresses(ctx context.Context, idx uint32) ([]netip.Prefix, error)
 	// DumpUnnumbered returns the unnumbered interfaces: index -> donor.
+	// Within a refresh it is dumped once: the map is read only.
 	DumpUnnumbered(ctx context.Context) (map[uint32]uint32, error)
 
 	// NewPipe returns a Pipe: requests of the interfaces' area sent
