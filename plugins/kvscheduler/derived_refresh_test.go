@@ -19,12 +19,14 @@ package kvscheduler_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/netagent-io/netagent/plugins/kvscheduler"
 	"github.com/netagent-io/netagent/plugins/kvscheduler/api"
 	"github.com/netagent-io/netagent/plugins/kvscheduler/internal/mocksb"
 )
@@ -374,4 +376,53 @@ func TestFailedDerivedCreateRemovedItsBase(t *testing.T) {
 			})
 		})
 	}
+}
+
+// After a restart, a value whose derived value depends (AnyOf) on a
+// derived value of a base that comes later in key order (a VPP interface
+// "unnumbered" from a donor whose addresses are derived values) is left
+// alone by the in-sync resync: the donor's derived values are in the SB
+// before the donor derives them again in its turn. It was deleted and
+// created again (found with the VPP plugins, memo-un and memo1).
+func TestRestartResyncKeepsADependencyOnALaterDerivedValue(t *testing.T) {
+	// iface/<n> "items=x" derives iface/<n>/x; "un=<donor>" derives
+	// iface/<n>/un, which depends on any iface/<donor>/ item.
+	derive := func(key string, v proto.Message) []api.KeyValuePair {
+		out := items(key, v)
+		for _, f := range strings.Fields(mocksb.Text(v)) {
+			if d, ok := strings.CutPrefix(f, "un="); ok {
+				out = append(out, kvp(key+"/un", "un="+d))
+			}
+		}
+		return out
+	}
+	isItem := func(k string) bool { return depth(2)(k) && !strings.HasSuffix(k, "/un") }
+	iface := ifaces()
+	iface.Keys, iface.Derived = depth(1), derive
+	item := mocksb.Options{Name: "item", Prefix: "iface/", Keys: isItem}
+	un := mocksb.Options{Name: "un", Prefix: "iface/", Keys: func(k string) bool { return strings.HasSuffix(k, "/un") },
+		Deps: func(key string, v proto.Message) []api.Dependency {
+			donor := strings.TrimPrefix(mocksb.Text(v), "un=")
+			return []api.Dependency{{Label: "donor", AnyOf: api.AnyOfDependency{KeyPrefixes: []string{"iface/" + donor + "/"}, KeySelector: isItem}}}
+		}}
+	values := []kv{set("iface/b", "items=x"), set("iface/a", "un=b")}
+	first := newEnv(t)
+	first.register(iface, item, un)
+	first.mustCommit(context.Background(), values...)
+	first.expectOps("created", "create iface/a=un=b", "create iface/b=items=x", "create iface/b/x=x", "create iface/a/un=un=b")
+
+	// A new scheduler (the agent restarted) over the same SB.
+	restarted := &env{t: t, s: kvscheduler.New(kvscheduler.Options{Logger: testLogger(t)}), sb: first.sb}
+	t.Cleanup(restarted.s.Close)
+	restarted.register(iface, item, un)
+	if _, err := restarted.resync(values...); err != nil {
+		t.Fatal(err)
+	}
+	restarted.expectOps("in-sync resync after a restart")
+	restarted.expectState("iface/a/un", api.ValueStateConfigured)
+	// The donor's item goes: what depends on it goes first.
+	if _, err := restarted.resync(set("iface/b", "items=y"), set("iface/a", "un=b")); err != nil {
+		t.Fatal(err)
+	}
+	restarted.expectOps("the donor's item replaced", "delete iface/a/un", "delete iface/b/x", "update iface/b=items=y", "create iface/b/y=y", "create iface/a/un=un=b")
 }

@@ -123,6 +123,29 @@ func (n *node) available() bool {
 	return n.applied != nil && !n.removing && (n.intended != nil || n.obtained)
 }
 
+// satisfies tells whether n satisfies the dependencies on it: it is
+// available, or it is a derived value the SB has whose base waits for its
+// turn in the running transaction's batch (batchRun): after a restart the
+// resync finds the derived values in the SB before their bases derive them
+// again, and a value of the batch reconciled before that base (in key
+// order, with a dependency on the derived value that the batch's order
+// cannot see) must not be deleted for it. When its turn comes the base
+// derives it (then it is available) or not (then it is deleted, what
+// depends on it first).
+func (g *graph) satisfies(n *node) bool {
+	if n.available() {
+		return true
+	}
+	if g.batchRun == 0 || n.base == nil || n.applied == nil || n.removing || n.obtained || n.intended != nil {
+		return false
+	}
+	root := n.base
+	for root.base != nil {
+		root = root.base
+	}
+	return root.intended != nil && (root.queued == g.batchRun || root.queued == g.batchRun+1)
+}
+
 func (n *node) descName() string {
 	if n.desc == nil {
 		return ""
@@ -156,7 +179,10 @@ type anyOfEntry struct {
 // graph holds the nodes and the indexes over them. It is not safe for
 // concurrent use: the scheduler guards it.
 type graph struct {
-	nodes map[string]*node
+	// batchRun is the id of the run whose batch is being reconciled (0
+	// outside one): see satisfies.
+	batchRun uint64
+	nodes    map[string]*node
 	// peak is the most nodes the node map held since it was last built:
 	// a Go map never gives back the memory of deleted entries, so compact
 	// rebuilds it once it holds far fewer.
@@ -722,11 +748,11 @@ func (g *graph) edgeSatisfied(e *depEdge) bool {
 func (g *graph) satisfied(owner *node, d api.Dependency) bool {
 	if d.Key != "" {
 		t := g.nodes[d.Key]
-		return t != nil && t.available() && !g.supportedBy(t, owner)
+		return t != nil && g.satisfies(t) && !g.supportedBy(t, owner)
 	}
 	found := false
 	match := func(n *node) bool {
-		if n.available() && !g.supportedBy(n, owner) && (d.AnyOf.KeySelector == nil || d.AnyOf.KeySelector(n.key)) {
+		if g.satisfies(n) && !g.supportedBy(n, owner) && (d.AnyOf.KeySelector == nil || d.AnyOf.KeySelector(n.key)) {
 			found = true
 			return false
 		}

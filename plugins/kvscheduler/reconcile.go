@@ -438,6 +438,8 @@ func (r *txnRun) enqueue(b *batch, n *node) {
 func (r *txnRun) waiting(n *node) bool { return n.queued == r.id || n.queued == r.id+1 }
 
 func (r *txnRun) reconcileBatch(b *batch) {
+	r.g.batchRun = r.id
+	defer func() { r.g.batchRun = 0 }()
 	for _, n := range b.deletes {
 		n.queued = 0
 		if !r.stopped {

@@ -199,7 +199,8 @@ func TestPipelineBreaks(t *testing.T) {
 // TestPipelineVPPGoes: when VPP goes while a pipeline waits for a reply,
 // the calls from that one on fail at once (not at their timeout) with a
 // *PipelineError wrapping ErrNotConnected; later pipelines fail with
-// ErrNotConnected.
+// ErrNotConnected. (CI under -race saw the replies of the calls before it
+// lost too: the connection broke before GoVPP handed them over.)
 func TestPipelineVPPGoes(t *testing.T) {
 	needSim(t, "a VPP that does not answer (Delay)")
 	sim, socket := start(t, vppsim.Options{})
@@ -226,10 +227,14 @@ func TestPipelineVPPGoes(t *testing.T) {
 		t.Fatal("the pipeline waiting when VPP went still waits")
 	}
 	for i, c := range calls {
-		if i < 10 && c.Err != nil {
-			t.Errorf("call %d before VPP went: %v", i, c.Err)
-		}
 		var pe *vppconn.PipelineError
+		// Answered before VPP went: the reply may still have been on its
+		// way when the connection broke (GoVPP fails the stream as soon
+		// as it notices), so such a call either has its reply or is sent
+		// without one (VPP may have carried it out, as it did).
+		if i < 10 && c.Err != nil && (!errors.As(c.Err, &pe) || !pe.Sent || !errors.Is(c.Err, vppconn.ErrNotConnected)) {
+			t.Errorf("call %d before VPP went: %v, want its reply or sent without one", i, c.Err)
+		}
 		if i >= 10 && (!errors.As(c.Err, &pe) || !errors.Is(c.Err, vppconn.ErrNotConnected)) {
 			t.Errorf("call %d when VPP went: %v, want a *PipelineError wrapping ErrNotConnected", i, c.Err)
 		}
