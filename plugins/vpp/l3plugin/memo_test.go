@@ -49,7 +49,9 @@ func TestResyncDumpsInterfacesOnce(t *testing.T) {
 	lo := func(name string, ips ...string) kv {
 		return kv{ifplugin.InterfaceKey(name), &vppif.Interface{Name: name, Type: vppif.Interface_SOFTWARE_LOOPBACK, Enabled: true, IpAddresses: ips}}
 	}
-	un := &vppif.Interface{Name: "memo9", Type: vppif.Interface_SOFTWARE_LOOPBACK, Enabled: true,
+	// Its name sorts before its donor's: the resync must leave it alone all
+	// the same (the engine once deleted and re-created it).
+	un := &vppif.Interface{Name: "memo-un", Type: vppif.Interface_SOFTWARE_LOOPBACK, Enabled: true,
 		Unnumbered: &vppif.Interface_Unnumbered{InterfaceWithIp: "memo1"}}
 	cfg := []kv{
 		lo("memo1", "10.61.0.1/24", "2001:db8:61::1/64"),
