@@ -3,30 +3,24 @@ package shrinkmap
 import (
 	"runtime"
 	"testing"
-)
 
-func liveHeap() uint64 {
-	runtime.GC()
-	runtime.GC()
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	return ms.HeapAlloc
-}
+	"github.com/netagent-io/netagent/tests/testsupport"
+)
 
 // 100k entries put, all but 10 deleted: the memory comes back, and what is
 // left is still found.
 func TestMapGivesBackMemory(t *testing.T) {
 	const n, kept = 100_000, 10
-	base := liveHeap()
+	base := testsupport.LiveHeap()
 	m := New[int, [4]int]()
 	for i := range n {
 		m.Put(i, [4]int{i})
 	}
-	full := liveHeap()
+	full := testsupport.LiveHeap()
 	for i := kept; i < n; i++ {
 		m.Delete(i)
 	}
-	after := liveHeap()
+	after := testsupport.LiveHeap()
 	if grown, held := full-base, after-base; held > grown/20 {
 		t.Errorf("after deleting %d of %d: %d bytes held, want under %d (5%% of the %d the entries took)", n-kept, n, held, grown/20, grown)
 	}

@@ -16,6 +16,7 @@ import (
 	linuxif "github.com/netagent-io/netagent/proto/linux/interfaces"
 	linuxl3 "github.com/netagent-io/netagent/proto/linux/l3"
 	linuxns "github.com/netagent-io/netagent/proto/linux/namespace"
+	"github.com/netagent-io/netagent/tests/testsupport"
 )
 
 // The history's byte estimate of a record is what trimming it gives back,
@@ -71,12 +72,12 @@ func TestHistoryBytesMatchTheHeap(t *testing.T) {
 			for h.first < len(h.records) {
 				seq, values, ops := h.records[h.first].SeqNum, len(h.records[h.first].Values), len(h.records[h.first].Planned)
 				estimate := h.sizes[h.first]
-				before := liveHeap()
+				before := testsupport.LiveHeap()
 				h.mu.Lock()
 				h.records[h.first] = nil
 				h.first++
 				h.mu.Unlock()
-				after := liveHeap()
+				after := testsupport.LiveHeap()
 				freed := float64(before) - float64(after)
 				gaveBack += freed
 				t.Logf("record #%d (%d values, %d operations): estimated %.2f MB, trimming it gave back %.2f MB",
@@ -94,15 +95,6 @@ func TestHistoryBytesMatchTheHeap(t *testing.T) {
 			}
 		})
 	}
-}
-
-// liveHeap returns the bytes of live heap objects after a full collection.
-func liveHeap() uint64 {
-	var ms runtime.MemStats
-	runtime.GC()
-	runtime.GC()
-	runtime.ReadMemStats(&ms)
-	return ms.HeapAlloc
 }
 
 // sizeCommit commits n interfaces and n routes in round (the MTU and the
@@ -277,11 +269,11 @@ func TestOpSlabFillsItsSizeClass(t *testing.T) {
 	}
 	const count = 2000
 	slabs := make([][]api.RecordedTxnOp, count)
-	before := liveHeap()
+	before := testsupport.LiveHeap()
 	for i := range slabs {
 		slabs[i] = make([]api.RecordedTxnOp, opSlabOps)
 	}
-	after := liveHeap()
+	after := testsupport.LiveHeap()
 	runtime.KeepAlive(slabs)
 	perSlab := float64(after-before) / count
 	estimate := allocPtrBytes(opSlabOps * recordOpBytes)

@@ -11,16 +11,8 @@ import (
 
 	"github.com/netagent-io/netagent/plugins/kvscheduler/api"
 	"github.com/netagent-io/netagent/plugins/orchestrator"
+	"github.com/netagent-io/netagent/tests/testsupport"
 )
-
-// liveHeap is the live heap after a full collection.
-func liveHeap() uint64 {
-	runtime.GC()
-	runtime.GC()
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	return ms.HeapAlloc
-}
 
 // After a bulk delete the memory of the deleted keys comes back: 100k keys
 // put by etcd, all but 10 deleted, and the orchestrator holds (nearly)
@@ -44,15 +36,15 @@ func TestBulkDeleteGivesBackTheMemoryOfTheKeys(t *testing.T) {
 			deletes = append(deletes, orchestrator.KV{Key: puts[i].Key})
 		}
 	}
-	base := liveHeap()
+	base := testsupport.LiveHeap()
 	if _, err := o.Change(ctx, orchestrator.SourceEtcd, puts, api.TxnOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	full := liveHeap()
+	full := testsupport.LiveHeap()
 	if _, err := o.Change(ctx, orchestrator.SourceEtcd, deletes, api.TxnOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	after := liveHeap()
+	after := testsupport.LiveHeap()
 	runtime.KeepAlive(puts)
 	runtime.KeepAlive(deletes)
 	held, keysBytes := int64(after)-int64(base), int64(full)-int64(base)

@@ -1,7 +1,7 @@
-// Package testsupport holds small helpers shared by the end-to-end tests
-// (cmd/agent, tests/agentctl): a self-signed certificate for TLS listeners
-// and a log buffer that concurrent writers can share. Tests only: nothing
-// of the daemon imports it.
+// Package testsupport holds small helpers shared by the tests: a
+// self-signed certificate for TLS listeners, a log buffer that concurrent
+// writers can share, the live heap after a collection, waiting for a
+// condition with a deadline. Tests only: nothing of the daemon imports it.
 package testsupport
 
 import (
@@ -16,6 +16,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -93,4 +94,36 @@ func Tail(s string, n int) string {
 		return "...\n" + s[len(s)-n:]
 	}
 	return s
+}
+
+// LiveHeap returns the bytes of live heap objects after a full collection
+// (two, so that what the first freed is swept).
+func LiveHeap() uint64 {
+	runtime.GC()
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.HeapAlloc
+}
+
+// Eventually calls check every 10 ms until it returns nil, and fails the
+// test with its last error when within passes first. It returns how long
+// it took.
+func Eventually(t testing.TB, within time.Duration, check func() error) time.Duration {
+	t.Helper()
+	start := time.Now()
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.After(within)
+	for {
+		err := check()
+		if err == nil {
+			return time.Since(start)
+		}
+		select {
+		case <-tick.C:
+		case <-deadline:
+			t.Fatalf("not within %v: %v", within, err)
+		}
+	}
 }

@@ -6,16 +6,9 @@ import (
 	"runtime"
 	"slices"
 	"testing"
-)
 
-// liveHeap is the live heap after a full collection.
-func liveHeap() uint64 {
-	runtime.GC()
-	runtime.GC()
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	return ms.HeapAlloc
-}
+	"github.com/netagent-io/netagent/tests/testsupport"
+)
 
 // After a bulk delete the map's memory comes back: 100k labels put, all but
 // 10 deleted, and the heap holds (nearly) nothing more than before they
@@ -27,15 +20,15 @@ func TestMemMetadataMapGivesBackMemoryAfterBulkDelete(t *testing.T) {
 		labels[i] = fmt.Sprintf("linux/route/10.%d.%d.0/24", i/256, i%256)
 	}
 	m := NewMetadataMap()
-	base := liveHeap()
+	base := testsupport.LiveHeap()
 	for i, l := range labels {
 		m.Put(l, i)
 	}
-	full := liveHeap()
+	full := testsupport.LiveHeap()
 	for _, l := range labels[kept:] {
 		m.Delete(l)
 	}
-	after := liveHeap()
+	after := testsupport.LiveHeap()
 	runtime.KeepAlive(m)
 	held, mapBytes := int64(after)-int64(base), int64(full)-int64(base)
 	t.Logf("map of %d labels: %d bytes; after deleting all but %d: %d bytes", n, mapBytes, kept, held)

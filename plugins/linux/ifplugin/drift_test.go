@@ -11,8 +11,10 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/netagent-io/netagent/plugins/kvscheduler/api"
+	"github.com/netagent-io/netagent/plugins/kvscheduler/api/apitest"
 	"github.com/netagent-io/netagent/plugins/linux/ifplugin"
 	linuxif "github.com/netagent-io/netagent/proto/linux/interfaces"
+	"github.com/netagent-io/netagent/tests/testsupport"
 )
 
 // driftDeadline bounds how long a test waits for a change made by hand to
@@ -21,54 +23,12 @@ import (
 // machines. The tests log how long it took.
 const driftDeadline = 10 * time.Second
 
-// eventually calls check every 10 ms until it returns nil, and fails the
-// test with its last error when within passes first. It returns how long
-// it took.
-func eventually(t *testing.T, within time.Duration, check func() error) time.Duration {
-	t.Helper()
-	start := time.Now()
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	deadline := time.After(within)
-	for {
-		err := check()
-		if err == nil {
-			return time.Since(start)
-		}
-		select {
-		case <-tick.C:
-		case <-deadline:
-			t.Fatalf("not within %v: %v", within, err)
-		}
-	}
-}
-
-// driftTxns returns the drift transactions recorded after seq.
-func (a *agent) driftTxns(after uint64) []*api.RecordedTxn {
-	var out []*api.RecordedTxn
-	for _, rec := range a.s.GetTransactionHistory(time.Time{}, time.Time{}) {
-		if rec.SeqNum > after && rec.TxnType == api.DriftRepair {
-			out = append(out, rec)
-		}
-	}
-	return out
-}
-
-// lastSeq is the sequence number of the last transaction recorded.
-func (a *agent) lastSeq() uint64 {
-	var seq uint64
-	for _, rec := range a.s.GetTransactionHistory(time.Time{}, time.Time{}) {
-		seq = max(seq, rec.SeqNum)
-	}
-	return seq
-}
-
 // foundOutOfSync returns, from the drift transactions after seq, what they
 // found out of sync with the kernel for key: its recorded values (nil value:
 // gone).
 func (a *agent) foundOutOfSync(after uint64, key string) []api.RecordedKVPair {
 	var out []api.RecordedKVPair
-	for _, rec := range a.driftTxns(after) {
+	for _, rec := range apitest.DriftTxns(a.s, after) {
 		for _, kv := range rec.Values {
 			if kv.Key == key {
 				out = append(out, kv)
@@ -83,8 +43,8 @@ func (a *agent) foundOutOfSync(after uint64, key string) []api.RecordedKVPair {
 // finds what changed before).
 func (a *agent) waitWatched(seq uint64, ns string) {
 	a.t.Helper()
-	eventually(a.t.(*testing.T), driftDeadline, func() error {
-		for _, rec := range a.driftTxns(seq) {
+	testsupport.Eventually(a.t.(*testing.T), driftDeadline, func() error {
+		for _, rec := range apitest.DriftTxns(a.s, seq) {
 			if strings.Contains(rec.Description, "changes in the netns "+ns+" before it was watched") {
 				return nil
 			}
@@ -127,7 +87,7 @@ func TestDriftLinkDeletedIsRepaired(t *testing.T) {
 	a.waitWatched(seq, ns)
 
 	run(t, "ip", "-n", ns, "link", "del", "eth0")
-	took := eventually(t, driftDeadline, func() error {
+	took := testsupport.Eventually(t, driftDeadline, func() error {
 		if findLink(ns, "eth0") == nil || findLink("", host.GetName()) == nil {
 			return fmt.Errorf("the pair is not made again")
 		}
@@ -145,7 +105,7 @@ func TestDriftLinkDeletedIsRepaired(t *testing.T) {
 		t.Fatalf("drift records of %s: %v, want it found gone", inNS.GetName(), found)
 	}
 	var described bool
-	for _, rec := range a.driftTxns(seq) {
+	for _, rec := range apitest.DriftTxns(a.s, seq) {
 		described = described || strings.Contains(rec.Description, "link eth0 deleted from the netns "+ns)
 	}
 	if !described {
@@ -166,7 +126,7 @@ func TestDriftAddressRemovedIsRepaired(t *testing.T) {
 
 	run(t, "ip", "-n", ns, "addr", "del", "fd77::2/64", "dev", "eth0")
 	run(t, "ip", "addr", "del", "10.77.0.1/24", "dev", host.GetName())
-	eventually(t, driftDeadline, func() error {
+	testsupport.Eventually(t, driftDeadline, func() error {
 		for _, name := range []string{inNS.GetName(), host.GetName()} {
 			if len(a.foundOutOfSync(seq, ifplugin.InterfaceKey(name))) == 0 {
 				return fmt.Errorf("%s not found out of sync yet", name)
@@ -174,7 +134,7 @@ func TestDriftAddressRemovedIsRepaired(t *testing.T) {
 		}
 		return nil
 	})
-	took := eventually(t, driftDeadline, func() error {
+	took := testsupport.Eventually(t, driftDeadline, func() error {
 		if got, err := addrsOf(ns, "eth0"); err != nil || !slices.Equal(got, []string{"10.77.0.2/24", "fd77::2/64"}) {
 			return fmt.Errorf("addresses of eth0: %v %v", got, err)
 		}
@@ -215,7 +175,7 @@ func TestDriftLinkChangedIsRepaired(t *testing.T) {
 	}
 	for _, c := range cases {
 		run(t, c.args...)
-		took := eventually(t, driftDeadline, func() error {
+		took := testsupport.Eventually(t, driftDeadline, func() error {
 			h, n := findLink("", host.GetName()), findLink(ns, "eth0")
 			switch {
 			case h == nil || n == nil:
@@ -258,7 +218,7 @@ func TestDriftReportOnly(t *testing.T) {
 		host.GetName(): "out of sync with the SB: changed (link " + host.GetName() + " of the default namespace changed (mtu 1234",
 		ex.GetName():   "out of sync with the SB: gone (link ex0 deleted from the netns " + ns,
 	}
-	eventually(t, driftDeadline, func() error {
+	testsupport.Eventually(t, driftDeadline, func() error {
 		for name, detail := range want {
 			st := a.s.GetValueStatus(ifplugin.InterfaceKey(name)).GetValue()
 			if st.GetState() != api.ValueStateMissing || !slices.ContainsFunc(st.GetDetails(), func(d string) bool { return strings.HasPrefix(d, detail) }) {
@@ -312,10 +272,10 @@ func TestDriftNamespaceDeletedIsRepaired(t *testing.T) {
 		Link: &linuxif.Interface_Veth{Veth: &linuxif.VethLink{PeerIfName: "nsdel-x"}}}
 	a := newAgent(t)
 	a.waitWatched(a.mustCommit(x, y), ns)
-	seq := a.lastSeq()
+	seq := apitest.LastSeq(a.s)
 
 	run(t, "ip", "netns", "del", ns)
-	took := eventually(t, driftDeadline, func() error {
+	took := testsupport.Eventually(t, driftDeadline, func() error {
 		if findLink(ns, "nsdel-x") == nil || findLink(ns, "nsdel-y") == nil {
 			return fmt.Errorf("no nsdel-x and nsdel-y in a namespace %s", ns)
 		}
@@ -331,7 +291,7 @@ func TestDriftNamespaceDeletedIsRepaired(t *testing.T) {
 		}
 	}
 	var described bool
-	for _, rec := range a.driftTxns(seq) {
+	for _, rec := range apitest.DriftTxns(a.s, seq) {
 		described = described || strings.Contains(rec.Description, "the netns "+ns+" was deleted")
 	}
 	if !described {
@@ -348,7 +308,7 @@ func TestDriftNamespaceDeletedIsRepaired(t *testing.T) {
 func TestDriftOwnChangesAreNotReported(t *testing.T) {
 	needRoot(t)
 	a := newAgent(t)
-	start := a.lastSeq()
+	start := apitest.LastSeq(a.s)
 	var ends []proto.Message
 	for i := range 10 {
 		x, y := vethPair(t, fmt.Sprintf("own%da", i), fmt.Sprintf("own%db", i))
@@ -370,7 +330,7 @@ func TestDriftOwnChangesAreNotReported(t *testing.T) {
 
 	marker := ends[0].(*linuxif.Interface)
 	run(t, "ip", "link", "set", marker.GetName(), "mtu", "1200")
-	eventually(t, driftDeadline, func() error {
+	testsupport.Eventually(t, driftDeadline, func() error {
 		if found := a.foundOutOfSync(start, ifplugin.InterfaceKey(marker.GetName())); len(found) == 0 {
 			return fmt.Errorf("the MTU of %s changed by hand is not found yet", marker.GetName())
 		}
@@ -380,7 +340,7 @@ func TestDriftOwnChangesAreNotReported(t *testing.T) {
 		return nil
 	})
 	a.s.TransactionBarrier()
-	drifts := a.driftTxns(start)
+	drifts := apitest.DriftTxns(a.s, start)
 	for _, rec := range drifts {
 		if !strings.HasPrefix(rec.Description, "drift reported: "+ifplugin.InterfaceKey(marker.GetName())+" (") || strings.Contains(rec.Description, "; ") {
 			t.Errorf("drift transaction %d reports more than the link changed by hand: %s", rec.SeqNum, rec.Description)

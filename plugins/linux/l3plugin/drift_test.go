@@ -12,37 +12,17 @@ import (
 
 	"github.com/netagent-io/netagent/pkg/models"
 	"github.com/netagent-io/netagent/plugins/kvscheduler/api"
+	"github.com/netagent-io/netagent/plugins/kvscheduler/api/apitest"
 	"github.com/netagent-io/netagent/plugins/linux/ifplugin"
 	linuxif "github.com/netagent-io/netagent/proto/linux/interfaces"
 	linuxl3 "github.com/netagent-io/netagent/proto/linux/l3"
+	"github.com/netagent-io/netagent/tests/testsupport"
 )
 
 // driftDeadline bounds how long a test waits for a change made by hand to
 // be seen and repaired (the watcher reports within 200 ms of an event; the
 // margin is for loaded CI machines). The tests log how long it took.
 const driftDeadline = 10 * time.Second
-
-// eventually calls check every 10 ms until it returns nil, and fails the
-// test with its last error when within passes first; it returns how long
-// it took.
-func eventually(t *testing.T, within time.Duration, check func() error) time.Duration {
-	t.Helper()
-	start := time.Now()
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	deadline := time.After(within)
-	for {
-		err := check()
-		if err == nil {
-			return time.Since(start)
-		}
-		select {
-		case <-tick.C:
-		case <-deadline:
-			t.Fatalf("not within %v: %v", within, err)
-		}
-	}
-}
 
 // driftScene is a veth pair in the test's namespace, with routes and an ARP
 // entry on its first end, as values.
@@ -134,28 +114,10 @@ func valueKey(t testing.TB, v proto.Message) string {
 	return key
 }
 
-func (a *realAgent) lastSeq() uint64 {
-	var seq uint64
-	for _, rec := range a.s.GetTransactionHistory(time.Time{}, time.Time{}) {
-		seq = max(seq, rec.SeqNum)
-	}
-	return seq
-}
-
-func (a *realAgent) driftTxns(after uint64) []*api.RecordedTxn {
-	var out []*api.RecordedTxn
-	for _, rec := range a.s.GetTransactionHistory(time.Time{}, time.Time{}) {
-		if rec.SeqNum > after && rec.TxnType == api.DriftRepair {
-			out = append(out, rec)
-		}
-	}
-	return out
-}
-
 // found returns what the drift transactions after seq found of key.
 func (a *realAgent) found(after uint64, key string) []api.RecordedKVPair {
 	var out []api.RecordedKVPair
-	for _, rec := range a.driftTxns(after) {
+	for _, rec := range apitest.DriftTxns(a.s, after) {
 		for _, kv := range rec.Values {
 			if kv.Key == key {
 				out = append(out, kv)
@@ -171,9 +133,9 @@ func (a *realAgent) found(after uint64, key string) []api.RecordedKVPair {
 func (a *realAgent) setUp(sc *driftScene) uint64 {
 	a.t.Helper()
 	a.commit(api.TxnOptions{}, sc.values()...)
-	seq := a.lastSeq()
-	eventually(a.t, driftDeadline, func() error {
-		for _, rec := range a.driftTxns(seq) {
+	seq := apitest.LastSeq(a.s)
+	testsupport.Eventually(a.t, driftDeadline, func() error {
+		for _, rec := range apitest.DriftTxns(a.s, seq) {
 			if strings.Contains(rec.Description, "before it was watched") {
 				return nil
 			}
@@ -183,7 +145,7 @@ func (a *realAgent) setUp(sc *driftScene) uint64 {
 	if err := a.inSync(sc); err != nil {
 		a.t.Fatal(err)
 	}
-	return a.lastSeq()
+	return apitest.LastSeq(a.s)
 }
 
 // TestDriftRouteDeletedIsRepaired: routes deleted by hand (IPv4 via a
@@ -198,10 +160,10 @@ func TestDriftRouteDeletedIsRepaired(t *testing.T) {
 	a.ip("route", "del", "10.100.1.0/24")
 	a.ip("route", "del", "172.21.0.0/16")
 	a.ip("-6", "route", "del", "fd72::/64")
-	took := eventually(t, driftDeadline, func() error { return a.inSync(sc) })
+	took := testsupport.Eventually(t, driftDeadline, func() error { return a.inSync(sc) })
 	t.Logf("the deleted routes were repaired in %v", took)
 	var repaired []string
-	for _, rec := range a.driftTxns(seq) {
+	for _, rec := range apitest.DriftTxns(a.s, seq) {
 		for _, op := range rec.Executed {
 			if !op.NOOP {
 				repaired = append(repaired, op.Operation.String()+" "+op.Key)
@@ -224,9 +186,9 @@ func TestDriftRouteDeletedIsRepaired(t *testing.T) {
 	}
 
 	// Replaced with another gateway: found changed, put back in place.
-	seq = a.lastSeq()
+	seq = apitest.LastSeq(a.s)
 	a.ip("route", "replace", "10.100.2.0/24", "via", "10.71.0.3", "dev", "dx", "metric", "10", "proto", "181")
-	took = eventually(t, driftDeadline, func() error {
+	took = testsupport.Eventually(t, driftDeadline, func() error {
 		out, err := a.tryIP("route", "show", "10.100.2.0/24")
 		if err != nil || !strings.Contains(out, "via 10.71.0.2 ") {
 			return fmt.Errorf("route to 10.100.2.0/24: %s %v", out, err)
@@ -247,18 +209,18 @@ func TestDriftNeighbourIsRepaired(t *testing.T) {
 	seq := a.setUp(sc)
 
 	a.ip("neigh", "del", "10.71.0.9", "dev", "dx")
-	took := eventually(t, driftDeadline, func() error { return a.inSync(sc) })
+	took := testsupport.Eventually(t, driftDeadline, func() error { return a.inSync(sc) })
 	t.Logf("the deleted neighbour was repaired in %v", took)
 	if f := a.found(seq, valueKey(t, sc.arp)); len(f) == 0 || f[0].Value != nil {
 		t.Errorf("drift records of the ARP entry: %v, want it found gone", f)
 	}
 
 	a.ip("neigh", "replace", "10.71.0.9", "lladdr", "02:00:00:00:71:99", "dev", "dx", "nud", "permanent")
-	took = eventually(t, driftDeadline, func() error { return a.inSync(sc) })
+	took = testsupport.Eventually(t, driftDeadline, func() error { return a.inSync(sc) })
 	t.Logf("the neighbour given another MAC was repaired in %v", took)
 
 	a.ip("neigh", "replace", "10.71.0.9", "lladdr", "02:00:00:00:71:09", "dev", "dx", "nud", "reachable")
-	took = eventually(t, driftDeadline, func() error { return a.inSync(sc) })
+	took = testsupport.Eventually(t, driftDeadline, func() error { return a.inSync(sc) })
 	t.Logf("the neighbour no longer permanent was repaired in %v", took)
 }
 
@@ -272,7 +234,7 @@ func TestDriftLinkDeletedRepairsItsRoutes(t *testing.T) {
 	seq := a.setUp(sc)
 
 	a.ip("link", "del", "dx")
-	took := eventually(t, driftDeadline, func() error { return a.inSync(sc) })
+	took := testsupport.Eventually(t, driftDeadline, func() error { return a.inSync(sc) })
 	t.Logf("the deleted link and its %d routes were repaired in %v", len(sc.routes), took)
 	if f := a.found(seq, ifplugin.InterfaceKey("dx")); len(f) == 0 || f[0].Value != nil {
 		t.Errorf("drift records of dx: %v, want it found gone", f)
@@ -289,7 +251,7 @@ func TestDriftLinkDownRepairsItsRoutes(t *testing.T) {
 	a.setUp(sc)
 
 	a.ip("link", "set", "dx", "down")
-	took := eventually(t, driftDeadline, func() error {
+	took := testsupport.Eventually(t, driftDeadline, func() error {
 		out, err := a.tryIP("link", "show", "dx")
 		if err != nil || !strings.Contains(out, ",UP") {
 			return fmt.Errorf("dx is not up: %s %v", out, err)
@@ -310,7 +272,7 @@ func TestDriftReportOnlyRoute(t *testing.T) {
 	a.ip("route", "del", "10.100.0.0/24")
 	key := valueKey(t, sc.routes[2])
 	want := "out of sync with the SB: gone (route 10.100.0.0/24 via 10.71.0.2"
-	eventually(t, driftDeadline, func() error {
+	testsupport.Eventually(t, driftDeadline, func() error {
 		st := a.s.GetValueStatus(key).GetValue()
 		if st.GetState() != api.ValueStateMissing || !slices.ContainsFunc(st.GetDetails(), func(d string) bool { return strings.HasPrefix(d, want) }) {
 			return fmt.Errorf("%v, want MISSING with details starting with %q", st, want)
@@ -418,9 +380,9 @@ func TestDriftOwnChangesAreNotReported(t *testing.T) {
 		}},
 		{"neighbour deleted", valueKey(t, sc.arp), []string{"neigh", "del", "10.71.0.9", "dev", "dx"}, func() error { return nil }},
 	} {
-		seq := a.lastSeq()
+		seq := apitest.LastSeq(a.s)
 		a.ip(c.change...)
-		took := eventually(t, driftDeadline, func() error {
+		took := testsupport.Eventually(t, driftDeadline, func() error {
 			if len(a.found(seq, c.key)) == 0 {
 				return fmt.Errorf("%s: %s not found out of sync yet", c.what, c.key)
 			}
@@ -431,14 +393,14 @@ func TestDriftOwnChangesAreNotReported(t *testing.T) {
 		})
 		t.Logf("%s: reported and repaired in %v", c.what, took)
 		a.s.TransactionBarrier()
-		for _, rec := range a.driftTxns(seq) {
+		for _, rec := range apitest.DriftTxns(a.s, seq) {
 			if !strings.HasPrefix(rec.Description, "drift reported: "+c.key+" (") || strings.Contains(rec.Description, "; ") {
 				t.Errorf("%s: drift transaction %d reports more than %s: %s", c.what, rec.SeqNum, c.key, rec.Description)
 			}
 		}
 	}
 
-	drifts := a.driftTxns(start)
+	drifts := apitest.DriftTxns(a.s, start)
 	for _, rec := range drifts {
 		t.Logf("drift transaction %d: %s", rec.SeqNum, rec.Description)
 	}

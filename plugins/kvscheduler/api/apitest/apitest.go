@@ -3,7 +3,11 @@
 // lookups directly, without a scheduler.
 package apitest
 
-import "github.com/netagent-io/netagent/plugins/kvscheduler/api"
+import (
+	"time"
+
+	"github.com/netagent-io/netagent/plugins/kvscheduler/api"
+)
 
 // Scope is an api.CallScope (give it to api.WithCallScope): the metadata
 // maps it holds by descriptor name, every value unknown, and the keys
@@ -49,4 +53,30 @@ func (m *MetadataSource) GetMetadataMap(descriptor string) api.MetadataMap {
 		return mm
 	}
 	return nil
+}
+
+// History is what the transaction helpers read of a scheduler.
+type History interface {
+	GetTransactionHistory(since, until time.Time) []*api.RecordedTxn
+}
+
+// LastSeq is the sequence number of the last transaction recorded (0:
+// none).
+func LastSeq(h History) uint64 {
+	var seq uint64
+	for _, rec := range h.GetTransactionHistory(time.Time{}, time.Time{}) {
+		seq = max(seq, rec.SeqNum)
+	}
+	return seq
+}
+
+// DriftTxns returns the drift-repair transactions recorded after seq.
+func DriftTxns(h History, after uint64) []*api.RecordedTxn {
+	var out []*api.RecordedTxn
+	for _, rec := range h.GetTransactionHistory(time.Time{}, time.Time{}) {
+		if rec.SeqNum > after && rec.TxnType == api.DriftRepair {
+			out = append(out, rec)
+		}
+	}
+	return out
 }
