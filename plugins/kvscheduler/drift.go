@@ -278,6 +278,13 @@ func equivalentValues(n *node, a, b proto.Message) bool {
 	return proto.Equal(a, b)
 }
 
+// sameValue tells whether a and b are equal values: the same pointer (a
+// value kept once for the NB and the SB, a Retrieve returning the
+// correlated value) or equal as protobuf messages.
+func sameValue(a, b proto.Message) bool {
+	return a == b || proto.Equal(a, b)
+}
+
 // correlateOf is what a Retrieve of nodes is given to correlate with: their
 // intended values.
 func correlateOf(nodes []*node) []api.KVWithMetadata {

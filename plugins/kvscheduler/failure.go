@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"slices"
 
-	"google.golang.org/protobuf/proto"
-
 	"github.com/netagent-io/netagent/plugins/kvscheduler/api"
 )
 
@@ -120,7 +118,7 @@ func (r *txnRun) refreshFailedBatch(failed []*node) {
 				if n.leftoverValue() != nil {
 					r.g.setLeftover(n, nil)
 				}
-				if n.applied == nil || !proto.Equal(n.applied, kv.Value) {
+				if n.applied == nil || !sameValue(n.applied, kv.Value) {
 					r.g.setApplied(n, kv.Value)
 				}
 				if di.d.WithMetadata && kv.Metadata != nil && n.base == nil {

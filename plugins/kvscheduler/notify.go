@@ -41,7 +41,7 @@ func (r *txnRun) applySB(kv kvChange) {
 		wasAvailable = n.available()
 		prev = statusOf(n)
 		prevValue = n.applied
-		if prevValue != nil && proto.Equal(prevValue, kv.value) && n.metadata == kv.metadata {
+		if prevValue != nil && sameValue(prevValue, kv.value) && n.metadata == kv.metadata {
 			return
 		}
 	}
@@ -104,7 +104,7 @@ func (r *txnRun) syncObtainedDerived(n *node) {
 		}
 		list = append(list, d)
 		was := d.available()
-		if d.applied == nil || !proto.Equal(d.applied, kv.Value) {
+		if d.applied == nil || !sameValue(d.applied, kv.Value) {
 			r.setObtainedValue(d, kv.Value, nil)
 		}
 		if !was {

@@ -185,7 +185,7 @@ func (r *txnRun) shareApplied(n *node) {
 	if n.applied == n.intended {
 		return
 	}
-	if n.desc != nil && n.desc.d.ValueComparator != nil && !proto.Equal(n.applied, n.intended) {
+	if n.desc != nil && n.desc.d.ValueComparator != nil && !sameValue(n.applied, n.intended) {
 		return
 	}
 	r.g.setApplied(n, n.intended)
@@ -498,7 +498,7 @@ func (r *txnRun) setNBIntent(n *node, key string, value proto.Message) *node {
 		// The NB takes over a value the SB reported.
 		r.g.setObtained(n, false)
 		r.setIntent(n, value)
-	} else if n.intended == nil || !proto.Equal(n.intended, value) {
+	} else if n.intended == nil || !sameValue(n.intended, value) {
 		r.setIntent(n, value)
 	}
 	return n
@@ -1058,7 +1058,7 @@ func (r *txnRun) syncDerived(n *node, want []api.KeyValuePair, haveWant bool) {
 		if d == nil || d.base != n {
 			continue
 		}
-		if d.intended == nil || !proto.Equal(d.intended, kv.Value) {
+		if d.intended == nil || !sameValue(d.intended, kv.Value) {
 			r.setIntent(d, kv.Value)
 		}
 		r.reconcile(d)

@@ -277,7 +277,7 @@ func (rs *refreshState) applyRetrieved(di *descriptorInfo, kvs []api.KVWithMetad
 			if !n.obtained {
 				g.setObtained(n, true)
 			}
-			if n.intended == nil || !proto.Equal(n.intended, kv.Value) {
+			if n.intended == nil || !sameValue(n.intended, kv.Value) {
 				g.setIntended(n, kv.Value)
 				g.setApplied(n, kv.Value)
 			}
@@ -294,9 +294,9 @@ func (rs *refreshState) applyRetrieved(di *descriptorInfo, kvs []api.KVWithMetad
 			g.setObtained(n, false) // the NB takes the value over
 			g.setIntended(n, nil)
 		}
-		if n.applied == nil || !proto.Equal(n.applied, kv.Value) {
+		if n.applied == nil || !sameValue(n.applied, kv.Value) {
 			applied := kv.Value
-			if n.intended != nil && proto.Equal(n.intended, applied) {
+			if n.intended != nil && sameValue(n.intended, applied) {
 				// The SB holds exactly the NB's value: keep one copy of it,
 				// not a second one per value (a Retrieve's copy, or the
 				// clone of the correlated value many descriptors return).
@@ -404,7 +404,7 @@ func (s *Scheduler) refreshDerived(n *node, retrieved map[string]api.KVWithMetad
 					g.setStatus(d, status{state: api.ValueStateMissing, lastOp: d.lastOp})
 				}
 			}
-		case d.applied == nil || !proto.Equal(d.applied, value):
+		case d.applied == nil || !sameValue(d.applied, value):
 			g.setApplied(d, value)
 		}
 	}

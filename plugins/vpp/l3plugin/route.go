@@ -618,11 +618,13 @@ func (p *Plugin) retrieveRoutes(ctx context.Context, correlate []api.TypedKV[*vp
 					}
 					e.found, expectedPath[k] = true, true
 					reported[e.key] = true
-					// The expected value as it is when VPP has its weight
-					// and preference (0 and 1 are the same weight); VPP's
-					// otherwise.
-					v := proto.Clone(e.value).(*vppl3.Route)
+					// The expected value itself when VPP has its weight
+					// and preference (0 and 1 are the same weight): the
+					// scheduler keeps one copy of a value in sync. A copy
+					// with VPP's otherwise.
+					v := e.value
 					if max(uint32(fp.Weight), 1) != e.spec.weight || uint32(fp.Preference) != e.spec.pref {
+						v = proto.Clone(e.value).(*vppl3.Route)
 						v.Weight, v.Preference = uint32(fp.Weight), uint32(fp.Preference)
 					}
 					out = append(out, api.TypedKV[*vppl3.Route, *RouteMetadata]{
@@ -659,7 +661,7 @@ func (p *Plugin) retrieveRoutes(ctx context.Context, correlate []api.TypedKV[*vp
 			}
 		}
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
+	slices.SortFunc(out, func(a, b api.TypedKV[*vppl3.Route, *RouteMetadata]) int { return strings.Compare(a.Key, b.Key) })
 	return out, nil
 }
 
