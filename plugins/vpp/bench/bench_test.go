@@ -92,6 +92,17 @@ var createWrites = map[string]int{
 	"ip_route_add_del":             benchRoutes,
 }
 
+// deleteWrites are the calls that change VPP when the workload is deleted,
+// by message: per route ip_route_add_del; per interface its address
+// removed, admin state down, and the loopback deleted (VPP drops the tag
+// with it).
+var deleteWrites = map[string]int{
+	"ip_route_add_del":             benchRoutes,
+	"sw_interface_add_del_address": benchInterfaces,
+	"sw_interface_set_flags":       benchInterfaces,
+	"delete_loopback":              benchInterfaces,
+}
+
 // logCalls (go test ... -calls): each transaction benchmark logs its calls
 // by message: number per op, mean time, share of the time.
 var logCalls = flag.Bool("calls", false, "log the VPP calls of the transaction benchmarks by message")
@@ -517,6 +528,34 @@ func BenchmarkResyncAfterRestart(b *testing.B) {
 		e.expectOps("resync after restart", seq, benchOps, api.OpCreate)
 		e.expectWrites("resync after restart", createWrites)
 		e.expectApplied("resync after restart")
+	}
+	e.report()
+}
+
+// BenchmarkDelete: one transaction deleting the 11,000 values from VPP,
+// by the agent that created them.
+func BenchmarkDelete(b *testing.B) {
+	e := newBenchEnv(b)
+	deletes := make([]kv, len(e.kvs))
+	for i, x := range e.kvs {
+		deletes[i] = kv{key: x.key}
+	}
+	b.ResetTimer()
+	for n := range b.N {
+		b.StopTimer()
+		if n > 0 {
+			e.clearVPP()
+			e.startAgent()
+		}
+		e.commit(api.TxnOptions{}, e.kvs)
+		e.startTimer()
+		seq := e.commit(api.TxnOptions{}, deletes)
+		e.stopTimer()
+		e.expectOps("delete", seq, benchOps, api.OpDelete)
+		e.expectWrites("delete", deleteWrites)
+		if ifs, routes := e.vpp.NewInterfaces(), e.vpp.NewRoutes(vpptest.SourceAPI); len(ifs) > 0 || len(routes) > 0 {
+			b.Fatalf("after the delete VPP still has %d new interfaces and %d new API routes", len(ifs), len(routes))
+		}
 	}
 	e.report()
 }

@@ -6,6 +6,9 @@ import (
 	"strings"
 	"testing"
 
+	interfaces "go.fd.io/govpp/binapi/interface"
+	"go.fd.io/govpp/binapi/interface_types"
+
 	"github.com/netagent-io/netagent/plugins/kvscheduler/api"
 	"github.com/netagent-io/netagent/plugins/vpp/ifplugin"
 	vppif "github.com/netagent-io/netagent/proto/vpp/interfaces"
@@ -136,5 +139,52 @@ func TestAddressAndAdminStateBatch(t *testing.T) {
 	}
 	if slices.Contains(e.untagged(), "") {
 		t.Errorf("untagged interfaces: %v", e.untagged())
+	}
+}
+
+// TestDeleteBatch: loopbacks deleted in one transaction with their
+// addresses and admin states go pipelined, each batch checking its
+// interfaces against one sw_interface_dump: an interface whose index now
+// carries another tag (someone else's) is left alone with its settings,
+// one already gone is deleted with success, the others are gone from VPP.
+func TestDeleteBatch(t *testing.T) {
+	e := newEnv(t, vppsim.Options{})
+	e.commit(loop("da", "10.61.0.1/24"), loop("db", "10.62.0.1/24"), loop("dc", "10.63.0.1/24"), loop("dd", "10.64.0.1/24"))
+	ic := e.interfacesClient()
+	ctx := context.Background()
+	dc, dd := e.mustVPP("dc"), e.mustVPP("dd")
+	if _, err := ic.SwInterfaceTagAddDel(ctx, &interfaces.SwInterfaceTagAddDel{IsAdd: true, SwIfIndex: interface_types.InterfaceIndex(dc.SwIfIndex), Tag: "someone"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ic.DeleteLoopback(ctx, &interfaces.DeleteLoopback{SwIfIndex: interface_types.InterfaceIndex(dd.SwIfIndex)}); err != nil {
+		t.Fatal(err)
+	}
+	if e.sim != nil {
+		e.sim.ResetCalls()
+	}
+	seq := e.del("da", "db", "dc", "dd")
+	var calls []string
+	if e.sim != nil {
+		calls = e.sim.Calls()
+	}
+	for _, n := range []string{"da", "db", "dc", "dd"} {
+		e.wantState(ifplugin.InterfaceKey(n), api.ValueStateNonexistent)
+		if _, ok := e.tagged(n); ok {
+			t.Errorf("VPP still has %s", n)
+		}
+	}
+	if got := len(executed(e.s, seq)); got != 12 {
+		t.Errorf("executed %d operations, want 12 (4 interfaces, their addresses and admin states): %v", got, executed(e.s, seq))
+	}
+	other, ok := e.tagged("someone")
+	if !ok || !other.AdminUp || addrs(other) != "10.63.0.1/24" || other.SwIfIndex != dc.SwIfIndex {
+		t.Errorf("the interface now tagged someone: %+v (found %v), want it left up with 10.63.0.1/24 at %d", other, ok, dc.SwIfIndex)
+	}
+	if e.sim != nil {
+		// One list of the interfaces per batch (admin states, addresses,
+		// loopbacks), instead of one dump per Delete.
+		if n := countCalls(calls, "sw_interface_dump"); n != 3 {
+			t.Errorf("%d sw_interface_dump, want 3: %v", n, calls)
+		}
 	}
 }

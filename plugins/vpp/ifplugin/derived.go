@@ -58,10 +58,7 @@ func (p *Plugin) adminStateDescriptor() *api.KVDescriptor {
 				return err
 			}
 			p.recordChange(v.GetName(), agentChange{SwIfIndex: idx})
-			if err := p.h.SetAdminUp(ctx, idx, false); err != nil && !isMissingInterface(err) {
-				return fmt.Errorf("interface %s: %w", v.GetName(), err)
-			}
-			return nil
+			return adminStateDown(v, p.h.SetAdminUp(ctx, idx, false))
 		},
 		Dependencies: func(key string, v *vppif.Interface) []api.Dependency {
 			if parent := v.GetSub().GetParentName(); v.GetEnabled() && parent != "" {
@@ -198,10 +195,7 @@ func (p *Plugin) addressDescriptor() *api.KVDescriptor {
 			if err != nil || !ok {
 				return err
 			}
-			if err := p.h.DelAddress(ctx, idx, addr); err != nil {
-				return fmt.Errorf("interface %s: address %s: %w", v.GetName(), addr, err)
-			}
-			return nil
+			return addressRemoved(v, addr, p.h.DelAddress(ctx, idx, addr))
 		},
 		Dependencies: func(key string, v *vppif.Interface) []api.Dependency {
 			if vrf := v.GetVrf(); vrf != 0 {
@@ -371,6 +365,25 @@ func (p *Plugin) overlapping(ctx context.Context, idx uint32, addr netip.Prefix,
 		}
 	}
 	return "", netip.Prefix{}, false
+}
+
+// adminStateDown is the result of setting an interface down for the
+// Delete of its UP value, given VPP's: an interface VPP no longer has is
+// down.
+func adminStateDown(v *vppif.Interface, err error) error {
+	if err != nil && !isMissingInterface(err) {
+		return fmt.Errorf("interface %s: %w", v.GetName(), err)
+	}
+	return nil
+}
+
+// addressRemoved is the result of the Delete of an address value, given
+// VPP's (the handler's: a missing address is success).
+func addressRemoved(v *vppif.Interface, addr netip.Prefix, err error) error {
+	if err != nil {
+		return fmt.Errorf("interface %s: address %s: %w", v.GetName(), addr, err)
+	}
+	return nil
 }
 
 func addressOf(v *vppif.Interface) (netip.Prefix, error) {

@@ -304,10 +304,15 @@
 // names (the metadata), a loopback whose tag VPP refused being deleted
 // again as Create does. Admin state and address Creates are one request
 // each (an address VPP refuses is then explained, alone, as Create does).
-// Everything else (Updates, Deletes, which first check VPP's tag at the
-// index, other interface types) runs alone, in the batch's order. The
-// Retrieves send their per-interface requests (ip_address_dump,
-// sw_interface_get_table) pipelined too.
+// Deletes of loopbacks, admin states (UP: set down) and addresses are one
+// request each too; the check a Delete makes first, that VPP still has
+// the interface at its index under its tag, reads one sw_interface_dump
+// of every interface per batch instead of one dump per Delete (an
+// interface whose index now carries another tag is left alone, one gone
+// is deleted with success, as alone). Everything else (Updates, other
+// interface types) runs alone, in the batch's order. The Retrieves send
+// their per-interface requests (ip_address_dump, sw_interface_get_table)
+// pipelined too.
 //
 // # One interface dump per refresh
 //

@@ -195,6 +195,19 @@ func (p *Plugin) ownIndex(ctx context.Context, name string) (idx uint32, ok bool
 	return idx, ok, err
 }
 
+// ownIndexIn is ownIndex against a batch's list of VPP's interfaces.
+func (p *Plugin) ownIndexIn(list *vppList, name string) (idx uint32, ok bool, err error) {
+	md, found := p.lookup(name)
+	if !found {
+		return 0, false, nil
+	}
+	idx, ok, err = list.own(name, md)
+	if err != nil {
+		err = fmt.Errorf("interface %s: %w", name, err)
+	}
+	return idx, ok, err
+}
+
 func metadataOf(v any) (*Metadata, bool) {
 	switch md := v.(type) {
 	case *Metadata:
