@@ -16,8 +16,10 @@ import (
 	"io"
 	"log/slog"
 	"maps"
+	"math"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -28,6 +30,7 @@ import (
 
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.fd.io/govpp/core"
 	"go.uber.org/goleak"
 	"google.golang.org/grpc/codes"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
@@ -38,6 +41,7 @@ import (
 	"github.com/netagent-io/netagent/pkg/models"
 	"github.com/netagent-io/netagent/plugins/kvscheduler/api"
 	"github.com/netagent-io/netagent/plugins/orchestrator/etcdsource"
+	"github.com/netagent-io/netagent/plugins/vpp/ifplugin"
 	"github.com/netagent-io/netagent/plugins/vpp/l2plugin"
 	configpb "github.com/netagent-io/netagent/proto/config"
 	configuratorpb "github.com/netagent-io/netagent/proto/configurator"
@@ -1212,6 +1216,144 @@ func TestE2ENotReadyWhileVPPIsBeingRestored(t *testing.T) {
 	if !sawApplying {
 		t.Error("/readyz never said the configuration was being applied to the restarted VPP")
 	}
+}
+
+// TestE2EAnswersWhileVPPHangs: VPP hangs on a request of the agent's
+// (vppsim holds create_loopback, so the scheduler's worker is in a
+// descriptor call that gets no answer), and the agent's readers answer
+// from what the last finished transaction left, each within 2 s: /readyz
+// 200, /metrics with the scheduler's values, the status of a configured
+// loopback, /scheduler/stats, the NB dump, /info/status, gRPC health
+// SERVING; the loopback being created is not there yet. Once VPP answers,
+// it is CONFIGURED. (plugins/kvscheduler's doc: readers never wait for
+// the SB; a reader taking the transaction's lock would time out here.)
+func TestE2EAnswersWhileVPPHangs(t *testing.T) {
+	v := startE2EVPP(t)
+	v.needSim("makes VPP hang on create_loopback (Hold)")
+	patientHealthChecks(t)
+	cfg := testConfig(t)
+	cfg.VPP.Disabled, cfg.VPP.Socket = false, v.socket
+	cfg.Linux.Disabled = true
+	// The call hangs until the release, not until the call timeout (5 s).
+	cfg.VPP.CallTimeout = Duration{waitTimeout}
+	a, sim := startAgent(t, cfg, true), v.sim
+	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+	defer cancel()
+
+	first := &vppif.Interface{Name: "hang1", Type: vppif.Interface_SOFTWARE_LOOPBACK, Enabled: true}
+	second := &vppif.Interface{Name: "hang2", Type: vppif.Interface_SOFTWARE_LOOPBACK, Enabled: true}
+	firstKey, secondKey := keyOf(t, first), keyOf(t, second)
+	loops := func(l *vppif.Interface) *configpb.Config {
+		return &configpb.Config{VppConfig: &configpb.VppConfig{Interfaces: []*vppif.Interface{l}}}
+	}
+	if _, err := a.configurator().Update(ctx, &configuratorpb.UpdateRequest{WaitDone: true, Update: loops(first)}); err != nil {
+		t.Fatal(err)
+	}
+	a.waitState(firstKey, "CONFIGURED")
+	const configuredIfs = `netagent_scheduler_values{descriptor="vpp-interface",state="configured"}`
+	_, body := a.do("GET", "/metrics", nil)
+	configuredBefore, ok := metric(body, configuredIfs)
+	if !ok {
+		t.Fatalf("/metrics has no %s", configuredIfs)
+	}
+	ifsBefore := a.stats().ValuesByDescriptor[ifplugin.InterfaceDescriptorName]
+	health := healthpb.NewHealthClient(a.grpcConn())
+	// (gRPC health follows the readiness every readinessPoll.)
+	eventually(t, "gRPC health SERVING", func() (bool, string) {
+		hr, err := health.Check(ctx, &healthpb.HealthCheckRequest{})
+		return err == nil && hr.GetStatus() == healthpb.HealthCheckResponse_SERVING, fmt.Sprintf("%v %v", hr, err)
+	})
+
+	release := sim.Hold("create_loopback")
+	t.Cleanup(release) // before the agent stops, also when the test fails
+	// Not WaitDone: Update returns once the transaction is queued.
+	if _, err := a.configurator().Update(ctx, &configuratorpb.UpdateRequest{Update: loops(second)}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the agent's create_loopback hanging in VPP", func() (bool, string) {
+		n := sim.Held("create_loopback")
+		return n == 1, fmt.Sprintf("%d create_loopback held", n)
+	})
+
+	quick := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	get := func(path string) (int, []byte) {
+		t.Helper()
+		resp, err := quick.Get(a.url(path))
+		if err != nil {
+			t.Errorf("GET %s while VPP hangs: %v", path, err)
+			return 0, nil
+		}
+		defer resp.Body.Close()
+		body, err := io.ReadAll(resp.Body)
+		if err != nil {
+			t.Errorf("GET %s while VPP hangs: reading the body: %v", path, err)
+		}
+		return resp.StatusCode, body
+	}
+	if code, body := get("/readyz"); code != http.StatusOK {
+		t.Errorf("/readyz while VPP hangs: %d %s, want 200", code, body)
+	}
+	if code, body := get("/metrics"); code != http.StatusOK {
+		t.Errorf("/metrics while VPP hangs: %d", code)
+	} else if n, ok := metric(body, configuredIfs); !ok || n != configuredBefore {
+		t.Errorf("/metrics while VPP hangs: %s = %v (found: %v), want %v as before the hung transaction", configuredIfs, n, ok, configuredBefore)
+	}
+	if code, body := get("/scheduler/status?key=" + url.QueryEscape(firstKey)); code != http.StatusOK || !strings.Contains(string(body), `"CONFIGURED"`) {
+		t.Errorf("status of %s while VPP hangs: %d %s, want CONFIGURED", firstKey, code, body)
+	}
+	if code, body := get("/scheduler/status?key=" + url.QueryEscape(secondKey)); code != http.StatusNotFound {
+		t.Errorf("status of %s while its creation hangs: %d %s, want 404 (not there until its transaction ends)", secondKey, code, body)
+	}
+	if code, body := get("/scheduler/stats"); code != http.StatusOK {
+		t.Errorf("/scheduler/stats while VPP hangs: %d %s", code, body)
+	} else {
+		var st stats
+		if err := json.Unmarshal(body, &st); err != nil || !maps.Equal(st.ValuesByDescriptor[ifplugin.InterfaceDescriptorName], ifsBefore) {
+			t.Errorf("/scheduler/stats while VPP hangs: %s interfaces %v (%v), want %v as before the hung transaction",
+				ifplugin.InterfaceDescriptorName, st.ValuesByDescriptor[ifplugin.InterfaceDescriptorName], err, ifsBefore)
+		}
+	}
+	dump := "/scheduler/dump?descriptor=" + ifplugin.InterfaceDescriptorName + "&view=NB"
+	if code, body := get(dump); code != http.StatusOK || !strings.Contains(string(body), firstKey) || strings.Contains(string(body), secondKey) {
+		t.Errorf("%s while VPP hangs: %d %s, want %s and not %s", dump, code, body, firstKey, secondKey)
+	}
+	if code, body := get("/info/status"); code != http.StatusOK || !strings.Contains(string(body), `"ready": true`) {
+		t.Errorf("/info/status while VPP hangs: %d %s, want ready", code, body)
+	}
+	healthCtx, cancelHealth := context.WithTimeout(ctx, 2*time.Second)
+	defer cancelHealth()
+	if hr, err := health.Check(healthCtx, &healthpb.HealthCheckRequest{}); err != nil || hr.GetStatus() != healthpb.HealthCheckResponse_SERVING {
+		t.Errorf("gRPC health while VPP hangs: %v %v, want SERVING", hr, err)
+	}
+	// All of it was answered while the call hung: its transaction still
+	// runs (it would have ended, the call failing, had the agent given up
+	// on VPP).
+	if code, body := get("/scheduler/status?key=" + url.QueryEscape(secondKey)); code != http.StatusNotFound || sim.Held("create_loopback") != 1 {
+		t.Fatalf("after the checks: status of %s %d %s, %d create_loopback held; want the creation still hanging",
+			secondKey, code, body, sim.Held("create_loopback"))
+	}
+
+	release()
+	a.waitState(secondKey, "CONFIGURED")
+	if _, ok := v.tagged("hang2"); !ok {
+		t.Errorf("VPP has no interface tagged hang2 after the release: %v", v.interfaces())
+	}
+}
+
+// patientHealthChecks keeps GoVPP's health check from giving up on a VPP
+// that stops answering, until the test ends. VPP serves a connection's
+// requests in order, so the probes wait behind a hung request (as in
+// vppsim's Hold), and GoVPP would report VPP not responding after three
+// missed probes (core.HealthCheckThreshold; about 3 s): the agent would
+// then end the connection, and with it the hung call, in the middle of
+// the test. A closed socket is still noticed (a probe fails). GoVPP's
+// settings are process globals: call it before the test's agent starts;
+// they are restored after it stopped (the tests of this package run one
+// at a time, and a stopped agent's GoVPP loops have ended).
+func patientHealthChecks(t *testing.T) {
+	old := core.HealthCheckThreshold
+	core.HealthCheckThreshold = math.MaxInt
+	t.Cleanup(func() { core.HealthCheckThreshold = old })
 }
 
 // Without VPP, a Linux TAP_TO_VPP value waits for a VPP TAP that never

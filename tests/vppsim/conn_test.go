@@ -21,6 +21,7 @@ import (
 	"go.fd.io/govpp/binapi/vpe"
 	"go.fd.io/govpp/core"
 
+	"github.com/netagent-io/netagent/tests/testsupport"
 	"github.com/netagent-io/netagent/tests/vppsim"
 )
 
@@ -101,6 +102,134 @@ func TestDelay(t *testing.T) {
 	if err := ch.SendRequest(&vpe.ShowVersion{}).ReceiveReply(&vpe.ShowVersionReply{}); err != nil {
 		t.Errorf("after delay removed: %v", err)
 	}
+}
+
+// TestHold: a held request is neither carried out nor answered until the
+// release, and the connection's later requests wait behind it, while other
+// connections are served; the release answers it, carried out then, and
+// later requests of the message are served at once. A Restart ends the
+// requests still held, unanswered; the Hold lasts until released.
+func TestHold(t *testing.T) {
+	s := startSim(t, vppsim.Options{})
+	hung, other := connect(t, s), connect(t, s)
+	release := s.Hold("create_loopback")
+	defer release()
+
+	type created struct {
+		reply *interfaces.CreateLoopbackReply
+		err   error
+	}
+	answered := make(chan created, 1)
+	callCtx, cancelCall := context.WithTimeout(ctx, time.Minute)
+	defer cancelCall()
+	go func() {
+		r, err := interfaces.NewServiceClient(hung).CreateLoopback(callCtx, &interfaces.CreateLoopback{})
+		answered <- created{r, err}
+	}()
+	waitHeld(t, s, "create_loopback", 1)
+	select {
+	case r := <-answered:
+		t.Fatalf("held create_loopback answered before the release: %+v %v", r.reply, r.err)
+	default:
+	}
+	if got := simIfNames(s); !slices.Equal(got, []string{"local0"}) {
+		t.Errorf("interfaces while create_loopback is held: %v, want local0 only (not carried out)", got)
+	}
+	// Other connections are served meanwhile; the held one's later
+	// requests wait behind the held request.
+	if r, err := vpe.NewServiceClient(other).ShowVersion(withTimeout(t, 10*time.Second), &vpe.ShowVersion{}); err != nil || r.Version == "" {
+		t.Errorf("show_version on another connection while one is held: %+v %v", r, err)
+	}
+	behind := must(hung.NewAPIChannel())(t)
+	defer behind.Close() // after the release: its late reply is dropped
+	behind.SetReplyTimeout(100 * time.Millisecond)
+	if err := behind.SendRequest(&vpe.ShowVersion{}).ReceiveReply(&vpe.ShowVersionReply{}); err == nil || !strings.Contains(err.Error(), "timeout") {
+		t.Errorf("show_version behind the held request: %v, want no answer (a timeout)", err)
+	}
+
+	release()
+	release() // idempotent
+	select {
+	case r := <-answered:
+		if r.err != nil || r.reply.SwIfIndex != 1 {
+			t.Errorf("held create_loopback after the release: %+v %v, want loop0 at 1", r.reply, r.err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("held create_loopback not answered 10 s after the release")
+	}
+	if n := s.Held("create_loopback"); n != 0 {
+		t.Errorf("Held after the release = %d", n)
+	}
+	if r, err := interfaces.NewServiceClient(other).CreateLoopback(withTimeout(t, 10*time.Second), &interfaces.CreateLoopback{}); err != nil || r.SwIfIndex != 2 {
+		t.Errorf("create_loopback after the release: %+v %v, want loop1 at 2", r, err)
+	}
+
+	// A Restart ends a held request (no goroutine is left: TestMain's
+	// goleak); the Hold is still in force on the restarted VPP.
+	releaseVersion := s.Hold("show_version")
+	defer releaseVersion()
+	lost := make(chan error, 1)
+	go func() {
+		_, err := vpe.NewServiceClient(other).ShowVersion(callCtx, &vpe.ShowVersion{})
+		lost <- err
+	}()
+	waitHeld(t, s, "show_version", 1)
+	if err := s.Restart(0); err != nil {
+		t.Fatal(err)
+	}
+	if n := s.Held("show_version"); n != 0 {
+		t.Errorf("Held after the restart = %d, want the held request ended with its connection", n)
+	}
+	if got := simIfNames(s); !slices.Equal(got, []string{"local0"}) {
+		t.Errorf("interfaces after the restart: %v", got)
+	}
+	cancelCall() // GoVPP's call on the closed connection waits for its context
+	<-lost
+	again := connect(t, s)
+	versionCtx, cancelVersion := context.WithTimeout(ctx, time.Minute)
+	defer cancelVersion()
+	version := make(chan error, 1)
+	go func() {
+		_, err := vpe.NewServiceClient(again).ShowVersion(versionCtx, &vpe.ShowVersion{})
+		version <- err
+	}()
+	waitHeld(t, s, "show_version", 1)
+	releaseVersion()
+	select {
+	case err := <-version:
+		if err != nil {
+			t.Errorf("show_version held across the restart, released: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("show_version not answered 10 s after the release")
+	}
+}
+
+// waitHeld waits until n requests of msg are held.
+func waitHeld(t *testing.T, s *vppsim.Sim, msg string, n int) {
+	t.Helper()
+	testsupport.Eventually(t, 10*time.Second, func() error {
+		if got := s.Held(msg); got != n {
+			return fmt.Errorf("%d %s requests held, want %d", got, msg, n)
+		}
+		return nil
+	})
+}
+
+// simIfNames are the names of the simulator's interfaces.
+func simIfNames(s *vppsim.Sim) []string {
+	var out []string
+	for _, i := range s.Interfaces() {
+		out = append(out, i.Name)
+	}
+	return out
+}
+
+// withTimeout is a context that ends after d or with the test.
+func withTimeout(t *testing.T, d time.Duration) context.Context {
+	c, cancel := context.WithTimeout(ctx, d)
+	t.Cleanup(cancel)
+	return c
 }
 
 func waitState(t *testing.T, events chan core.ConnectionEvent, want core.ConnectionState) {

@@ -32,6 +32,9 @@
 //
 // Test controls: FailNext (the next n requests of a message get a Retval),
 // Delay (replies to a message come late; the connection is busy meanwhile),
+// Hold (VPP hangs on a message: its requests are neither carried out nor
+// answered, and their connections are busy, until the release; Held counts
+// the requests waiting),
 // Restart (VPP restarted: all clients dropped, all state lost, new vpe_pid,
 // same socket), RestartWith (restarted with other plugins or another startup
 // configuration: Omit, StartupLoopbacks), SetLinkUp (carrier of a device: host link, memif peer),
@@ -238,9 +241,9 @@
 // both); error codes for other less common failures are chosen to
 // match VPP's code as far as known, not verified against a running VPP, and
 // the paths of the routes VPP makes itself are approximations: tests should
-// not depend on them. One request at a time per connection (a delayed request
-// holds the connection's later ones), connections are served concurrently
-// over one state lock. Events are sent per request, where VPP batches the
+// not depend on them. One request at a time per connection (a delayed or
+// held request holds the connection's later ones), connections are served
+// concurrently over one state lock. Events are sent per request, where VPP batches the
 // changes its event process sees at once (an admin up and down in quick
 // succession may come from VPP as one event with ADMIN_UP); they are
 // dropped when a subscriber's queue (8192 messages) is full.

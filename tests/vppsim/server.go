@@ -169,9 +169,16 @@ func (cl *client) handle(data []byte) bool {
 	s.mu.Lock()
 	s.calls = append(s.calls, def.name)
 	delay := s.delays[def.name]
+	holds := s.holdsOf(def.name)
+	if len(holds) > 0 {
+		s.held[def.name]++
+	}
 	s.mu.Unlock()
 	s.log.Debug("vppsim: request", "client", cl.index, "msg", def.name, "context", ctx)
 
+	if len(holds) > 0 && !cl.waitReleased(def.name, holds) {
+		return false
+	}
 	if delay > 0 {
 		t := time.NewTimer(delay)
 		select {
@@ -195,6 +202,26 @@ func (cl *client) handle(data []byte) bool {
 		case e.to.out <- e.frame:
 		default:
 			s.log.Warn("vppsim: client queue full, event dropped", "client", e.to.index)
+		}
+	}
+	return true
+}
+
+// waitReleased waits until the holds are released (true) or the
+// connection ends (false), and then no longer counts the request as held.
+func (cl *client) waitReleased(msgName string, holds []*hold) bool {
+	defer func() {
+		cl.s.mu.Lock()
+		if cl.s.held[msgName]--; cl.s.held[msgName] == 0 {
+			delete(cl.s.held, msgName)
+		}
+		cl.s.mu.Unlock()
+	}()
+	for _, h := range holds {
+		select {
+		case <-h.released:
+		case <-cl.done:
+			return false
 		}
 	}
 	return true

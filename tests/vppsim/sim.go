@@ -60,11 +60,20 @@ type Sim struct {
 	calls      []string
 	fails      map[string]*failRule
 	delays     map[string]time.Duration
+	holds      []*hold        // in force, in the order Hold made them
+	held       map[string]int // requests waiting on a hold now, by message
 }
 
 type failRule struct {
 	retval int32
 	times  int
+}
+
+// hold is one Hold: the requests of msg that arrive while it is in force
+// wait until released is closed.
+type hold struct {
+	msg      string
+	released chan struct{}
 }
 
 // Start listens on opts.SocketPath and serves clients until Close.
@@ -80,6 +89,7 @@ func Start(opts Options) (*Sim, error) {
 		clients: map[*client]struct{}{},
 		fails:   map[string]*failRule{},
 		delays:  map[string]time.Duration{},
+		held:    map[string]int{},
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
@@ -153,7 +163,8 @@ func (s *Sim) Close() error {
 // Restart simulates a VPP restart: every client is dropped, all state is lost
 // (only local0 and the StartupLoopbacks remain), and the simulator serves
 // again on the same socket, reporting newPID (a random one if 0) as vpe_pid.
-// Test settings (FailNext, Delay) and the Calls log survive.
+// Test settings (FailNext, Delay, Hold) and the Calls log survive; requests
+// held by a Hold end with their connections, unanswered and not carried out.
 func (s *Sim) Restart(newPID uint32) error {
 	return s.RestartWith(Restart{PID: newPID, Omit: s.omit(), StartupLoopbacks: s.startupLoopbacks()})
 }
@@ -256,6 +267,57 @@ func (s *Sim) Delay(msgName string, d time.Duration) {
 		return
 	}
 	s.delays[msgName] = d
+}
+
+// Hold makes VPP hang on msgName: each request of msgName that arrives from
+// now on is neither carried out nor answered until release is called (until
+// every Hold of msgName in force when it arrived is released). As with
+// Delay, the connection that sent it is busy meanwhile, as VPP is: its
+// later requests wait behind it, GoVPP's health-check pings included (so
+// GoVPP's health check reports VPP not responding after a few missed
+// probes, as for a hung VPP), while other connections are served.
+// Released, the request is carried out on the state as it is then, and
+// answered. Held reports how many requests wait.
+//
+// release is idempotent and safe to call from any goroutine; requests that
+// arrive after it are served at once. Close and Restart end the waiting
+// requests with their connections (unanswered and not carried out, as by
+// a VPP that died); the Hold itself, like FailNext and Delay, lasts until
+// released. A held request whose client went away meanwhile is still
+// carried out at release.
+func (s *Sim) Hold(msgName string) (release func()) {
+	h := &hold{msg: msgName, released: make(chan struct{})}
+	s.mu.Lock()
+	s.holds = append(s.holds, h)
+	s.mu.Unlock()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			s.mu.Lock()
+			s.holds = slices.DeleteFunc(s.holds, func(x *hold) bool { return x == h })
+			s.mu.Unlock()
+			close(h.released)
+		})
+	}
+}
+
+// Held is the number of requests of msgName waiting on a Hold now: a test
+// waits for it to know that a client's call has reached VPP and hangs.
+func (s *Sim) Held(msgName string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.held[msgName]
+}
+
+// holdsOf returns the Holds of msgName in force. s.mu held.
+func (s *Sim) holdsOf(msgName string) []*hold {
+	var out []*hold
+	for _, h := range s.holds {
+		if h.msg == msgName {
+			out = append(out, h)
+		}
+	}
+	return out
 }
 
 // PID is the vpe_pid currently reported.
