@@ -547,6 +547,7 @@ func (p *Plugin) retrieveRoutes(ctx context.Context, correlate []api.TypedKV[*vp
 	type expected struct {
 		key   string
 		value *vppl3.Route
+		md    *RouteMetadata // the metadata the scheduler has
 		spec  routeSpec
 		sw    uint32
 		found bool
@@ -587,7 +588,7 @@ func (p *Plugin) retrieveRoutes(ctx context.Context, correlate []api.TypedKV[*vp
 			}
 		}
 		k := entryKey{s.vrf, s.dst}
-		byEntry[k] = append(byEntry[k], &expected{key: c.Key, value: c.Value, spec: s, sw: sw})
+		byEntry[k] = append(byEntry[k], &expected{key: c.Key, value: c.Value, md: c.Metadata, spec: s, sw: sw})
 	}
 	tables, err := p.dumpTables(ctx)
 	if err != nil {
@@ -627,9 +628,14 @@ func (p *Plugin) retrieveRoutes(ctx context.Context, correlate []api.TypedKV[*vp
 						v = proto.Clone(e.value).(*vppl3.Route)
 						v.Weight, v.Preference = uint32(fp.Weight), uint32(fp.Preference)
 					}
-					out = append(out, api.TypedKV[*vppl3.Route, *RouteMetadata]{
-						Key: e.key, Value: v, Metadata: &RouteMetadata{SwIfIndex: e.sw, VPPPID: pid}, Origin: api.FromNB,
-					})
+					// The scheduler's metadata when it is what VPP has (so
+					// that an in-sync route changes nothing), a new one
+					// otherwise.
+					md := e.md
+					if md == nil || *md != (RouteMetadata{SwIfIndex: e.sw, VPPPID: pid}) {
+						md = &RouteMetadata{SwIfIndex: e.sw, VPPPID: pid}
+					}
+					out = append(out, api.TypedKV[*vppl3.Route, *RouteMetadata]{Key: e.key, Value: v, Metadata: md, Origin: api.FromNB})
 					break
 				}
 			}
