@@ -101,76 +101,168 @@ func arpNeedsRecreate(_ string, oldValue, newValue *vppl3.ARPEntry, _ any) bool 
 	return oldValue.GetStatic() && !newValue.GetStatic()
 }
 
-func (p *Plugin) neighborAddDel(ctx context.Context, isAdd bool, s arpSpec, swIfIndex uint32) error {
+// neighborRequest is the ip_neighbor_add_del of an entry on the interface
+// at swIfIndex.
+func neighborRequest(isAdd bool, s arpSpec, swIfIndex uint32) *ip_neighbor.IPNeighborAddDel {
 	flags := ip_neighbor.IP_API_NEIGHBOR_FLAG_NONE
 	if s.static {
 		flags = ip_neighbor.IP_API_NEIGHBOR_FLAG_STATIC
 	}
 	var mac ethernet_types.MacAddress
 	copy(mac[:], s.mac)
+	return &ip_neighbor.IPNeighborAddDel{
+		IsAdd: isAdd,
+		Neighbor: ip_neighbor.IPNeighbor{
+			SwIfIndex: interface_types.InterfaceIndex(swIfIndex), Flags: flags,
+			MacAddress: mac, IPAddress: ipconv.ToVPP(s.ip),
+		},
+	}
+}
+
+func (p *Plugin) neighborAddDel(ctx context.Context, req *ip_neighbor.IPNeighborAddDel) error {
 	return p.call(ctx, func(ctx context.Context, conn govppapi.Connection) error {
-		_, err := ip_neighbor.NewServiceClient(conn).IPNeighborAddDel(ctx, &ip_neighbor.IPNeighborAddDel{
-			IsAdd: isAdd,
-			Neighbor: ip_neighbor.IPNeighbor{
-				SwIfIndex: interface_types.InterfaceIndex(swIfIndex), Flags: flags,
-				MacAddress: mac, IPAddress: ipconv.ToVPP(s.ip),
-			},
-		})
+		_, err := ip_neighbor.NewServiceClient(conn).IPNeighborAddDel(ctx, req)
 		return err
 	})
 }
 
-// setARP adds the entry, or changes it in place (ip_neighbor_add_del of an
-// existing entry replaces its MAC and flags).
-func (p *Plugin) setARP(ctx context.Context, a *vppl3.ARPEntry) error {
+// arpOp is an entry's Create, Update or Delete prepared for its one
+// ip_neighbor_add_del (req; nil for a Delete with nothing to send), which
+// they send alone and Batch pipelined.
+type arpOp struct {
+	s   arpSpec
+	sw  uint32
+	req *ip_neighbor.IPNeighborAddDel
+}
+
+// prepareSet prepares the add of an entry, or its change in place
+// (ip_neighbor_add_del of an existing entry replaces its MAC and flags).
+func (p *Plugin) prepareSet(ctx context.Context, a *vppl3.ARPEntry) (arpOp, error) {
 	s, err := parseARP(a)
 	if err != nil {
-		return api.NonRetriable(validate.Invalid(err))
+		return arpOp{}, api.NonRetriable(validate.Invalid(err))
 	}
 	md, ok := p.ifaces(ctx, s.iface)
 	if !ok {
-		return fmt.Errorf("ARP entry %s: interface %s has no sw_if_index in the VPP connected now (no metadata of %s, or that of a VPP that has restarted since)", s, s.iface, ifplugin.InterfaceDescriptorName)
+		return arpOp{}, fmt.Errorf("ARP entry %s: interface %s has no sw_if_index in the VPP connected now (no metadata of %s, or that of a VPP that has restarted since)", s, s.iface, ifplugin.InterfaceDescriptorName)
 	}
-	if err := p.neighborAddDel(ctx, true, s, md.SwIfIndex); err != nil {
-		return fmt.Errorf("ip_neighbor_add_del (add %s): %w", s, err)
+	return arpOp{s: s, sw: md.SwIfIndex, req: neighborRequest(true, s, md.SwIfIndex)}, nil
+}
+
+// finishSet is the result of an add given VPP's.
+func finishSet(op arpOp, err error) error {
+	if err != nil {
+		return fmt.Errorf("ip_neighbor_add_del (add %s): %w", op.s, err)
 	}
 	return nil
 }
 
 func (p *Plugin) createARP(ctx context.Context, _ string, a *vppl3.ARPEntry) (any, error) {
-	return nil, p.setARP(ctx, a)
+	op, err := p.prepareSet(ctx, a)
+	if err != nil {
+		return nil, err
+	}
+	return nil, finishSet(op, p.neighborAddDel(ctx, op.req))
 }
 
-func (p *Plugin) updateARP(ctx context.Context, _ string, _, newValue *vppl3.ARPEntry, _ any) (any, error) {
-	return nil, p.setARP(ctx, newValue)
+func (p *Plugin) updateARP(ctx context.Context, key string, _, newValue *vppl3.ARPEntry, _ any) (any, error) {
+	return p.createARP(ctx, key, newValue)
 }
 
-// deleteARP removes the entry; one already gone, or whose interface is gone,
-// is success. The agent deletes an interface's entries before the
-// interface (they depend on it); an interface deleted by someone else
-// leaves its static entries in VPP, where no message reaches them (see
-// Limits in doc.go).
-func (p *Plugin) deleteARP(ctx context.Context, _ string, a *vppl3.ARPEntry, _ any) error {
+// prepareDeleteARP prepares the removal of an entry; nothing is sent for
+// one never added (a value that does not parse) or whose interface has no
+// index in the VPP connected now. The agent deletes an interface's entries
+// before the interface (they depend on it); an interface deleted by
+// someone else leaves its static entries in VPP, where no message reaches
+// them (see Limits in doc.go).
+func (p *Plugin) prepareDeleteARP(ctx context.Context, a *vppl3.ARPEntry) arpOp {
 	s, err := parseARP(a)
 	if err != nil {
-		return nil // never added
+		return arpOp{} // never added
 	}
 	md, ok := p.ifaces(ctx, s.iface)
 	if !ok {
 		p.log.Warn("ARP entry to delete: its interface has no sw_if_index in the VPP connected now (a VPP restarted since, or the interface deleted); nothing is sent", "entry", s.String())
-		return nil
+		return arpOp{}
 	}
-	err = p.neighborAddDel(ctx, false, s, md.SwIfIndex)
+	return arpOp{s: s, sw: md.SwIfIndex, req: neighborRequest(false, s, md.SwIfIndex)}
+}
+
+// finishDeleteARP is the result of a removal given VPP's: an entry
+// already gone, or whose interface is gone, is success.
+func (p *Plugin) finishDeleteARP(op arpOp, err error) error {
 	switch {
 	case err == nil, vppconn.IsVPPError(err, govppapi.NO_SUCH_ENTRY):
 		return nil
 	case vppconn.IsVPPError(err, govppapi.INVALID_SW_IF_INDEX):
-		if s.static {
-			p.log.Warn("ARP entry to delete: VPP no longer has its interface, and keeps a static entry under the deleted interface's sw_if_index, where no message reaches it (the next interface to get that index has it)", "entry", s.String(), "sw_if_index", md.SwIfIndex)
+		if op.s.static {
+			p.log.Warn("ARP entry to delete: VPP no longer has its interface, and keeps a static entry under the deleted interface's sw_if_index, where no message reaches it (the next interface to get that index has it)", "entry", op.s.String(), "sw_if_index", op.sw)
 		}
 		return nil
 	}
-	return fmt.Errorf("ip_neighbor_add_del (delete %s): %w", s, err)
+	return fmt.Errorf("ip_neighbor_add_del (delete %s): %w", op.s, err)
+}
+
+func (p *Plugin) deleteARP(ctx context.Context, _ string, a *vppl3.ARPEntry, _ any) error {
+	op := p.prepareDeleteARP(ctx, a)
+	if op.req == nil {
+		return nil
+	}
+	return p.finishDeleteARP(op, p.neighborAddDel(ctx, op.req))
+}
+
+// arpBatch is the ARP descriptor's Batch: each operation is prepared as
+// its Create, Update or Delete prepares it, the ip_neighbor_add_del of all
+// are sent pipelined in the batch's order (VPP carries them out in that
+// order: a delete and an add of one entry keep theirs), and each is
+// completed as alone, with its own reply.
+func (p *Plugin) arpBatch(ctx context.Context, ops []api.BatchOp) {
+	type pending struct {
+		op   *api.BatchOp
+		arp  arpOp
+		call int
+	}
+	todo := make([]pending, 0, len(ops))
+	calls := make([]vppconn.Call, 0, len(ops))
+	for i := range ops {
+		op := &ops[i]
+		var a arpOp
+		var err error
+		switch op.Op {
+		case api.OpCreate, api.OpUpdate:
+			to, _ := op.To.(*vppl3.ARPEntry)
+			a, err = p.prepareSet(ctx, to)
+		case api.OpDelete:
+			from, _ := op.From.(*vppl3.ARPEntry)
+			a = p.prepareDeleteARP(ctx, from)
+		default:
+			err = api.NonRetriable(fmt.Errorf("ARP entry %s: unknown operation %s", op.Key, op.Op))
+		}
+		if err != nil {
+			op.Fail(err)
+			continue
+		}
+		if a.req == nil {
+			op.Done(nil)
+			continue
+		}
+		todo = append(todo, pending{op: op, arp: a, call: len(calls)})
+		calls = append(calls, vppconn.Call{Request: a.req, Reply: &ip_neighbor.IPNeighborAddDelReply{}})
+	}
+	p.m.Pipeline(ctx, AreaName, calls)
+	for _, t := range todo {
+		err := calls[t.call].Err
+		if t.op.Op == api.OpDelete {
+			err = p.finishDeleteARP(t.arp, err)
+		} else {
+			err = finishSet(t.arp, err)
+		}
+		if err != nil {
+			t.op.Fail(err)
+		} else {
+			t.op.Done(nil)
+		}
+	}
 }
 
 // retrieveARPs dumps the neighbours of every interface (ip_neighbor_dump

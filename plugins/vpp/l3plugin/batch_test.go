@@ -2,12 +2,14 @@ package l3plugin_test
 
 import (
 	"fmt"
+	"maps"
 	"net/netip"
 	"strings"
 	"testing"
 
 	"github.com/netagent-io/netagent/plugins/kvscheduler/api"
 	"github.com/netagent-io/netagent/plugins/vpp/internal/vpptest"
+	"github.com/netagent-io/netagent/plugins/vpp/l3plugin"
 	vppl3 "github.com/netagent-io/netagent/proto/vpp/l3"
 )
 
@@ -72,5 +74,105 @@ func TestRouteBatchFailures(t *testing.T) {
 	}
 	if left := e.vpp.NewRoutes(vpptest.SourceAPI); len(left) != 0 {
 		t.Errorf("VPP still has %d of the routes: %v", len(left), left)
+	}
+}
+
+// TestARPBatch: ARP entries created, changed and deleted in one
+// transaction each go to VPP as one batch (the descriptor has Batch),
+// pipelined; an entry VPP refuses (its interface was deleted behind the
+// agent's back) fails alone with its own error, the others are applied
+// with their MAC and flag (read back from VPP); changed MACs replace the
+// old ones; the deletes leave VPP without them.
+func TestARPBatch(t *testing.T) {
+	e := newEnv(t)
+	for _, d := range l3plugin.New(nil, nil, nil).Descriptors() {
+		if d.Name == l3plugin.ARPDescriptorName && d.Batch == nil {
+			t.Fatal("the ARP descriptor has no Batch")
+		}
+	}
+	e.waitConnected()
+	e.mustCommit(iface("a"), iface("b"))
+	a, b := e.swIfIndex("a"), e.swIfIndex("b")
+	e.deleteLoopback(b)
+
+	const n = 30
+	entry := func(j int, mac byte) kv {
+		dev := "a"
+		if j == n/2 {
+			dev = "b"
+		}
+		return arpKV(t, &vppl3.ARPEntry{Interface: dev, IpAddress: fmt.Sprintf("10.0.0.%d", 10+j),
+			PhysAddress: fmt.Sprintf("02:00:00:00:%02x:%02x", mac, j), Static: j%2 == 0})
+	}
+	entries := make([]kv, n)
+	for j := range entries {
+		entries[j] = entry(j, 1)
+	}
+	_, err := e.commit(entries...)
+	if err == nil || !strings.Contains(err.Error(), "10.0.0.25") {
+		t.Fatalf("commit: %v, want the error of the entry on b (10.0.0.25)", err)
+	}
+	for j, x := range entries {
+		st := e.status(x.key)
+		if j == n/2 {
+			if st.GetState() != api.ValueStateFailed || !strings.Contains(st.GetError(), "ip_neighbor_add_del (add") {
+				t.Errorf("entry on b: %v %q, want FAILED with its ip_neighbor_add_del error", st.GetState(), st.GetError())
+			}
+			continue
+		}
+		if st.GetState() != api.ValueStateConfigured {
+			t.Errorf("entry %s: %v %q, want CONFIGURED", x.key, st.GetState(), st.GetError())
+		}
+	}
+	want := func(mac byte, changed func(j int) bool) map[netip.Addr]string {
+		out := map[netip.Addr]string{}
+		for j := range n {
+			if j == n/2 {
+				continue
+			}
+			m := byte(1)
+			if changed(j) {
+				m = mac
+			}
+			out[netip.MustParseAddr(fmt.Sprintf("10.0.0.%d", 10+j))] = fmt.Sprintf("02:00:00:00:%02x:%02x/%v", m, j, j%2 == 0)
+		}
+		return out
+	}
+	onA := func() map[netip.Addr]string {
+		out := map[netip.Addr]string{}
+		for _, nb := range e.vpp.DumpNeighbors() {
+			if nb.SwIfIndex == a {
+				out[nb.IP] = fmt.Sprintf("%s/%v", nb.MAC, nb.Static)
+			}
+		}
+		return out
+	}
+	if got, w := onA(), want(1, func(int) bool { return false }); !maps.Equal(got, w) {
+		t.Errorf("VPP has on a %v, want %v", got, w)
+	}
+
+	// New MACs for the odd entries (dynamic ones: changed in place).
+	var changes []kv
+	for j := 1; j < n; j += 2 {
+		if j != n/2 {
+			changes = append(changes, entry(j, 2))
+		}
+	}
+	if _, err := e.commit(changes...); err != nil {
+		t.Fatalf("changing the MACs: %v", err)
+	}
+	if got, w := onA(), want(2, func(j int) bool { return j%2 == 1 && j != n/2 }); !maps.Equal(got, w) {
+		t.Errorf("after the change VPP has on a %v, want %v", got, w)
+	}
+
+	dels := make([]kv, n)
+	for j, x := range entries {
+		dels[j] = del(x.key)
+	}
+	if _, err := e.commit(dels...); err != nil {
+		t.Fatalf("deleting the entries: %v", err)
+	}
+	if got := onA(); len(got) != 0 {
+		t.Errorf("VPP still has on a %v", got)
 	}
 }

@@ -164,7 +164,9 @@
 // which it does not change), the ip_route_add_del of all go pipelined in
 // the batch's order (vppconn.Manager.Pipeline), and each is completed as
 // its Create or Delete completes it, with its own reply: a route VPP
-// refuses fails alone.
+// refuses fails alone. ARP entries have one too, the same way: the
+// ip_neighbor_add_del of their Creates, Updates and Deletes pipelined, an
+// entry VPP refuses failing alone.
 //
 // # Limits
 //

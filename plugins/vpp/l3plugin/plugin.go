@@ -96,7 +96,9 @@ func (p *Plugin) Area() vppconn.Area {
 func (p *Plugin) Descriptors() []*api.KVDescriptor {
 	routes := p.routeDescriptor().KVDescriptor()
 	routes.Batch = p.routeBatch
-	return []*api.KVDescriptor{routes, p.arpDescriptor().KVDescriptor()}
+	arps := p.arpDescriptor().KVDescriptor()
+	arps.Batch = p.arpBatch
+	return []*api.KVDescriptor{routes, arps}
 }
 
 // --- VPP calls ----------------------------------------------------------------
