@@ -25,13 +25,5 @@ func (a *app) readDocument(file string) (*configpb.Config, []models.KV, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("reading the configuration: %v", err)
 	}
-	kvs, err := models.Default.ParseConfigFile(name, data)
-	if err != nil {
-		return nil, nil, err
-	}
-	cfg, err := models.Default.BuildConfig(kvs)
-	if err != nil {
-		return nil, nil, models.ConfigFileError(name, data, err)
-	}
-	return cfg, kvs, nil
+	return models.Default.ParseConfigDocument(name, data)
 }

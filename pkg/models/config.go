@@ -236,7 +236,7 @@ func (r *Registry) ConfigKVs(c *configpb.Config) ([]KV, error) {
 	cm := c.ProtoReflect()
 	var kvs []KV
 	var errs []error
-	where := map[string]string{}
+	where := map[string]itemPlace{}
 	for _, section := range sortedFields(configDesc) {
 		if !cm.Has(section) {
 			continue
@@ -268,10 +268,10 @@ func (r *Registry) ConfigKVs(c *configpb.Config) ([]KV, error) {
 					continue
 				}
 				if first, dup := where[key]; dup {
-					errs = append(errs, fmt.Errorf("%s.%s[%d]: key %q is already %s", section.Name(), field.Name(), k, key, first))
+					errs = append(errs, fmt.Errorf("%s.%s[%d]: key %q is already %s.%s[%d]", section.Name(), field.Name(), k, key, first.section, first.field, first.index))
 					continue
 				}
-				where[key] = fmt.Sprintf("%s.%s[%d]", section.Name(), field.Name(), k)
+				where[key] = itemPlace{section.Name(), field.Name(), k}
 				kvs = append(kvs, KV{Key: key, Value: v})
 			}
 		}
@@ -280,6 +280,13 @@ func (r *Registry) ConfigKVs(c *configpb.Config) ([]KV, error) {
 		return nil, errors.Join(errs...)
 	}
 	return kvs, nil
+}
+
+// itemPlace is where an item is in a configuration document:
+// section.field[index].
+type itemPlace struct {
+	section, field protoreflect.Name
+	index          int
 }
 
 // sortedFields returns the fields of md in the order of their proto names.

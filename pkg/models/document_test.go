@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"google.golang.org/protobuf/proto"
 	yamlv3 "sigs.k8s.io/yaml/goyaml.v3"
 
 	"github.com/netagent-io/netagent/pkg/models"
@@ -62,4 +63,104 @@ func yamlRoot(t *testing.T, doc string) *yamlv3.Node {
 		t.Fatalf("parse %q: %v", doc, err)
 	}
 	return n.Content[0]
+}
+
+// configDocSeeds are configuration documents, good and bad, in both
+// formats, for ParseConfigDocument against ParseConfigFile.
+var configDocSeeds = []struct{ name, doc string }{
+	{"a.json", `{"vpp_config":{"interfaces":[{"name":"l1","type":"SOFTWARE_LOOPBACK","enabled":true,"ip_addresses":["10.0.0.1/24"]}],"routes":[{"dst_network":"20.0.0.0/24","next_hop_addr":"10.0.0.2","outgoing_interface":"l1"}]}}`},
+	{"a.json", `{"vppConfig":{"routes":[{"dstNetwork":"20.0.0.0/24","nextHopAddr":"10.0.0.2"}]},"linux_config":{"interfaces":[{"name":"v1","type":"VETH","veth":{"peer_if_name":"v2"}},{"name":"v2","type":"VETH","veth":{"peer_if_name":"v1"}}]}}`},
+	{"a.yaml", "vpp_config:\n  interfaces:\n    - {name: l1, type: SOFTWARE_LOOPBACK}\n  arps:\n    - {interface: l1, ip_address: 10.0.0.9, phys_address: \"02:00:00:00:00:09\"}\n"},
+	{"a.yaml", "{vpp_config: {interfaces: [{name: l1, type: SOFTWARE_LOOPBACK}]}}\n"},
+	{"a.json", "null"},
+	{"a.yaml", ""},
+	{"a.json", `{"vpp_config":null}`},
+	{"a.json", `{"vpp_config":{"interfaces":null}}`},
+	{"a.json", `{"vpp_config":{"interfaces":[null]}}`},
+	{"a.json", `{"vpp_config":{"interfaces":[{"name":"l1","type":"SOFTWARE_LOOPBACK"},{"name":"l1","type":"SOFTWARE_LOOPBACK"}]}}`},
+	{"a.json", `{"vpp_config":{},"vppConfig":{}}`},
+	{"a.json", `{"vpp_config":{"interfaces":[],"interfaces":[]}}`},
+	{"a.json", `{"vpp_config":{"interfaces":[{"name":"l1","name":"l2"}]}}`},
+	{"a.json", `{"vpp_config":{"interfaces":[{"name":"l1","type":"NOPE"}]}}`},
+	{"a.json", `{"vpp_config":{"interfaces":{"name":"l1"}}}`},
+	{"a.json", `{"vpp_config":{"routes":[{"dst_network":"20.0.0.1/24"}]}}`},
+	{"a.json", `{"bogus_config":{}}`},
+	{"a.json", `{"vpp_config":{"interfaces":[}`},
+	{"a.yaml", "vpp_config:\n  interfaces:\n    - name: l1\n      mtu: -3\n"},
+	{"a.yaml", "vpp_config: {}\nvpp_config: {}\n"},
+	{"a.yaml", "- 1\n- 2\n"},
+	{"a.json", `[1,2]`},
+	{"a.json", `{"vpp_config":{"interfaces":[{"name":"l1","type":"SOFTWARE_LOOPBACK","mtu":"1500"}]}}`},
+}
+
+// sameParse checks that ParseConfigDocument reads doc as ParseConfigFile
+// and BuildConfig do: the same error, or the same values and document.
+func sameParse(t *testing.T, name, doc string) {
+	t.Helper()
+	cfg, kvs, err := models.Default.ParseConfigDocument(name, []byte(doc))
+	wantKVs, wantErr := models.Default.ParseConfigFile(name, []byte(doc))
+	if wantErr != nil {
+		if err == nil || err.Error() != wantErr.Error() {
+			t.Fatalf("%s %q: error %v, want %v", name, doc, err, wantErr)
+		}
+		return
+	}
+	wantCfg, buildErr := models.Default.BuildConfig(wantKVs)
+	if buildErr != nil {
+		if err == nil || !strings.Contains(err.Error(), buildErr.Error()) {
+			t.Fatalf("%s %q: error %v, want BuildConfig's %v", name, doc, err, buildErr)
+		}
+		return
+	}
+	if err != nil {
+		t.Fatalf("%s %q: %v, want %d values", name, doc, err, len(wantKVs))
+	}
+	if len(kvs) != len(wantKVs) {
+		t.Fatalf("%s %q: %d values, want %d", name, doc, len(kvs), len(wantKVs))
+	}
+	for i := range kvs {
+		if kvs[i].Key != wantKVs[i].Key || !proto.Equal(kvs[i].Value, wantKVs[i].Value) {
+			t.Fatalf("%s %q: value %d is %s %v, want %s %v", name, doc, i, kvs[i].Key, kvs[i].Value, wantKVs[i].Key, wantKVs[i].Value)
+		}
+	}
+	// The document carries the values (an empty section it gives is
+	// no value).
+	fromCfg, err := models.Default.ConfigKVs(cfg)
+	if err != nil || len(fromCfg) != len(wantKVs) {
+		t.Fatalf("%s %q: the document has %d values (%v), want %d", name, doc, len(fromCfg), err, len(wantKVs))
+	}
+	for i := range fromCfg {
+		if fromCfg[i].Key != wantKVs[i].Key || !proto.Equal(fromCfg[i].Value, wantKVs[i].Value) {
+			t.Fatalf("%s %q: the document's value %d is %s, want %s", name, doc, i, fromCfg[i].Key, wantKVs[i].Key)
+		}
+	}
+	if rebuilt, err := models.Default.BuildConfig(kvs); err != nil || !proto.Equal(rebuilt, wantCfg) {
+		t.Fatalf("%s %q: document %v (%v), want %v", name, doc, rebuilt, err, wantCfg)
+	}
+}
+
+// TestParseConfigDocument: the document read at once gives what reading
+// it item by item gives, values, document and errors alike.
+func TestParseConfigDocument(t *testing.T) {
+	for _, c := range configDocSeeds {
+		sameParse(t, c.name, c.doc)
+	}
+	if _, kvs, err := models.Default.ParseConfigDocument("a.json", []byte(configDocSeeds[0].doc)); err != nil || len(kvs) != 2 {
+		t.Errorf("a valid document: %d values, %v; want 2", len(kvs), err)
+	}
+}
+
+// FuzzParseConfigDocument: ParseConfigDocument agrees with ParseConfigFile
+// and BuildConfig on any document, as JSON and as YAML.
+func FuzzParseConfigDocument(f *testing.F) {
+	for _, c := range configDocSeeds {
+		f.Add(strings.HasSuffix(c.name, ".json"), c.doc)
+	}
+	f.Fuzz(func(t *testing.T, isJSON bool, doc string) {
+		name := "f.yaml"
+		if isJSON {
+			name = "f.json"
+		}
+		sameParse(t, name, doc)
+	})
 }

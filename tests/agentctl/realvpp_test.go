@@ -13,7 +13,7 @@ import (
 // this package a second time with NETAGENT_VPP_DIR=../shared/vpp); the test
 // skips without one. The tests' own VPP is restarted first (empty); on the
 // user's VPP (VPP_API_SOCKET) the test takes its turn.
-func realVPP(t *testing.T) *vpprun.VPP {
+func realVPP(t testing.TB) *vpprun.VPP {
 	t.Helper()
 	if !strings.Contains(t.Name(), "VPP") {
 		t.Fatalf("%s uses a VPP: its name must contain VPP (scripts/test-real-vpp.sh runs only those of this package against the real VPP)", t.Name())
