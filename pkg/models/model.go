@@ -127,6 +127,9 @@ func (m *Model) CheckKey(key string, v proto.Message) error {
 	if err := errs.err(m, key); err != nil {
 		return err
 	}
+	if m.isKeyOf(key, v) {
+		return nil
+	}
 	if _, err := m.ParseKey(key); err != nil {
 		return err
 	}
@@ -140,7 +143,19 @@ func (m *Model) checkParsedKey(key string, v proto.Message) error {
 	if err := errs.err(m, key); err != nil {
 		return err
 	}
+	if m.isKeyOf(key, v) {
+		return nil
+	}
 	return m.checkKeyOf(key, v)
+}
+
+// isKeyOf tells whether key is exactly the key Key gives the valid value v
+// (a key that parses and is canonical: FuzzKeyOfValue): the usual case,
+// decided without parsing key. Another spelling of it is for checkKeyOf.
+func (m *Model) isKeyOf(key string, v proto.Message) bool {
+	suffix, err := m.keySuffix(v)
+	return err == nil && len(key) == len(m.KeyPrefix)+len(suffix) &&
+		strings.HasPrefix(key, m.KeyPrefix) && key[len(m.KeyPrefix):] == suffix
 }
 
 // checkKeyOf tells whether key is (a spelling of) the key of the valid
