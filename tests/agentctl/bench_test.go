@@ -49,21 +49,6 @@ func BenchmarkConfigUpdateRoutes(b *testing.B) {
 		}
 		return strings.Count(out, "\n")
 	}
-	timed := func(what string, f func() error) time.Duration {
-		start := time.Now()
-		if err := f(); err != nil {
-			b.Fatalf("%s: %v", what, err)
-		}
-		return time.Since(start)
-	}
-	ctl := func(args ...string) func() error {
-		return func() error {
-			if _, stderr, code := agentctl(b, env, args...); code != 0 {
-				return fmt.Errorf("exit %d: %s", code, stderr)
-			}
-			return nil
-		}
-	}
 	batch := func(file string) func() error {
 		return func() error {
 			out, err := exec.Command("ip", "-n", n.NS, "-batch", file).CombinedOutput()
@@ -78,19 +63,19 @@ func BenchmarkConfigUpdateRoutes(b *testing.B) {
 	var upd, dele, ipAdd, ipDel, rUpd, rDel []float64
 	b.ResetTimer()
 	for range b.N {
-		u := timed("config update", ctl("config", "update", "--wait", docFile))
+		u := timed(b, "config update", ctlStep(b, env, "config", "update", "--wait", docFile))
 		if got := count(); got != before+routes {
 			b.Fatalf("after config update: %d routes of ours, want %d", got, before+routes)
 		}
-		d := timed("config delete", ctl("config", "delete", "--wait", docFile))
+		d := timed(b, "config delete", ctlStep(b, env, "config", "delete", "--wait", docFile))
 		if got := count(); got != before {
 			b.Fatalf("after config delete: %d routes of ours, want %d", got, before)
 		}
-		ia := timed("ip -batch add", batch(addFile))
+		ia := timed(b, "ip -batch add", batch(addFile))
 		if got := count(); got != before+routes {
 			b.Fatalf("after ip -batch: %d routes, want %d", got, before+routes)
 		}
-		id := timed("ip -batch del", batch(delFile))
+		id := timed(b, "ip -batch del", batch(delFile))
 		upd, dele = append(upd, u.Seconds()), append(dele, d.Seconds())
 		ipAdd, ipDel = append(ipAdd, ia.Seconds()), append(ipDel, id.Seconds())
 		rUpd, rDel = append(rUpd, u.Seconds()/ia.Seconds()), append(rDel, d.Seconds()/id.Seconds())
@@ -98,6 +83,27 @@ func BenchmarkConfigUpdateRoutes(b *testing.B) {
 	b.StopTimer()
 	for name, xs := range map[string][]float64{"update-s": upd, "delete-s": dele, "ip-add-s": ipAdd, "ip-del-s": ipDel, "update/ip": rUpd, "delete/ip": rDel} {
 		b.ReportMetric(median(xs), name)
+	}
+}
+
+// timed runs f and returns how long it took; an error fails the
+// benchmark, naming what.
+func timed(b *testing.B, what string, f func() error) time.Duration {
+	b.Helper()
+	start := time.Now()
+	if err := f(); err != nil {
+		b.Fatalf("%s: %v", what, err)
+	}
+	return time.Since(start)
+}
+
+// ctlStep is a step of a benchmark that runs agentctl with args.
+func ctlStep(b *testing.B, env []string, args ...string) func() error {
+	return func() error {
+		if _, stderr, code := agentctl(b, env, args...); code != 0 {
+			return fmt.Errorf("exit %d: %s", code, stderr)
+		}
+		return nil
 	}
 }
 

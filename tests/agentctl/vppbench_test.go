@@ -70,21 +70,6 @@ func BenchmarkConfigUpdateVPPRoutes(b *testing.B) {
 		}
 		return n
 	}
-	timed := func(what string, f func() error) time.Duration {
-		start := time.Now()
-		if err := f(); err != nil {
-			b.Fatalf("%s: %v", what, err)
-		}
-		return time.Since(start)
-	}
-	ctl := func(args ...string) func() error {
-		return func() error {
-			if _, stderr, code := agentctl(b, env, args...); code != 0 {
-				return fmt.Errorf("exit %d: %s", code, stderr)
-			}
-			return nil
-		}
-	}
 	pipe := func(reqs []*vppip.IPRouteAddDel) func() error {
 		return func() error { return pipelineRoutes(conn, reqs, 64) }
 	}
@@ -92,7 +77,7 @@ func BenchmarkConfigUpdateVPPRoutes(b *testing.B) {
 	b.ResetTimer()
 	for range b.N {
 		since := time.Now()
-		u := timed("config update", ctl("config", "update", "--wait", docFile))
+		u := timed(b, "config update", ctlStep(b, env, "config", "update", "--wait", docFile))
 		b.StopTimer()
 		if got := count(); got != routes {
 			b.Fatalf("after config update: VPP has %d of the routes, want %d", got, routes)
@@ -100,20 +85,20 @@ func BenchmarkConfigUpdateVPPRoutes(b *testing.B) {
 		updTxn = append(updTxn, txnSeconds(b, a, since, routes))
 		since = time.Now()
 		b.StartTimer()
-		d := timed("config delete", ctl("config", "delete", "--wait", docFile))
+		d := timed(b, "config delete", ctlStep(b, env, "config", "delete", "--wait", docFile))
 		b.StopTimer()
 		if got := count(); got != 0 {
 			b.Fatalf("after config delete: VPP has %d of the routes", got)
 		}
 		delTxn = append(delTxn, txnSeconds(b, a, since, routes))
 		b.StartTimer()
-		pa := timed("pipelined add", pipe(adds))
+		pa := timed(b, "pipelined add", pipe(adds))
 		b.StopTimer()
 		if got := count(); got != routes {
 			b.Fatalf("after the pipelined add: VPP has %d of the routes, want %d", got, routes)
 		}
 		b.StartTimer()
-		pd := timed("pipelined delete", pipe(dels))
+		pd := timed(b, "pipelined delete", pipe(dels))
 		upd, dele, pAdd, pDel = append(upd, u.Seconds()), append(dele, d.Seconds()), append(pAdd, pa.Seconds()), append(pDel, pd.Seconds())
 		rUpd, rDel = append(rUpd, u.Seconds()/pa.Seconds()), append(rDel, d.Seconds()/pd.Seconds())
 	}

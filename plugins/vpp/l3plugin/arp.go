@@ -213,19 +213,10 @@ func (p *Plugin) deleteARP(ctx context.Context, _ string, a *vppl3.ARPEntry, _ a
 
 // arpBatch is the ARP descriptor's Batch: each operation is prepared as
 // its Create, Update or Delete prepares it, the ip_neighbor_add_del of all
-// are sent pipelined in the batch's order (VPP carries them out in that
-// order: a delete and an add of one entry keep theirs), and each is
-// completed as alone, with its own reply.
+// are sent pipelined in the batch's order (a delete and an add of one
+// entry keep theirs), and each is completed as alone, with its own reply.
 func (p *Plugin) arpBatch(ctx context.Context, ops []api.BatchOp) {
-	type pending struct {
-		op   *api.BatchOp
-		arp  arpOp
-		call int
-	}
-	todo := make([]pending, 0, len(ops))
-	calls := make([]vppconn.Call, 0, len(ops))
-	for i := range ops {
-		op := &ops[i]
+	pipelineBatch(ctx, p, ops, func(op *api.BatchOp) (arpOp, vppconn.Call, error) {
 		var a arpOp
 		var err error
 		switch op.Op {
@@ -238,31 +229,16 @@ func (p *Plugin) arpBatch(ctx context.Context, ops []api.BatchOp) {
 		default:
 			err = api.NonRetriable(fmt.Errorf("ARP entry %s: unknown operation %s", op.Key, op.Op))
 		}
-		if err != nil {
-			op.Fail(err)
-			continue
+		if err != nil || a.req == nil {
+			return a, vppconn.Call{}, err
 		}
-		if a.req == nil {
-			op.Done(nil)
-			continue
+		return a, vppconn.Call{Request: a.req, Reply: &ip_neighbor.IPNeighborAddDelReply{}}, nil
+	}, func(op *api.BatchOp, a arpOp, err error) (any, error) {
+		if op.Op == api.OpDelete {
+			return nil, p.finishDeleteARP(a, err)
 		}
-		todo = append(todo, pending{op: op, arp: a, call: len(calls)})
-		calls = append(calls, vppconn.Call{Request: a.req, Reply: &ip_neighbor.IPNeighborAddDelReply{}})
-	}
-	p.m.Pipeline(ctx, AreaName, calls)
-	for _, t := range todo {
-		err := calls[t.call].Err
-		if t.op.Op == api.OpDelete {
-			err = p.finishDeleteARP(t.arp, err)
-		} else {
-			err = finishSet(t.arp, err)
-		}
-		if err != nil {
-			t.op.Fail(err)
-		} else {
-			t.op.Done(nil)
-		}
-	}
+		return nil, finishSet(a, err)
+	})
 }
 
 // retrieveARPs dumps the neighbours of every interface (ip_neighbor_dump

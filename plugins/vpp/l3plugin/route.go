@@ -431,20 +431,12 @@ func (p *Plugin) deleteRoute(ctx context.Context, _ string, r *vppl3.Route, md *
 // sent pipelined in the batch's order (vppconn.Manager.Pipeline), and each
 // is completed as its Create or Delete completes it, with its own reply.
 func (p *Plugin) routeBatch(ctx context.Context, ops []api.BatchOp) {
-	type pending struct {
-		op    *api.BatchOp
-		route routeOp
-		call  int
-	}
-	todo := make([]pending, 0, len(ops))
-	calls := make([]vppconn.Call, 0, len(ops))
-	for i := range ops {
-		op := &ops[i]
-		r, _ := op.To.(*vppl3.Route)
+	pipelineBatch(ctx, p, ops, func(op *api.BatchOp) (routeOp, vppconn.Call, error) {
 		var route routeOp
 		var err error
 		switch op.Op {
 		case api.OpCreate:
+			r, _ := op.To.(*vppl3.Route)
 			route, err = p.prepareCreate(ctx, r)
 		case api.OpDelete:
 			md, _ := op.Metadata.(*RouteMetadata)
@@ -453,33 +445,52 @@ func (p *Plugin) routeBatch(ctx context.Context, ops []api.BatchOp) {
 		default:
 			err = api.NonRetriable(fmt.Errorf("route %s: %s is not an operation of routes (no Update)", op.Key, op.Op))
 		}
-		if err != nil {
+		if err != nil || route.req == nil {
+			return route, vppconn.Call{}, err
+		}
+		return route, vppconn.Call{Request: route.req, Reply: &ip.IPRouteAddDelReply{}}, nil
+	}, func(op *api.BatchOp, route routeOp, err error) (any, error) {
+		if op.Op == api.OpCreate {
+			return p.finishCreate(ctx, route, err)
+		}
+		return nil, p.finishDelete(ctx, route, err)
+	})
+}
+
+// pipelineBatch runs a batch whose operations are one request each:
+// prepare gives an operation's state and its call (a call without a
+// Request: nothing to send, success; an error: failed without a request);
+// the requests are sent pipelined in the batch's order (VPP carries them
+// out in that order) and finish completes each operation from its reply's
+// error.
+func pipelineBatch[T any](ctx context.Context, p *Plugin, ops []api.BatchOp,
+	prepare func(op *api.BatchOp) (T, vppconn.Call, error),
+	finish func(op *api.BatchOp, state T, err error) (metadata any, _ error)) {
+	type pending struct {
+		op    *api.BatchOp
+		state T
+	}
+	todo := make([]pending, 0, len(ops))
+	calls := make([]vppconn.Call, 0, len(ops))
+	for i := range ops {
+		op := &ops[i]
+		state, call, err := prepare(op)
+		switch {
+		case err != nil:
 			op.Fail(err)
-			continue
-		}
-		if route.req == nil {
+		case call.Request == nil:
 			op.Done(nil)
-			continue
+		default:
+			todo = append(todo, pending{op: op, state: state})
+			calls = append(calls, call)
 		}
-		todo = append(todo, pending{op: op, route: route, call: len(calls)})
-		calls = append(calls, vppconn.Call{Request: route.req, Reply: &ip.IPRouteAddDelReply{}})
 	}
 	p.m.Pipeline(ctx, AreaName, calls)
-	for _, t := range todo {
-		err := calls[t.call].Err
-		if t.op.Op == api.OpCreate {
-			md, err := p.finishCreate(ctx, t.route, err)
-			if err != nil {
-				t.op.Fail(err)
-			} else {
-				t.op.Done(md)
-			}
-			continue
-		}
-		if err := p.finishDelete(ctx, t.route, err); err != nil {
+	for k, t := range todo {
+		if md, err := finish(t.op, t.state, calls[k].Err); err != nil {
 			t.op.Fail(err)
 		} else {
-			t.op.Done(nil)
+			t.op.Done(md)
 		}
 	}
 }
