@@ -605,7 +605,7 @@ func (p *Plugin) retrieveRoutes(ctx context.Context, correlate []api.TypedKV[*vp
 	if err != nil {
 		return nil, err
 	}
-	var out []api.TypedKV[*vppl3.Route, *RouteMetadata]
+	out := make([]api.TypedKV[*vppl3.Route, *RouteMetadata], 0, len(correlate))
 	reported := make(map[string]bool, len(correlate))
 	for _, t := range tables {
 		var details []*ip.IPRouteV2Details
