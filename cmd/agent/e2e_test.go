@@ -45,6 +45,8 @@ import (
 	"github.com/netagent-io/netagent/plugins/vpp/l2plugin"
 	configpb "github.com/netagent-io/netagent/proto/config"
 	configuratorpb "github.com/netagent-io/netagent/proto/configurator"
+	ligatocfg "github.com/netagent-io/netagent/proto/ligato/configurator"
+	ligatolinux "github.com/netagent-io/netagent/proto/ligato/linux"
 	linuxif "github.com/netagent-io/netagent/proto/linux/interfaces"
 	linuxl3 "github.com/netagent-io/netagent/proto/linux/l3"
 	vppif "github.com/netagent-io/netagent/proto/vpp/interfaces"
@@ -878,6 +880,18 @@ func TestE2EBadInputs(t *testing.T) {
 		}
 		if _, err := c.Get(ctx, &configuratorpb.GetRequest{}); err != nil {
 			t.Errorf("Get without the token: %v (reading needs no token)", err)
+		}
+		// The original's service is guarded the same way.
+		lc := ligatocfg.NewConfiguratorServiceClient(a.grpcConn())
+		ldoc := &ligatocfg.Config{LinuxConfig: &ligatolinux.ConfigData{Interfaces: []*linuxif.Interface{lo}}}
+		if _, err := lc.Update(ctx, &ligatocfg.UpdateRequest{Update: ldoc, WaitDone: true}); status.Code(err) != codes.Unauthenticated {
+			t.Errorf("ligato Update without the token: %v, want Unauthenticated", err)
+		}
+		if _, err := lc.Delete(ctx, &ligatocfg.DeleteRequest{Delete: ldoc}); status.Code(err) != codes.Unauthenticated {
+			t.Errorf("ligato Delete without the token: %v, want Unauthenticated", err)
+		}
+		if _, err := lc.Get(ctx, &ligatocfg.GetRequest{}); err != nil {
+			t.Errorf("ligato Get without the token: %v (reading needs no token)", err)
 		}
 		if a.status(keyOf(t, lo)).Value.State != "" {
 			t.Errorf("the refused Update was applied: %+v", a.status(keyOf(t, lo)))

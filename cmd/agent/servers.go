@@ -25,19 +25,22 @@ import (
 	"github.com/netagent-io/netagent/plugins/kvscheduler/api"
 	"github.com/netagent-io/netagent/plugins/kvscheduler/rest"
 	"github.com/netagent-io/netagent/plugins/orchestrator/grpcsource"
+	"github.com/netagent-io/netagent/plugins/orchestrator/grpcsource/ligato"
 	"github.com/netagent-io/netagent/plugins/orchestrator/grpcsource/msglimit"
 	configuratorpb "github.com/netagent-io/netagent/proto/configurator"
+	ligatocfg "github.com/netagent-io/netagent/proto/ligato/configurator"
 )
 
 // servers are the agent's listeners and what serves on them: gRPC (the
-// Configurator, health, reflection), REST (the scheduler's API, health,
-// metrics, info) and debug (pprof). A listener not configured has no
-// server.
+// Configurator, the original's ConfiguratorService, health, reflection),
+// REST (the scheduler's API, health, metrics, info) and debug (pprof). A
+// listener not configured has no server.
 type servers struct {
 	listeners map[string]net.Listener
 
 	grpc       *grpc.Server
 	configurer *grpcsource.Server
+	ligato     *ligato.Server
 	health     *health.Server
 	rest       *http.Server
 	debug      *http.Server
@@ -104,6 +107,8 @@ func (a *Agent) buildServers() error {
 		srv.grpc = grpc.NewServer(opts...)
 		srv.configurer = grpcsource.New(a.orch, a.sched, models.Default, a.log)
 		srv.configurer.Register(srv.grpc)
+		srv.ligato = ligato.New(srv.configurer, a.orch, a.sched, ligato.Options{Log: a.log})
+		srv.ligato.Register(srv.grpc)
 		healthpb.RegisterHealthServer(srv.grpc, srv.health)
 		reflection.Register(srv.grpc)
 		setHealth(srv.health, healthpb.HealthCheckResponse_NOT_SERVING)
@@ -171,6 +176,7 @@ func (srv *servers) stop(grace time.Duration) {
 	if srv.grpc != nil {
 		srv.health.Shutdown()  // NOT_SERVING for every service from now on
 		srv.configurer.Close() // ends the open WatchStatus and Notify streams
+		srv.ligato.Close()     // and the original's Notify streams
 		stopped := make(chan struct{})
 		go func() { srv.grpc.GracefulStop(); close(stopped) }()
 		select {
@@ -182,8 +188,13 @@ func (srv *servers) stop(grace time.Duration) {
 	}
 }
 
-// close closes the listeners (those the servers did not take over).
+// close closes the listeners (those the servers did not take over), and
+// stops the original's configurator following the interface states when
+// Run did not stop it (New failed after building it, or Run ended early).
 func (srv *servers) close() {
+	if srv.ligato != nil {
+		srv.ligato.Close()
+	}
 	for _, ln := range srv.listeners {
 		_ = ln.Close()
 	}
@@ -198,8 +209,8 @@ func (srv *servers) addr(name string) string {
 }
 
 // healthServices are the services whose gRPC health status follows the
-// agent's readiness: "" (the server as a whole) and the configurator.
-var healthServices = []string{"", configuratorpb.Configurator_ServiceDesc.ServiceName}
+// agent's readiness: "" (the server as a whole) and the configurators.
+var healthServices = []string{"", configuratorpb.Configurator_ServiceDesc.ServiceName, ligatocfg.ConfiguratorService_ServiceDesc.ServiceName}
 
 // readinessPoll is how often followReadiness evaluates the readiness. The
 // VPP connection manager tells nothing when the connection is lost, so the

@@ -1,7 +1,8 @@
 package main
 
 // The token guards the requests and calls that change state: REST requests
-// other than GET and HEAD, and the Configurator's Update and Delete.
+// other than GET and HEAD, and the Update and Delete of both configurators
+// (netagent's and the original's ConfiguratorService: by method name).
 
 import (
 	"context"

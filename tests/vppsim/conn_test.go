@@ -160,6 +160,12 @@ func TestHold(t *testing.T) {
 	if n := s.Held("create_loopback"); n != 0 {
 		t.Errorf("Held after the release = %d", n)
 	}
+	// The held connection serves its requests in order: once a new one is
+	// answered, the show_version left behind the held request has been
+	// served too (and cannot be caught by the Hold of show_version below).
+	if r, err := vpe.NewServiceClient(hung).ShowVersion(withTimeout(t, 10*time.Second), &vpe.ShowVersion{}); err != nil || r.Version == "" {
+		t.Errorf("show_version on the released connection: %+v %v", r, err)
+	}
 	if r, err := interfaces.NewServiceClient(other).CreateLoopback(withTimeout(t, 10*time.Second), &interfaces.CreateLoopback{}); err != nil || r.SwIfIndex != 2 {
 		t.Errorf("create_loopback after the release: %+v %v, want loop1 at 2", r, err)
 	}
