@@ -164,7 +164,9 @@ func (a *Agent) Running() <-chan struct{} { return a.running }
 // it once.
 //
 // The order: the embedded etcd and the etcd client (an error ends Run),
-// the southbound loops (Linux watcher, VPP connection), the sources (gRPC
+// the publisher of the agent's status in etcd (from then on it follows
+// the readiness; its lease is revoked when Run returns), the southbound
+// loops (Linux watcher, VPP connection), the sources (gRPC
 // synced empty, the init file, etcd), the servers, then the periodic
 // resync (scheduler.periodic_resync) once the first full sync is under
 // way.
@@ -182,6 +184,10 @@ func (a *Agent) Run(ctx context.Context) error {
 	if a.etcd != nil {
 		if err := a.etcd.start(ctx); err != nil {
 			return err
+		}
+		if status := a.newStatusPublisher(); status != nil {
+			wg.Add(1)
+			go func() { defer wg.Done(); status.Run(bg) }()
 		}
 	}
 	if a.linux != nil {

@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/yaml"
 	yamlv3 "sigs.k8s.io/yaml/goyaml.v3"
 
+	"github.com/netagent-io/netagent/internal/etcdstatus"
 	"github.com/netagent-io/netagent/pkg/models"
 	"github.com/netagent-io/netagent/plugins/orchestrator/etcdsource"
 	"github.com/netagent-io/netagent/plugins/orchestrator/grpcsource/msglimit"
@@ -137,7 +138,26 @@ type Etcd struct {
 	// etcdsource.EmbeddedConfig.CompactionRetention.
 	EmbeddedCompactionRetention Duration `json:"embedded_compaction_retention"`
 	DialTimeout                 Duration `json:"dial_timeout"`
+	// Status is the agent's status, published in this etcd where the
+	// original agent published it (internal/etcdstatus).
+	Status EtcdStatus `json:"status"`
 }
+
+// EtcdStatus configures the agent's status in etcd: the keys
+// /vnf-agent/<label>/check/status/v1/agent and .../plugin/<name>, in the
+// original's JSON, under a lease kept alive while the agent lives.
+type EtcdStatus struct {
+	// Disabled publishes nothing.
+	Disabled bool `json:"disabled"`
+	// TTL is the lease's time to live: a dead agent's status disappears
+	// within it (so does that of an agent cut off from etcd longer). At
+	// least MinStatusTTL; whole seconds (rounded up). Default 10s.
+	TTL Duration `json:"ttl"`
+}
+
+// MinStatusTTL is the shortest etcd.status.ttl: the lease is renewed every
+// third of it, and etcd itself gives no lease less than about 1.5 s.
+const MinStatusTTL = 2 * time.Second
 
 // Linux configures the Linux plugins.
 type Linux struct {
@@ -224,7 +244,7 @@ func defaultConfig() Config {
 		GRPC:          GRPC{Listener: Listener{Address: "127.0.0.1:9111"}, MaxRecvMsgSize: msglimit.Default, MaxSendMsgSize: msglimit.Default},
 		VPP:           VPP{Socket: "/run/vpp/api.sock", CallTimeout: Duration{5 * time.Second}},
 		Scheduler:     Scheduler{Drift: DriftRepair},
-		Etcd:          Etcd{EmbeddedClientURL: "http://127.0.0.1:2379", EmbeddedPeerURL: "http://127.0.0.1:2380", EmbeddedCompactionRetention: Duration{etcdsource.DefaultCompactionRetention}, DialTimeout: Duration{5 * time.Second}},
+		Etcd:          Etcd{EmbeddedClientURL: "http://127.0.0.1:2379", EmbeddedPeerURL: "http://127.0.0.1:2380", EmbeddedCompactionRetention: Duration{etcdsource.DefaultCompactionRetention}, DialTimeout: Duration{5 * time.Second}, Status: EtcdStatus{TTL: Duration{etcdstatus.DefaultTTL}}},
 		ShutdownGrace: Duration{30 * time.Second},
 	}
 }
@@ -356,6 +376,9 @@ func (c Config) validate() error {
 	if r := c.Etcd.EmbeddedCompactionRetention.Duration; r > 0 && r < etcdsource.MinCompactionRetention {
 		errs = append(errs, fmt.Errorf("etcd.embedded_compaction_retention %v: want at least %v (0: the default, %v; negative: never compact)",
 			r, etcdsource.MinCompactionRetention, etcdsource.DefaultCompactionRetention))
+	}
+	if ttl := c.Etcd.Status.TTL.Duration; !c.Etcd.Status.Disabled && ttl < MinStatusTTL {
+		errs = append(errs, fmt.Errorf("etcd.status.ttl %v: want at least %v (or etcd.status.disabled: true)", ttl, MinStatusTTL))
 	}
 	switch c.Scheduler.TxnLog {
 	case "", "off", "stderr":

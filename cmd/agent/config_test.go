@@ -95,6 +95,10 @@ func TestBadConfigIsAClearError(t *testing.T) {
 			"etcd.embedded_compaction_retention 500ms: want at least 1s (0: the default, 1m0s; negative: never compact)"},
 		{"compaction retention not a duration", "etcd:\n  embedded_dir: /tmp/x\n  embedded_compaction_retention: daily\n", nil,
 			`agent.yaml (YAML): line 3: etcd.embedded_compaction_retention: duration "daily": want e.g. 30s`},
+		{"status TTL too short", "etcd: {status: {ttl: 1s}}\n", nil, "etcd.status.ttl 1s: want at least 2s (or etcd.status.disabled: true)"},
+		{"zero status TTL", "etcd:\n  status:\n    ttl: 0s\n", nil, "etcd.status.ttl 0s: want at least 2s"},
+		{"status TTL not a duration", "etcd:\n  status:\n    ttl: long\n", nil, `agent.yaml (YAML): line 3: etcd.status.ttl: duration "long": want e.g. 30s`},
+		{"unknown field of the status", "etcd:\n  status:\n    lease: 5s\n", nil, "agent.yaml (YAML): line 3: etcd.status.lease: unknown field"},
 		{"unknown flag", "", []string{"--colour"}, "colour"},
 		{"extra argument", "", []string{"run"}, "unexpected arguments"},
 	} {
@@ -263,6 +267,34 @@ func TestEmbeddedCompactionRetention(t *testing.T) {
 		}
 		if got := p.embedded.CompactionRetention(); got != c.want {
 			t.Errorf("%q: the embedded etcd compacts with retention %v, want %v", c.yaml, got, c.want)
+		}
+	}
+}
+
+// TestStatusConfig: the agent's status in etcd is on by default with a 10 s
+// lease; etcd.status sets the TTL or turns it off (any TTL then).
+func TestStatusConfig(t *testing.T) {
+	for _, c := range []struct {
+		yaml     string
+		disabled bool
+		ttl      time.Duration
+	}{
+		{"", false, 10 * time.Second},
+		{"etcd: {status: {ttl: 3s}}", false, 3 * time.Second},
+		{"etcd: {status: {disabled: true}}", true, 10 * time.Second},
+		{"etcd: {status: {disabled: true, ttl: 0s}}", true, 0},
+	} {
+		var args []string
+		if c.yaml != "" {
+			args = []string{"--config", writeFile(t, "agent.yaml", c.yaml+"\n")}
+		}
+		cfg, err := loadConfig(args, env(nil))
+		if err != nil {
+			t.Errorf("%q: %v", c.yaml, err)
+			continue
+		}
+		if cfg.Etcd.Status.Disabled != c.disabled || cfg.Etcd.Status.TTL.Duration != c.ttl {
+			t.Errorf("%q: %+v, want disabled %v, ttl %v", c.yaml, cfg.Etcd.Status, c.disabled, c.ttl)
 		}
 	}
 }

@@ -358,6 +358,8 @@ type agent struct {
 	done   chan error
 	addrs  Addresses
 	http   *http.Client
+	// process is the agent binary's (runAgentFile); nil in-process.
+	process *os.Process
 
 	stopped bool
 	err     error

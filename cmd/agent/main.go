@@ -7,8 +7,9 @@
 // The daemon only wires: New builds every part from the configuration
 // (agent.go: listeners, scheduler, the Linux and VPP plugins in linux.go
 // and vpp.go, the orchestrator and its sources in northbound.go, the
-// servers in servers.go), Run starts them and stops them gracefully. The
-// plugins' and sources' behaviour is in their packages.
+// servers in servers.go, the status in etcd in etcdstatus.go), Run starts
+// them and stops them gracefully. The plugins' and sources' behaviour is
+// in their packages.
 //
 // See README.md for the listeners and the configuration.
 package main
@@ -19,8 +20,10 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime"
 	"runtime/debug"
 	"syscall"
+	"time"
 )
 
 func main() {
@@ -63,6 +66,29 @@ func buildVersion() map[string]string {
 				info[s.Key] = s.Value
 			}
 		}
+	}
+	return info
+}
+
+// versionInfo is the answer of GET /info/version: buildVersion, and the
+// fields of the original agent's answer (its Go field names, BuildTime in
+// Unix seconds), for its clients. GitBranch, BuildUser and BuildHost are
+// not recorded in the build ("" here); BuildTime is the time of the
+// build's commit (vcs.time; 0 without VCS information).
+func versionInfo() map[string]any {
+	info := map[string]any{}
+	v := buildVersion()
+	for k, s := range v {
+		info[k] = s
+	}
+	var built int64
+	if t, err := time.Parse(time.RFC3339, v["vcs.time"]); err == nil {
+		built = t.Unix()
+	}
+	for k, x := range map[string]any{"App": "netagent", "Version": v["version"], "GitCommit": v["vcs.revision"],
+		"GitBranch": "", "BuildUser": "", "BuildHost": "", "BuildTime": built,
+		"GoVersion": runtime.Version(), "OS": runtime.GOOS, "Arch": runtime.GOARCH} {
+		info[k] = x
 	}
 	return info
 }

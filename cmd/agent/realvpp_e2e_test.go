@@ -68,7 +68,7 @@ func runAgentFile(t *testing.T, file string, cfg Config) *agent {
 	}
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
-	a := &agent{t: t, cfg: cfg, log: logs, done: exited,
+	a := &agent{t: t, cfg: cfg, log: logs, done: exited, process: cmd.Process,
 		cancel: func() { _ = cmd.Process.Signal(syscall.SIGTERM) },
 		addrs:  Addresses{REST: cfg.REST.Address, GRPC: cfg.GRPC.Address},
 		http:   &http.Client{Timeout: waitTimeout, Transport: &http.Transport{DisableKeepAlives: true}}}

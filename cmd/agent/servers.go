@@ -131,17 +131,23 @@ func (a *Agent) buildServers() error {
 	return nil
 }
 
-// restHandler is the REST API.
+// restHandler is the REST API. The probes, the metrics and the info answer
+// GET (and HEAD) only; other methods get 405.
 func (a *Agent) restHandler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("/scheduler/", requireToken(a.cfg.Token, rest.NewHandler(a.sched, rest.Options{TxnLogMaxItems: a.cfg.Scheduler.TxnLogMaxItems})))
-	mux.HandleFunc("GET /livez", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, 200, map[string]string{"status": "alive"}) })
-	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
+	livez := func(w http.ResponseWriter, r *http.Request) { writeJSON(w, 200, map[string]string{"status": "alive"}) }
+	readyz := func(w http.ResponseWriter, r *http.Request) {
 		code, body := a.readyz()
 		writeJSON(w, code, body)
-	})
+	}
+	mux.HandleFunc("GET /livez", livez)
+	mux.HandleFunc("GET /readyz", readyz)
+	// The original agent's names of the probes, answered as ours.
+	mux.HandleFunc("GET /liveness", livez)
+	mux.HandleFunc("GET /readiness", readyz)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(a.registry, promhttp.HandlerOpts{}))
-	mux.HandleFunc("GET /info/version", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, 200, buildVersion()) })
+	mux.HandleFunc("GET /info/version", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, 200, versionInfo()) })
 	mux.HandleFunc("GET /info/status", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, 200, a.status()) })
 	return mux
 }

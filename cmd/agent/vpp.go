@@ -33,6 +33,9 @@ type vppPart struct {
 	// firstConnect is closed when VPP connects the first time.
 	firstConnect     chan struct{}
 	firstConnectOnce sync.Once
+	// startWaitOver is closed when waitFirstConnect returned: from then
+	// on VPP not connected is an error, not the agent starting.
+	startWaitOver chan struct{}
 }
 
 // firstConnectWait bounds how long Run waits for VPP before it starts the
@@ -45,7 +48,7 @@ const firstConnectWait = 3 * time.Second
 // newVPPPart builds the VPP plugins, registers their descriptors with s and
 // the connection's metrics with reg. Nothing runs until run.
 func newVPPPart(cfg Config, s *kvscheduler.Scheduler, o *orchestrator.Orchestrator, reg prometheus.Registerer, log *slog.Logger) (*vppPart, error) {
-	p := &vppPart{resync: o.NewSouthboundResync("VPP"), firstConnect: make(chan struct{})}
+	p := &vppPart{resync: o.NewSouthboundResync("VPP"), firstConnect: make(chan struct{}), startWaitOver: make(chan struct{})}
 	p.conn = vppconn.New(vppconn.Options{Socket: cfg.VPP.Socket, CallTimeout: cfg.VPP.CallTimeout.Duration, Log: log,
 		OnConnect: p.connected})
 	vif := vppif.New(p.conn, log)
@@ -89,8 +92,9 @@ func (p *vppPart) run(ctx context.Context, wg *sync.WaitGroup) {
 }
 
 // waitFirstConnect waits until VPP connects the first time, at most
-// firstConnectWait (or until ctx ends).
+// firstConnectWait (or until ctx ends). Call it once.
 func (p *vppPart) waitFirstConnect(ctx context.Context) {
+	defer close(p.startWaitOver)
 	t := time.NewTimer(firstConnectWait)
 	defer t.Stop()
 	select {

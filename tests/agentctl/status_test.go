@@ -69,14 +69,16 @@ type dumpJSON struct {
 }
 
 // statusVolatile are the lines of the status table that change from run to
-// run beyond normalize: the version (the toolchain, VCS) and the number of
-// transactions (SB notifications follow the kernel's timing).
+// run beyond normalize: the version (the toolchain, VCS), the number of
+// transactions (SB notifications follow the kernel's timing) and etcd's
+// revision (the agent's own status in etcd moves it as it changes).
 var statusVolatile = []struct {
 	re   *regexp.Regexp
 	repl string
 }{
 	{regexp.MustCompile(`(?m)^Version:( +).*$`), "Version:${1}<VERSION>"},
 	{regexp.MustCompile(`(?m)^Transactions:( +)\d+`), "Transactions:${1}<N>"},
+	{regexp.MustCompile(`(?m)^(etcd:.*, revision )\d+$`), "${1}<N>"},
 }
 
 // goldenOwnNamespace is golden for outputs that list the links of the

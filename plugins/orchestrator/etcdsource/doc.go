@@ -76,7 +76,9 @@
 // # Decoding
 //
 // Each etcd key is split with models.ParseEtcdKey (keys of other labels are
-// ignored) and its value decoded with Registry.DecodeValue. A value that
+// ignored, and so are the agent's own status keys, under
+// check/ (etcdstatus.KeyPrefix), which the agent writes and which are not
+// configuration) and its value decoded with Registry.DecodeValue. A value that
 // cannot be decoded (bad JSON, invalid fields, a key that matches no model)
 // is passed as a KV with Err set, which the orchestrator marks INVALID with
 // the reason; nothing else is affected. A delete is a KV with a nil Value.

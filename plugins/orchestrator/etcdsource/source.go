@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/connectivity"
 
+	"github.com/netagent-io/netagent/internal/etcdstatus"
 	"github.com/netagent-io/netagent/pkg/models"
 	"github.com/netagent-io/netagent/plugins/kvscheduler/api"
 	"github.com/netagent-io/netagent/plugins/orchestrator"
@@ -153,6 +154,12 @@ func (s *Source) Close() {
 		_ = s.client.Close()
 	}
 }
+
+// Client returns the source's etcd client: the caller's (New), or the one
+// Connect made (NewDialing; nil before), so that others writing to the same
+// etcd (the agent's status) share its connection. It is closed by Close
+// (NewDialing) or by its owner (New).
+func (s *Source) Client() *clientv3.Client { return s.client }
 
 // Synced is closed after the first Resync returned.
 func (s *Source) Synced() <-chan struct{} { return s.synced }
@@ -383,7 +390,9 @@ func (s *Source) decode(etcdKey string, value []byte, deleted bool) (orchestrato
 		}
 		return orchestrator.KV{Key: rest, Err: err}, true
 	}
-	if label != s.opts.Label {
+	if label != s.opts.Label || strings.HasPrefix(modelKey, etcdstatus.KeyPrefix) {
+		// Another agent's key, or the agent's status (which it publishes
+		// itself): not configuration.
 		return orchestrator.KV{}, false
 	}
 	key := s.canonical(modelKey)

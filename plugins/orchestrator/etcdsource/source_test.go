@@ -12,6 +12,7 @@ import (
 	"go.uber.org/goleak"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/netagent-io/netagent/internal/etcdstatus"
 	"github.com/netagent-io/netagent/plugins/orchestrator"
 	"github.com/netagent-io/netagent/plugins/orchestrator/etcdsource"
 	linuxif "github.com/netagent-io/netagent/proto/linux/interfaces"
@@ -153,6 +154,40 @@ func TestChanges(t *testing.T) {
 		for _, kv := range c.kvs {
 			if strings.Contains(kv.Key, "other") {
 				t.Errorf("%v: key of another label", c)
+			}
+		}
+	}
+}
+
+// The agent's status (check/..., which the agent publishes itself in the
+// original's place) is not configuration: neither the full read nor the
+// watch passes it to the sink, not even as an invalid value, and a
+// revision of status keys alone makes no Change.
+func TestStatusKeysIgnored(t *testing.T) {
+	h := newHarness(t)
+	agentKey, pluginKey := etcdstatus.AgentKey(label), etcdstatus.PluginKey(label, "etcd")
+	h.put(agentKey, `{"state":"OK"}`)
+	h.put(pluginKey, `{"state":"OK"}`)
+	h.put(prefix+vppIfKey+"loop1", vppIf("loop1", 1))
+	h.run(etcdsource.Options{})
+	h.waitSynced()
+	calls, _ := h.sink.snapshot()
+	if got := kvMap(t, calls[0].kvs); len(got) != 1 || got[vppIfKey+"loop1"].Value == nil {
+		t.Errorf("the first Resync: %v, want loop1 only", calls[0])
+	}
+
+	h.put(agentKey, `{"state":"ERROR"}`)
+	h.del(pluginKey)
+	h.put(prefix+vppIfKey+"loop2", vppIf("loop2", 1))
+	h.sink.waitFor(t, "loop2", func() bool { _, ok := h.sink.state[vppIfKey+"loop2"]; return ok })
+	calls, _ = h.sink.snapshot()
+	if len(calls) != 2 || len(calls[1].kvs) != 1 {
+		t.Errorf("calls %v, want the Resync and one Change of loop2", calls)
+	}
+	for _, c := range calls {
+		for _, kv := range c.kvs {
+			if strings.HasPrefix(kv.Key, etcdstatus.KeyPrefix) {
+				t.Errorf("%v passes the status key %s", c, kv.Key)
 			}
 		}
 	}
