@@ -57,6 +57,7 @@ func (p *Plugin) interfaceBatch(ctx context.Context, ops []api.BatchOp) {
 			refs = append(refs, ref)
 		}
 		gone[ref] = append(gone[ref], name)
+		p.setInherited(name, false)
 	}
 	dumps := linkDumps{}
 	flush := func() {

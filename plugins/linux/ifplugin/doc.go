@@ -152,6 +152,43 @@
 // configured (so a resync deletes them); Delete refuses to delete a link
 // whose alias is not the value's own.
 //
+// # Links the original agent made
+//
+// The original agent (Ligato vpp-agent) marks its links with the alias
+// "/vnf-agent/<label>/<logical name>/<peer's logical name>" (VETH),
+// "/vnf-agent/<label>/<logical name>/<VPP TAP's logical name>/<host name
+// VPP gave it>" (TAP_TO_VPP), "/vnf-agent/<label>/<logical name>" (DUMMY,
+// and the lo of a namespace). A link that carries it, for this agent's
+// label (SetLabel; an agent without a label takes none), is the link of
+// the value of that logical name when it is of the value's kind, in the
+// value's namespace, and names the value's peer (VETH) or VPP TAP
+// (TAP_TO_VPP): it is adopted, never re-created (same ifindex, addresses,
+// routes and neighbours). Retrieve reports it as the value it is, with the
+// checks of the agent's own links (a veth end's peer is the one the kernel
+// pairs it with, named by the peer's alias of either agent; MTU, state,
+// addresses, namespace), and the plugin notes that its alias is the
+// original's: the descriptor's ValueComparator then reports the value as
+// different, the scheduler calls Update, and Update sets this agent's
+// alias and drops the note. So switching a host from the original agent
+// to this one, on the same NB data and label, executes one UPDATE per
+// VETH, DUMMY and TAP_TO_VPP interface (the alias) and nothing else; the
+// next resync executes nothing. Until its Update has run, the original's
+// alias counts as the interface's own wherever the agent asks whose a link
+// is (makeRoom, Delete). A Create that finds such a link under the value's
+// name (the value came after the full resync) takes it the same way.
+//
+// Not adopted, left as they are: a link with another label's alias; one
+// whose alias names a logical name no value has (the agent does not delete
+// what the original made and the NB no longer wants: remove it by hand);
+// a veth end whose alias names another peer than the value's (its value's
+// Create fails, non-retriable: "a link named ... is not this veth end
+// ...: the original agent made it for <name> with <peer>, this value
+// names <peer>"). (A TAP_TO_VPP value whose alias names another VPP TAP is
+// not reported by Retrieve either; its Create then takes the host link of
+// its name, VPP's, as for any TAP, and marks it.) The original's alias on a lo stays: LOOPBACK values find
+// lo by name and the agent marks no lo. Values of the original's VRF
+// devices are INVALID here (VRF_DEVICE), so its vrf links are left alone.
+//
 // # Deletes in bulk
 //
 // The interface descriptor has Batch (batch.go). The kernel waits for an

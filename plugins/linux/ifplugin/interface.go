@@ -43,6 +43,14 @@ type Plugin struct {
 	// aliasPrefix marks the links of this agent (AliasPrefix, plus the
 	// microservice label when set).
 	aliasPrefix string
+	// originalPrefix starts the aliases of the links the original agent
+	// of the same label made (OriginalAliasPrefix and the label; "" without
+	// a label), which are adopted (original.go).
+	originalPrefix string
+	// inherited: the interfaces adopted from the original agent whose
+	// alias is not rewritten yet (inheritedLinks).
+	inheritedMu sync.Mutex
+	inherited   inheritedLinks
 	// withoutVPP: the agent runs without VPP (SetVPPDisabled).
 	withoutVPP bool
 	// links is the metadata map of the interface descriptor, made by the
@@ -60,15 +68,18 @@ func New(ns *nsplugin.Manager, log *slog.Logger) *Plugin {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Plugin{ns: ns, log: log, kinds: probeKinds(ns), hints: map[string]hint{}, aliasPrefix: AliasPrefix, pool: nlbatch.NewPool(ns)}
+	return &Plugin{ns: ns, log: log, kinds: probeKinds(ns), hints: map[string]hint{}, aliasPrefix: AliasPrefix, inherited: inheritedLinks{}, pool: nlbatch.NewPool(ns)}
 }
 
 // SetLabel puts the agent's microservice label into the ownership mark
 // ("netagent/<label>/<name>"), so that agents of different labels sharing
-// a namespace never take each other's links. Call before registering.
+// a namespace never take each other's links. The label is also the one of
+// the original agent (Ligato vpp-agent) whose links this agent adopts
+// ("/vnf-agent/<label>/...", original.go). Call before registering.
 func (p *Plugin) SetLabel(label string) {
 	if label != "" {
 		p.aliasPrefix = AliasPrefix + label + "/"
+		p.originalPrefix = OriginalAliasPrefix + label + "/"
 	}
 }
 
@@ -128,6 +139,11 @@ func (p *Plugin) interfaceDescriptor() *api.KVDescriptor {
 		Dependencies:       p.dependencies,
 		Unique:             p.uniqueNames,
 		ValueComparator: func(key string, a, b *linuxif.Interface) bool {
+			if p.isInherited(a.GetName()) {
+				// Its link still carries the original agent's alias: an
+				// Update rewrites it (inheritedLinks).
+				return false
+			}
 			return proto.Equal(normalized(a), normalized(b))
 		},
 	}
@@ -396,6 +412,7 @@ func (p *Plugin) create(_ context.Context, key string, v *linuxif.Interface) (*M
 	if err := p.configure(ref, h, link, nil, v); err != nil {
 		return nil, fmt.Errorf("interface %s: %w", v.GetName(), err)
 	}
+	p.setInherited(v.GetName(), false)
 	return p.metadata(h, v, ref)
 }
 
@@ -450,10 +467,10 @@ func (p *Plugin) vethEnd(v *linuxif.Interface, ref nsplugin.Ref) (netlink.Link, 
 		return nil, err
 	}
 	if link, err := h.LinkByName(host); err == nil {
-		if link.Type() != "veth" || link.Attrs().Alias != alias {
-			return nil, api.NonRetriable(fmt.Errorf("a link named %s already exists in the %s and is not this veth end (type %s, alias %q)", host, ref, link.Type(), link.Attrs().Alias))
+		if link.Type() != "veth" || (link.Attrs().Alias != alias && !p.originals(link, v)) {
+			return nil, p.notThisLink(link, v, ref, "veth end")
 		}
-		return link, nil
+		return link, nil // configure marks one the original agent made
 	}
 	tmp := tempName(v.GetName())
 	peerName := v.GetVeth().GetPeerIfName()
@@ -520,10 +537,10 @@ func (p *Plugin) dummy(h *netlink.Handle, v *linuxif.Interface, ref nsplugin.Ref
 	}
 	link, err := h.LinkByName(host)
 	if err == nil {
-		if link.Type() != "dummy" || link.Attrs().Alias != alias {
-			return nil, api.NonRetriable(fmt.Errorf("a link named %s already exists in the %s and is not this dummy (type %s, alias %q)", host, ref, link.Type(), link.Attrs().Alias))
+		if link.Type() != "dummy" || (link.Attrs().Alias != alias && !p.originals(link, v)) {
+			return nil, p.notThisLink(link, v, ref, "dummy")
 		}
-		return link, nil
+		return link, nil // configure marks one the original agent made
 	}
 	if !isNotFound(err) {
 		return nil, err
@@ -690,7 +707,7 @@ func (p *Plugin) hint(name string) (hint, bool) {
 // anothers returns the logical name of the interface whose mark a link
 // carries when it is another of the agent's interfaces than v.
 func (p *Plugin) anothers(link netlink.Link, v *linuxif.Interface) (string, bool) {
-	name, ok := p.ownName(link.Attrs().Alias)
+	name, ok := p.owner(link)
 	return name, ok && name != v.GetName()
 }
 
@@ -883,6 +900,7 @@ func (p *Plugin) update(_ context.Context, key string, old, v *linuxif.Interface
 	if err := p.configure(ref, h, link, old, v); err != nil {
 		return md, fmt.Errorf("interface %s: %w", v.GetName(), err)
 	}
+	p.setInherited(v.GetName(), false) // its alias is ours now
 	return p.metadata(h, v, ref)
 }
 
@@ -891,6 +909,7 @@ func (p *Plugin) delete(_ context.Context, key string, v *linuxif.Interface, md 
 	if err := p.deleteLink(ref, v); err != nil {
 		return err
 	}
+	p.setInherited(v.GetName(), false)
 	p.release(ref, v.GetName())
 	return nil
 }
@@ -982,7 +1001,7 @@ func (p *Plugin) linkToDelete(h *netlink.Handle, ref nsplugin.Ref, v *linuxif.In
 	if err != nil {
 		return nil, where, err
 	}
-	if link.Attrs().Alias != p.alias(v.GetName()) {
+	if link.Attrs().Alias != p.alias(v.GetName()) && !p.originals(link, v) {
 		return nil, where, api.NonRetriable(fmt.Errorf("interface %s: link %s is not ours (alias %q): left alone", v.GetName(), link.Attrs().Name, link.Attrs().Alias))
 	}
 	return link, where, nil
@@ -1005,6 +1024,10 @@ func (p *Plugin) renameBack(name, host string) error {
 // retrieve reads the links of the agent (marked with the alias) and the
 // links the configuration adopts (EXISTING, LOOPBACK, TAP_TO_VPP) in the
 // agent's namespace and in every namespace the configuration references.
+// A link the original agent made for a configured value (originals) is
+// reported as that value and noted in the inherited set, so that the
+// scheduler updates it (the alias) instead of re-creating it; one that
+// matches no value is not reported (left alone).
 //
 // A veth end is reported with the peer the kernel pairs it with (the
 // logical name in the peer's alias, found in one of these namespaces), so
@@ -1059,11 +1082,14 @@ func (p *Plugin) retrieve(ctx context.Context, correlate []api.TypedKV[*linuxif.
 	}
 	var out []api.TypedKV[*linuxif.Interface, *Metadata]
 	seen := map[string]bool{}
+	// inherited: the values found on a link the original agent made.
+	inherited := map[string]bool{}
 	for _, space := range spaces {
 		ref := space.ref
 		for _, link := range space.links {
 			attrs := link.Attrs()
 			var want *linuxif.Interface
+			fromOriginal := false
 			if name, ok := p.ownName(attrs.Alias); ok {
 				want = byName[name]
 				if want == nil {
@@ -1072,8 +1098,15 @@ func (p *Plugin) retrieve(ctx context.Context, correlate []api.TypedKV[*linuxif.
 					want = &linuxif.Interface{Name: name, Type: linuxType(link)}
 				}
 			} else {
+				// The original agent's: adopted as the value it was made
+				// for (same name, kind, peer or VPP TAP), else left alone.
+				if name, _, ok := p.originalAlias(link); ok {
+					if c := byName[name]; c != nil && p.originals(link, c) {
+						want, fromOriginal = c, true
+					}
+				}
 				for _, c := range byName {
-					if (c.GetType() == linuxif.Interface_EXISTING || c.GetType() == linuxif.Interface_LOOPBACK) &&
+					if want == nil && (c.GetType() == linuxif.Interface_EXISTING || c.GetType() == linuxif.Interface_LOOPBACK) &&
 						HostName(c) == attrs.Name && nsplugin.RefOf(c.GetNamespace()) == ref {
 						want = c
 					}
@@ -1083,6 +1116,7 @@ func (p *Plugin) retrieve(ctx context.Context, correlate []api.TypedKV[*linuxif.
 				continue
 			}
 			seen[want.GetName()] = true
+			inherited[want.GetName()] = fromOriginal
 			v := observed(want, link, space.addrs, ref)
 			if v.GetType() == linuxif.Interface_VETH {
 				if peer := p.vethPeer(space, link, spaces); peer != want.GetVeth().GetPeerIfName() {
@@ -1094,6 +1128,9 @@ func (p *Plugin) retrieve(ctx context.Context, correlate []api.TypedKV[*linuxif.
 				Metadata: &Metadata{Index: attrs.Index, HostName: attrs.Name, Namespace: ref, Type: v.GetType(), Value: v},
 			})
 		}
+	}
+	for name := range byName {
+		p.setInherited(name, inherited[name])
 	}
 	return out, nil
 }
@@ -1131,7 +1168,11 @@ func (p *Plugin) vethPeer(space *nsLinks, link netlink.Link, spaces []*nsLinks) 
 	}
 	for _, l := range where.links {
 		if l.Attrs().Index == attrs.ParentIndex {
-			name, _ := p.ownName(l.Attrs().Alias)
+			if name, ok := p.ownName(l.Attrs().Alias); ok {
+				return name
+			}
+			// A peer the original agent made (adopted with this end).
+			name, _, _ := p.originalAlias(l)
 			return name
 		}
 	}
