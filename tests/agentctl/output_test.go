@@ -4,7 +4,9 @@ package agentctl_test
 // outputs of the commands that change things.
 
 import (
+	"fmt"
 	"net"
+	"net/http"
 	"strconv"
 	"strings"
 	"sync"
@@ -58,6 +60,12 @@ func TestAgentctlOutput(t *testing.T) {
 	// A value without effect on the kernel (no VPP: UNIMPLEMENTED).
 	const loopKey = "config/vpp/v2/interfaces/loop9"
 	mustCtl(t, a.env(), "kvdb", "put", loopKey, `{"name":"loop9","type":"SOFTWARE_LOOPBACK"}`)
+	// The agent applies the put when its etcd watch delivers it: wait for
+	// that before the commands that show it.
+	waitFor(t, "the agent has "+loopKey, func() (bool, string) {
+		code, body, err := a.get("/scheduler/status?key=" + loopKey)
+		return err == nil && code == http.StatusOK, fmt.Sprintf("%d %v %.200s", code, err, body)
+	})
 
 	// Each setting: a command that needs it, the variable and the flag, a
 	// right and a wrong value, and what the command prints when it is right
