@@ -228,9 +228,12 @@ func TestAgentctlKVDB(t *testing.T) {
 		if out := mustCtl(t, env, "kvdb", "list"); out != "No keys under /vnf-agent/"+a.Label+"/.\n" {
 			t.Errorf("kvdb list after del: %q", out)
 		}
-		if out := mustCtl(t, env, "values", "linux.interfaces.interface"); out != "No values.\n" {
-			t.Errorf("values linux.interfaces.interface after del: %q", out)
-		}
+		// The link goes during the agent's transaction; the statuses show
+		// it once the transaction has ended.
+		waitFor(t, "values linux.interfaces.interface after del: none", func() (bool, string) {
+			out := mustCtl(t, env, "values", "linux.interfaces.interface")
+			return out == "No values.\n", out
+		})
 	})
 }
 
