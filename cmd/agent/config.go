@@ -153,6 +153,11 @@ type EtcdStatus struct {
 	// within it (so does that of an agent cut off from etcd longer). At
 	// least MinStatusTTL; whole seconds (rounded up). Default 10s.
 	TTL Duration `json:"ttl"`
+	// Values publishes the status of every value of the scheduler as well,
+	// under .../check/status/v1/value/<value key> and the same lease
+	// (etcdstatus.Options.Values), for controllers that want them. Off by
+	// default: it costs an etcd write per change of a value's status.
+	Values bool `json:"values"`
 }
 
 // MinStatusTTL is the shortest etcd.status.ttl: the lease is renewed every
@@ -379,6 +384,9 @@ func (c Config) validate() error {
 	}
 	if ttl := c.Etcd.Status.TTL.Duration; !c.Etcd.Status.Disabled && ttl < MinStatusTTL {
 		errs = append(errs, fmt.Errorf("etcd.status.ttl %v: want at least %v (or etcd.status.disabled: true)", ttl, MinStatusTTL))
+	}
+	if c.Etcd.Status.Values && c.Etcd.Status.Disabled {
+		errs = append(errs, errors.New("etcd.status.values: true publishes under the agent's status, which etcd.status.disabled: true turns off"))
 	}
 	switch c.Scheduler.TxnLog {
 	case "", "off", "stderr":

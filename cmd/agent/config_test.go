@@ -99,6 +99,9 @@ func TestBadConfigIsAClearError(t *testing.T) {
 		{"zero status TTL", "etcd:\n  status:\n    ttl: 0s\n", nil, "etcd.status.ttl 0s: want at least 2s"},
 		{"status TTL not a duration", "etcd:\n  status:\n    ttl: long\n", nil, `agent.yaml (YAML): line 3: etcd.status.ttl: duration "long": want e.g. 30s`},
 		{"unknown field of the status", "etcd:\n  status:\n    lease: 5s\n", nil, "agent.yaml (YAML): line 3: etcd.status.lease: unknown field"},
+		{"value statuses without the status", "etcd: {status: {disabled: true, values: true}}\n", nil,
+			"etcd.status.values: true publishes under the agent's status, which etcd.status.disabled: true turns off"},
+		{"value statuses not a boolean", "etcd:\n  status:\n    values: often\n", nil, "line 3: etcd.status.values"},
 		{"unknown flag", "", []string{"--colour"}, "colour"},
 		{"extra argument", "", []string{"run"}, "unexpected arguments"},
 	} {
@@ -272,17 +275,20 @@ func TestEmbeddedCompactionRetention(t *testing.T) {
 }
 
 // TestStatusConfig: the agent's status in etcd is on by default with a 10 s
-// lease; etcd.status sets the TTL or turns it off (any TTL then).
+// lease, the values' statuses off; etcd.status sets the TTL, turns the
+// status off (any TTL then) or the values' statuses on.
 func TestStatusConfig(t *testing.T) {
 	for _, c := range []struct {
 		yaml     string
 		disabled bool
 		ttl      time.Duration
+		values   bool
 	}{
-		{"", false, 10 * time.Second},
-		{"etcd: {status: {ttl: 3s}}", false, 3 * time.Second},
-		{"etcd: {status: {disabled: true}}", true, 10 * time.Second},
-		{"etcd: {status: {disabled: true, ttl: 0s}}", true, 0},
+		{"", false, 10 * time.Second, false},
+		{"etcd: {status: {ttl: 3s}}", false, 3 * time.Second, false},
+		{"etcd: {status: {disabled: true}}", true, 10 * time.Second, false},
+		{"etcd: {status: {disabled: true, ttl: 0s}}", true, 0, false},
+		{"etcd: {status: {values: true}}", false, 10 * time.Second, true},
 	} {
 		var args []string
 		if c.yaml != "" {
@@ -293,8 +299,8 @@ func TestStatusConfig(t *testing.T) {
 			t.Errorf("%q: %v", c.yaml, err)
 			continue
 		}
-		if cfg.Etcd.Status.Disabled != c.disabled || cfg.Etcd.Status.TTL.Duration != c.ttl {
-			t.Errorf("%q: %+v, want disabled %v, ttl %v", c.yaml, cfg.Etcd.Status, c.disabled, c.ttl)
+		if cfg.Etcd.Status.Disabled != c.disabled || cfg.Etcd.Status.TTL.Duration != c.ttl || cfg.Etcd.Status.Values != c.values {
+			t.Errorf("%q: %+v, want disabled %v, ttl %v, values %v", c.yaml, cfg.Etcd.Status, c.disabled, c.ttl, c.values)
 		}
 	}
 }

@@ -18,17 +18,22 @@ const (
 )
 
 // newStatusPublisher returns the publisher of the agent's status in its
-// etcd (nil when there is none or etcd.status.disabled). The etcd client
-// must be made (etcdPart.start).
+// etcd (nil when there is none or etcd.status.disabled), with the values'
+// statuses when etcd.status.values. The etcd client must be made
+// (etcdPart.start).
 func (a *Agent) newStatusPublisher() *etcdstatus.Publisher {
 	if a.etcd == nil || a.cfg.Etcd.Status.Disabled {
 		return nil
 	}
 	v := buildVersion()
-	return etcdstatus.New(a.etcd.source.Client(), a.statusReport, etcdstatus.Options{
+	opts := etcdstatus.Options{
 		Label: a.cfg.Label, TTL: a.cfg.Etcd.Status.TTL.Duration, Started: a.started, Log: a.log,
 		Build: etcdstatus.Build{Version: v["version"], Date: v["vcs.time"], Commit: v["vcs.revision"]},
-	})
+	}
+	if a.cfg.Etcd.Status.Values {
+		opts.Values = a.sched
+	}
+	return etcdstatus.New(a.etcd.source.Client(), a.statusReport, opts)
 }
 
 // statusReport is the agent's status as published in etcd (the states'

@@ -5,6 +5,8 @@
 //	/vnf-agent/<label>/check/status/v1/agent          status.AgentStatus
 //	/vnf-agent/<label>/check/status/v1/plugin/<name>  status.PluginStatus
 //
+// and, when asked for, each value's status (see "Value statuses").
+//
 // The messages are proto/status (package status, the original's names and
 // field numbers). The values are their JSON as the original writes it:
 // protojson with the proto field names, so enums by name ("OK"), 64-bit
@@ -76,6 +78,61 @@
 //     lacking messages (which).
 //   - linux (only with the Linux plugins): INIT until the interface
 //     watcher reported the host's links the first time, then OK.
+//
+// # Value statuses
+//
+// With Options.Values (the agent's etcd.status.values, off by default),
+// the status of every base value of the scheduler is published as well,
+// beside the original's keys (it had none of them), under the same lease:
+//
+//	/vnf-agent/<label>/check/status/v1/value/<value key>  kvscheduler.BaseValueStatus
+//
+// One key per base value, whose status carries that of each value derived
+// from it (derived_values): the scheduler reports and lists statuses that
+// way, so one change of a value or of a derived value is one write. The
+// JSON is that of the agent's status (proto field names, enums by name,
+// zero values left out), e.g. under
+// /vnf-agent/vpp1/check/status/v1/value/config/linux/l3/v2/route/10.203.0.0/16/eth9:
+//
+//	{"value":{"key":"config/linux/l3/v2/route/10.203.0.0/16/eth9",
+//	 "state":"PENDING","details":["interface eth9 up","gateway 172.30.9.1 reachable"],
+//	 "descriptor_name":"linux-route"}}
+//
+// and of a value with a derived one (derived_values is left out when
+// there is none):
+//
+//	{"value":{"key":"test/b","state":"CONFIGURED","last_operation":"CREATE",
+//	 "descriptor_name":"test-value"},"derived_values":[{"key":"test/b/address/10.0.0.1",
+//	 "state":"CONFIGURED","last_operation":"CREATE","descriptor_name":"test-value",
+//	 "derived":true}]}
+//
+// Every value the scheduler knows has its key, whatever its state
+// (CONFIGURED, PENDING, FAILED, OBTAINED, …); a value that goes (REMOVED)
+// has its key deleted. A controller that wants what is wrong reads the
+// prefix (ValueKeyPrefix) and keeps what is not CONFIGURED (or OBTAINED).
+//
+// Run watches the scheduler (KVScheduler.WatchValueStatus, which never
+// blocks the scheduler and coalesces a key's changes) and lists its
+// statuses (ListValueStatuses) whenever it granted a lease: at the start
+// and after the lease was lost (expired, revoked, etcd restored or empty),
+// when none of the keys are left in etcd; every one is then put again. The
+// watch starts before the first listing, so no change falls between. A
+// change is written DefaultValueDelay after the first of a burst, with the
+// others that came meanwhile, in etcd transactions of at most
+// Options.ValueTxnOps operations (128, etcd's default --max-txn-ops) and
+// 1 MiB (a server whose --max-txn-ops is lower refuses them: the number is
+// halved until it takes them, with a warning); a status that did not
+// change is not written again. It keeps the JSON of every status in memory
+// to tell. Between two
+// transactions the lease is renewed when due, so that a large burst (10k
+// values: about 80 transactions) cannot let it expire. A failed write is
+// retried with the backoff of the agent's status, keeping the latest status
+// of every key to write (while etcd is away the updates are coalesced in
+// memory, one entry per value); when etcd answers again with the lease
+// alive, what the failed transactions did not write is written then. The
+// values' keys are not part of the periodic refresh (writing 100k keys
+// every 10 s would cost more than it restores): a value's key deleted by
+// hand comes back when the value changes or the lease is granted again.
 //
 // AgentStatus.interface_stats, which the original filled with its VPP
 // interfaces, is left out: the interfaces' states are the values' states

@@ -79,6 +79,15 @@ type Options struct {
 	// Started is when the agent started (start_time).
 	Started time.Time
 	Build   Build
+	// Values, when set, has the status of every value of the scheduler
+	// published as well (see "Value statuses" in the package
+	// documentation); nil publishes none.
+	Values ValueStatuses
+	// ValueTxnOps is the most operations in one etcd transaction of value
+	// statuses (default DefaultValueTxnOps, etcd's default limit): at most
+	// the etcd server's --max-txn-ops (a server that refuses as many is
+	// given half as many, until it takes them).
+	ValueTxnOps int
 	// Log receives the publisher's logs (default slog.Default()).
 	Log *slog.Logger
 }
@@ -119,6 +128,10 @@ type Publisher struct {
 	// works, or it never succeeded and never failed).
 	failingSince time.Time
 	published    bool // the keys were put once
+	// nextCheck is when to ask the report function next.
+	nextCheck time.Time
+
+	values *values // nil: Options.Values unset
 }
 
 // New returns a publisher putting the status that report returns into etcd
@@ -138,6 +151,9 @@ func New(client *clientv3.Client, report func() Report, opts Options) *Publisher
 	if opts.RefreshInterval <= 0 {
 		opts.RefreshInterval = DefaultRefreshInterval
 	}
+	if opts.ValueTxnOps <= 0 {
+		opts.ValueTxnOps = DefaultValueTxnOps
+	}
 	if opts.Log == nil {
 		opts.Log = slog.Default()
 	}
@@ -149,16 +165,23 @@ func New(client *clientv3.Client, report func() Report, opts Options) *Publisher
 // go at once). It returns when it stopped; etcd's errors do not end it
 // (see "Failures" in the package documentation).
 func (p *Publisher) Run(ctx context.Context) {
+	p.startValues()
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	for {
 		select {
 		case <-ctx.Done():
+			p.stopValues()
 			p.revoke()
 			return
 		case <-timer.C:
+		case st := <-p.valueUpdates():
+			p.receiveValues(st)
 		}
-		p.observe(p.report())
+		if now := time.Now(); !now.Before(p.nextCheck) {
+			p.observe(p.report())
+			p.nextCheck = now.Add(p.opts.CheckInterval)
+		}
 		p.step(ctx)
 		timer.Reset(p.wait())
 	}
@@ -222,13 +245,25 @@ func (p *Publisher) step(ctx context.Context) {
 	if (p.dirty || !now.Before(p.nextRefresh)) && !now.Before(p.retryAt) {
 		p.put(ctx)
 	}
+	if due := p.valuesDue(); !due.IsZero() && !time.Now().Before(due) {
+		p.flushValues(ctx)
+	}
 }
 
 // wait is how long Run sleeps until the next thing is due: the next
-// report, the lease's renewal or a retry, whichever comes first.
+// report, the lease's renewal, a retry or writing the values' statuses,
+// whichever comes first (a value's change wakes it earlier).
 func (p *Publisher) wait() time.Duration {
 	now := time.Now()
-	next := now.Add(p.opts.CheckInterval)
+	next := p.nextCheck
+	if due := p.valuesDue(); !due.IsZero() {
+		if !due.After(now) {
+			return 0
+		}
+		if due.Before(next) {
+			next = due
+		}
+	}
 	due := []time.Time{p.retryAt}
 	if p.lease != 0 {
 		due = append(due, p.nextKeepAlive)
@@ -252,6 +287,9 @@ func (p *Publisher) grant(ctx context.Context) bool {
 	}
 	p.lease, p.dirty = resp.ID, true
 	p.nextKeepAlive = time.Now().Add(p.opTimeout())
+	if p.values != nil {
+		p.values.relist()
+	}
 	return true
 }
 

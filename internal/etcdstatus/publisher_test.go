@@ -40,12 +40,12 @@ const (
 
 // etcdServer is an embedded etcd on free loopback ports.
 type etcdServer struct {
-	t   *testing.T
+	t   testing.TB
 	cfg etcdsource.EmbeddedConfig
 	e   *etcdsource.Embedded
 }
 
-func startEtcd(t *testing.T) *etcdServer {
+func startEtcd(t testing.TB) *etcdServer {
 	t.Helper()
 	// Both listeners stay open until both ports are picked: closed one by
 	// one, the kernel may hand out one port twice.
@@ -86,7 +86,7 @@ func (s *etcdServer) stop() {
 	}
 }
 
-func newClient(t *testing.T, url string) *clientv3.Client {
+func newClient(t testing.TB, url string) *clientv3.Client {
 	t.Helper()
 	c, err := clientv3.New(clientv3.Config{Endpoints: []string{url}, DialTimeout: 10 * time.Second, Logger: zap.NewNop()})
 	if err != nil {
@@ -125,14 +125,14 @@ func (r *reporter) callCount() int {
 
 // publisher is a Publisher run by a test until stop (or the test's end).
 type publisher struct {
-	t      *testing.T
+	t      testing.TB
 	rep    *reporter
 	log    *testsupport.SyncBuffer
 	cancel context.CancelFunc
 	done   chan struct{}
 }
 
-func startPublisher(t *testing.T, client *clientv3.Client, rep etcdstatus.Report, opts etcdstatus.Options) *publisher {
+func startPublisher(t testing.TB, client *clientv3.Client, rep etcdstatus.Report, opts etcdstatus.Options) *publisher {
 	t.Helper()
 	p := &publisher{t: t, rep: &reporter{report: rep}, log: &testsupport.SyncBuffer{}, done: make(chan struct{})}
 	opts.Label, opts.TTL = label, ttl

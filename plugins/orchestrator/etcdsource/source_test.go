@@ -160,14 +160,17 @@ func TestChanges(t *testing.T) {
 }
 
 // The agent's status (check/..., which the agent publishes itself in the
-// original's place) is not configuration: neither the full read nor the
+// original's place), its values' statuses among it, is not configuration:
+// neither the full read nor the
 // watch passes it to the sink, not even as an invalid value, and a
 // revision of status keys alone makes no Change.
 func TestStatusKeysIgnored(t *testing.T) {
 	h := newHarness(t)
 	agentKey, pluginKey := etcdstatus.AgentKey(label), etcdstatus.PluginKey(label, "etcd")
+	valueKey := etcdstatus.ValueKey(label, vppIfKey+"loop1")
 	h.put(agentKey, `{"state":"OK"}`)
 	h.put(pluginKey, `{"state":"OK"}`)
+	h.put(valueKey, `{"value":{"key":"`+vppIfKey+`loop1","state":"PENDING"}}`)
 	h.put(prefix+vppIfKey+"loop1", vppIf("loop1", 1))
 	h.run(etcdsource.Options{})
 	h.waitSynced()
@@ -178,6 +181,8 @@ func TestStatusKeysIgnored(t *testing.T) {
 
 	h.put(agentKey, `{"state":"ERROR"}`)
 	h.del(pluginKey)
+	h.put(valueKey, `{"value":{"key":"`+vppIfKey+`loop1","state":"CONFIGURED"}}`)
+	h.put(etcdstatus.ValueKey(label, vppIfKey+"loop2"), `{"value":{"key":"`+vppIfKey+`loop2","state":"PENDING"}}`)
 	h.put(prefix+vppIfKey+"loop2", vppIf("loop2", 1))
 	h.sink.waitFor(t, "loop2", func() bool { _, ok := h.sink.state[vppIfKey+"loop2"]; return ok })
 	calls, _ = h.sink.snapshot()
