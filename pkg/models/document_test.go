@@ -123,15 +123,20 @@ func sameParse(t *testing.T, name, doc string) {
 			t.Fatalf("%s %q: value %d is %s %v, want %s %v", name, doc, i, kvs[i].Key, kvs[i].Value, wantKVs[i].Key, wantKVs[i].Value)
 		}
 	}
-	// The document carries the values (an empty section it gives is
-	// no value).
+	// The document carries the values (an empty section it gives is no
+	// value; their order in a list is the document's, or the keys' when
+	// the document was read item by item and built again).
 	fromCfg, err := models.Default.ConfigKVs(cfg)
 	if err != nil || len(fromCfg) != len(wantKVs) {
 		t.Fatalf("%s %q: the document has %d values (%v), want %d", name, doc, len(fromCfg), err, len(wantKVs))
 	}
-	for i := range fromCfg {
-		if fromCfg[i].Key != wantKVs[i].Key || !proto.Equal(fromCfg[i].Value, wantKVs[i].Value) {
-			t.Fatalf("%s %q: the document's value %d is %s, want %s", name, doc, i, fromCfg[i].Key, wantKVs[i].Key)
+	inCfg := make(map[string]proto.Message, len(fromCfg))
+	for _, kv := range fromCfg {
+		inCfg[kv.Key] = kv.Value
+	}
+	for _, kv := range wantKVs {
+		if v, ok := inCfg[kv.Key]; !ok || !proto.Equal(v, kv.Value) {
+			t.Fatalf("%s %q: the document's value of %s is %v, want %v", name, doc, kv.Key, v, kv.Value)
 		}
 	}
 	if rebuilt, err := models.Default.BuildConfig(kvs); err != nil || !proto.Equal(rebuilt, wantCfg) {
