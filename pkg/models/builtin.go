@@ -49,6 +49,10 @@ var (
 		parseSuffix:     parseVPPRouteSuffix,
 		validate:        validateVPPRoute,
 		canonicalSuffix: func(s string) string { return strings.TrimSuffix(s, "/") },
+		// The original's route keys had no interface before its template
+		// gained "if/<outgoing_interface>/"; etcd data written then still
+		// has them.
+		omittable: []omittablePart{{name: "outgoing_interface", segment: "if/<outgoing_interface>/"}},
 	}
 	VPPARP = &Model{
 		Name:          "vpp.arp",

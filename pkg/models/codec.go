@@ -86,6 +86,39 @@ func (r *Registry) DecodeValue(key string, data []byte) (*Model, proto.Message, 
 	return m, v, nil
 }
 
+// Resolved is a value read under a key that is its own or a variant of it
+// (Registry.DecodeVariant).
+type Resolved struct {
+	Model *Model
+	Value proto.Message
+	// Key is the value's own key, in its canonical spelling.
+	Key string
+	// Variant is empty when the key read was (a spelling of) Key, and
+	// otherwise says which variant it was (Model.ResolveKey).
+	Variant string
+}
+
+// DecodeVariant is DecodeValue for keys written for the original agent: a
+// key that is an unambiguous variant of the value's own key (see
+// Model.ResolveKey) is accepted, and the result says under which key the
+// value belongs. The errors are those of DecodeValue, but for a name that
+// differs from the key's, which says that it is ambiguous.
+func (r *Registry) DecodeVariant(key string, data []byte) (Resolved, error) {
+	m, _, err := r.ParseKey(key)
+	if err != nil {
+		return Resolved{}, err
+	}
+	v := m.New()
+	if err := UnmarshalJSON(data, v); err != nil {
+		return Resolved{Model: m}, &DecodeError{Key: key, Err: fmt.Errorf("not a valid %s JSON value: %w", m.MessageName(), err)}
+	}
+	own, variant, err := m.ResolveKey(key, v)
+	if err != nil {
+		return Resolved{Model: m}, err
+	}
+	return Resolved{Model: m, Value: v, Key: own, Variant: variant}, nil
+}
+
 // EncodeValue returns the model key and the JSON of a value of a registered
 // model, after checking its fields.
 func (r *Registry) EncodeValue(v proto.Message) (string, []byte, error) {

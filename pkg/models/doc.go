@@ -31,6 +31,27 @@
 // ParseKey rejects other spellings (but for the route's trailing "/", below)
 // and CheckKey says which key the value belongs under.
 //
+// # Keys written for the original agent
+//
+// The original agent kept a value under whatever key it was written and
+// configured what the value says. Registry.DecodeVariant (which the etcd
+// source uses; DecodeValue stays strict) accepts those of its keys that
+// name one item only, and gives the value's own key (Model.ResolveKey):
+//
+//   - unambiguous, accepted: a VPP route key without
+//     "if/<outgoing_interface>/" (the original's older template) for a
+//     route that has an outgoing interface, every other part equal
+//     (".../route/vrf/0/dst/10.1.0.0/16/gw/10.0.0.1" for a route via eth0
+//     is the value of ".../route/if/eth0/vrf/0/dst/10.1.0.0/16/gw/10.0.0.1");
+//   - ambiguous, refused: a name in the key that differs from the value's
+//     (interface, bridge domain, Linux interface): the original kept the
+//     value under the key and configured it by the value's name, so either
+//     may be meant; the error names both;
+//   - invalid, refused: a value without a name, whatever its key names (the
+//     original refused it too);
+//   - refused: any other part that differs or that the key has and the
+//     value lacks; the error names the key the value belongs under.
+//
 // # Names
 //
 // A name (of an interface, a bridge domain, a reference to one) is 1 to 255

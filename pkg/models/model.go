@@ -2,6 +2,7 @@ package models
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -40,6 +41,21 @@ type Model struct {
 	// canonicalSuffix, when set, maps an accepted spelling of a key suffix
 	// to the canonical one.
 	canonicalSuffix func(string) string
+	// omittable are the key parts that the original agent's keys of the
+	// model may lack while the value sets them (ResolveKey).
+	omittable []omittablePart
+}
+
+// omittablePart is an optional key part that keys written for the original
+// agent may leave out although the value has it: the original kept a value
+// under whatever key it was written and configured what the value says, and
+// its older key templates lacked the part.
+type omittablePart struct {
+	// name is the key part ("outgoing_interface").
+	name string
+	// segment is how the part shows in a key ("if/<outgoing_interface>/"),
+	// for the notes and messages.
+	segment string
 }
 
 // MessageName is the full proto name of the model's message.
@@ -169,6 +185,105 @@ func (m *Model) checkKeyOf(key string, v proto.Message) error {
 		return &KeyError{Key: key, Problem: fmt.Sprintf("the value belongs under %s: %s", want, m.disagreement(key, want))}
 	}
 	return nil
+}
+
+// ResolveKey tells under which key a value read under key is kept: the
+// key of the value (Key), in its canonical spelling, when key is a spelling
+// of it or a variant of it whose meaning is unambiguous. variant is empty
+// for a spelling of the value's own key, and otherwise says which variant
+// key is ("the original agent's form, without if/<outgoing_interface>/"),
+// for a note in the value's status. The variants accepted are the keys the
+// original agent (Ligato vpp-agent v3) accepted and that name one item
+// only:
+//
+//   - a key that lacks an optional part the value sets, every other part
+//     equal: the VPP route key without "if/<outgoing_interface>/" (the
+//     original's older template) for a route with an outgoing interface.
+//
+// Everything else is refused: a *ValidationError when the value's fields
+// are invalid (a value without a name is refused so, whatever its key
+// names: the original refused it too, "defined without logical name"), and
+// otherwise a *KeyError saying why:
+//
+//   - a key that names another item than a name-keyed value (an interface
+//     or bridge domain under .../loop1 whose name is loop2): the original
+//     kept the value under the key but configured it by the value's name,
+//     so which item is meant is ambiguous; the error names both;
+//   - a key with a part the value lacks (a route key with
+//     "if/<outgoing_interface>/" for a route without one), or a part that
+//     differs (VRF, destination, next hop, interface, address): the error
+//     names the key the value belongs under and the parts that differ;
+//   - a key that does not parse (ParseKey's error).
+//
+// The value's own key costs what CheckKey costs; only a mismatch parses
+// the keys.
+func (m *Model) ResolveKey(key string, v proto.Message) (own, variant string, err error) {
+	if err := m.checkType(v); err != nil {
+		return "", "", &KeyError{Key: key, Problem: err.Error()}
+	}
+	var errs fieldErrors
+	m.validate(v, &errs)
+	if err := errs.err(m, key); err != nil {
+		return "", "", err
+	}
+	if m.isKeyOf(key, v) {
+		return key, "", nil
+	}
+	got, err := m.ParseKey(key)
+	if err != nil {
+		return "", "", err
+	}
+	suffix, err := m.keySuffix(v)
+	if err != nil {
+		return "", "", &KeyError{Key: key, Problem: err.Error()}
+	}
+	own = m.KeyPrefix + suffix
+	if own == m.canonical(key) {
+		return own, "", nil
+	}
+	want, err := m.ParseKey(own)
+	if err != nil {
+		return "", "", &KeyError{Key: key, Problem: err.Error()}
+	}
+	if variant := m.omittedParts(got, want); variant != "" {
+		return own, variant, nil
+	}
+	if name, ok := got["name"]; ok && len(got) == 1 && len(want) == 1 {
+		return "", "", &KeyError{Key: key, Problem: fmt.Sprintf(
+			"the key names %q but the value is %q: ambiguous (the original agent kept such a value under its key and configured it as named in the value); write it under %s, or name it %q",
+			name, want["name"], own, name)}
+	}
+	return "", "", &KeyError{Key: key, Problem: fmt.Sprintf("the value belongs under %s: %s", own, m.disagreement(key, own))}
+}
+
+// omittedParts says how key parts got differ from the value's parts want
+// when they differ only by omittable parts left out of the key ("the
+// original agent's form, without if/<outgoing_interface>/"), or "".
+func (m *Model) omittedParts(got, want KeyParts) string {
+	if len(m.omittable) == 0 {
+		return ""
+	}
+	for name, g := range got {
+		if w, ok := want[name]; !ok || w != g {
+			return ""
+		}
+	}
+	var left []string
+	for name := range want {
+		if _, ok := got[name]; ok {
+			continue
+		}
+		i := slices.IndexFunc(m.omittable, func(p omittablePart) bool { return p.name == name })
+		if i < 0 {
+			return ""
+		}
+		left = append(left, m.omittable[i].segment)
+	}
+	if len(left) == 0 {
+		return ""
+	}
+	sort.Strings(left)
+	return "the original agent's form, without " + strings.Join(left, " and ")
 }
 
 // disagreement names the key parts that differ between two keys of the model.
