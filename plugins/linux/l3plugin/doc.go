@@ -27,10 +27,39 @@
 // `ip route show proto 181`). Retrieve reports only those, and Delete asks
 // the kernel to delete a route of that protocol only, so routes added by
 // anyone else (the kernel's connected routes, DHCP, an operator) are never
-// reported, changed or deleted. Neighbour entries carry no such mark:
+// reported, changed or deleted. The one exception is the route the
+// original agent made for a value, which Create takes over (below, "Routes
+// the original agent made"). Neighbour entries carry no such mark:
 // Retrieve reports the permanent ones with an unknown origin, so that the
 // scheduler adopts those the NB asks for and leaves the others alone
 // (OBTAINED).
+//
+// # Routes the original agent made
+//
+// The original agent (Ligato vpp-agent) added its routes without a route
+// protocol: the kernel recorded boot (OriginalRouteProtocol). On a host
+// switched from it, Retrieve does not report them (they are not of
+// RouteProtocol), so the first full resync plans a Create of each value,
+// whose add meets the original's route (EEXIST). When the only route in
+// the way is exactly the one the value asks for — protocol boot, main
+// table, unicast, on the value's link alone, the same destination,
+// gateway, metric and (IPv4) scope, no TOS and no attribute the model
+// lacks (preferred source, onlink, mtu and the other route metrics, an
+// encapsulation) — Create adopts it: one RTM_NEWROUTE with NLM_F_REPLACE
+// gives it protocol RouteProtocol in place, so forwarding never misses it,
+// and the value is CONFIGURED with the metadata of any Create. The
+// transaction log shows that CREATE; nothing is deleted. Any other route
+// in the way (another gateway, scope, link or TOS, an attribute the model
+// lacks, another protocol such as static, kernel or dhcp, or a second
+// route of that destination and metric) is refused as before, the error
+// saying why it is not adopted; a route of another metric is not in the
+// way at all and stays beside ours. An identical route an operator added
+// with `ip route add` and no "proto" is indistinguishable and is adopted
+// too: the value then owns it, and deleting the value deletes it.
+// SetAdoptOriginalRoutes(false) turns the adoption off (the daemon's
+// linux.adopt_original_routes). The original's permanent neighbours need
+// nothing: Retrieve finds them as the values ask, and the scheduler
+// adopts them as they are, executing nothing.
 //
 // # Routes
 //
@@ -50,10 +79,12 @@
 //     (scope mapped, UNDEFINED = universe with a gateway, link without;
 //     metric = priority; protocol RouteProtocol). Idempotent: when the kernel
 //     answers EEXIST and the route there is ours, on the same link, it is
-//     success (replaced first if its gateway or scope differ). A foreign route
-//     (or one of ours on another link) with the same destination and metric
-//     is a conflict: a retriable error naming it. Missing interface metadata
-//     (the dependency should prevent it) is a retriable error saying so.
+//     success (replaced first if its gateway or scope differ). The route the
+//     original agent made for the value is adopted (replaced in place, see
+//     "Routes the original agent made"). Any other foreign route (or one of
+//     ours on another link) with the same destination and metric is a
+//     conflict: a retriable error naming it. Missing interface metadata (the
+//     dependency should prevent it) is a retriable error saying so.
 //   - Update: RouteReplace, in place, for a new gateway or scope.
 //     UpdateWithRecreate when the metric changes: the metric is part of the
 //     kernel route's identity, so the old route is deleted and the new one

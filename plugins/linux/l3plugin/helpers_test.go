@@ -60,6 +60,8 @@ type env struct {
 	s      *kvscheduler.Scheduler
 	p      *l3plugin.Plugin
 	lister bool
+	// noAdoption turns the adoption of the original agent's routes off.
+	noAdoption bool
 }
 
 type envOption func(*env)
@@ -67,6 +69,10 @@ type envOption func(*env)
 // withLister makes the plugin list every configured interface
 // (SetInterfaceLister).
 func withLister() envOption { return func(e *env) { e.lister = true } }
+
+// withoutAdoption turns the adoption of the original agent's routes off
+// (SetAdoptOriginalRoutes).
+func withoutAdoption() envOption { return func(e *env) { e.noAdoption = true } }
 
 func newEnv(tb testing.TB, opts ...envOption) *env {
 	tb.Helper()
@@ -102,6 +108,7 @@ func (e *env) startScheduler() {
 	if e.lister {
 		p.SetInterfaceLister(l3plugin.SchedulerInterfaceNames(s))
 	}
+	p.SetAdoptOriginalRoutes(!e.noAdoption)
 	if err := s.RegisterKVDescriptor(interfaceStandIn(e.mgr)); err != nil {
 		tb.Fatal(err)
 	}

@@ -139,6 +139,9 @@ type Plugin struct {
 	// pool holds one netlink socket per namespace for the requests of
 	// Create, Update, Delete and Batch (pipelined).
 	pool *nlbatch.Pool
+	// adoptOriginal: Create takes over the route the original agent made
+	// for its value (SetAdoptOriginalRoutes; on by default).
+	adoptOriginal bool
 }
 
 // New returns the plugin. ns gives the netlink handle of each namespace,
@@ -147,7 +150,7 @@ func New(ns *nsplugin.Manager, ifaces InterfaceLookup, log *slog.Logger) *Plugin
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Plugin{ns: ns, ifaces: ifaces, log: log.With("plugin", "linux-l3"), pool: nlbatch.NewPool(ns)}
+	return &Plugin{ns: ns, ifaces: ifaces, log: log.With("plugin", "linux-l3"), pool: nlbatch.NewPool(ns), adoptOriginal: true}
 }
 
 // SetInterfaceLister lets Retrieve also look at the interfaces that no

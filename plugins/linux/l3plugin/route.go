@@ -276,9 +276,11 @@ func routeDerivedValues(_ string, r *linuxl3.Route) []api.KeyValuePair {
 
 // createRoute adds the route. A route of ours that is already there as
 // asked (a previous run, a lost reply) is success; one of ours with other
-// attributes on the same link is replaced; anything else with the same
-// destination and metric (a foreign route, or ours on another link) is a
-// conflict the agent does not resolve. A batch of one (routeBatch).
+// attributes on the same link is replaced, and so is the route the
+// original agent made for this value (adopted: see original.go); anything
+// else with the same destination and metric (a foreign route, or ours on
+// another link) is a conflict the agent does not resolve. A batch of one
+// (routeBatch).
 func (p *Plugin) createRoute(ctx context.Context, key string, r *linuxl3.Route) (*Placement, error) {
 	return single(ctx, p.routeBatch, api.BatchOp{Op: api.OpCreate, Key: key, To: r})
 }
@@ -286,9 +288,12 @@ func (p *Plugin) createRoute(ctx context.Context, key string, r *linuxl3.Route) 
 // routeExists explains an EEXIST of RouteAdd from the routes of the
 // table (routes, of the route's IP family): nil when the route is there
 // as asked, replace when one of ours with other attributes is on the same
-// link, else the conflict.
+// link, or when the only route in the way is the one the original agent
+// made for this value (originalRoute; adopted unless SetAdoptOriginalRoutes
+// turned that off): RouteReplace then makes it ours in place. Anything
+// else in the way is the conflict.
 func (p *Plugin) routeExists(routes []netlink.Route, s routeSpec, index int) (replace bool, err error) {
-	var conflict *netlink.Route
+	var inTheWay []*netlink.Route
 	for i := range routes {
 		kr := routes[i]
 		dst, ok := ipNetToPrefix(kr.Dst, s.v6())
@@ -302,17 +307,25 @@ func (p *Plugin) routeExists(routes []netlink.Route, s routeSpec, index int) (re
 			p.log.Info("route of ours with other attributes found, replacing it", "route", s.String(), "found", kr.String())
 			return true, nil
 		}
-		if conflict == nil {
-			conflict = &routes[i]
-		}
+		inTheWay = append(inTheWay, &routes[i])
 	}
-	if conflict == nil {
+	if len(inTheWay) == 0 {
 		return false, fmt.Errorf("%w (but not found in the table afterwards)", syscall.EEXIST)
 	}
+	conflict := inTheWay[0]
 	if conflict.Protocol == RouteProtocol {
 		return false, fmt.Errorf("%w: a route of ours to the same destination with the same metric uses link %d (give the routes different metrics)", syscall.EEXIST, conflict.LinkIndex)
 	}
-	return false, fmt.Errorf("%w: a foreign route (protocol %s) to the same destination with the same metric is in the way", syscall.EEXIST, conflict.Protocol)
+	err = fmt.Errorf("%w: a foreign route (protocol %s) to the same destination with the same metric is in the way", syscall.EEXIST, conflict.Protocol)
+	if conflict.Protocol != OriginalRouteProtocol {
+		return false, err
+	}
+	why := p.whyNotAdopted(*conflict, s, index, len(inTheWay) == 1)
+	if why != "" {
+		return false, fmt.Errorf("%w; not adopted as the original agent's: %s", err, why)
+	}
+	p.log.Info("adopting the route the original agent made (protocol boot, as this value asks): replacing it in place with ours", "route", s.String())
+	return true, nil
 }
 
 // updateRoute changes gateway or scope in place (same destination and
