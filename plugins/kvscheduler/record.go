@@ -21,7 +21,7 @@ func (s *Scheduler) publishStatus(r *txnRun) {
 			continue
 		}
 		if cur := s.g.get(n.key); cur != nil && cur.base == nil {
-			out = append(out, baseStatus(cur))
+			out = append(out, s.withNote(baseStatus(cur)))
 		} else {
 			out = append(out, &api.BaseValueStatus{Value: &api.ValueStatus{Key: n.key, State: api.ValueStateRemoved, LastOperation: api.OpDelete}})
 		}

@@ -116,6 +116,9 @@ type Scheduler struct {
 	memo api.MapMemo
 	// runState is what readers see of the running transaction (reused).
 	runState runningTxn
+	// notes are the notes of NB values (api.NotedTxn), shown at the end
+	// of their details; nil while there are none. Guarded by mu.
+	notes map[string]string
 
 	// queue of transactions.
 	qMu       sync.Mutex
@@ -344,6 +347,8 @@ type queuedTxn struct {
 	typ    api.TxnType
 	ctx    context.Context
 	values []kvChange
+	// notes of NB values (api.NotedTxn), nil without any.
+	notes map[string]string
 	// nodes are, in a full resync, the nodes of values as the refresh found
 	// them (nil: none), for the run to skip the lookups; see graph.known.
 	nodes       []*node
@@ -519,7 +524,7 @@ func (c *callScope) GetValueStatus(key string) *api.BaseValueStatus {
 	for n.base != nil {
 		n = n.base
 	}
-	return baseStatus(n)
+	return c.s.withNote(baseStatus(n))
 }
 
 // GetMetadataMap implements api.ReadView.
@@ -597,8 +602,12 @@ func (s *Scheduler) StartNBTransaction() api.Txn {
 type txn struct {
 	s      *Scheduler
 	values []kvChange
-	err    error
+	// notes are the notes of values (api.NotedTxn), nil without any.
+	notes map[string]string
+	err   error
 }
+
+var _ api.NotedTxn = (*txn)(nil)
 
 // SetValue implements api.Txn.
 func (t *txn) SetValue(key string, value proto.Message) api.Txn {
@@ -609,6 +618,21 @@ func (t *txn) SetValue(key string, value proto.Message) api.Txn {
 		return t
 	}
 	t.values = appendDoubling(t.values, kvChange{key: key, value: value})
+	if t.notes != nil {
+		delete(t.notes, key)
+	}
+	return t
+}
+
+// SetValueWithNote implements api.NotedTxn.
+func (t *txn) SetValueWithNote(key string, value proto.Message, note string) api.Txn {
+	t.SetValue(key, value)
+	if key != "" && value != nil && note != "" {
+		if t.notes == nil {
+			t.notes = map[string]string{}
+		}
+		t.notes[key] = note
+	}
 	return t
 }
 
@@ -626,7 +650,7 @@ func (t *txn) Commit(ctx context.Context, opts api.TxnOptions) (uint64, error) {
 	if err := opts.Validate(); err != nil {
 		return 0, &api.TransactionError{TxnInitError: err}
 	}
-	qt := &queuedTxn{typ: api.NBTransaction, ctx: ctx, values: t.values, resync: opts.Resync, verbose: opts.Verbose,
+	qt := &queuedTxn{typ: api.NBTransaction, ctx: ctx, values: t.values, notes: t.notes, resync: opts.Resync, verbose: opts.Verbose,
 		revert: opts.Revert, dryRun: opts.DryRun, description: opts.Description}
 	if opts.Retry != nil {
 		opt := *opts.Retry
@@ -691,7 +715,7 @@ func (s *Scheduler) GetValueStatus(key string) *api.BaseValueStatus {
 	for n.base != nil {
 		n = n.base
 	}
-	return v.baseStatusOf(n)
+	return s.withNote(v.baseStatusOf(n))
 }
 
 func baseStatus(n *node) *api.BaseValueStatus {
@@ -726,7 +750,7 @@ func (s *Scheduler) ListValueStatuses(prefix string) []*api.BaseValueStatus {
 	var out []*api.BaseValueStatus
 	v.scan(s.g, prefix, func(n *node) bool {
 		if n.base == nil {
-			out = append(out, v.baseStatusOf(n))
+			out = append(out, s.withNote(v.baseStatusOf(n)))
 		}
 		return true
 	})

@@ -74,6 +74,7 @@ func (s *Scheduler) processTxn(qt *queuedTxn) error {
 	s.logPlan(rec)
 
 	var exe *txnRun
+	reverted := false
 	switch {
 	case qt.dryRun:
 		s.g.rollback()
@@ -112,6 +113,7 @@ func (s *Scheduler) processTxn(qt *queuedTxn) error {
 		exe.settleUnreplayed(rp)
 		if exe.stopped {
 			s.revert(exe)
+			reverted = true
 		} else {
 			exe.refreshFailed()
 			s.scheduleRetries(exe, qt)
@@ -122,6 +124,14 @@ func (s *Scheduler) processTxn(qt *queuedTxn) error {
 	s.g.compact()
 	rec.Stop = s.clock.Now()
 	s.history.add(rec)
+	notesChanged := false
+	if qt.typ == api.NBTransaction && !qt.dryRun && !reverted && (qt.notes != nil || len(s.notes) > 0) {
+		r := exe
+		if r == nil {
+			r = sim
+		}
+		notesChanged = s.applyNotes(qt, r)
+	}
 	var kvErrs []api.KeyWithError
 	kvErrs = append(kvErrs, initErrs...)
 	if f := qt.driftFound; f != nil && len(f.roots) > 0 {
@@ -144,6 +154,9 @@ func (s *Scheduler) processTxn(qt *queuedTxn) error {
 		kvErrs = append(kvErrs, exe.errs...)
 		kvErrs = exe.appendOpErrors(kvErrs)
 	} else {
+		if notesChanged {
+			s.publishStatus(sim)
+		}
 		kvErrs = append(kvErrs, sim.errs...)
 		kvErrs = sim.appendOpErrors(kvErrs)
 	}

@@ -129,6 +129,23 @@ type Txn interface {
 	Commit(ctx context.Context, opts TxnOptions) (seqNum uint64, err error)
 }
 
+// NotedTxn is a Txn that takes a note with a value; the scheduler's
+// transactions implement it (check with a type assertion). A note is what
+// the northbound has to say about a value that its status should show: how
+// it was read (an etcd key in the original agent's form), say.
+type NotedTxn interface {
+	Txn
+	// SetValueWithNote is SetValue with a note: once an NB transaction
+	// that carries it is applied (not a dry run, not reverted), the
+	// key's ValueStatus.Details end with the note, for as long as the NB
+	// value is there. The next NB change of the key replaces it: a
+	// SetValue without a note or a delete clears it, and a full or
+	// upstream resync keeps only the notes it carries. An empty note, or
+	// a nil value, is SetValue. A change of the note alone (the same
+	// value) executes nothing; watchers get the status with the new note.
+	SetValueWithNote(key string, value proto.Message, note string) Txn
+}
+
 // View selects which state of values a dump shows.
 type View int
 
