@@ -78,6 +78,16 @@
 // is committed as an api.UndecodableValue, so it becomes INVALID with the
 // reason in its status (and a log line), and nothing else is held up. The
 // next good value of the key applies normally.
+//
+// # Notes
+//
+// A source may say something about a value in KV.Note (the etcd source
+// notes a value it read under a key in the original agent's form). The
+// note of the effective value goes to the scheduler with it
+// (api.NotedTxn) and ends the value's status details while that value is
+// the effective one; a change of the note alone is committed too (it
+// executes nothing). A source's Resync, or a KV without a note, replaces
+// the source's notes.
 package orchestrator
 
 import (
@@ -85,6 +95,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -113,14 +124,25 @@ func Priority(id SourceID) int { return priority[id] }
 
 // KV is one value of a source: a model key and its value (nil: the source
 // no longer has the key). Err is set, and Value nil, when the source has the
-// key but its value could not be decoded.
+// key but its value could not be decoded. Note, with a Value, is what the
+// source has to say about it (how it read it: an etcd key in the original
+// agent's form); the value's status details end with it while the value is
+// the effective one (api.NotedTxn).
 type KV struct {
 	Key   string
 	Value proto.Message
 	Err   error
+	Note  string
 }
 
-// Scheduler is what the orchestrator needs of the KV Scheduler.
+// sourceKey is a key of one source.
+type sourceKey struct {
+	key string
+	id  SourceID
+}
+
+// Scheduler is what the orchestrator needs of the KV Scheduler. Notes are
+// passed when its transactions are api.NotedTxn (the scheduler's are).
 type Scheduler interface {
 	StartNBTransaction() api.Txn
 }
@@ -140,6 +162,9 @@ type Orchestrator struct {
 	mu       sync.Mutex
 	// values: key -> source -> value (an *api.UndecodableValue for Err).
 	values map[string]map[SourceID]proto.Message
+	// notes are the notes of the values that have one (KV.Note), nil
+	// while none has.
+	notes map[sourceKey]string
 	// valuesPeak is the most keys values held since it was built: a Go map
 	// never gives back the memory of deleted entries, so compactValues
 	// rebuilds it once it holds far fewer.
@@ -217,18 +242,63 @@ func stored(kv KV) proto.Message {
 
 // effective is the value of a key: that of its highest-priority source.
 func (o *Orchestrator) effective(key string) proto.Message {
+	v, _ := o.effectiveNoted(key)
+	return v
+}
+
+// effectiveNoted is the value of a key and its note: those of its
+// highest-priority source.
+func (o *Orchestrator) effectiveNoted(key string) (proto.Message, string) {
 	var best proto.Message
+	var bestID SourceID
 	bestPrio := -1
 	for id, v := range o.values[key] {
 		if p := priority[id]; p > bestPrio {
-			best, bestPrio = v, p
+			best, bestID, bestPrio = v, id, p
 		}
 	}
-	return best
+	if best == nil || len(o.notes) == 0 {
+		return best, ""
+	}
+	return best, o.notes[sourceKey{key, bestID}]
+}
+
+// setValue stages a value of the merged state with its note.
+func setValue(txn api.Txn, key string, v proto.Message, note string) {
+	if nt, ok := txn.(api.NotedTxn); ok && note != "" && v != nil {
+		nt.SetValueWithNote(key, v, note)
+		return
+	}
+	txn.SetValue(key, v)
+}
+
+// setKV records a KV of a source: its value and its note.
+func (o *Orchestrator) setKV(id SourceID, kv KV) {
+	v := stored(kv)
+	o.set(id, kv.Key, v)
+	note := kv.Note
+	if v == nil || kv.Err != nil {
+		note = ""
+	}
+	switch {
+	case note != "":
+		if o.notes == nil {
+			o.notes = map[sourceKey]string{}
+		}
+		o.notes[sourceKey{kv.Key, id}] = note
+	case len(o.notes) > 0:
+		delete(o.notes, sourceKey{kv.Key, id})
+		if len(o.notes) == 0 {
+			o.notes = nil
+		}
+	}
 }
 
 func (o *Orchestrator) set(id SourceID, key string, v proto.Message) {
 	if v == nil {
+		if len(o.notes) > 0 {
+			delete(o.notes, sourceKey{key, id})
+		}
 		if m := o.values[key]; m != nil {
 			delete(m, id)
 			if len(m) == 0 {
@@ -297,12 +367,17 @@ func (o *Orchestrator) Change(ctx context.Context, id SourceID, kvs []KV, opts a
 func (o *Orchestrator) change(id SourceID, kvs []KV) (api.Txn, bool) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	before := map[string]proto.Message{}
+	type noted struct {
+		value proto.Message
+		note  string
+	}
+	before := map[string]noted{}
 	for _, kv := range kvs {
 		if _, seen := before[kv.Key]; !seen {
-			before[kv.Key] = o.effective(kv.Key)
+			v, note := o.effectiveNoted(kv.Key)
+			before[kv.Key] = noted{v, note}
 		}
-		o.set(id, kv.Key, stored(kv))
+		o.setKV(id, kv)
 	}
 	o.compactValues()
 	if !o.started {
@@ -311,9 +386,9 @@ func (o *Orchestrator) change(id SourceID, kvs []KV) (api.Txn, bool) {
 	txn := o.s.StartNBTransaction()
 	changed := 0
 	for key, old := range before {
-		now := o.effective(key)
-		if (old == nil) != (now == nil) || (now != nil && !proto.Equal(old, now)) {
-			txn.SetValue(key, now)
+		now, note := o.effectiveNoted(key)
+		if (old.value == nil) != (now == nil) || (now != nil && !proto.Equal(old.value, now)) || note != old.note {
+			setValue(txn, key, now, note)
 			changed++
 		}
 	}
@@ -356,7 +431,7 @@ func (o *Orchestrator) resync(id SourceID, kvs []KV) (txn *fullResyncTxn, first,
 		}
 	}
 	for _, kv := range kvs {
-		o.set(id, kv.Key, stored(kv))
+		o.setKV(id, kv)
 	}
 	o.compactValues()
 	o.synced[id] = true
@@ -459,7 +534,8 @@ type fullResyncTxn struct {
 func (o *Orchestrator) fullResyncTxn(why string) *fullResyncTxn {
 	txn := o.s.StartNBTransaction()
 	for _, key := range o.keysLocked() {
-		txn.SetValue(key, o.effective(key))
+		v, note := o.effectiveNoted(key)
+		setValue(txn, key, v, note)
 	}
 	return &fullResyncTxn{txn: txn, description: why}
 }
@@ -545,7 +621,8 @@ func (o *Orchestrator) plan(id SourceID, kvs []KV, resync bool) api.Txn {
 		}
 		saved[key] = c
 	}
-	defer func() { o.values, o.valuesPeak = saved, len(saved) }()
+	savedNotes := maps.Clone(o.notes)
+	defer func() { o.values, o.valuesPeak, o.notes = saved, len(saved), savedNotes }()
 	if resync {
 		for key, m := range o.values {
 			if _, ok := m[id]; ok {
@@ -555,17 +632,19 @@ func (o *Orchestrator) plan(id SourceID, kvs []KV, resync bool) api.Txn {
 	}
 	touched := map[string]bool{}
 	for _, kv := range kvs {
-		o.set(id, kv.Key, stored(kv))
+		o.setKV(id, kv)
 		touched[kv.Key] = true
 	}
 	txn := o.s.StartNBTransaction()
 	if resync {
 		for _, key := range o.keysLocked() {
-			txn.SetValue(key, o.effective(key))
+			v, note := o.effectiveNoted(key)
+			setValue(txn, key, v, note)
 		}
 	} else {
 		for key := range touched {
-			txn.SetValue(key, o.effective(key))
+			v, note := o.effectiveNoted(key)
+			setValue(txn, key, v, note)
 		}
 	}
 	return txn
