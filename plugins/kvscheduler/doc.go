@@ -191,7 +191,10 @@
 //     apply it (PENDING, failed). So a derived value without a Retrieve of
 //     its own is created and deleted with its base, a resync does not create
 //     it again while its base is in the SB, and removes it before a base
-//     the NB no longer wants.
+//     the NB no longer wants. Before the first Retrieve, the descriptors
+//     with Prefetch are told the refresh starts (api.KVDescriptor.Prefetch),
+//     so that a Retrieve waiting for others' metadata has its SB reads done
+//     meanwhile (the VPP routes are dumped while the interfaces are read).
 //   - Upstream: the same without asking the SB.
 //   - Downstream: no values; the SB is refreshed and the NB values the
 //     scheduler holds are applied again.

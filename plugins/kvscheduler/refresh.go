@@ -21,6 +21,7 @@ func (s *Scheduler) refreshAll(descs *descriptorSet, qt *queuedTxn) []api.KeyWit
 	if err != nil {
 		errs = append(errs, api.KeyWithError{Error: err})
 	}
+	defer s.prefetch(order)()
 	// The graph's values per descriptor, and in a full resync the node of
 	// each NB value: both lists are in key order (see orderValues), so they
 	// are matched while the graph is scanned, without a lookup per value (and
@@ -170,6 +171,35 @@ func (s *Scheduler) retrieve(di *descriptorInfo, correlate []api.KVWithMetadata)
 func (s *Scheduler) refreshRound() (end func()) {
 	s.memo = api.MapMemo{}
 	return func() { s.memo = nil }
+}
+
+// prefetch calls the Prefetch of the descriptors of order that have one
+// (api.KVDescriptor.Prefetch), with a context carrying the refresh's memo
+// that end cancels: call it within a refreshRound, end before the round's.
+func (s *Scheduler) prefetch(order []*descriptorInfo) (end func()) {
+	var ctx context.Context
+	cancel := context.CancelFunc(func() {})
+	for _, di := range order {
+		if di.d.Prefetch == nil || di.d.Retrieve == nil {
+			continue
+		}
+		if ctx == nil {
+			ctx, cancel = context.WithCancel(api.WithRefreshMemo(s.baseCtx, s.memo))
+		}
+		s.callback(di.d.Name, func(context.Context) { s.prefetchGuarded(ctx, di) })
+	}
+	return cancel
+}
+
+// prefetchGuarded calls di's Prefetch; a panic is logged, as Prefetch
+// cannot fail (its Retrieve then reads without it, or fails itself).
+func (s *Scheduler) prefetchGuarded(ctx context.Context, di *descriptorInfo) {
+	defer func() {
+		if p := recover(); p != nil {
+			s.logger.Error("descriptor Prefetch panicked", "descriptor", di.d.Name, "panic", p)
+		}
+	}()
+	di.d.Prefetch(ctx)
 }
 
 // refreshState is what the refresh of a resync collects over the

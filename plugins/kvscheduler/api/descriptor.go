@@ -212,6 +212,24 @@ type KVDescriptor struct {
 	// DerivedValues returns.
 	Retrieve func(ctx context.Context, correlate []KVWithMetadata) ([]KVWithMetadata, error)
 
+	// Prefetch, optional, lets a Retrieve start its SB reads early: a
+	// refresh calls it for every descriptor whose Retrieve it will call,
+	// before the first Retrieve, so that what a Retrieve reads without
+	// needing other descriptors' results (a VPP route dump, while the
+	// interfaces are read and turned into values) is read meanwhile.
+	// Contract: it returns at once (it starts the reads in a goroutine of
+	// its own) and cannot fail: an error of the reads is the Retrieve's.
+	// ctx carries the refresh's memo (RefreshMemo) and lives until the
+	// refresh ends (it is cancelled then, also when the Retrieve is never
+	// called because the refresh stopped early); Prefetch stores the handle
+	// of its reads in the memo before it returns, and the goroutine does
+	// not touch the memo. The Retrieve loads the handle, waits for the
+	// reads (or its own ctx) and checks they are still good to use (the SB
+	// they were read from is the one it reads now); without a handle it
+	// reads as it would without Prefetch. Refreshes that read a few values
+	// (after a failure, of a drift) do not prefetch.
+	Prefetch func(ctx context.Context)
+
 	// IsRetriableFailure tells whether an error of Create, Update or Delete
 	// may go away if the operation is repeated. Default: every error is
 	// retriable, except InvalidValueError and errors marked NonRetriable.

@@ -37,6 +37,7 @@ type TypedDescriptor[V proto.Message, M any] struct {
 	Update               func(ctx context.Context, key string, oldValue, newValue V, oldMetadata M) (newMetadata M, err error)
 	UpdateWithRecreate   func(key string, oldValue, newValue V, metadata M) bool
 	Retrieve             func(ctx context.Context, correlate []TypedKV[V, M]) ([]TypedKV[V, M], error)
+	Prefetch             func(ctx context.Context)
 	IsRetriableFailure   func(err error) bool
 	DerivedValues        func(key string, value V) []KeyValuePair
 	Dependencies         func(key string, value V) []Dependency
@@ -61,6 +62,7 @@ func (d *TypedDescriptor[V, M]) KVDescriptor() *KVDescriptor {
 		MetadataMapFactory:   d.MetadataMapFactory,
 		IsRetriableFailure:   d.IsRetriableFailure,
 		RetrieveDependencies: d.RetrieveDependencies,
+		Prefetch:             d.Prefetch,
 	}
 	if f := d.ValueComparator; f != nil {
 		kv.ValueComparator = func(key string, oldValue, newValue proto.Message) bool {

@@ -54,7 +54,10 @@
 //     (ip_route_add_del without is_multipath), or deleted when none is
 //     left.
 //   - Retrieve: ip_table_dump, then ip_route_v2_dump (all sources) of every
-//     table of VPP. An expected route (the correlate values) is reported
+//     table of VPP; in a resync these dumps start with the refresh
+//     (Prefetch) and run while the interfaces are read, and the Retrieve
+//     uses them when they were read from the VPP it reads now (the same
+//     pid: after a VPP restart in between it dumps again). An expected route (the correlate values) is reported
 //     (origin FromNB) when one of the paths of its destination is the path
 //     it adds (type, next hop, and interface, or lookup table without one),
 //     with VPP's weight and preference. Every other path of an entry whose

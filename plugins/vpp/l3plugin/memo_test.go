@@ -43,7 +43,8 @@ func (e *env) callsByMessage(reg *prometheus.Registry) map[string]int {
 // still find VPP in sync: one sw_interface_dump, one ip_unnumbered_dump,
 // and one ip_address_dump per interface and address family, where each
 // Retrieve dumping for itself made five, two and two more per interface of
-// the agent's.
+// the agent's; and one dump of the tables and their routes, which the
+// route descriptor's Prefetch starts.
 func TestResyncDumpsInterfacesOnce(t *testing.T) {
 	e := newEnvWith(t, envOptions{ifplugin: true})
 	lo := func(name string, ips ...string) kv {
@@ -81,6 +82,9 @@ func TestResyncDumpsInterfacesOnce(t *testing.T) {
 		"ip_unnumbered_dump":     1,
 		"ip_address_dump":        2 * n,
 		"sw_interface_get_table": 2 * n,
+		// The routes: the dump prefetched while the interfaces were read
+		// is the one the route Retrieve uses (not read again).
+		"ip_table_dump": 1,
 	}
 	got := map[string]int{}
 	for msg := range want {

@@ -200,6 +200,7 @@ func (p *Plugin) routeDescriptor() *api.TypedDescriptor[*vppl3.Route, *RouteMeta
 		Retrieve: func(ctx context.Context, c []api.TypedKV[*vppl3.Route, *RouteMetadata]) ([]api.TypedKV[*vppl3.Route, *RouteMetadata], error) {
 			return vppconn.Retrieved(p.retrieveRoutes(ctx, c))
 		},
+		Prefetch:             p.prefetchRoutes,
 		IsRetriableFailure:   isRetriable,
 		Dependencies:         routeDependencies,
 		RetrieveDependencies: []string{ifplugin.InterfaceDescriptorName},
@@ -555,12 +556,15 @@ const fibSourceAPI = 8
 // Entries of other sources (VPP's own, the CLI's, other control planes')
 // are never reported beyond the expected paths found in them.
 func (p *Plugin) retrieveRoutes(ctx context.Context, correlate []api.TypedKV[*vppl3.Route, *RouteMetadata]) ([]api.TypedKV[*vppl3.Route, *RouteMetadata], error) {
+	type routeKV = api.TypedKV[*vppl3.Route, *RouteMetadata]
+	// expected is a correlated value; those of one entry are chained
+	// (next: the index of the next one, -1 for none), so that the usual
+	// entry of one route costs no slice of its own.
 	type expected struct {
-		key   string
-		value *vppl3.Route
-		md    *RouteMetadata // the metadata the scheduler has
+		kv    routeKV // found: what is reported
 		spec  routeSpec
 		sw    uint32
+		next  int32
 		found bool
 	}
 	type entryKey struct {
@@ -578,11 +582,9 @@ func (p *Plugin) retrieveRoutes(ctx context.Context, correlate []api.TypedKV[*vp
 	if err != nil {
 		return nil, err
 	}
-	nameOf := make(map[uint32]string, len(index))
-	for name, sw := range index {
-		nameOf[sw] = name
-	}
-	byEntry := make(map[entryKey][]*expected, len(correlate))
+	exps := make([]expected, 0, len(correlate))
+	first := make(map[entryKey]int32, len(correlate)) // entry -> its first expected
+	last := map[entryKey]int32{}                      // entries of more than one expected -> the last
 	for _, c := range correlate {
 		if c.Value == nil {
 			continue
@@ -598,66 +600,77 @@ func (p *Plugin) retrieveRoutes(ctx context.Context, correlate []api.TypedKV[*vp
 				continue // no interface, no route through it
 			}
 		}
-		k := entryKey{s.vrf, s.dst}
-		byEntry[k] = append(byEntry[k], &expected{key: c.Key, value: c.Value, md: c.Metadata, spec: s, sw: sw})
+		k, i := entryKey{s.vrf, s.dst}, int32(len(exps))
+		exps = append(exps, expected{kv: routeKV{Key: c.Key, Value: c.Value, Metadata: c.Metadata, Origin: api.FromNB}, spec: s, sw: sw, next: -1})
+		if f, ok := first[k]; !ok {
+			first[k] = i
+		} else {
+			l, ok := last[k]
+			if !ok {
+				l = f
+			}
+			exps[l].next, last[k] = i, i
+		}
 	}
-	tables, err := p.dumpTables(ctx)
+	dump, err := p.routeDump(ctx, pid)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]api.TypedKV[*vppl3.Route, *RouteMetadata], 0, len(correlate))
-	reported := make(map[string]bool, len(correlate))
-	for _, t := range tables {
-		var details []*ip.IPRouteV2Details
-		err := p.call(ctx, func(ctx context.Context, conn govppapi.Connection) (err error) {
-			details, err = vppconn.Dump[*ip.IPRouteV2Details](ctx, conn, &ip.IPRouteV2Dump{Table: ip.IPTable{TableID: t.id, IsIP6: t.ipv6}})
-			return err
-		})
-		if err != nil {
-			return nil, fmt.Errorf("ip_route_v2_dump (table %d, ipv6 %v): %w", t.id, t.ipv6, err)
-		}
-		for _, d := range details {
+	var unexpected []routeKV // candidates: checked against the expected found below
+	for ti, t := range dump.tables {
+		for _, d := range dump.routes[ti] {
 			dst, ok := fromVPPPrefix(d.Route.Prefix)
 			if !ok || dst.Addr().Is6() != t.ipv6 {
 				continue
 			}
-			exps := byEntry[entryKey{t.id, dst}]
-			expectedPath := make([]bool, len(d.Route.Paths))
+			head, ok := first[entryKey{t.id, dst}]
+			if !ok {
+				head = -1
+			}
+			// The paths of expected values, kept for an entry of the API's
+			// only (on the stack for the usual few paths).
+			var expectedPath []bool
+			var few [4]bool
+			if d.Route.Src == fibSourceAPI {
+				if n := len(d.Route.Paths); n <= len(few) {
+					expectedPath = few[:n]
+				} else {
+					expectedPath = make([]bool, n)
+				}
+			}
 			for k, fp := range d.Route.Paths {
-				for _, e := range exps {
+				for i := head; i >= 0; i = exps[i].next {
+					e := &exps[i]
 					if e.found || !e.spec.matches(fp, e.sw) {
 						continue
 					}
-					e.found, expectedPath[k] = true, true
-					reported[e.key] = true
+					e.found = true
+					if expectedPath != nil {
+						expectedPath[k] = true
+					}
 					// The expected value itself when VPP has its weight
 					// and preference (0 and 1 are the same weight): the
 					// scheduler keeps one copy of a value in sync. A copy
 					// with VPP's otherwise.
-					v := e.value
 					if max(uint32(fp.Weight), 1) != e.spec.weight || uint32(fp.Preference) != e.spec.pref {
-						v = proto.Clone(e.value).(*vppl3.Route)
+						v := proto.Clone(e.kv.Value).(*vppl3.Route)
 						v.Weight, v.Preference = uint32(fp.Weight), uint32(fp.Preference)
+						e.kv.Value = v
 					}
 					// The scheduler's metadata when it is what VPP has (so
 					// that an in-sync route changes nothing), a new one
 					// otherwise.
-					md := e.md
-					if md == nil || *md != (RouteMetadata{SwIfIndex: e.sw, VPPPID: pid}) {
-						md = &RouteMetadata{SwIfIndex: e.sw, VPPPID: pid}
+					if md := e.kv.Metadata; md == nil || *md != (RouteMetadata{SwIfIndex: e.sw, VPPPID: pid}) {
+						e.kv.Metadata = &RouteMetadata{SwIfIndex: e.sw, VPPPID: pid}
 					}
-					out = append(out, api.TypedKV[*vppl3.Route, *RouteMetadata]{Key: e.key, Value: v, Metadata: md, Origin: api.FromNB})
 					break
 				}
 			}
-			if d.Route.Src != fibSourceAPI {
-				continue
-			}
 			for k, fp := range d.Route.Paths {
-				if expectedPath[k] {
+				if expectedPath == nil || expectedPath[k] {
 					continue
 				}
-				v, sw, why := unexpectedRoute(t.id, dst, fp, nameOf)
+				v, sw, why := unexpectedRoute(t.id, dst, fp, dump.nameOf(index))
 				if v == nil {
 					p.log.Debug("retrieve: an API route path that no route value makes is left alone", "vrf", t.id, "dst", dst.String(), "reason", why)
 					continue
@@ -667,18 +680,35 @@ func (p *Plugin) retrieveRoutes(ctx context.Context, correlate []api.TypedKV[*vp
 					p.log.Debug("retrieve: an API route path that no route value makes is left alone", "vrf", t.id, "dst", dst.String(), "reason", err.Error())
 					continue
 				}
-				if reported[key] {
-					p.log.Warn("retrieve: two paths of one route make one key; the first is reported", "key", key)
-					continue
-				}
-				reported[key] = true
-				out = append(out, api.TypedKV[*vppl3.Route, *RouteMetadata]{
-					Key: key, Value: v, Metadata: &RouteMetadata{SwIfIndex: sw, VPPPID: pid}, Origin: api.FromNB,
-				})
+				unexpected = append(unexpected, routeKV{Key: key, Value: v, Metadata: &RouteMetadata{SwIfIndex: sw, VPPPID: pid}, Origin: api.FromNB})
 			}
 		}
 	}
-	slices.SortFunc(out, func(a, b api.TypedKV[*vppl3.Route, *RouteMetadata]) int { return strings.Compare(a.Key, b.Key) })
+	out := make([]routeKV, 0, len(exps)+len(unexpected))
+	for i := range exps {
+		if exps[i].found {
+			out = append(out, exps[i].kv)
+		}
+	}
+	if len(unexpected) > 0 {
+		reported := make(map[string]bool, len(out)+len(unexpected))
+		for _, kv := range out {
+			reported[kv.Key] = true
+		}
+		for _, kv := range unexpected {
+			if reported[kv.Key] {
+				p.log.Warn("retrieve: two paths make one route key; the first is reported", "key", kv.Key)
+				continue
+			}
+			reported[kv.Key] = true
+			out = append(out, kv)
+		}
+	}
+	// In key order (correlate usually is already: then this only checks).
+	cmpKey := func(a, b routeKV) int { return strings.Compare(a.Key, b.Key) }
+	if !slices.IsSortedFunc(out, cmpKey) {
+		slices.SortFunc(out, cmpKey)
+	}
 	return out, nil
 }
 
@@ -726,6 +756,96 @@ func unexpectedRoute(table uint32, dst netip.Prefix, fp fib_types.FibPath, nameO
 		v.Type, v.ViaVrfId = vppl3.Route_INTER_VRF, fp.TableID
 	}
 	return v, noIndex, ""
+}
+
+// routeDump is what the route Retrieve reads of VPP: its IP tables and the
+// routes of each, read from the VPP of pid.
+type routeDump struct {
+	pid    uint32
+	tables []tableKey
+	routes [][]*ip.IPRouteV2Details // per table
+	err    error
+	done   chan struct{} // closed when the fields above are set
+	names  map[uint32]string
+}
+
+// nameOf returns the interface names by sw_if_index of index, made on
+// first use (only a path that no expected value has needs it).
+func (d *routeDump) nameOf(index map[string]uint32) map[uint32]string {
+	if d.names == nil {
+		d.names = make(map[uint32]string, len(index))
+		for name, sw := range index {
+			d.names[sw] = name
+		}
+	}
+	return d.names
+}
+
+// memoRouteDump is the refresh memo's key of the route dump Prefetch
+// starts.
+const memoRouteDump = "vpp/l3/route-dump"
+
+// prefetchRoutes is the route descriptor's Prefetch: it starts the route
+// dump of the refresh (readRoutes) in a goroutine, so that VPP sends the
+// routes while the interfaces are read and turned into values; the
+// Retrieve takes the dump (routeDump).
+func (p *Plugin) prefetchRoutes(ctx context.Context) {
+	d := &routeDump{done: make(chan struct{})}
+	api.RefreshMemo(ctx).Store(memoRouteDump, d)
+	go func() {
+		defer close(d.done)
+		p.readRoutes(ctx, d)
+	}()
+}
+
+// routeDump returns the route dump of the refresh: the one Prefetch
+// started, once it has ended, when it succeeded on the VPP of pid (the VPP
+// the Retrieve looks the interfaces up in); otherwise one read now.
+func (p *Plugin) routeDump(ctx context.Context, pid uint32) (*routeDump, error) {
+	if v, ok := api.RefreshMemo(ctx).Load(memoRouteDump); ok {
+		d := v.(*routeDump)
+		select {
+		case <-d.done:
+		case <-ctx.Done():
+			return nil, context.Cause(ctx)
+		}
+		if d.err == nil && d.pid == pid {
+			return d, nil
+		}
+		// Failed, or read from a VPP that has restarted since: read again.
+	}
+	d := &routeDump{}
+	p.readRoutes(ctx, d)
+	if d.err == nil && d.pid != pid {
+		d.err = fmt.Errorf("VPP restarted while its routes were read (pid %d, then %d)", pid, d.pid)
+	}
+	return d, d.err
+}
+
+// readRoutes reads VPP's tables and their routes into d: d.pid is VPP's
+// pid when the reads began, and d.err says when it changed before they
+// ended.
+func (p *Plugin) readRoutes(ctx context.Context, d *routeDump) {
+	d.pid = p.m.PID()
+	tables, err := p.dumpTables(ctx)
+	if err != nil {
+		d.err = err
+		return
+	}
+	d.tables, d.routes = tables, make([][]*ip.IPRouteV2Details, len(tables))
+	for i, t := range tables {
+		err := p.call(ctx, func(ctx context.Context, conn govppapi.Connection) (err error) {
+			d.routes[i], err = vppconn.Dump[*ip.IPRouteV2Details](ctx, conn, &ip.IPRouteV2Dump{Table: ip.IPTable{TableID: t.id, IsIP6: t.ipv6}})
+			return err
+		})
+		if err != nil {
+			d.err = fmt.Errorf("ip_route_v2_dump (table %d, ipv6 %v): %w", t.id, t.ipv6, err)
+			return
+		}
+	}
+	if now := p.m.PID(); now != d.pid {
+		d.err = fmt.Errorf("VPP restarted while its routes were read (pid %d, then %d)", d.pid, now)
+	}
 }
 
 // dumpTables lists VPP's IP tables (ip_table_dump), IPv4 before IPv6, each
