@@ -171,6 +171,13 @@ type Linux struct {
 	// values that wait for a Linux interface (AF_PACKET) say that it never
 	// comes (linux.disabled).
 	Disabled bool `json:"disabled"`
+	// AdoptOriginalRoutes lets a route value take over the kernel route
+	// the original agent (vpp-agent) made for it: protocol boot and
+	// exactly the value's attributes, replaced in place with the agent's
+	// protocol (l3plugin.Plugin.SetAdoptOriginalRoutes, docs/migration.md).
+	// On by default; false leaves such a route alone and the value FAILED
+	// with the conflict, as for any foreign route in the way.
+	AdoptOriginalRoutes bool `json:"adopt_original_routes"`
 }
 
 // VPP configures the VPP plugins.
@@ -247,6 +254,7 @@ func defaultConfig() Config {
 		LogLevel:      "info",
 		REST:          Listener{Address: "127.0.0.1:9191"},
 		GRPC:          GRPC{Listener: Listener{Address: "127.0.0.1:9111"}, MaxRecvMsgSize: msglimit.Default, MaxSendMsgSize: msglimit.Default},
+		Linux:         Linux{AdoptOriginalRoutes: true},
 		VPP:           VPP{Socket: "/run/vpp/api.sock", CallTimeout: Duration{5 * time.Second}},
 		Scheduler:     Scheduler{Drift: DriftRepair},
 		Etcd:          Etcd{EmbeddedClientURL: "http://127.0.0.1:2379", EmbeddedPeerURL: "http://127.0.0.1:2380", EmbeddedCompactionRetention: Duration{etcdsource.DefaultCompactionRetention}, DialTimeout: Duration{5 * time.Second}, Status: EtcdStatus{TTL: Duration{etcdstatus.DefaultTTL}}},

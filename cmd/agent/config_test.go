@@ -304,3 +304,32 @@ func TestStatusConfig(t *testing.T) {
 		}
 	}
 }
+
+// linux.adopt_original_routes: on by default, off from the file.
+func TestAdoptOriginalRoutesConfig(t *testing.T) {
+	cfg, err := loadConfig(nil, env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !cfg.Linux.AdoptOriginalRoutes {
+		t.Error("defaults: linux.adopt_original_routes false, want true")
+	}
+	for yaml, want := range map[string]bool{
+		"linux: {adopt_original_routes: false}\n": false,
+		"linux: {adopt_original_routes: true}\n":  true,
+		"linux: {disabled: false}\n":              true,
+	} {
+		cfg, err := loadConfig([]string{"--config", writeFile(t, "agent.yaml", yaml)}, env(nil))
+		if err != nil {
+			t.Errorf("%q: %v", yaml, err)
+			continue
+		}
+		if cfg.Linux.AdoptOriginalRoutes != want {
+			t.Errorf("%q: linux.adopt_original_routes %v, want %v", yaml, cfg.Linux.AdoptOriginalRoutes, want)
+		}
+	}
+	_, err = loadConfig([]string{"--config", writeFile(t, "agent.yaml", "linux: {adopt_original_routes: maybe}\n")}, env(nil))
+	if err == nil || !strings.Contains(err.Error(), "linux.adopt_original_routes") {
+		t.Errorf("a value that is no bool: %v, want an error naming linux.adopt_original_routes", err)
+	}
+}

@@ -10,7 +10,7 @@ func TestExampleConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.Linux.Disabled || cfg.VPP.Disabled || cfg.VPP.Socket != "/run/vpp/api.sock" {
+	if cfg.Linux.Disabled || !cfg.Linux.AdoptOriginalRoutes || cfg.VPP.Disabled || cfg.VPP.Socket != "/run/vpp/api.sock" {
 		t.Errorf("examples/agent.yaml: linux %+v, vpp %+v", cfg.Linux, cfg.VPP)
 	}
 }

@@ -34,6 +34,7 @@ func newLinuxPart(cfg Config, s *kvscheduler.Scheduler, log *slog.Logger) (*linu
 	ifp.SetVPPDisabled(cfg.VPP.Disabled)
 	l3 := l3plugin.New(nsm, l3plugin.SchedulerInterfaces(s), log)
 	l3.SetInterfaceLister(l3plugin.SchedulerInterfaceNames(s))
+	l3.SetAdoptOriginalRoutes(cfg.Linux.AdoptOriginalRoutes)
 	p := &linuxPart{ns: nsm, ifp: ifp, l3: l3}
 	if err := s.RegisterKVDescriptor(append(ifp.Descriptors(), ifplugin.WatcherDescriptor())...); err != nil {
 		p.close()
