@@ -88,6 +88,32 @@
 // are one item: the last written wins and deleting either deletes the item
 // (until the next write or resync).
 //
+// # Keys written for the original agent
+//
+// Values are decoded with Registry.DecodeVariant: a value under a key that
+// the original agent accepted and whose meaning is unambiguous (see
+// Model.ResolveKey; today the VPP route key without
+// "if/<outgoing_interface>/" whose value names the interface) is passed
+// under its own key, with a KV.Note that ends up in the value's status
+// details:
+//
+//	etcd key "/vnf-agent/vpp1/config/vpp/v2/route/vrf/0/dst/10.1.0.0/16/gw/10.0.0.1" (the original agent's form, without if/<outgoing_interface>/) names this value
+//
+// Ambiguous keys (a name that differs from the value's) are refused: the
+// key read is INVALID with the reason, naming both names.
+//
+// The source remembers which value each such etcd key names, so that its
+// delete (an etcd delete carries the key only) deletes that value. When
+// several etcd keys name one value, the value's own key holds it, and
+// otherwise the variant key created first (etcd's create revision); each
+// other is passed as an error under the key read, naming the holder. When
+// the holder goes, the next one takes over and its value is passed. The
+// memory is rebuilt by every full read (start, compaction, reconnect), and
+// holds nothing while etcd has no such key. Learning whether a value's own
+// key exists when a variant of it appears takes a read of etcd at the
+// event's revision; if that read fails, the watch ends and the source reads
+// everything again.
+//
 // # Embedded etcd
 //
 // StartEmbedded runs a real one-member etcd server in the process (package

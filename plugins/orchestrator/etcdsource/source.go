@@ -82,6 +82,10 @@ type Source struct {
 	synced   chan struct{}
 
 	conn *connection
+
+	// vars follows the etcd keys that name values under variants of their
+	// keys (Run's goroutine only; rebuilt by each full read).
+	vars *variants
 }
 
 var _ orchestrator.Connector = (*Source)(nil)
@@ -116,6 +120,7 @@ func New(client *clientv3.Client, sink Sink, opts Options) *Source {
 		log:    log,
 		synced: make(chan struct{}),
 		conn:   newConnection(log, time.Now),
+		vars:   newVariants(),
 	}
 }
 
@@ -345,6 +350,7 @@ func (s *Source) read(ctx context.Context) (int64, []orchestrator.KV, error) {
 	from := s.prefix
 	var rev int64
 	var kvs []orchestrator.KV
+	var found []*variantKey
 	for {
 		opts := []clientv3.OpOption{clientv3.WithRange(end), clientv3.WithLimit(readPage)}
 		if rev != 0 {
@@ -360,20 +366,27 @@ func (s *Source) read(ctx context.Context) (int64, []orchestrator.KV, error) {
 			rev = resp.Header.Revision
 		}
 		for _, kv := range resp.Kvs {
-			if out, ok := s.decode(string(kv.Key), kv.Value, false); ok {
-				kvs = append(kvs, out)
+			d, ok := s.decode(string(kv.Key), kv.Value, false)
+			switch {
+			case !ok:
+			case d.variant != "":
+				found = append(found, &variantKey{etcdKey: string(kv.Key), key: d.kv.Key, read: d.read,
+					value: d.kv.Value, variant: d.variant, created: kv.CreateRevision})
+			default:
+				kvs = append(kvs, d.kv)
 			}
 		}
 		if !resp.More || len(resp.Kvs) == 0 {
-			return rev, kvs, nil
+			return rev, s.rebuild(kvs, found), nil
 		}
 		from = string(resp.Kvs[len(resp.Kvs)-1].Key) + "\x00"
 	}
 }
 
 // decode turns an etcd key and value (or a delete) into a KV; false: the key
-// is not ours.
-func (s *Source) decode(etcdKey string, value []byte, deleted bool) (orchestrator.KV, bool) {
+// is not ours. A value under a variant of its key (models.DecodeVariant)
+// gets its own key, and the variant is told.
+func (s *Source) decode(etcdKey string, value []byte, deleted bool) (decoded, bool) {
 	label, modelKey, err := models.ParseEtcdKey(etcdKey)
 	if err != nil {
 		// Under our prefix, but not /vnf-agent/<label>/<model key>: keep
@@ -383,27 +396,27 @@ func (s *Source) decode(etcdKey string, value []byte, deleted bool) (orchestrato
 			if !deleted {
 				s.log.Warn("ignoring an etcd key that names no model key", "key", etcdKey)
 			}
-			return orchestrator.KV{}, false
+			return decoded{}, false
 		}
 		if deleted {
-			return orchestrator.KV{Key: rest}, true
+			return decoded{kv: orchestrator.KV{Key: rest}, read: rest}, true
 		}
-		return orchestrator.KV{Key: rest, Err: err}, true
+		return decoded{kv: orchestrator.KV{Key: rest, Err: err}, read: rest}, true
 	}
 	if label != s.opts.Label || strings.HasPrefix(modelKey, etcdstatus.KeyPrefix) {
 		// Another agent's key, or the agent's status (which it publishes
 		// itself): not configuration.
-		return orchestrator.KV{}, false
+		return decoded{}, false
 	}
 	key := s.canonical(modelKey)
 	if deleted {
-		return orchestrator.KV{Key: key}, true
+		return decoded{kv: orchestrator.KV{Key: key}, read: key}, true
 	}
-	_, v, err := s.opts.Registry.DecodeValue(modelKey, value)
+	r, err := s.opts.Registry.DecodeVariant(modelKey, value)
 	if err != nil {
-		return orchestrator.KV{Key: key, Err: err}, true
+		return decoded{kv: orchestrator.KV{Key: key, Err: err}, read: key}, true
 	}
-	return orchestrator.KV{Key: key, Value: v}, true
+	return decoded{kv: orchestrator.KV{Key: r.Key, Value: r.Value}, read: key, variant: r.Variant}, true
 }
 
 // canonical returns the canonical spelling of a model key (the key itself
@@ -510,7 +523,13 @@ func (s *Source) watch(ctx context.Context, rev int64, lost <-chan struct{}) (en
 			established = true
 		}
 		s.conn.seen(wr.Header.Revision)
-		s.add(b, wr.Events, flush)
+		if err := s.add(ctx, b, wr.Events, flush); err != nil {
+			// The batch is dropped: the full read that follows covers it.
+			if errors.Is(err, rpctypes.ErrCompacted) {
+				return endCompacted, true, err
+			}
+			return endBroken, established, err
+		}
 		if b.keys() >= s.opts.BatchMaxKeys {
 			flush()
 		}
@@ -562,8 +581,9 @@ func connectionLost(ctx context.Context, conn connState, lost chan<- struct{}) {
 }
 
 // add adds events to the batch a revision at a time, flushing first when a
-// revision would not fit.
-func (s *Source) add(b *batch, events []*clientv3.Event, flush func()) {
+// revision would not fit. The error is that of a read of etcd that an
+// event of a variant key needed (see change): the watch must end.
+func (s *Source) add(ctx context.Context, b *batch, events []*clientv3.Event, flush func()) error {
 	for len(events) > 0 {
 		n := 1
 		for n < len(events) && events[n].Kv.ModRevision == events[0].Kv.ModRevision {
@@ -571,8 +591,15 @@ func (s *Source) add(b *batch, events []*clientv3.Event, flush func()) {
 		}
 		rev := make([]event, 0, n)
 		for _, ev := range events[:n] {
-			if kv, ok := s.decode(string(ev.Kv.Key), ev.Kv.Value, ev.Type == mvccpb.DELETE); ok {
-				rev = append(rev, event{kv: kv, created: ev.IsCreate()})
+			etcdKey := string(ev.Kv.Key)
+			d, ok := s.decode(etcdKey, ev.Kv.Value, ev.Type == mvccpb.DELETE)
+			if !ok {
+				continue
+			}
+			var err error
+			rev, err = s.change(ctx, rev, etcdKey, d, ev.IsCreate(), ev.Kv.CreateRevision, ev.Kv.ModRevision)
+			if err != nil {
+				return err
 			}
 		}
 		events = events[n:]
@@ -584,6 +611,7 @@ func (s *Source) add(b *batch, events []*clientv3.Event, flush func()) {
 		}
 		b.addRevision(rev)
 	}
+	return nil
 }
 
 // event is a decoded etcd event; created: the put created the key.
