@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	govppapi "go.fd.io/govpp/api"
 	"go.fd.io/govpp/binapi/fib_types"
 	interfaces "go.fd.io/govpp/binapi/interface"
 	"go.fd.io/govpp/binapi/interface_types"
@@ -80,21 +81,26 @@ func ip4(a, b, c, d byte) ip_types.Address {
 
 // readByHand reads what an in-sync resync of the workload must read, with
 // the requests the agent uses: every interface; per interface its IPv4 and
-// IPv6 addresses and tables (pipelined); the routes of table 0, IPv4 and
-// IPv6. It returns the number of messages VPP sent back.
+// IPv6 addresses (a control ping per 64 dumps) and tables (pipelined); the
+// routes of table 0, IPv4 and IPv6. It returns the number of messages VPP sent back.
 func (e *benchEnv) readByHand() int {
 	e.b.Helper()
 	ifs := []vppconn.Call{{Request: &interfaces.SwInterfaceDump{SwIfIndex: ^interface_types.InterfaceIndex(0)}}}
 	e.pipeline(vppcalls.AreaName, ifs)
-	perIf := make([]vppconn.Call, 0, 4*len(ifs[0].Details))
+	perIf := make([]vppconn.Call, 0, 3*len(ifs[0].Details))
+	var addrDumps []govppapi.Message
 	for _, d := range ifs[0].Details {
 		idx := d.(*interfaces.SwInterfaceDetails).SwIfIndex
 		for _, v6 := range []bool{false, true} {
-			perIf = append(perIf,
-				vppconn.Call{Request: &ip.IPAddressDump{SwIfIndex: idx, IsIPv6: v6}},
-				vppconn.Call{Request: &interfaces.SwInterfaceGetTable{SwIfIndex: idx, IsIPv6: v6}, Reply: &interfaces.SwInterfaceGetTableReply{}},
-			)
+			addrDumps = append(addrDumps, &ip.IPAddressDump{SwIfIndex: idx, IsIPv6: v6})
+			perIf = append(perIf, vppconn.Call{Request: &interfaces.SwInterfaceGetTable{SwIfIndex: idx, IsIPv6: v6}, Reply: &interfaces.SwInterfaceGetTableReply{}})
 		}
+	}
+	// The address dumps share a control ping per 64, as the agent's do
+	// (vppconn.Call.More).
+	for from := 0; from < len(addrDumps); from += vppconn.PipelineWindow / 2 {
+		chunk := addrDumps[from:min(from+vppconn.PipelineWindow/2, len(addrDumps))]
+		perIf = append(perIf, vppconn.Call{Request: chunk[0], More: chunk[1:]})
 	}
 	e.pipeline(vppcalls.AreaName, perIf)
 	routes := []vppconn.Call{

@@ -312,7 +312,9 @@
 // is deleted with success, as alone). Everything else (Updates, other
 // interface types) runs alone, in the batch's order. The Retrieves send
 // their per-interface requests (ip_address_dump, sw_interface_get_table)
-// pipelined too.
+// pipelined too, the address dumps of up to 64 interfaces and families
+// ended by one control ping (vppconn.Call.More: the details name their
+// interface) instead of one ping each.
 //
 // # One interface dump per refresh
 //

@@ -35,6 +35,15 @@ type Call struct {
 	// is followed by a control ping, and Details collects what VPP sends
 	// before the ping's reply.
 	Reply api.Message
+	// More are further dump requests of a dump, sent right after Request,
+	// with one control ping after the last of them instead of one each:
+	// their details arrive together and are collected in Details, in VPP's
+	// order (Request's first, then each of More in turn), so the caller
+	// tells them apart by their fields (the sw_if_index and address of an
+	// ip_address_details). For many small dumps (one per interface) this
+	// saves a ping and its reply per dump. Only for a dump (Reply nil); each
+	// request counts as one in the window and in the metrics.
+	More []api.Message
 	// Details are the messages of a dump, in VPP's order.
 	Details []api.Message
 	// Err is the call's result: nil; the VPP error of a reply whose
@@ -98,6 +107,12 @@ func (m *Manager) Pipeline(ctx context.Context, area string, calls []Call) {
 			calls[i].Err = err
 		}
 	}
+	for i := range calls {
+		if c := &calls[i]; !c.Dump() && len(c.More) > 0 {
+			fail(0, fmt.Errorf("vppconn: call %d (%s) has More requests but is not a dump (it has a Reply)", i, c.Request.GetMessageName()))
+			return
+		}
+	}
 	m.mu.RLock()
 	s := m.sess
 	var err error
@@ -113,9 +128,16 @@ func (m *Manager) Pipeline(ctx context.Context, area string, calls []Call) {
 	}
 	start := time.Now()
 	defer func() {
-		each := time.Since(start) / time.Duration(len(calls))
+		requests := 0
+		for i := range calls {
+			requests += 1 + len(calls[i].More)
+		}
+		each := time.Since(start) / time.Duration(requests)
 		for i := range calls {
 			m.metrics.observeDuration(calls[i].Request.GetMessageName(), each, calls[i].Err)
+			for _, r := range calls[i].More {
+				m.metrics.observeDuration(r.GetMessageName(), each, calls[i].Err)
+			}
 		}
 	}()
 	if err := ctx.Err(); err != nil {
@@ -137,10 +159,13 @@ func (m *Manager) Pipeline(ctx context.Context, area string, calls []Call) {
 	runPipeline(call, stream, calls, PipelineWindow, m.opts.CallTimeout)
 }
 
-// runPipeline is Pipeline on a stream: send in order with up to window in
-// flight, receive in order, match each reply to its call.
+// runPipeline is Pipeline on a stream: send in order with up to window
+// requests in flight (a call's More count; a call larger than the window
+// goes alone), receive in order, match each reply to its call.
 func runPipeline(ctx context.Context, stream api.Stream, calls []Call, window int, timeout time.Duration) {
 	sent := 0
+	inFlight := 0 // requests of the calls sent and not received
+	cost := func(c *Call) int { return 1 + len(c.More) }
 	// broken fails every call from received on with the cause: those
 	// before sent were sent.
 	broken := func(received int, cause error) {
@@ -153,21 +178,31 @@ func runPipeline(ctx context.Context, stream api.Stream, calls []Call, window in
 		}
 	}
 	for received := range calls {
-		for ; sent < len(calls) && sent-received < window; sent++ {
+		for ; sent < len(calls) && (sent == received || inFlight+cost(&calls[sent]) <= window); sent++ {
 			if err := ctx.Err(); err != nil {
 				broken(received, context.Cause(ctx))
 				return
 			}
-			if err := stream.SendMsg(calls[sent].Request); err != nil {
+			c := &calls[sent]
+			if err := stream.SendMsg(c.Request); err != nil {
 				broken(received, err)
 				return
 			}
-			if calls[sent].Dump() {
-				if err := stream.SendMsg(&memclnt.ControlPing{}); err != nil {
-					sent++ // the dump request went
+			inFlight += cost(c)
+			if !c.Dump() {
+				continue
+			}
+			for _, req := range c.More {
+				if err := stream.SendMsg(req); err != nil {
+					sent++ // part of the dump went
 					broken(received, err)
 					return
 				}
+			}
+			if err := stream.SendMsg(&memclnt.ControlPing{}); err != nil {
+				sent++ // the dump requests went
+				broken(received, err)
+				return
 			}
 		}
 		c := &calls[received]
@@ -175,6 +210,7 @@ func runPipeline(ctx context.Context, stream api.Stream, calls []Call, window in
 			broken(received, err)
 			return
 		}
+		inFlight -= cost(c)
 	}
 }
 

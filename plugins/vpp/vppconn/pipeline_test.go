@@ -3,7 +3,9 @@ package vppconn_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
+	"maps"
 	"runtime"
 	"slices"
 	"strings"
@@ -14,6 +16,8 @@ import (
 	govppapi "go.fd.io/govpp/api"
 	interfaces "go.fd.io/govpp/binapi/interface"
 	"go.fd.io/govpp/binapi/interface_types"
+	"go.fd.io/govpp/binapi/ip"
+	"go.fd.io/govpp/binapi/ip_types"
 
 	"github.com/netagent-io/netagent/plugins/vpp/vppconn"
 	"github.com/netagent-io/netagent/tests/vppsim"
@@ -248,5 +252,126 @@ func TestPipelineVPPGoes(t *testing.T) {
 	}
 	if errs := rec.at(slog.LevelError); len(errs) != 0 {
 		t.Errorf("error records:\n%s", strings.Join(errs, "\n"))
+	}
+}
+
+// TestPipelineDumpsWithMore: dumps sharing one control ping (Call.More),
+// on vppsim and the real VPP: 120 loopbacks, some with an IPv4 and some
+// with an IPv6 address; their ip_address_dump, both families of every
+// loopback, go as calls of 40 requests each (and once as one call of all
+// 240, more than the window: it goes alone), between ordinary calls. The
+// details of each call are those of its requests, in order; grouped by
+// sw_if_index and family they are each loopback's addresses; the metrics
+// count every request. A call with More and a Reply fails every call, sent
+// nothing.
+func TestPipelineDumpsWithMore(t *testing.T) {
+	socket, _, _ := restartableVPP(t, 1000)
+	m, events := manager(t, socket)
+	wait(t, events)
+	reg := prometheus.NewRegistry()
+	if err := m.Register(reg); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	const n = 120
+	loops := loopbackCalls(n, n+1) // loopbacks only
+	m.Pipeline(ctx, "interfaces", loops)
+	idx := make([]interface_types.InterfaceIndex, n)
+	want := map[string][]string{} // "<sw_if_index> <v4|v6>" -> addresses
+	var adds []vppconn.Call
+	for i := range loops {
+		if loops[i].Err != nil {
+			t.Fatal(loops[i].Err)
+		}
+		idx[i] = loops[i].Reply.(*interfaces.CreateLoopbackReply).SwIfIndex
+		add := func(family string, a ip_types.AddressWithPrefix) {
+			adds = append(adds, vppconn.Call{Request: &interfaces.SwInterfaceAddDelAddress{SwIfIndex: idx[i], IsAdd: true, Prefix: a},
+				Reply: &interfaces.SwInterfaceAddDelAddressReply{}})
+			key := fmt.Sprintf("%d %s", idx[i], family)
+			want[key] = append(want[key], a.String())
+		}
+		if i%2 == 0 {
+			add("v4", ip_types.AddressWithPrefix{Address: ip_types.Address{Af: ip_types.ADDRESS_IP4,
+				Un: ip_types.AddressUnionIP4(ip_types.IP4Address{10, 77, byte(i), 1})}, Len: 24})
+		}
+		if i%3 == 0 {
+			add("v6", ip_types.AddressWithPrefix{Address: ip_types.Address{Af: ip_types.ADDRESS_IP6,
+				Un: ip_types.AddressUnionIP6(ip_types.IP6Address{0x20, 0x01, 0x0d, 0xb8, 0, 0x77, 0, byte(i), 15: 1})}, Len: 64})
+		}
+	}
+	m.Pipeline(ctx, "interfaces", adds)
+	for _, c := range adds {
+		if c.Err != nil {
+			t.Fatal(c.Err)
+		}
+	}
+
+	var dumps []govppapi.Message
+	for i := range n {
+		dumps = append(dumps, &ip.IPAddressDump{SwIfIndex: idx[i]}, &ip.IPAddressDump{SwIfIndex: idx[i], IsIPv6: true})
+	}
+	check := func(what string, perCall int) {
+		t.Helper()
+		flags := vppconn.Call{Request: &interfaces.SwInterfaceSetFlags{SwIfIndex: idx[0], Flags: interface_types.IF_STATUS_API_FLAG_ADMIN_UP}, Reply: &interfaces.SwInterfaceSetFlagsReply{}}
+		calls := []vppconn.Call{flags}
+		for from := 0; from < len(dumps); from += perCall {
+			to := min(from+perCall, len(dumps))
+			calls = append(calls, vppconn.Call{Request: dumps[from], More: dumps[from+1 : to]})
+		}
+		calls = append(calls, vppconn.Call{Request: &interfaces.SwInterfaceDump{SwIfIndex: idx[n-1]}}, flags)
+		before := callCounts(t, reg)["ip_address_dump ok"]
+		m.Pipeline(ctx, "interfaces", calls)
+		got := map[string][]string{}
+		for k, c := range calls {
+			if c.Err != nil {
+				t.Fatalf("%s: call %d (%s): %v", what, k, c.Request.GetMessageName(), c.Err)
+			}
+			ds, ok := c.Request.(*ip.IPAddressDump)
+			if !ok {
+				continue
+			}
+			// Each detail belongs to one of the call's own requests, in
+			// their order.
+			pos := 0
+			reqs := append([]govppapi.Message{ds}, c.More...)
+			for _, d := range c.Details {
+				a := d.(*ip.IPAddressDetails)
+				family := "v4"
+				if a.Prefix.Address.Af == ip_types.ADDRESS_IP6 {
+					family = "v6"
+				}
+				for pos < len(reqs) && (reqs[pos].(*ip.IPAddressDump).SwIfIndex != a.SwIfIndex || reqs[pos].(*ip.IPAddressDump).IsIPv6 != (family == "v6")) {
+					pos++
+				}
+				if pos == len(reqs) {
+					t.Fatalf("%s: call %d: detail %d %s is of none of its requests, or out of order", what, k, a.SwIfIndex, a.Prefix)
+				}
+				key := fmt.Sprintf("%d %s", a.SwIfIndex, family)
+				got[key] = append(got[key], a.Prefix.String())
+			}
+		}
+		if !maps.EqualFunc(got, want, slices.Equal) {
+			t.Errorf("%s: addresses by interface and family %v, want %v", what, got, want)
+		}
+		if d := callCounts(t, reg)["ip_address_dump ok"] - before; d != len(dumps) {
+			t.Errorf("%s: metrics counted %d ip_address_dump, want %d", what, d, len(dumps))
+		}
+		if details := calls[len(calls)-2].Details; len(details) != 1 {
+			t.Errorf("%s: the sw_interface_dump after the address dumps: %d details, want 1", what, len(details))
+		}
+	}
+	check("calls of 40 requests", 40)
+	check("one call of every request (above the window)", len(dumps))
+
+	bad := []vppconn.Call{
+		{Request: &interfaces.CreateLoopback{}, Reply: &interfaces.CreateLoopbackReply{}},
+		{Request: &interfaces.CreateLoopback{}, Reply: &interfaces.CreateLoopbackReply{}, More: []govppapi.Message{&interfaces.CreateLoopback{}}},
+	}
+	m.Pipeline(ctx, "interfaces", bad)
+	for k, c := range bad {
+		if c.Err == nil || !strings.Contains(c.Err.Error(), "not a dump") {
+			t.Errorf("misused More: call %d: %v, want an error saying More is for dumps", k, c.Err)
+		}
 	}
 }

@@ -784,8 +784,12 @@ func (h *handler) dumpInterfaces(ctx context.Context) ([]*Interface, error) {
 		ip4t, ip6t *Result[uint32]
 	}
 	per := make([]perInterface, len(out))
+	idxs := make([]uint32, len(out))
 	for k, i := range out {
-		per[k] = perInterface{pipe.DumpAddresses(i.SwIfIndex), pipe.GetTable(i.SwIfIndex, false), pipe.GetTable(i.SwIfIndex, true)}
+		idxs[k] = i.SwIfIndex
+	}
+	for k, addrs := range pipe.DumpAddressesOf(idxs) {
+		per[k] = perInterface{addrs, pipe.GetTable(idxs[k], false), pipe.GetTable(idxs[k], true)}
 	}
 	pipe.Send(ctx)
 	for k, i := range out {

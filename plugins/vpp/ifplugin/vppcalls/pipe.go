@@ -47,8 +47,14 @@ func (p *Pipe) Len() int { return len(p.calls) }
 // queue adds a request; done turns its call (reply or details, error
 // prefixed with the message name) into the result.
 func (p *Pipe) queue(req, reply govppapi.Message, done func(ctx context.Context, c *vppconn.Call, err error)) {
+	p.queueCall(vppconn.Call{Request: req, Reply: reply}, done)
+}
+
+// queueCall is queue for a call made by the caller (a dump with More).
+func (p *Pipe) queueCall(call vppconn.Call, done func(ctx context.Context, c *vppconn.Call, err error)) {
+	req := call.Request
 	k := len(p.calls)
-	p.calls = append(p.calls, vppconn.Call{Request: req, Reply: reply})
+	p.calls = append(p.calls, call)
 	p.finish = append(p.finish, func(ctx context.Context) {
 		c := &p.calls[k]
 		var err error
@@ -195,6 +201,55 @@ func (p *Pipe) DumpAddresses(idx uint32) *Result[[]netip.Prefix] {
 		})
 	}
 	return r
+}
+
+// addressDumpsPerCall is how many ip_address_dump requests of
+// DumpAddressesOf share one control ping: as many as half the pipeline's
+// window, so that the window still keeps a second call in flight.
+const addressDumpsPerCall = vppconn.PipelineWindow / 2
+
+// DumpAddressesOf queues the two ip_address_dump (IPv4, IPv6) of every
+// interface of idxs, as DumpAddresses does for one, with one control ping
+// per addressDumpsPerCall requests instead of one per request
+// (vppconn.Call.More): the details carry their interface and family, which
+// tell them apart. The results are those of idxs, in order; an index given
+// twice has one result, the first (the second stays empty).
+func (p *Pipe) DumpAddressesOf(idxs []uint32) []*Result[[]netip.Prefix] {
+	results := make([]*Result[[]netip.Prefix], len(idxs))
+	of := make(map[uint32]*Result[[]netip.Prefix], len(idxs))
+	var reqs []govppapi.Message
+	for k, idx := range idxs {
+		results[k] = &Result[[]netip.Prefix]{}
+		if _, twice := of[idx]; twice {
+			continue
+		}
+		of[idx] = results[k]
+		reqs = append(reqs, &ip.IPAddressDump{SwIfIndex: ifIndex(idx)}, &ip.IPAddressDump{SwIfIndex: ifIndex(idx), IsIPv6: true})
+	}
+	for from := 0; from < len(reqs); from += addressDumpsPerCall {
+		chunk := reqs[from:min(from+addressDumpsPerCall, len(reqs))]
+		p.queueCall(vppconn.Call{Request: chunk[0], More: chunk[1:]}, func(_ context.Context, c *vppconn.Call, err error) {
+			if err != nil {
+				for _, req := range chunk {
+					r := of[uint32(req.(*ip.IPAddressDump).SwIfIndex)]
+					r.Value, r.Err = nil, err
+				}
+				return
+			}
+			for _, d := range c.Details {
+				d, ok := d.(*ip.IPAddressDetails)
+				if !ok {
+					continue
+				}
+				if r := of[uint32(d.SwIfIndex)]; r != nil {
+					if a, ok := fromAddressWithPrefix(d.Prefix); ok {
+						r.Value = append(r.Value, a)
+					}
+				}
+			}
+		})
+	}
+	return results
 }
 
 // GetTable queues sw_interface_get_table: the interface's VRF for IPv4 or
