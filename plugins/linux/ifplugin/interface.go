@@ -900,7 +900,10 @@ func (p *Plugin) update(_ context.Context, key string, old, v *linuxif.Interface
 	if err := p.configure(ref, h, link, old, v); err != nil {
 		return md, fmt.Errorf("interface %s: %w", v.GetName(), err)
 	}
-	p.setInherited(v.GetName(), false) // its alias is ours now
+	// Its alias is ours now, but the name stays inherited until the next
+	// Retrieve finds it so (inheritedLinks): the comparator must answer as
+	// it did when this Update was planned if the scheduler runs the
+	// transaction again after another value's failure.
 	return p.metadata(h, v, ref)
 }
 

@@ -89,18 +89,23 @@ func (p *Plugin) notThisLink(link netlink.Link, v *linuxif.Interface, ref nsplug
 }
 
 // inheritedLinks: the logical names whose link Retrieve found carrying the
-// original agent's alias (originals), until Update rewrites it to this
-// agent's. The interface descriptor's ValueComparator reports such a value
-// different from any other, so that the scheduler calls Update, the only
-// operation the takeover executes; and the checks of whose a link is
-// (owner) take the original's alias as this interface's meanwhile.
+// original agent's alias (originals). The interface descriptor's
+// ValueComparator reports such a value different from any other, so that
+// the scheduler calls Update, which rewrites the alias to this agent's: the
+// only operation the takeover executes; and the checks of whose a link is
+// (owner) take the original's alias as this interface's.
 //
 // Retrieve sets a name when it finds the original's alias and clears it
-// when it finds ours (or no link): the set follows the kernel, so an SB
-// dump (which also retrieves) changes it only when a transaction would. A
-// dump that read the link just before an Update rewrote it may set a name
-// again: the next transaction of that value then executes one more Update,
-// which finds the alias ours and changes nothing.
+// when it finds ours (or no link): the set follows the kernel as the last
+// refresh saw it. Update does not clear it: when another value of the same
+// transaction fails, the scheduler runs the transaction's algorithm again,
+// replaying the calls already made, and the comparator must then answer as
+// it did when the Update was planned (cleared, it would skip the Update,
+// the re-run would no longer match the calls made, and the record would
+// lack the rewrite). Until the next refresh, a transaction that sets the
+// value again executes one more Update, which finds the alias ours and
+// changes nothing; Create and Delete, after which the original's link is
+// gone, clear the name.
 type inheritedLinks map[string]bool
 
 func (p *Plugin) isInherited(name string) bool {
