@@ -28,6 +28,8 @@ if [ "${1:-}" = proto ]; then
   if ! protoc --version 2>/dev/null | grep -q "$PROTOC_VERSION"; then
     need_apt+=(protobuf-compiler)
   fi
+  # google/protobuf/*.proto (ligato/generic/meta.proto imports descriptor.proto)
+  [ -f /usr/include/google/protobuf/descriptor.proto ] || need_apt+=(libprotobuf-dev)
 fi
 if [ ${#need_apt[@]} -gt 0 ]; then
   if [ "$(id -u)" -ne 0 ]; then
