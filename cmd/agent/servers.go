@@ -26,6 +26,7 @@ import (
 	"github.com/netagent-io/netagent/plugins/kvscheduler/rest"
 	"github.com/netagent-io/netagent/plugins/orchestrator/grpcsource"
 	"github.com/netagent-io/netagent/plugins/orchestrator/grpcsource/ligato"
+	ligatometa "github.com/netagent-io/netagent/plugins/orchestrator/grpcsource/ligato/meta"
 	"github.com/netagent-io/netagent/plugins/orchestrator/grpcsource/msglimit"
 	configuratorpb "github.com/netagent-io/netagent/proto/configurator"
 	ligatocfg "github.com/netagent-io/netagent/proto/ligato/configurator"
@@ -109,6 +110,11 @@ func (a *Agent) buildServers() error {
 		srv.configurer.Register(srv.grpc)
 		srv.ligato = ligato.New(srv.configurer, a.orch, a.sched, ligato.Options{Log: a.log})
 		srv.ligato.Register(srv.grpc)
+		meta, err := ligatometa.New(models.Default)
+		if err != nil {
+			return fmt.Errorf("ligato.generic.MetaService: %w", err)
+		}
+		meta.Register(srv.grpc)
 		healthpb.RegisterHealthServer(srv.grpc, srv.health)
 		reflection.Register(srv.grpc)
 		setHealth(srv.health, healthpb.HealthCheckResponse_NOT_SERVING)
