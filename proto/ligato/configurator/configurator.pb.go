@@ -577,7 +577,15 @@ type NotifyRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// idx is the index of the first notification wanted: 0 for all kept, the
 	// next_idx of the last one received to resume.
-	Idx           uint32 `protobuf:"varint,1,opt,name=idx,proto3" json:"idx,omitempty"`
+	Idx uint32 `protobuf:"varint,1,opt,name=idx,proto3" json:"idx,omitempty"`
+	// filters are notifications by example (the original's later versions):
+	// none, every notification is sent; otherwise those that match at least
+	// one. A notification matches a filter when each field the filter sets
+	// to a value other than its default (an enum's 0 is a default: no
+	// filter) has that value in the notification. The indexes are those of
+	// all notifications: a client resumes with the next_idx of the last it
+	// received.
+	Filters       []*Notification `protobuf:"bytes,2,rep,name=filters,proto3" json:"filters,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -617,6 +625,13 @@ func (x *NotifyRequest) GetIdx() uint32 {
 		return x.Idx
 	}
 	return 0
+}
+
+func (x *NotifyRequest) GetFilters() []*Notification {
+	if x != nil {
+		return x.Filters
+	}
+	return nil
 }
 
 type NotifyResponse struct {
@@ -706,9 +721,10 @@ const file_ligato_configurator_configurator_proto_rawDesc = "" +
 	"\bleft_out\x18d \x03(\v2\x1e.netagent.configurator.LeftOutR\aleftOut\"\r\n" +
 	"\vDumpRequest\"?\n" +
 	"\fDumpResponse\x12/\n" +
-	"\x04dump\x18\x01 \x01(\v2\x1b.ligato.configurator.ConfigR\x04dump\"!\n" +
+	"\x04dump\x18\x01 \x01(\v2\x1b.ligato.configurator.ConfigR\x04dump\"^\n" +
 	"\rNotifyRequest\x12\x10\n" +
-	"\x03idx\x18\x01 \x01(\rR\x03idx\"r\n" +
+	"\x03idx\x18\x01 \x01(\rR\x03idx\x12;\n" +
+	"\afilters\x18\x02 \x03(\v2!.ligato.configurator.NotificationR\afilters\"r\n" +
 	"\x0eNotifyResponse\x12\x19\n" +
 	"\bnext_idx\x18\x01 \x01(\rR\anextIdx\x12E\n" +
 	"\fnotification\x18\x02 \x01(\v2!.ligato.configurator.NotificationR\fnotification2\xa7\x03\n" +
@@ -764,22 +780,23 @@ var file_ligato_configurator_configurator_proto_depIdxs = []int32{
 	0,  // 8: ligato.configurator.GetResponse.config:type_name -> ligato.configurator.Config
 	17, // 9: ligato.configurator.GetResponse.left_out:type_name -> netagent.configurator.LeftOut
 	0,  // 10: ligato.configurator.DumpResponse.dump:type_name -> ligato.configurator.Config
-	1,  // 11: ligato.configurator.NotifyResponse.notification:type_name -> ligato.configurator.Notification
-	6,  // 12: ligato.configurator.ConfiguratorService.Get:input_type -> ligato.configurator.GetRequest
-	2,  // 13: ligato.configurator.ConfiguratorService.Update:input_type -> ligato.configurator.UpdateRequest
-	4,  // 14: ligato.configurator.ConfiguratorService.Delete:input_type -> ligato.configurator.DeleteRequest
-	8,  // 15: ligato.configurator.ConfiguratorService.Dump:input_type -> ligato.configurator.DumpRequest
-	10, // 16: ligato.configurator.ConfiguratorService.Notify:input_type -> ligato.configurator.NotifyRequest
-	7,  // 17: ligato.configurator.ConfiguratorService.Get:output_type -> ligato.configurator.GetResponse
-	3,  // 18: ligato.configurator.ConfiguratorService.Update:output_type -> ligato.configurator.UpdateResponse
-	5,  // 19: ligato.configurator.ConfiguratorService.Delete:output_type -> ligato.configurator.DeleteResponse
-	9,  // 20: ligato.configurator.ConfiguratorService.Dump:output_type -> ligato.configurator.DumpResponse
-	11, // 21: ligato.configurator.ConfiguratorService.Notify:output_type -> ligato.configurator.NotifyResponse
-	17, // [17:22] is the sub-list for method output_type
-	12, // [12:17] is the sub-list for method input_type
-	12, // [12:12] is the sub-list for extension type_name
-	12, // [12:12] is the sub-list for extension extendee
-	0,  // [0:12] is the sub-list for field type_name
+	1,  // 11: ligato.configurator.NotifyRequest.filters:type_name -> ligato.configurator.Notification
+	1,  // 12: ligato.configurator.NotifyResponse.notification:type_name -> ligato.configurator.Notification
+	6,  // 13: ligato.configurator.ConfiguratorService.Get:input_type -> ligato.configurator.GetRequest
+	2,  // 14: ligato.configurator.ConfiguratorService.Update:input_type -> ligato.configurator.UpdateRequest
+	4,  // 15: ligato.configurator.ConfiguratorService.Delete:input_type -> ligato.configurator.DeleteRequest
+	8,  // 16: ligato.configurator.ConfiguratorService.Dump:input_type -> ligato.configurator.DumpRequest
+	10, // 17: ligato.configurator.ConfiguratorService.Notify:input_type -> ligato.configurator.NotifyRequest
+	7,  // 18: ligato.configurator.ConfiguratorService.Get:output_type -> ligato.configurator.GetResponse
+	3,  // 19: ligato.configurator.ConfiguratorService.Update:output_type -> ligato.configurator.UpdateResponse
+	5,  // 20: ligato.configurator.ConfiguratorService.Delete:output_type -> ligato.configurator.DeleteResponse
+	9,  // 21: ligato.configurator.ConfiguratorService.Dump:output_type -> ligato.configurator.DumpResponse
+	11, // 22: ligato.configurator.ConfiguratorService.Notify:output_type -> ligato.configurator.NotifyResponse
+	18, // [18:23] is the sub-list for method output_type
+	13, // [13:18] is the sub-list for method input_type
+	13, // [13:13] is the sub-list for extension type_name
+	13, // [13:13] is the sub-list for extension extendee
+	0,  // [0:13] is the sub-list for field type_name
 }
 
 func init() { file_ligato_configurator_configurator_proto_init() }

@@ -62,7 +62,8 @@ type ConfiguratorServiceClient interface {
 	// Dump returns what the southbound has now.
 	Dump(ctx context.Context, in *DumpRequest, opts ...grpc.CallOption) (*DumpResponse, error)
 	// Notify streams the notifications kept from idx on (from the oldest kept
-	// when idx is older, or newer than the next one), then each new one.
+	// when idx is older, or newer than the next one), then each new one;
+	// those that match the request's filters, if it has any.
 	Notify(ctx context.Context, in *NotifyRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[NotifyResponse], error)
 }
 
@@ -151,7 +152,8 @@ type ConfiguratorServiceServer interface {
 	// Dump returns what the southbound has now.
 	Dump(context.Context, *DumpRequest) (*DumpResponse, error)
 	// Notify streams the notifications kept from idx on (from the oldest kept
-	// when idx is older, or newer than the next one), then each new one.
+	// when idx is older, or newer than the next one), then each new one;
+	// those that match the request's filters, if it has any.
 	Notify(*NotifyRequest, grpc.ServerStreamingServer[NotifyResponse]) error
 	mustEmbedUnimplementedConfiguratorServiceServer()
 }

@@ -27,7 +27,7 @@ var originalMessages = map[string][]string{
 	"ligato.configurator.DeleteRequest":  {"1 delete message", "3 wait_done bool"},
 	"ligato.configurator.GetResponse":    {"1 config message"},
 	"ligato.configurator.DumpResponse":   {"1 dump message"},
-	"ligato.configurator.NotifyRequest":  {"1 idx uint32"},
+	"ligato.configurator.NotifyRequest":  {"1 idx uint32", "2 filters repeated message"},
 	"ligato.configurator.NotifyResponse": {"1 next_idx uint32", "2 notification message"},
 	"ligato.vpp.ConfigData": {"10 interfaces repeated message", "30 bridge_domains repeated message",
 		"40 routes repeated message", "41 arps repeated message"},

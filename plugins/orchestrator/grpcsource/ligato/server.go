@@ -60,9 +60,18 @@
 // coalesces per key, so a state that lasts less than the time the
 // notifier takes to read it may be skipped; the final state of each
 // interface is always notified. A request with fields netagent's
-// NotifyRequest lacks (the notification filters of the original's later
-// versions) is refused with InvalidArgument rather than answered
+// NotifyRequest lacks is refused with InvalidArgument rather than answered
 // unfiltered.
+//
+// A request may carry filters, notifications by example (the original's
+// later versions, its agentctl's config watch --filter): the client then
+// gets the notifications that match at least one, with the original's
+// matching (see matches): each field a filter sets to a value other than
+// its default has that value in the notification. An empty filter matches
+// every notification; one that names what netagent never sends (a Linux
+// notification, COUNTERS, counters) matches none. The indexes stay those
+// of all notifications: the next_idx of the last one a client received is
+// where it resumes, the filtered-out ones after it are filtered again.
 package ligato
 
 import (
@@ -256,21 +265,25 @@ func (s *Server) logRefused(request string, refused refusals) {
 // Notify implements ConfiguratorService.
 func (s *Server) Notify(req *ligatocfg.NotifyRequest, stream grpc.ServerStreamingServer[ligatocfg.NotifyResponse]) error {
 	if raw := req.ProtoReflect().GetUnknown(); len(raw) > 0 {
-		// Later versions of the original filter notifications by example
-		// (NotifyRequest.filters): netagent does not, and sending every
-		// notification to a client that asked for some would mislead it.
+		// A field of a version netagent does not know may narrow what the
+		// client wants, as the filters did: sending everything would
+		// mislead it.
 		var fields []string
 		eachField(raw, func(num protowire.Number, _ protowire.Type, _ []byte) {
 			fields = append(fields, fmt.Sprintf("field %d", num))
 		})
-		return status.Errorf(codes.InvalidArgument, "notify: %s of the request not supported by netagent (notification filters are not): ask without them",
+		return status.Errorf(codes.InvalidArgument, "notify: %s of the request not known to netagent: ask without them",
 			strings.Join(slices.Compact(fields), ", "))
 	}
+	filters := req.GetFilters()
 	ctx := stream.Context()
 	idx := req.GetIdx()
 	for {
 		batch, wake, next := s.notes.since(idx)
 		for _, n := range batch {
+			if !wanted(n.msg, filters) {
+				continue
+			}
 			resp := &ligatocfg.NotifyResponse{NextIdx: n.idx + 1, Notification: n.msg}
 			if err := stream.Send(resp); err != nil {
 				return err

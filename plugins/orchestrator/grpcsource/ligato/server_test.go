@@ -229,14 +229,14 @@ func TestBadRequests(t *testing.T) {
 	_, err = e.client.Update(ctx, &ligatocfg.UpdateRequest{Update: doc(loop("loop2"), loop("loop2")), WaitDone: true})
 	check("a key twice", err, codes.InvalidArgument, "vpp_config.interfaces[1]", "already")
 
-	// Notification filters (a later version's NotifyRequest field): refused
-	// rather than ignored.
-	filtered := withUnknown(&ligatocfg.NotifyRequest{}, field(2, nil))
-	stream, err := e.client.Notify(ctx, filtered)
+	// A NotifyRequest field netagent does not know (it might narrow what
+	// the client wants, as the filters do): refused rather than ignored.
+	unknown := withUnknown(&ligatocfg.NotifyRequest{}, field(3, nil))
+	stream, err := e.client.Notify(ctx, unknown)
 	if err == nil {
 		_, err = stream.Recv()
 	}
-	check("notify with filters", err, codes.InvalidArgument, "field 2", "filters")
+	check("notify with an unknown field", err, codes.InvalidArgument, "field 3", "not known")
 
 	// An empty document with wait_done: nothing to do, nothing to wait for.
 	resp, err := e.client.Update(ctx, &ligatocfg.UpdateRequest{Update: &ligatocfg.Config{}, WaitDone: true})
