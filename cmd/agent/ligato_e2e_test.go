@@ -33,8 +33,8 @@ import (
 // pair with a route and a VPP loopback with an address and a route, and
 // reports the ACL of the same request (a model netagent lacks) as a
 // per-key error; Get and Dump answer in the original's containers; Notify
-// tells the loopback's states as they change; Delete removes it all from
-// the kernel and VPP.
+// tells the loopback's states as they change, filtered ones only those a
+// filter names; Delete removes it all from the kernel and VPP.
 func TestE2EVPPLigatoConfigurator(t *testing.T) {
 	needRoot(t)
 	v := startE2EVPP(t)
@@ -47,8 +47,19 @@ func TestE2EVPPLigatoConfigurator(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
 	defer cancel()
 
-	// Notify, from the first notification.
+	// Notify, from the first notification; and filtered: the loopback's
+	// notifications with its admin state down.
 	notes, err := c.Notify(ctx, &ligatocfg.NotifyRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	downs, err := c.Notify(ctx, &ligatocfg.NotifyRequest{Filters: []*ligatocfg.Notification{{
+		Notification: &ligatocfg.Notification_VppNotification{VppNotification: &ligatovpp.Notification{
+			Interface: &ligatovppif.InterfaceNotification{State: &ligatovppif.InterfaceState{
+				Name: "lgloop1", AdminStatus: ligatovppif.InterfaceState_DOWN,
+			}},
+		}},
+	}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,6 +151,10 @@ func TestE2EVPPLigatoConfigurator(t *testing.T) {
 	waitNotified(t, notes, "lgloop1 down", func(s *ligatovppif.InterfaceState) bool {
 		return s.GetName() == "lgloop1" && s.GetAdminStatus() == ligatovppif.InterfaceState_DOWN && s.GetOperStatus() == ligatovppif.InterfaceState_DOWN
 	})
+	// The filtered stream skipped the notifications before it.
+	if r, err := downs.Recv(); err != nil || r.GetNotification().GetVppNotification().GetInterface().GetState().GetAdminStatus() != ligatovppif.InterfaceState_DOWN {
+		t.Errorf("filtered Notify: first %v %v, want lgloop1 admin DOWN", r, err)
+	}
 	if _, err := c.Update(ctx, &ligatocfg.UpdateRequest{Update: &ligatocfg.Config{VppConfig: &ligatovpp.ConfigData{Interfaces: []*vppif.Interface{loop}}}, WaitDone: true}); err != nil {
 		t.Fatal(err)
 	}
