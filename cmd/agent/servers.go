@@ -26,6 +26,7 @@ import (
 	"github.com/netagent-io/netagent/plugins/kvscheduler/rest"
 	"github.com/netagent-io/netagent/plugins/orchestrator/grpcsource"
 	"github.com/netagent-io/netagent/plugins/orchestrator/grpcsource/ligato"
+	ligatomanager "github.com/netagent-io/netagent/plugins/orchestrator/grpcsource/ligato/manager"
 	ligatometa "github.com/netagent-io/netagent/plugins/orchestrator/grpcsource/ligato/meta"
 	"github.com/netagent-io/netagent/plugins/orchestrator/grpcsource/msglimit"
 	configuratorpb "github.com/netagent-io/netagent/proto/configurator"
@@ -115,6 +116,11 @@ func (a *Agent) buildServers() error {
 			return fmt.Errorf("ligato.generic.MetaService: %w", err)
 		}
 		meta.Register(srv.grpc)
+		manager, err := ligatomanager.New(srv.configurer, a.orch, a.sched, ligatomanager.Options{Log: a.log})
+		if err != nil {
+			return fmt.Errorf("ligato.generic.ManagerService: %w", err)
+		}
+		manager.Register(srv.grpc)
 		healthpb.RegisterHealthServer(srv.grpc, srv.health)
 		reflection.Register(srv.grpc)
 		setHealth(srv.health, healthpb.HealthCheckResponse_NOT_SERVING)

@@ -1,8 +1,9 @@
 package main
 
 // The token guards the requests and calls that change state: REST requests
-// other than GET and HEAD, and the Update and Delete of both configurators
-// (netagent's and the original's ConfiguratorService: by method name).
+// other than GET and HEAD, the Update and Delete of both configurators
+// (netagent's and the original's ConfiguratorService) and the original's
+// ManagerService.SetConfig: by method name.
 
 import (
 	"context"
@@ -39,7 +40,7 @@ func requireToken(token Secret, h http.Handler) http.Handler {
 
 // changing lists the gRPC methods that change state.
 func changing(fullMethod string) bool {
-	return strings.HasSuffix(fullMethod, "/Update") || strings.HasSuffix(fullMethod, "/Delete")
+	return strings.HasSuffix(fullMethod, "/Update") || strings.HasSuffix(fullMethod, "/Delete") || strings.HasSuffix(fullMethod, "/SetConfig")
 }
 
 func checkToken(ctx context.Context, token Secret, method string) error {
