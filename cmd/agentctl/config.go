@@ -326,11 +326,11 @@ configuration. A big --wait may need a longer --timeout.`,
 		Args:              argsNamed("FILE"),
 		ValidArgsFunction: yamlFiles,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			doc, kvs, err := a.readDocument(args[0])
+			doc, err := a.readChangeDocument(args[0])
 			if err != nil {
 				return err
 			}
-			n := len(kvs)
+			n := doc.items
 			if n == 0 && !replace {
 				return fmt.Errorf("%s has no values: nothing to update (with --replace, an empty document removes every value set through gRPC)", args[0])
 			}
@@ -347,9 +347,16 @@ configuration. A big --wait may need a longer --timeout.`,
 					return err
 				}
 			}
-			resp, err := client.Update(ctx, &configuratorpb.UpdateRequest{Update: doc, FullResync: replace, WaitDone: wait})
+			resp, err := client.Update(ctx, &configuratorpb.UpdateRequest{Update: doc.cfg, FullResync: replace, WaitDone: wait})
+			kvs, docErr := doc.values()
 			if err != nil {
+				if docErr != nil {
+					return docErr // the agent refused it too; this names the place
+				}
 				return client.changeError("config update", err)
+			}
+			if docErr != nil {
+				a.warnAccepted(docErr)
 			}
 			c := change{verb: "update of", values: n, wait: wait, seq: resp.GetSeqNum(), errs: resp.GetErrors()}
 			if !replace {
@@ -395,11 +402,11 @@ etcd with "agentctl kvdb del KEY".`,
 		Args:              argsNamed("FILE"),
 		ValidArgsFunction: yamlFiles,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			doc, kvs, err := a.readDocument(args[0])
+			doc, err := a.readChangeDocument(args[0])
 			if err != nil {
 				return err
 			}
-			n := len(kvs)
+			n := doc.items
 			if n == 0 {
 				return fmt.Errorf("%s has no values: nothing to delete", args[0])
 			}
@@ -408,9 +415,16 @@ etcd with "agentctl kvdb del KEY".`,
 				return err
 			}
 			defer done()
-			resp, err := client.Delete(ctx, &configuratorpb.DeleteRequest{Delete: doc, WaitDone: wait})
+			resp, err := client.Delete(ctx, &configuratorpb.DeleteRequest{Delete: doc.cfg, WaitDone: wait})
+			kvs, docErr := doc.values()
 			if err != nil {
+				if docErr != nil {
+					return docErr // the agent refused it too; this names the place
+				}
 				return client.changeError("config delete", err)
+			}
+			if docErr != nil {
+				a.warnAccepted(docErr)
 			}
 			c := change{verb: "delete of", values: n, wait: wait, seq: resp.GetSeqNum(), errs: resp.GetErrors()}
 			// A key the desired configuration still has is set by another

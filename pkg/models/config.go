@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"sort"
 	"strings"
 
@@ -234,9 +233,10 @@ func (r *Registry) BuildConfig(kvs []KV) (*configpb.Config, error) {
 // ParseConfig checks them: each valid for its model's key, no key twice.
 func (r *Registry) ConfigKVs(c *configpb.Config) ([]KV, error) {
 	cm := c.ProtoReflect()
-	var kvs []KV
+	items := CountConfigItems(c)
+	kvs := make([]KV, 0, items)
 	var errs []error
-	where := map[string]itemPlace{}
+	where := make(map[string]itemPlace, items)
 	for _, section := range sortedFields(configDesc) {
 		if !cm.Has(section) {
 			continue
@@ -256,7 +256,6 @@ func (r *Registry) ConfigKVs(c *configpb.Config) ([]KV, error) {
 				continue
 			}
 			list := sm.Get(field).List()
-			kvs = slices.Grow(kvs, list.Len())
 			for k := range list.Len() {
 				v := list.Get(k).Message().Interface()
 				if !list.Get(k).Message().IsValid() {
@@ -280,6 +279,27 @@ func (r *Registry) ConfigKVs(c *configpb.Config) ([]KV, error) {
 		return nil, errors.Join(errs...)
 	}
 	return kvs, nil
+}
+
+// CountConfigItems is the number of items of a configuration document: the
+// entries of its lists, each one value of ConfigKVs when the document is
+// valid. It reads nothing else of the items (cheap for big documents).
+func CountConfigItems(c *configpb.Config) int {
+	n := 0
+	c.ProtoReflect().Range(func(_ protoreflect.FieldDescriptor, sv protoreflect.Value) bool {
+		sm, ok := sv.Interface().(protoreflect.Message)
+		if !ok {
+			return true
+		}
+		sm.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
+			if fd.IsList() {
+				n += v.List().Len()
+			}
+			return true
+		})
+		return true
+	})
+	return n
 }
 
 // itemPlace is where an item is in a configuration document:

@@ -36,18 +36,9 @@ func (r *Registry) ParseConfigFile(name string, data []byte) ([]KV, error) {
 // A document that fails there is read again by ParseConfigFile, so the
 // errors name the item, its place and its line as they always did.
 func (r *Registry) ParseConfigDocument(name string, data []byte) (*configpb.Config, []KV, error) {
-	js := data
-	var err error
-	if documentFormat(name, data) != "JSON" {
-		js, err = yaml.YAMLToJSONStrict(data)
-	}
-	if err == nil {
-		cfg := &configpb.Config{}
-		if err = unmarshalJSON.Unmarshal(js, cfg); err == nil {
-			var kvs []KV
-			if kvs, err = r.ConfigKVs(cfg); err == nil {
-				return cfg, kvs, nil
-			}
+	if cfg, ok := r.DecodeConfigDocument(name, data); ok {
+		if kvs, err := r.ConfigKVs(cfg); err == nil {
+			return cfg, kvs, nil
 		}
 	}
 	// The item by item reading explains what is wrong; what it accepts
@@ -61,6 +52,25 @@ func (r *Registry) ParseConfigDocument(name string, data []byte) (*configpb.Conf
 		return nil, nil, ConfigFileError(name, data, err)
 	}
 	return cfg, kvs, nil
+}
+
+// DecodeConfigDocument is the quick part of ParseConfigDocument: the
+// document (JSON or YAML, see ParseConfigDocument) decoded in one pass,
+// its items not checked (ConfigKVs does). false: it cannot be decoded so;
+// ParseConfigDocument then says why and where.
+func (r *Registry) DecodeConfigDocument(name string, data []byte) (*configpb.Config, bool) {
+	js := data
+	if documentFormat(name, data) != "JSON" {
+		var err error
+		if js, err = yaml.YAMLToJSONStrict(data); err != nil {
+			return nil, false
+		}
+	}
+	cfg := &configpb.Config{}
+	if err := unmarshalJSON.Unmarshal(js, cfg); err != nil {
+		return nil, false
+	}
+	return cfg, true
 }
 
 // documentFormat is the format of a configuration document: JSON for a

@@ -169,3 +169,34 @@ func FuzzParseConfigDocument(f *testing.F) {
 		sameParse(t, name, doc)
 	})
 }
+
+// TestDecodeConfigDocument: the quick reading of a document decodes what
+// protojson takes (items not checked: an invalid address passes) and
+// refuses the rest; CountConfigItems counts the entries of every list,
+// invalid ones included.
+func TestDecodeConfigDocument(t *testing.T) {
+	for _, tc := range []struct {
+		name, doc string
+		ok        bool
+		items     int
+	}{
+		{"a.yaml", "vpp_config:\n  routes:\n    - {dst_network: 10.0.0.0/24}\n    - {dst_network: 10.1.0.0/24}\nlinux_config:\n  interfaces:\n    - {name: a, type: LOOPBACK}\n", true, 3},
+		{"b.json", `{"vpp_config":{"routes":[{"dst_network":"300.0.0.0/24"}]}}`, true, 1},
+		{"c.yaml", "# nothing\n", false, 0}, // null: for the item by item reading
+		{"d.yaml", "{}\n", true, 0},
+		{"e.yaml", "vpp_config: [\n", false, 0},
+		{"f.yaml", "bogus_config: {}\n", false, 0},
+		{"g.json", `{"vpp_config":{"routes":[{"bogus":1}]}}`, false, 0},
+	} {
+		cfg, ok := models.Default.DecodeConfigDocument(tc.name, []byte(tc.doc))
+		if ok != tc.ok {
+			t.Errorf("%s: decoded %v, want %v", tc.name, ok, tc.ok)
+			continue
+		}
+		if ok {
+			if n := models.CountConfigItems(cfg); n != tc.items {
+				t.Errorf("%s: %d items, want %d", tc.name, n, tc.items)
+			}
+		}
+	}
+}

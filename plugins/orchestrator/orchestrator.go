@@ -371,7 +371,7 @@ func (o *Orchestrator) change(id SourceID, kvs []KV) (api.Txn, bool) {
 		value proto.Message
 		note  string
 	}
-	before := map[string]noted{}
+	before := make(map[string]noted, len(kvs))
 	for _, kv := range kvs {
 		if _, seen := before[kv.Key]; !seen {
 			v, note := o.effectiveNoted(kv.Key)

@@ -64,6 +64,11 @@ func TestAgentctlErrors(t *testing.T) {
 		{name: "unknown field", args: []string{"config", "plan", unknownField}, wants: []string{unknownField + " (YAML): line 5: linux_config.interfaces[0]: " + `unknown field "bogus"`}},
 		{name: "unknown section", args: []string{"config", "update", unknownSection}, wants: []string{"bogus_config", "unknown section"}},
 		{name: "invalid value", args: []string{"config", "update", invalidValue, "--wait"}, wants: []string{invalidValue + " (YAML): line 5: linux_config.routes[0]: ", "gw_addr", "300.1.1.1"}},
+		// The document's own error comes first, whatever the agent says
+		// (agentctl checks the items while the request goes).
+		{name: "invalid value, agent not running", args: []string{"config", "update", invalidValue, "--grpc-port", strconv.Itoa(free[1])},
+			wants: []string{invalidValue + " (YAML): line 5: linux_config.routes[0]: ", "gw_addr", "300.1.1.1"}},
+		{name: "invalid value (delete)", args: []string{"config", "delete", invalidValue, "--wait"}, wants: []string{invalidValue + " (YAML): line 5: linux_config.routes[0]: ", "gw_addr"}},
 		// Unknown models, commands, flags.
 		{name: "values: unknown model", args: []string{"values", "bogus.model"}, wants: []string{`unknown model "bogus.model"`, "linux.l3.route", "vpp.interfaces"}},
 		{name: "dump: unknown model", args: []string{"dump", "bogus.model"}, wants: []string{`unknown model "bogus.model"`, "linux.interfaces.interface"}},

@@ -236,7 +236,12 @@ func (s *Server) Update(ctx context.Context, req *configuratorpb.UpdateRequest) 
 func (s *Server) statusErrors(kvs []orchestrator.KV, skip map[string]bool) []*configuratorpb.KeyError {
 	var out []*configuratorpb.KeyError
 	for _, kv := range kvs {
-		if kv.Value == nil || skip[kv.Key] || !proto.Equal(s.o.Value(kv.Key), kv.Value) {
+		if kv.Value == nil || skip[kv.Key] {
+			continue
+		}
+		// (The orchestrator keeps the value it was given: the same
+		// pointer, unless a source of higher priority sets the key.)
+		if v := s.o.Value(kv.Key); v != kv.Value && !proto.Equal(v, kv.Value) {
 			continue
 		}
 		bs := s.s.GetValueStatus(kv.Key)
