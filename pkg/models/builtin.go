@@ -46,6 +46,7 @@ var (
 		ConfigSection: "vpp_config", ConfigField: "routes",
 		prototype:       &vppl3.Route{},
 		keySuffix:       vppRouteSuffix,
+		appendKeySuffix: appendVPPRouteSuffix,
 		parseSuffix:     parseVPPRouteSuffix,
 		validate:        validateVPPRoute,
 		canonicalSuffix: func(s string) string { return strings.TrimSuffix(s, "/") },
@@ -173,27 +174,34 @@ func parseIfaceIPSuffix(s string) (KeyParts, error) {
 }
 
 func vppRouteSuffix(v proto.Message) (string, error) {
+	b, err := appendVPPRouteSuffix(make([]byte, 0, 64), v)
+	return string(b), err
+}
+
+// appendVPPRouteSuffix appends the route's key suffix to b (vppRouteSuffix;
+// on a stack buffer, the key check of a route allocates nothing).
+func appendVPPRouteSuffix(b []byte, v proto.Message) ([]byte, error) {
 	r := v.(*vppl3.Route)
 	var errs fieldErrors
 	dst, ok := errs.cidr("dst_network", r.GetDstNetwork())
 	if !ok {
-		return "", fmt.Errorf("%s", errs[0])
+		return b, fmt.Errorf("%s", errs[0])
 	}
-	var b strings.Builder
-	if r.GetOutgoingInterface() != "" {
-		b.WriteString("if/" + r.GetOutgoingInterface() + "/")
+	if iface := r.GetOutgoingInterface(); iface != "" {
+		b = append(append(append(b, "if/"...), iface...), '/')
 	}
 	dst = dst.Masked()
-	b.WriteString("vrf/" + strconv.FormatUint(uint64(r.GetVrfId()), 10) +
-		"/dst/" + canonicalIP(dst.Addr()) + "/" + strconv.Itoa(dst.Bits()))
+	b = strconv.AppendUint(append(b, "vrf/"...), uint64(r.GetVrfId()), 10)
+	b = dst.Addr().AppendTo(append(b, "/dst/"...))
+	b = strconv.AppendInt(append(b, '/'), int64(dst.Bits()), 10)
 	if nh := r.GetNextHopAddr(); nh != "" {
 		a, ok := errs.ip("next_hop_addr", nh)
 		if !ok {
-			return "", fmt.Errorf("%s", errs[0])
+			return b, fmt.Errorf("%s", errs[0])
 		}
-		b.WriteString("/gw/" + canonicalIP(a))
+		b = a.AppendTo(append(b, "/gw/"...))
 	}
-	return b.String(), nil
+	return b, nil
 }
 
 // parseVPPRouteSuffix parses
@@ -575,27 +583,36 @@ func hostIfName(errs *fieldErrors, field, s string) {
 // (a binary value from a newer client, say), in any nested message.
 func checkEnums(m protoreflect.Message, path string, errs *fieldErrors) {
 	m.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
-		name := path + string(fd.Name())
 		switch {
+		case fd.Kind() != protoreflect.EnumKind && fd.Kind() != protoreflect.MessageKind:
 		case fd.IsList():
 			l := v.List()
 			for k := range l.Len() {
-				checkEnumValue(fd, l.Get(k), fmt.Sprintf("%s[%d]", name, k), errs)
+				checkEnumValue(fd, l.Get(k), path, k, errs)
 			}
 		case !fd.IsMap():
-			checkEnumValue(fd, v, name, errs)
+			checkEnumValue(fd, v, path, -1, errs)
 		}
 		return true
 	})
 }
 
-func checkEnumValue(fd protoreflect.FieldDescriptor, v protoreflect.Value, name string, errs *fieldErrors) {
+// checkEnumValue checks the value v of field fd (entry index of a list;
+// -1: not a list) of the message at path. The field's name is made only
+// for an error or a nested message: values are checked by the thousand.
+func checkEnumValue(fd protoreflect.FieldDescriptor, v protoreflect.Value, path string, index int, errs *fieldErrors) {
+	name := func() string {
+		if index >= 0 {
+			return fmt.Sprintf("%s%s[%d]", path, fd.Name(), index)
+		}
+		return path + string(fd.Name())
+	}
 	switch fd.Kind() {
 	case protoreflect.EnumKind:
 		if fd.Enum().Values().ByNumber(v.Enum()) == nil {
-			errs.add(name, "%d is not a value of %s", v.Enum(), fd.Enum().FullName())
+			errs.add(name(), "%d is not a value of %s", v.Enum(), fd.Enum().FullName())
 		}
 	case protoreflect.MessageKind:
-		checkEnums(v.Message(), name+".", errs)
+		checkEnums(v.Message(), name()+".", errs)
 	}
 }

@@ -34,6 +34,9 @@ type Model struct {
 	// keySuffix builds the part of the key after KeyPrefix from a value
 	// whose fields are valid.
 	keySuffix func(proto.Message) (string, error)
+	// appendKeySuffix, when set, is keySuffix appending to a buffer, for
+	// key checks that allocate nothing (isKeyOf).
+	appendKeySuffix func([]byte, proto.Message) ([]byte, error)
 	// parseSuffix parses the part of a key after KeyPrefix.
 	parseSuffix func(string) (KeyParts, error)
 	// validate checks the fields of a value; every problem is listed.
@@ -169,6 +172,12 @@ func (m *Model) checkParsedKey(key string, v proto.Message) error {
 // (a key that parses and is canonical: FuzzKeyOfValue): the usual case,
 // decided without parsing key. Another spelling of it is for checkKeyOf.
 func (m *Model) isKeyOf(key string, v proto.Message) bool {
+	if m.appendKeySuffix != nil {
+		var buf [128]byte
+		suffix, err := m.appendKeySuffix(buf[:0], v)
+		return err == nil && len(key) == len(m.KeyPrefix)+len(suffix) &&
+			strings.HasPrefix(key, m.KeyPrefix) && key[len(m.KeyPrefix):] == string(suffix)
+	}
 	suffix, err := m.keySuffix(v)
 	return err == nil && len(key) == len(m.KeyPrefix)+len(suffix) &&
 		strings.HasPrefix(key, m.KeyPrefix) && key[len(m.KeyPrefix):] == suffix

@@ -31,7 +31,7 @@ func checkName(s string) error {
 			return fmt.Errorf("contains %q (no spaces or control characters)", r)
 		}
 	}
-	for _, seg := range strings.Split(s, "/") {
+	for seg := range strings.SplitSeq(s, "/") {
 		switch seg {
 		case "":
 			return fmt.Errorf("has an empty segment (a leading, trailing or doubled /)")
