@@ -127,7 +127,11 @@
 // failure led it another way) did its work in the SB all the same: when
 // it succeeded, the graph takes its result (the applied value and metadata
 // it left) and a follow-up transaction reconciles the value; when it
-// failed, the value is refreshed like any failed one. A transaction with
+// failed, the value is refreshed like any failed one; either way it is in
+// the record. A re-run that does not make the calls in the plan's order (a
+// descriptor answers otherwise after its own calls: a comparator following
+// what an Update changed) replays them by key and operation from there on:
+// no call is made twice, whatever the descriptors answer. A transaction with
 // Revert is executed one call at a time, in plan order, so that at its
 // first failure it knows exactly what to undo.
 //

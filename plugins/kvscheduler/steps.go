@@ -130,16 +130,35 @@ func (r *txnRun) replayed(rp *replayLog, n *node, op api.TxnOperation) (md any, 
 		return rp.result(i)
 	}
 	if st := rp.steps.at(rp.pos); st.key != n.key || st.op != op {
-		// Cannot happen while the algorithm is deterministic; say so loudly
-		// rather than hide it, and call the SB from here on.
-		r.s.logger.Error("replay of a failed transaction diverged from its plan",
+		// The re-run does not make the calls in the plan's order: a
+		// descriptor answers differently after its own calls (a comparator
+		// that follows what an Update changed). The calls made are the
+		// transaction's all the same: those from here to the gap are kept
+		// by key and operation, as the ones after it are, so that the
+		// re-run replays each one it makes (none is made twice), and
+		// settleUnreplayed takes in those it does not make.
+		r.s.logger.Warn("the re-run of a failed transaction makes its calls in another order than its plan; replaying them by key",
 			"expected", fmt.Sprintf("%s %s", st.op, st.key), "got", fmt.Sprintf("%s %s", op, n.key))
-		rp.off = true
-		return nil, nil, false
+		rp.keepByKey(rp.pos)
+		return r.replayed(rp, n, op)
 	}
 	i := rp.pos
 	rp.pos++
 	return rp.result(i)
+}
+
+// keepByKey moves the steps from pos to the gap into rest (by key and
+// operation, in plan order for each), and the gap to pos.
+func (rp *replayLog) keepByKey(pos int) {
+	if rp.rest == nil {
+		rp.rest = map[stepID][]int{}
+	}
+	for i := rp.gap - 1; i >= pos; i-- { // before the later steps of the same key
+		st := rp.steps.at(i)
+		id := stepID{st.key, st.op}
+		rp.rest[id] = append([]int{i}, rp.rest[id]...)
+	}
+	rp.gap = pos
 }
 
 func (rp *replayLog) result(i int) (md any, err error, ok bool) {
@@ -167,7 +186,7 @@ func (r *txnRun) settleUnreplayed(rp *replayLog) {
 		idx = append(idx, is...)
 	}
 	slices.Sort(idx)
-	r.s.logger.Warn("operations executed in a batch were not made again by the re-run after a failure; taking what they did into the graph",
+	r.s.logger.Warn("operations executed were not made again by the re-run after a failure; taking what they did into the graph",
 		"operations", len(idx), "first", rp.steps.at(idx[0]).key)
 	for _, i := range idx {
 		st := rp.steps.at(i)
@@ -176,10 +195,14 @@ func (r *txnRun) settleUnreplayed(rp *replayLog) {
 			r.s.logger.Warn("an object created in a batch belongs to no value any more; the next resync removes it", "key", st.key)
 			continue
 		}
-		if rp.errs[i] != nil {
+		// Recorded as executed: it was.
+		prev := status{state: n.state, lastOp: n.lastOp, err: n.err, details: n.details}
+		if err := rp.errs[i]; err != nil {
+			r.recordOp(n, st.op, st.from, st.to, prev, err, opFlags{})
 			r.failed = append(r.failed, n)
 			continue
 		}
+		r.recordOp(n, st.op, st.from, st.to, prev, nil, opFlags{})
 		applied := st.to
 		if st.op == api.OpDelete {
 			applied = nil
