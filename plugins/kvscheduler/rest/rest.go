@@ -13,9 +13,12 @@
 //
 // Answers are JSON unless format=text (a human-readable text) or a graph
 // format is asked for. Times are Unix seconds (fractions allowed) or RFC
-// 3339. A malformed or unknown argument gets 400, something that does not
-// exist (a key, a descriptor, a transaction the history does not hold) 404,
-// each with a JSON body {"error": "..."} that names the problem; never a 500
+// 3339. Requests of the original agent's agentctl (User-Agent
+// "Ligato-Client/...") to txn-history, dump, status and downstream-resync
+// get the original's JSON instead (see OriginalClient and ligato.go). A
+// malformed or unknown argument gets 400, something that does not exist
+// (a key, a descriptor, a transaction the history does not hold) 404, each
+// with a JSON body {"error": "..."} that names the problem; never a 500
 // for bad input. An SVG graph needs Graphviz's `dot`; without it
 // format=svg gets 501 saying how to install it, and the default format falls
 // back to DOT text.
@@ -36,6 +39,7 @@ import (
 
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/netagent-io/netagent/plugins/kvscheduler/api"
 	"github.com/netagent-io/netagent/plugins/kvscheduler/graphviz"
@@ -55,6 +59,11 @@ type Options struct {
 	TxnLogMaxItems int
 	// GraphTimeout bounds a `dot` run (default 30 s).
 	GraphTimeout time.Duration
+	// OriginalMessageNames maps netagent's message of a model to the
+	// original agent's message of that model (the same fields), for the
+	// answers to the original's agentctl (ligato.go). A value of another
+	// message is given to that client as google.protobuf.Empty.
+	OriginalMessageNames map[protoreflect.FullName]protoreflect.FullName
 }
 
 // Handler serves /scheduler/*.
@@ -71,14 +80,15 @@ func NewHandler(s Scheduler, opts Options) *Handler {
 	}
 	h := &Handler{s: s, opts: opts, mux: http.NewServeMux()}
 	h.mux.HandleFunc("GET /scheduler/{$}", h.index)
-	h.mux.HandleFunc("GET /scheduler/txn-history", h.txnHistory)
+	// The original agentctl's requests get the original's JSON (ligato.go).
+	h.mux.HandleFunc("GET /scheduler/txn-history", either(h.txnHistory, h.ligatoTxnHistory))
 	h.mux.HandleFunc("GET /scheduler/key-timeline", h.keyTimeline)
 	h.mux.HandleFunc("GET /scheduler/graph-snapshot", h.graphSnapshot)
 	h.mux.HandleFunc("GET /scheduler/graph", h.graph)
-	h.mux.HandleFunc("GET /scheduler/dump", h.dump)
-	h.mux.HandleFunc("GET /scheduler/status", h.status)
+	h.mux.HandleFunc("GET /scheduler/dump", either(h.dump, h.ligatoDump))
+	h.mux.HandleFunc("GET /scheduler/status", either(h.status, h.ligatoStatus))
 	h.mux.HandleFunc("GET /scheduler/stats", h.stats)
-	h.mux.HandleFunc("POST /scheduler/downstream-resync", h.downstreamResync)
+	h.mux.HandleFunc("POST /scheduler/downstream-resync", either(h.downstreamResync, h.ligatoDownstreamResync))
 	// Other methods on known paths, and unknown paths, answer in JSON too.
 	for path, method := range map[string]string{
 		"/scheduler/txn-history": "GET", "/scheduler/key-timeline": "GET", "/scheduler/graph-snapshot": "GET",
@@ -818,21 +828,9 @@ func (h *Handler) downstreamResync(w http.ResponseWriter, r *http.Request) {
 		fail(w, err)
 		return
 	}
-	opts := api.TxnOptions{Resync: api.DownstreamResync, Verbose: verbose, Description: "downstream resync requested over REST"}
-	if retry {
-		opts.Retry = api.DefaultRetry()
-	}
-	seq, err := h.s.StartNBTransaction().Commit(r.Context(), opts)
+	seq, err := h.resync(r, retry, verbose)
 	if seq == 0 && err != nil {
-		// Options the scheduler refuses are the request's fault (the text
-		// names the field); anything else that kept the transaction from
-		// being queued is the scheduler's state (closed, queue full).
-		var optErr *api.OptionError
-		if errors.As(err, &optErr) {
-			writeError(w, http.StatusBadRequest, "downstream resync: "+optErr.Error())
-			return
-		}
-		writeError(w, http.StatusServiceUnavailable, "downstream resync: "+err.Error())
+		fail(w, err)
 		return
 	}
 	rec := h.s.GetRecordedTransaction(seq)
@@ -841,4 +839,25 @@ func (h *Handler) downstreamResync(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, map[string]any{"transaction": recordJSON(rec), "error": errString(err)})
+}
+
+// resync runs a downstream resync. When it was not run (seq 0) the error
+// is an httpError: options the scheduler refuses are the request's fault
+// (400, the text names the field); anything else that kept the
+// transaction from being queued is the scheduler's state (closed, queue
+// full: 503). Otherwise err is the transaction's (failed values).
+func (h *Handler) resync(r *http.Request, retry, verbose bool) (uint64, error) {
+	opts := api.TxnOptions{Resync: api.DownstreamResync, Verbose: verbose, Description: "downstream resync requested over REST"}
+	if retry {
+		opts.Retry = api.DefaultRetry()
+	}
+	seq, err := h.s.StartNBTransaction().Commit(r.Context(), opts)
+	if seq == 0 && err != nil {
+		var optErr *api.OptionError
+		if errors.As(err, &optErr) {
+			return 0, &httpError{http.StatusBadRequest, "downstream resync: " + optErr.Error()}
+		}
+		return 0, &httpError{http.StatusServiceUnavailable, "downstream resync: " + err.Error()}
+	}
+	return seq, err
 }
