@@ -20,6 +20,7 @@ import (
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/reflection"
+	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/netagent-io/netagent/pkg/models"
 	"github.com/netagent-io/netagent/plugins/kvscheduler/api"
@@ -147,7 +148,8 @@ func (a *Agent) buildServers() error {
 // GET (and HEAD) only; other methods get 405.
 func (a *Agent) restHandler() http.Handler {
 	mux := http.NewServeMux()
-	mux.Handle("/scheduler/", requireToken(a.cfg.Token, rest.NewHandler(a.sched, rest.Options{TxnLogMaxItems: a.cfg.Scheduler.TxnLogMaxItems})))
+	mux.Handle("/scheduler/", requireToken(a.cfg.Token, rest.NewHandler(a.sched, rest.Options{
+		TxnLogMaxItems: a.cfg.Scheduler.TxnLogMaxItems, OriginalMessageNames: originalMessageNames(models.Default)})))
 	livez := func(w http.ResponseWriter, r *http.Request) { writeJSON(w, 200, map[string]string{"status": "alive"}) }
 	readyz := func(w http.ResponseWriter, r *http.Request) {
 		code, body := a.readyz()
@@ -313,4 +315,17 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 	w.WriteHeader(code)
 	data, _ := json.MarshalIndent(v, "", "  ")
 	_, _ = w.Write(append(data, '\n'))
+}
+
+// originalMessageNames maps the message of each model of reg to the
+// original agent's message of the same model, for the scheduler's REST
+// answers to the original's agentctl.
+func originalMessageNames(reg *models.Registry) map[protoreflect.FullName]protoreflect.FullName {
+	names := map[protoreflect.FullName]protoreflect.FullName{}
+	for _, m := range reg.Models() {
+		if original, ok := ligatomanager.OriginalMessages[m.Name]; ok {
+			names[m.MessageName()] = original
+		}
+	}
+	return names
 }
