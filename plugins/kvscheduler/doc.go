@@ -172,13 +172,47 @@
 // reverse order (recorded with IsRevert), the graph returns to its previous
 // state and Commit returns the error.
 //
-// TxnOptions.DryRun computes and records the plan and executes nothing.
+// TxnOptions.DryRun computes and records the plan and executes nothing
+// (see Revision below for binding a later commit to the plan).
 // Options are validated before anything is queued (api.OptionError names
 // the field).
 //
 // Commit returns *api.TransactionError with the errors of every value the
 // transaction touched: its own keys, their derived values and values created
 // or deleted because of them.
+//
+// # Revision, and transactions bound to a plan
+//
+// The scheduler counts the changes of its state: CurrentRevision is 1 at
+// start, and every transaction that changes anything advances it by one,
+// whatever started it (NB, SB notification, retry, drift repair, follow-up,
+// resync). A transaction changes something when it keeps a change of the
+// graph (an applied or intended value, metadata, a status: a value going
+// PENDING, FAILED or RETRYING counts; what a resync's refresh finds changed
+// in the SB counts), executes an operation (a reverted transaction too:
+// the SB saw it), or changes a value's note. A transaction that changes
+// nothing (a value set again, a resync of an SB in sync) and a dry run
+// leave the revision as it is; the refresh of a dry-run resync is kept, so
+// when it finds the SB changed, the revision advances and the plan is made
+// against the new one. The test is whether the transaction's undo logs
+// hold an entry: one check per transaction, nothing per value.
+// RecordedTxn.Revision is the revision after the transaction: for a dry run,
+// the revision its plan was made against. GetStats reports it with the
+// counts it goes with.
+//
+// A transaction committed with TxnOptions.ExpectedRevision (the revision of
+// a plan, a dry run of the same changes) is checked when the worker takes it
+// from the queue, so no other transaction can run between the check and
+// the transaction: at another revision nothing of it is applied or
+// recorded, and Commit returns a *api.TransactionError whose TxnInitError
+// is a *api.RevisionError naming both revisions and the transaction that
+// changed the state first since the plan (the last one when its record is
+// trimmed): errors.Is api.ErrStaleRevision, or api.ErrFutureRevision for a
+// revision not reached (a plan of the agent before it restarted: the
+// revision is not persistent, and a plan that old may also come out equal
+// to the new count, so a revision is only good within one run of the
+// agent). Transactions queued before the bound one and running after the
+// plan make it stale, even those queued while it was committed.
 //
 // # Resync
 //

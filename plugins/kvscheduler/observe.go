@@ -326,6 +326,7 @@ func (s *Scheduler) GetStats() api.SchedulerStats {
 		Transactions:       map[string]uint64{},
 	}
 	s.mu.RLock()
+	st.Revision = s.revision.Load()
 	v := s.settledView()
 	v.each(s.g, func(n *node) {
 		st0, desc := v.stateDesc(n)

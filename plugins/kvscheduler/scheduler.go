@@ -140,6 +140,13 @@ type Scheduler struct {
 	history *history
 	watch   *watchers
 
+	// revision is the revision of the state (api.KVScheduler.CurrentRevision):
+	// advanced by the worker, under mu, when a transaction changed anything;
+	// read by anyone. lastChange is the last transaction that advanced it
+	// (worker only).
+	revision   atomic.Uint64
+	lastChange api.RevisionChange
+
 	// runs counts transaction runs (worker only).
 	runs uint64
 	// driftRepairs counts recent drift repairs per key (worker only).
@@ -189,6 +196,7 @@ func New(opts Options) *Scheduler {
 	if s.logger == nil {
 		s.logger = slog.Default()
 	}
+	s.revision.Store(1) // the state at start; 0 is "no revision" (TxnOptions.ExpectedRevision)
 	s.baseCtx, s.cancelBase = context.WithCancel(context.Background())
 	s.scope = &callScope{s: s}
 	s.scopeCtx = api.WithCallScope(s.baseCtx, s.scope)
@@ -358,6 +366,8 @@ type queuedTxn struct {
 	dryRun      bool
 	retryOpt    *api.RetryOpt
 	description string
+	// expectedRevision: TxnOptions.ExpectedRevision (0: none).
+	expectedRevision uint64
 	// retry transactions: the failed keys and which attempt this is.
 	retryKeys []retryKey
 	attempt   int
@@ -483,6 +493,13 @@ func (s *Scheduler) worker() {
 			// A blocking committer gave up before the transaction started:
 			// drop it (it was told so). A non-blocking commit always runs.
 			qt.done <- txnResult{seq: qt.seq, err: qt.ctx.Err()}
+			continue
+		}
+		if err := s.checkRevision(qt); err != nil {
+			s.logger.Info("transaction refused: planned against another revision", "txn", qt.seq, "error", err)
+			if qt.done != nil { // always: ExpectedRevision needs a blocking Commit
+				qt.done <- txnResult{seq: qt.seq, err: &api.TransactionError{TxnInitError: err}}
+			}
 			continue
 		}
 		err := s.processTxn(qt)
@@ -651,7 +668,7 @@ func (t *txn) Commit(ctx context.Context, opts api.TxnOptions) (uint64, error) {
 		return 0, &api.TransactionError{TxnInitError: err}
 	}
 	qt := &queuedTxn{typ: api.NBTransaction, ctx: ctx, values: t.values, notes: t.notes, resync: opts.Resync, verbose: opts.Verbose,
-		revert: opts.Revert, dryRun: opts.DryRun, description: opts.Description}
+		revert: opts.Revert, dryRun: opts.DryRun, description: opts.Description, expectedRevision: opts.ExpectedRevision}
 	if opts.Retry != nil {
 		opt := *opts.Retry
 		qt.retryOpt = &opt

@@ -123,7 +123,6 @@ func (s *Scheduler) processTxn(qt *queuedTxn) error {
 	}
 	s.g.compact()
 	rec.Stop = s.clock.Now()
-	s.history.add(rec)
 	notesChanged := false
 	if qt.typ == api.NBTransaction && !qt.dryRun && !reverted && (qt.notes != nil || len(s.notes) > 0) {
 		r := exe
@@ -132,6 +131,15 @@ func (s *Scheduler) processTxn(qt *queuedTxn) error {
 		}
 		notesChanged = s.applyNotes(qt, r)
 	}
+	// The revision: what the transaction kept of its changes to the graph
+	// (a dry run rolls its plan back; the refresh of a dry-run resync
+	// stays), an operation executed (a reverted transaction undid its
+	// operations, and the SB saw them), a note changed.
+	rec.Revision = s.revision.Load()
+	if rt.changed() || len(rec.Executed) > 0 || notesChanged {
+		s.advanceRevision(rec)
+	}
+	s.history.add(rec)
 	var kvErrs []api.KeyWithError
 	kvErrs = append(kvErrs, initErrs...)
 	if f := qt.driftFound; f != nil && len(f.roots) > 0 {

@@ -21,7 +21,76 @@ var (
 	// ErrCommitInCallback: Commit was given the context of a descriptor
 	// callback; the callback would wait for itself. Use RequestReconcile.
 	ErrCommitInCallback = errors.New("commit from inside a descriptor callback (a callback asks for follow-up work with api.RequestReconcile)")
+	// ErrStaleRevision: a transaction with TxnOptions.ExpectedRevision was
+	// refused because the state changed since that revision (the
+	// *RevisionError matches it with errors.Is).
+	ErrStaleRevision = errors.New("the state changed since the revision the transaction was planned against")
+	// ErrFutureRevision: a transaction with TxnOptions.ExpectedRevision was
+	// refused because the scheduler has not reached that revision (a
+	// revision of another agent, or of this one before it restarted).
+	ErrFutureRevision = errors.New("the revision the transaction was planned against is ahead of the current one")
 )
+
+// RevisionError is why a transaction with TxnOptions.ExpectedRevision was
+// refused; nothing of it was applied. It matches ErrStaleRevision when the
+// state moved on since Expected, ErrFutureRevision when Expected is ahead of
+// Current. Commit returns it as the TxnInitError of a *TransactionError.
+type RevisionError struct {
+	// Expected is the revision the transaction was planned against,
+	// Current the scheduler's when the transaction was to run.
+	Expected, Current uint64
+	// ChangedBy is, for a stale revision, the transaction that moved the
+	// revision past Expected (to Expected+1), or, when its record is no
+	// longer kept, the last transaction that changed the revision
+	// (ChangedBy.Revision says which). Nil for a revision in the future.
+	ChangedBy *RevisionChange
+}
+
+// RevisionChange names a transaction that advanced the revision.
+type RevisionChange struct {
+	SeqNum      uint64
+	TxnType     TxnType
+	Description string
+	// Revision is the revision after the transaction.
+	Revision uint64
+}
+
+func (c *RevisionChange) String() string {
+	what := c.TxnType.String()
+	if c.Description != "" {
+		what += fmt.Sprintf(" %q", c.Description)
+	}
+	return fmt.Sprintf("transaction %d (%s)", c.SeqNum, what)
+}
+
+func (e *RevisionError) Error() string {
+	if e.Expected > e.Current {
+		return fmt.Sprintf("planned against revision %d, which is ahead of the current revision %d: not a revision of this agent (a plan from before it restarted?)",
+			e.Expected, e.Current)
+	}
+	msg := fmt.Sprintf("the state changed since the plan: planned against revision %d, now at revision %d", e.Expected, e.Current)
+	switch c := e.ChangedBy; {
+	case c == nil:
+	case c.Revision == e.Expected+1 && c.Revision == e.Current:
+		msg += fmt.Sprintf("; changed by %s", c)
+	case c.Revision == e.Expected+1:
+		msg += fmt.Sprintf("; changed first by %s, then by %d more", c, e.Current-c.Revision)
+	default:
+		msg += fmt.Sprintf("; last changed by %s", c)
+	}
+	return msg
+}
+
+// Is makes errors.Is(err, ErrStaleRevision) or ErrFutureRevision hold.
+func (e *RevisionError) Is(target error) bool {
+	switch target {
+	case ErrStaleRevision:
+		return e.Expected < e.Current
+	case ErrFutureRevision:
+		return e.Expected > e.Current
+	}
+	return false
+}
 
 // InvalidValueError is returned by Validate: the value cannot be applied and
 // will not be retried until it changes. InvalidFields name the offending

@@ -138,6 +138,9 @@ type SchedulerStats struct {
 	// Transactions processed since start, by type name.
 	Transactions map[string]uint64
 	History      HistoryInfo
+	// Revision is the revision of the state the counts are of
+	// (KVScheduler.CurrentRevision).
+	Revision uint64
 }
 
 // Observer receives events for metrics. Its methods are called by the

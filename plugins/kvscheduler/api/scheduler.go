@@ -69,6 +69,14 @@ type KVScheduler interface {
 	// when it is not (or no longer) kept.
 	GetRecordedTransaction(seqNum uint64) *RecordedTxn
 
+	// CurrentRevision returns the revision of the scheduler's state: a
+	// counter that every transaction which changes anything advances by
+	// one (see the package kvscheduler documentation), as of the last
+	// finished transaction. It is 1 at start, before any change (never 0:
+	// TxnOptions.ExpectedRevision 0 is none), and starts again from 1 when
+	// the agent restarts.
+	CurrentRevision() uint64
+
 	// GetHistoryInfo says which transactions the history still holds.
 	GetHistoryInfo() HistoryInfo
 

@@ -92,6 +92,18 @@ type TxnOptions struct {
 	// queued, with its sequence number (api.ErrTxnQueueFull when the queue
 	// is full).
 	NonBlocking bool
+	// ExpectedRevision, when not 0, is the revision (see
+	// KVScheduler.CurrentRevision) the transaction was planned against: a
+	// plan of the same changes, with DryRun, records it as its
+	// RecordedTxn.Revision. The scheduler checks it when the transaction
+	// is taken from the queue, on its worker, so that no other transaction
+	// runs between the check and the transaction: when the revision is no
+	// longer ExpectedRevision, nothing is applied and Commit returns a
+	// *TransactionError whose TxnInitError is a *RevisionError
+	// (errors.Is ErrStaleRevision, or ErrFutureRevision for a revision the
+	// scheduler has not reached). Needs a blocking Commit: the refusal is
+	// its result.
+	ExpectedRevision uint64
 }
 
 // OptionError is an invalid field of TxnOptions.
@@ -132,6 +144,9 @@ func (o TxnOptions) Validate() error {
 		if o.Retry.MaxCount < 1 {
 			return bad("Retry.MaxCount", fmt.Sprintf("is %d; it must be at least 1 (nil Retry: no retry)", o.Retry.MaxCount))
 		}
+	}
+	if o.ExpectedRevision != 0 && o.NonBlocking {
+		return bad("ExpectedRevision", "is not allowed with NonBlocking (a refusal of a stale revision is the result of a blocking Commit)")
 	}
 	if o.Revert {
 		if o.Resync != NotResync {

@@ -57,7 +57,13 @@ type RecordedTxn struct {
 	// RetryAttempt counts the retries of a RetryFailedOps transaction (1 for
 	// the first retry).
 	RetryAttempt int
-	Start, Stop  time.Time
+	// Revision is the scheduler's revision after the transaction (see
+	// KVScheduler.CurrentRevision): one more than before when the
+	// transaction changed anything, the same otherwise. The revision of a
+	// dry run is the one its plan was made against, to be given as
+	// TxnOptions.ExpectedRevision when the planned changes are committed.
+	Revision    uint64
+	Start, Stop time.Time
 	// Values are the transaction's input values (for resync, the NB state).
 	Values []RecordedKVPair
 	// Planned are the operations the simulation planned, in order.
