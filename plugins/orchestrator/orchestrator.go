@@ -43,6 +43,21 @@
 // refused before anything is recorded: the error is a *api.TransactionError
 // whose TxnInitError is the *api.OptionError naming the field.
 //
+// # Plans bound to a revision
+//
+// Change and Resync with api.TxnOptions.ExpectedRevision (the revision a
+// Plan's record says it was made against) commit even when the effective
+// values do not change, so that the scheduler checks the revision: a stale
+// or unknown revision refuses the transaction (a *api.RevisionError in the
+// *api.TransactionError), and the source's values and notes go back to what
+// they were before the call, as if it had not been made. Readers (Get,
+// Value) may see the refused values while the transaction waits for its
+// check. Such a change is blocking (NonBlocking is refused, see
+// api.TxnOptions), and before the first full sync it is refused with
+// ErrNotStarted: there is no state it could have been planned against. The
+// revision says that nothing changed since the plan; it does not say that
+// the change is the one planned: the caller sends the same values.
+//
 // # Southbound reconnects
 //
 // A southbound that can go away and come back (VPP) has a SouthboundResync.
@@ -140,6 +155,10 @@ type sourceKey struct {
 	key string
 	id  SourceID
 }
+
+// ErrNotStarted: a change bound to a plan's revision came before the first
+// full sync.
+var ErrNotStarted = errors.New("the agent has not made its first full sync yet: a change cannot be bound to the revision of a plan before it")
 
 // Scheduler is what the orchestrator needs of the KV Scheduler. Notes are
 // passed when its transactions are api.NotedTxn (the scheduler's are).
@@ -355,11 +374,79 @@ func (o *Orchestrator) Change(ctx context.Context, id SourceID, kvs []KV, opts a
 	o.logBad(id, kvs)
 	o.commitMu.Lock()
 	defer o.commitMu.Unlock()
+	if opts.ExpectedRevision != 0 {
+		keys := make([]string, len(kvs))
+		for i, kv := range kvs {
+			keys[i] = kv.Key
+		}
+		return o.commitBound(ctx, o.saveSource(id, keys), opts, func(*api.TxnOptions) (api.Txn, bool) {
+			txn, _ := o.change(id, kvs)
+			return txn, txn != nil
+		})
+	}
 	txn, changed := o.change(id, kvs)
 	if !changed {
 		return 0, nil
 	}
 	return txn.Commit(ctx, opts)
+}
+
+// commitBound makes a change bound to a plan's revision (see the package
+// documentation): stage records it and returns its transaction (false
+// before the first full sync), adjusting the options; when the scheduler
+// refuses the revision, restore puts the source back. Under commitMu.
+func (o *Orchestrator) commitBound(ctx context.Context, restore func(), opts api.TxnOptions, stage func(*api.TxnOptions) (api.Txn, bool)) (uint64, error) {
+	txn, started := stage(&opts)
+	if !started {
+		restore()
+		return 0, &api.TransactionError{TxnInitError: ErrNotStarted}
+	}
+	seq, err := txn.Commit(ctx, opts)
+	var re *api.RevisionError
+	if errors.As(err, &re) {
+		restore()
+	}
+	return seq, err
+}
+
+// saveSource returns a function that puts back the values and notes of
+// source id of keys (nil keys: all the keys of the source) as they are now.
+func (o *Orchestrator) saveSource(id SourceID, keys []string) (restore func()) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	type saved struct {
+		value proto.Message
+		note  string
+	}
+	all := keys == nil
+	if all {
+		for key, m := range o.values {
+			if _, ok := m[id]; ok {
+				keys = append(keys, key)
+			}
+		}
+	}
+	before := make(map[string]saved, len(keys))
+	for _, key := range keys {
+		before[key] = saved{o.values[key][id], o.notes[sourceKey{key, id}]}
+	}
+	return func() {
+		o.mu.Lock()
+		defer o.mu.Unlock()
+		if all {
+			for key, m := range o.values {
+				if _, ok := m[id]; ok {
+					if _, had := before[key]; !had {
+						o.set(id, key, nil)
+					}
+				}
+			}
+		}
+		for key, was := range before {
+			o.setKV(id, KV{Key: key, Value: was.value, Note: was.note})
+		}
+		o.compactValues()
+	}
 }
 
 // change records changes of a source and returns the transaction of the
@@ -409,6 +496,20 @@ func (o *Orchestrator) Resync(ctx context.Context, id SourceID, kvs []KV, opts a
 	o.logBad(id, kvs)
 	o.commitMu.Lock()
 	defer o.commitMu.Unlock()
+	if opts.ExpectedRevision != 0 {
+		return o.commitBound(ctx, o.saveSource(id, nil), opts, func(opts *api.TxnOptions) (api.Txn, bool) {
+			if !o.isStarted() {
+				return nil, false
+			}
+			r, _, _ := o.resync(id, kvs)
+			if opts.Description == "" {
+				opts.Description = r.description
+			} else {
+				opts.Description += ": " + r.description
+			}
+			return r.txn, true
+		})
+	}
 	txn, first, due := o.resync(id, kvs)
 	if !due {
 		return 0, nil
@@ -486,6 +587,12 @@ func (o *Orchestrator) markStarted(seq uint64) {
 	o.started, o.firstSeq = true, seq
 	close(o.startedCh)
 	o.log.Info("first full resync done", "txn", seq)
+}
+
+func (o *Orchestrator) isStarted() bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.started
 }
 
 // Started is closed once the first full resync is committed.

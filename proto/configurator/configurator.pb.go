@@ -183,7 +183,11 @@ type UpdateRequest struct {
 	// full_resync replaces all the values of the gRPC source with update.
 	FullResync bool `protobuf:"varint,2,opt,name=full_resync,json=fullResync,proto3" json:"full_resync,omitempty"`
 	// wait_done waits until the transaction is done and returns its errors.
-	WaitDone      bool `protobuf:"varint,3,opt,name=wait_done,json=waitDone,proto3" json:"wait_done,omitempty"`
+	WaitDone bool `protobuf:"varint,3,opt,name=wait_done,json=waitDone,proto3" json:"wait_done,omitempty"`
+	// plan_revision, when set, is the revision of the Plan of this update:
+	// the update is refused (FAILED_PRECONDITION, nothing applied) when the
+	// agent's state changed since. 0 is an error: leave it unset for none.
+	PlanRevision  *uint64 `protobuf:"varint,4,opt,name=plan_revision,json=planRevision,proto3,oneof" json:"plan_revision,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -237,6 +241,13 @@ func (x *UpdateRequest) GetWaitDone() bool {
 		return x.WaitDone
 	}
 	return false
+}
+
+func (x *UpdateRequest) GetPlanRevision() uint64 {
+	if x != nil && x.PlanRevision != nil {
+		return *x.PlanRevision
+	}
+	return 0
 }
 
 type UpdateResponse struct {
@@ -302,7 +313,10 @@ type DeleteRequest struct {
 	// delete lists the items whose keys are removed; only key fields matter.
 	Delete *config.Config `protobuf:"bytes,1,opt,name=delete,proto3" json:"delete,omitempty"`
 	// wait_done waits until the transaction is done and returns its errors.
-	WaitDone      bool `protobuf:"varint,2,opt,name=wait_done,json=waitDone,proto3" json:"wait_done,omitempty"`
+	WaitDone bool `protobuf:"varint,2,opt,name=wait_done,json=waitDone,proto3" json:"wait_done,omitempty"`
+	// plan_revision, when set, is the revision the delete was planned
+	// against, as UpdateRequest.plan_revision.
+	PlanRevision  *uint64 `protobuf:"varint,3,opt,name=plan_revision,json=planRevision,proto3,oneof" json:"plan_revision,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -349,6 +363,13 @@ func (x *DeleteRequest) GetWaitDone() bool {
 		return x.WaitDone
 	}
 	return false
+}
+
+func (x *DeleteRequest) GetPlanRevision() uint64 {
+	if x != nil && x.PlanRevision != nil {
+		return *x.PlanRevision
+	}
+	return 0
 }
 
 type DeleteResponse struct {
@@ -655,8 +676,13 @@ type PlanResponse struct {
 	// them, but whose current status carries an error: INVALID (refused by
 	// validation), FAILED or RETRYING. The update would leave them in error.
 	UnchangedErrors []*KeyError `protobuf:"bytes,2,rep,name=unchanged_errors,json=unchangedErrors,proto3" json:"unchanged_errors,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// revision of the agent's state the plan was made against: give it as
+	// plan_revision of the Update to apply the plan only if nothing changed
+	// since. Revisions count the transactions that changed anything since
+	// the agent started (from 1); a restart starts again.
+	Revision      uint64 `protobuf:"varint,3,opt,name=revision,proto3" json:"revision,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *PlanResponse) Reset() {
@@ -701,6 +727,13 @@ func (x *PlanResponse) GetUnchangedErrors() []*KeyError {
 		return x.UnchangedErrors
 	}
 	return nil
+}
+
+func (x *PlanResponse) GetRevision() uint64 {
+	if x != nil {
+		return x.Revision
+	}
+	return 0
 }
 
 // PlannedOperation is one operation of a plan.
@@ -850,18 +883,22 @@ const file_configurator_configurator_proto_rawDesc = "" +
 	"\bleft_out\x18\x02 \x03(\v2\x1e.netagent.configurator.LeftOutR\aleftOut\"3\n" +
 	"\aLeftOut\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x16\n" +
-	"\x06reason\x18\x02 \x01(\tR\x06reason\"~\n" +
+	"\x06reason\x18\x02 \x01(\tR\x06reason\"\xba\x01\n" +
 	"\rUpdateRequest\x12/\n" +
 	"\x06update\x18\x01 \x01(\v2\x17.netagent.config.ConfigR\x06update\x12\x1f\n" +
 	"\vfull_resync\x18\x02 \x01(\bR\n" +
 	"fullResync\x12\x1b\n" +
-	"\twait_done\x18\x03 \x01(\bR\bwaitDone\"b\n" +
+	"\twait_done\x18\x03 \x01(\bR\bwaitDone\x12(\n" +
+	"\rplan_revision\x18\x04 \x01(\x04H\x00R\fplanRevision\x88\x01\x01B\x10\n" +
+	"\x0e_plan_revision\"b\n" +
 	"\x0eUpdateResponse\x12\x17\n" +
 	"\aseq_num\x18\x01 \x01(\x04R\x06seqNum\x127\n" +
-	"\x06errors\x18\x02 \x03(\v2\x1f.netagent.configurator.KeyErrorR\x06errors\"]\n" +
+	"\x06errors\x18\x02 \x03(\v2\x1f.netagent.configurator.KeyErrorR\x06errors\"\x99\x01\n" +
 	"\rDeleteRequest\x12/\n" +
 	"\x06delete\x18\x01 \x01(\v2\x17.netagent.config.ConfigR\x06delete\x12\x1b\n" +
-	"\twait_done\x18\x02 \x01(\bR\bwaitDone\"b\n" +
+	"\twait_done\x18\x02 \x01(\bR\bwaitDone\x12(\n" +
+	"\rplan_revision\x18\x03 \x01(\x04H\x00R\fplanRevision\x88\x01\x01B\x10\n" +
+	"\x0e_plan_revision\"b\n" +
 	"\x0eDeleteResponse\x12\x17\n" +
 	"\aseq_num\x18\x01 \x01(\x04R\x06seqNum\x127\n" +
 	"\x06errors\x18\x02 \x03(\v2\x1f.netagent.configurator.KeyErrorR\x06errors\"\x88\x01\n" +
@@ -876,12 +913,13 @@ const file_configurator_configurator_proto_rawDesc = "" +
 	"\rNotifyRequest\"[\n" +
 	"\fNotification\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x129\n" +
-	"\x06status\x18\x02 \x01(\v2!.netagent.kvscheduler.ValueStatusR\x06status\"\xa3\x01\n" +
+	"\x06status\x18\x02 \x01(\v2!.netagent.kvscheduler.ValueStatusR\x06status\"\xbf\x01\n" +
 	"\fPlanResponse\x12G\n" +
 	"\n" +
 	"operations\x18\x01 \x03(\v2'.netagent.configurator.PlannedOperationR\n" +
 	"operations\x12J\n" +
-	"\x10unchanged_errors\x18\x02 \x03(\v2\x1f.netagent.configurator.KeyErrorR\x0funchangedErrors\"\xb5\x01\n" +
+	"\x10unchanged_errors\x18\x02 \x03(\v2\x1f.netagent.configurator.KeyErrorR\x0funchangedErrors\x12\x1a\n" +
+	"\brevision\x18\x03 \x01(\x04R\brevision\"\xb5\x01\n" +
 	"\x10PlannedOperation\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x1c\n" +
 	"\toperation\x18\x02 \x01(\tR\toperation\x12\x1d\n" +
@@ -973,6 +1011,8 @@ func file_configurator_configurator_proto_init() {
 	if File_configurator_configurator_proto != nil {
 		return
 	}
+	file_configurator_configurator_proto_msgTypes[3].OneofWrappers = []any{}
+	file_configurator_configurator_proto_msgTypes[5].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{

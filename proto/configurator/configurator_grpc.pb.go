@@ -51,10 +51,22 @@ type ConfiguratorClient interface {
 	// is done (derived values included) with the errors of its keys; without,
 	// it returns once the change is queued. A change made before the agent's
 	// first full sync is kept and applied by it (seq_num 0).
+	//
+	// With plan_revision (the revision of a PlanResponse) the update is
+	// applied only if the agent's state is still at that revision: when
+	// anything changed since the plan (another update, an etcd change, an SB
+	// event, a retry), nothing is applied and the call fails with
+	// FAILED_PRECONDITION, the message naming both revisions and the
+	// transaction that changed the state; plan again. Such a call waits for
+	// the check whatever wait_done says (errors of keys are listed only with
+	// wait_done). plan_revision 0 fails with INVALID_ARGUMENT; a revision the
+	// agent has not reached (a plan from before it restarted) and an update
+	// before the agent's first full sync fail with FAILED_PRECONDITION.
 	Update(ctx context.Context, in *UpdateRequest, opts ...grpc.CallOption) (*UpdateResponse, error)
 	// Delete removes the gRPC source's values of the keys of the given items
 	// (only their key fields matter). Where another source has the key, its
-	// value applies again.
+	// value applies again. plan_revision binds the delete to a plan's
+	// revision, as for Update.
 	Delete(ctx context.Context, in *DeleteRequest, opts ...grpc.CallOption) (*DeleteResponse, error)
 	// Dump returns the actual state: the values retrieved from the southbound
 	// now (SB view).
@@ -65,7 +77,9 @@ type ConfiguratorClient interface {
 	Notify(ctx context.Context, in *NotifyRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[Notification], error)
 	// Plan is a dry run of an Update: the operations it would execute, in
 	// order, and the values of the request it would leave unchanged although
-	// they are in error now; nothing is applied.
+	// they are in error now; nothing is applied. Its revision is the one of
+	// the state it was planned against, for Update's plan_revision. The
+	// request's plan_revision is not used.
 	Plan(ctx context.Context, in *UpdateRequest, opts ...grpc.CallOption) (*PlanResponse, error)
 	// WatchStatus streams the status of the base values whose keys start with
 	// one of the prefixes (none: all), each with its derived values: the
@@ -182,10 +196,22 @@ type ConfiguratorServer interface {
 	// is done (derived values included) with the errors of its keys; without,
 	// it returns once the change is queued. A change made before the agent's
 	// first full sync is kept and applied by it (seq_num 0).
+	//
+	// With plan_revision (the revision of a PlanResponse) the update is
+	// applied only if the agent's state is still at that revision: when
+	// anything changed since the plan (another update, an etcd change, an SB
+	// event, a retry), nothing is applied and the call fails with
+	// FAILED_PRECONDITION, the message naming both revisions and the
+	// transaction that changed the state; plan again. Such a call waits for
+	// the check whatever wait_done says (errors of keys are listed only with
+	// wait_done). plan_revision 0 fails with INVALID_ARGUMENT; a revision the
+	// agent has not reached (a plan from before it restarted) and an update
+	// before the agent's first full sync fail with FAILED_PRECONDITION.
 	Update(context.Context, *UpdateRequest) (*UpdateResponse, error)
 	// Delete removes the gRPC source's values of the keys of the given items
 	// (only their key fields matter). Where another source has the key, its
-	// value applies again.
+	// value applies again. plan_revision binds the delete to a plan's
+	// revision, as for Update.
 	Delete(context.Context, *DeleteRequest) (*DeleteResponse, error)
 	// Dump returns the actual state: the values retrieved from the southbound
 	// now (SB view).
@@ -196,7 +222,9 @@ type ConfiguratorServer interface {
 	Notify(*NotifyRequest, grpc.ServerStreamingServer[Notification]) error
 	// Plan is a dry run of an Update: the operations it would execute, in
 	// order, and the values of the request it would leave unchanged although
-	// they are in error now; nothing is applied.
+	// they are in error now; nothing is applied. Its revision is the one of
+	// the state it was planned against, for Update's plan_revision. The
+	// request's plan_revision is not used.
 	Plan(context.Context, *UpdateRequest) (*PlanResponse, error)
 	// WatchStatus streams the status of the base values whose keys start with
 	// one of the prefixes (none: all), each with its derived values: the

@@ -20,7 +20,7 @@ import (
 // errors are those of Update (grpc status errors): what names the request
 // (what: "set config") comes first in their messages.
 func (s *Server) Apply(ctx context.Context, what string, kvs []orchestrator.KV, fullResync bool) (uint64, []*configuratorpb.KeyError, error) {
-	return s.commit(ctx, what, true, func(ctx context.Context, opts api.TxnOptions) (uint64, error) {
+	return s.commit(ctx, what, true, nil, func(ctx context.Context, opts api.TxnOptions) (uint64, error) {
 		if fullResync {
 			return s.o.Resync(ctx, orchestrator.SourceGRPC, kvs, opts)
 		}

@@ -16,7 +16,17 @@
 // naming the item (vpp_config.interfaces[0]) and the field.
 //
 // Without wait_done the change is queued and the reply carries its
-// transaction's sequence number only. With wait_done the reply comes once
+// transaction's sequence number only.
+//
+// Plan's reply carries the revision of the scheduler's state the plan was
+// made against (api.RecordedTxn.Revision of its dry run). An Update or
+// Delete with that plan_revision is bound to it (api.TxnOptions.
+// ExpectedRevision): when the state changed since (any transaction that
+// changed anything: another client, etcd, an SB event, a retry), nothing is
+// applied, the gRPC source keeps the values it had, and the call fails with
+// FailedPrecondition, naming the plan's revision, the current one and the
+// transaction that changed it. The check is made when the transaction runs,
+// so a bound call always waits for it (with wait_done or not). With wait_done the reply comes once
 // the transaction is done (derived values included) and lists the keys that
 // failed, each with its operation, error and current state; the other keys
 // of the request are applied all the same. It also lists the keys of an
@@ -49,12 +59,16 @@
 // # Errors
 //
 // InvalidArgument: a malformed request (no configuration where one is
-// required, an invalid value, an empty or unknown key prefix), or
+// required, an invalid value, an empty or unknown key prefix, a
+// plan_revision of 0), or
 // transaction options the orchestrator or the scheduler refuses (the
 // message names the field, as api.OptionError does).
 // ResourceExhausted: the transaction queue is full, or (from gRPC itself) a
 // message over a size limit of the server or the client: package msglimit
-// has the limits' default and says which side refused. Unavailable: the
+// has the limits' default and says which side refused.
+// FailedPrecondition: an update bound to a plan_revision that is not the
+// current one (stale, or ahead: from before a restart), or made before
+// the agent's first full sync. Unavailable: the
 // scheduler is closed, or a descriptor's Retrieve failed (Dump). Canceled
 // and DeadlineExceeded: the client's context ended. Internal: anything else.
 package grpcsource
@@ -210,7 +224,7 @@ func (s *Server) Update(ctx context.Context, req *configuratorpb.UpdateRequest) 
 	if err != nil {
 		return nil, err
 	}
-	seq, errs, err := s.commit(ctx, "update", req.GetWaitDone(), func(ctx context.Context, opts api.TxnOptions) (uint64, error) {
+	seq, errs, err := s.commit(ctx, "update", req.GetWaitDone(), req.PlanRevision, func(ctx context.Context, opts api.TxnOptions) (uint64, error) {
 		if req.GetFullResync() {
 			return s.o.Resync(ctx, orchestrator.SourceGRPC, kvs, opts)
 		}
@@ -297,7 +311,7 @@ func (s *Server) Delete(ctx context.Context, req *configuratorpb.DeleteRequest) 
 	for i, key := range keys {
 		kvs[i] = orchestrator.KV{Key: key}
 	}
-	seq, errs, err := s.commit(ctx, "delete", req.GetWaitDone(), func(ctx context.Context, opts api.TxnOptions) (uint64, error) {
+	seq, errs, err := s.commit(ctx, "delete", req.GetWaitDone(), req.PlanRevision, func(ctx context.Context, opts api.TxnOptions) (uint64, error) {
 		return s.o.Change(ctx, orchestrator.SourceGRPC, kvs, opts)
 	})
 	if err != nil {
@@ -435,17 +449,28 @@ func hasFieldsOf(v, part proto.Message) bool {
 // commit runs a change of the gRPC source, giving it the context and the
 // transaction options to commit with. The change always runs once
 // committed (the client's cancellation does not drop it: the orchestrator
-// already holds the values). Without wait, it is only queued.
-func (s *Server) commit(ctx context.Context, what string, wait bool, change func(context.Context, api.TxnOptions) (uint64, error)) (uint64, []*configuratorpb.KeyError, error) {
+// already holds the values). Without wait, it is only queued; with a plan
+// revision (planRevision non-nil) it is bound to it, and waited for: the
+// check is made when it runs.
+func (s *Server) commit(ctx context.Context, what string, wait bool, planRevision *uint64, change func(context.Context, api.TxnOptions) (uint64, error)) (uint64, []*configuratorpb.KeyError, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, nil, status.FromContextError(err).Err()
 	}
 	opts := api.TxnOptions{Description: "gRPC " + what, NonBlocking: !wait}
+	if planRevision != nil {
+		if *planRevision == 0 {
+			return 0, nil, status.Errorf(codes.InvalidArgument, "%s: plan_revision 0 is not a revision (revisions start at 1; leave it unset to apply whatever the state)", what)
+		}
+		opts.ExpectedRevision, opts.NonBlocking = *planRevision, false
+	}
 	seq, err := change(context.WithoutCancel(ctx), opts)
 	if err == nil {
 		return seq, nil, nil
 	}
 	var te *api.TransactionError
+	if !wait && planRevision != nil && errors.As(err, &te) && te.TxnInitError == nil {
+		return seq, nil, nil // applied; its errors were not asked for
+	}
 	if wait && errors.As(err, &te) && te.TxnInitError == nil {
 		errs := make([]*configuratorpb.KeyError, 0, len(te.KVErrors))
 		for _, kv := range te.KVErrors {
@@ -477,7 +502,13 @@ func (s *Server) stateOf(key string) api.ValueState {
 // schedulerError maps an error of a commit to a gRPC status.
 func (s *Server) schedulerError(what string, err error) error {
 	var optErr *api.OptionError
+	var revErr *api.RevisionError
 	switch {
+	case errors.As(err, &revErr):
+		// Nothing was applied: the client plans again.
+		return status.Errorf(codes.FailedPrecondition, "%s refused: %v; plan again", what, revErr)
+	case errors.Is(err, orchestrator.ErrNotStarted):
+		return status.Errorf(codes.FailedPrecondition, "%s refused: %v", what, orchestrator.ErrNotStarted)
 	case errors.As(err, &optErr):
 		// Options the request asked for that the orchestrator or the
 		// scheduler refuses: the client's to fix, and the text names the
@@ -509,7 +540,7 @@ func (s *Server) Plan(ctx context.Context, req *configuratorpb.UpdateRequest) (*
 	if rec == nil {
 		return nil, status.Errorf(codes.Internal, "plan: the record of dry-run transaction %d is not kept", seq)
 	}
-	resp := &configuratorpb.PlanResponse{Operations: make([]*configuratorpb.PlannedOperation, 0, len(rec.Planned))}
+	resp := &configuratorpb.PlanResponse{Revision: rec.Revision, Operations: make([]*configuratorpb.PlannedOperation, 0, len(rec.Planned))}
 	for _, op := range rec.Planned {
 		po := &configuratorpb.PlannedOperation{
 			Key:           op.Key,
