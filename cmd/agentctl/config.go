@@ -300,8 +300,36 @@ func stateName(s kvschedulerpb.ValueState) string {
 	return s.String()
 }
 
+// planRevisionFlag is the --plan-revision flag of update and delete.
+type planRevisionFlag struct {
+	cmd   *cobra.Command
+	value int64
+}
+
+const planRevisionUsage = "apply only if the agent's state is still at this revision, as config plan prints it (nothing applied otherwise)"
+
+func addPlanRevisionFlag(c *cobra.Command) *planRevisionFlag {
+	f := &planRevisionFlag{cmd: c}
+	c.Flags().Int64Var(&f.value, "plan-revision", 0, planRevisionUsage)
+	return f
+}
+
+// get returns the revision to send (nil without the flag); 0 and negative
+// revisions are refused before the agent is asked.
+func (f *planRevisionFlag) get() (*uint64, error) {
+	if !f.cmd.Flags().Changed("plan-revision") {
+		return nil, nil
+	}
+	if f.value <= 0 {
+		return nil, fmt.Errorf("--plan-revision %d: a revision is a positive number, the one \"config plan\" prints (\"planned against revision N\")", f.value)
+	}
+	v := uint64(f.value)
+	return &v, nil
+}
+
 func (a *app) configUpdate() *cobra.Command {
 	var replace, wait bool
+	var planRevision *planRevisionFlag
 	c := &cobra.Command{
 		Use:   "update FILE",
 		Short: "Set the values of a configuration document",
@@ -315,6 +343,14 @@ derived values included, and lists the values that failed and those of the
 document that stay in error (an INVALID value sent again changes nothing
 and is still INVALID), with exit code 1.
 
+With --plan-revision N (the revision "config plan" printed) the update is
+applied only if the agent's state is still at revision N: when anything
+changed since the plan (another update, etcd, an event in the dataplane, a
+retry), nothing is applied and the command fails (exit 1) naming both
+revisions and the change in between: plan again. Give the same document
+(and --replace) as to the plan; the revision tells that the state did not
+change, not that the document is the one planned.
+
 A document goes in one gRPC message: 64 MiB at most by default (100k routes
 are 4.3 MB). A bigger one is refused, saying by which side and the setting
 to raise: --grpc-max-msg-size here, grpc.max_recv_msg_size in the agent's
@@ -322,6 +358,7 @@ configuration. A big --wait may need a longer --timeout.`,
 		Example: `  agentctl config update veth.yaml
   agentctl config update veth.yaml --wait
   agentctl config update all.yaml --replace --wait
+  agentctl config update veth.yaml --wait --plan-revision 42
   cat veth.yaml | agentctl config update -`,
 		Args:              argsNamed("FILE"),
 		ValidArgsFunction: yamlFiles,
@@ -333,6 +370,10 @@ configuration. A big --wait may need a longer --timeout.`,
 			n := doc.items
 			if n == 0 && !replace {
 				return fmt.Errorf("%s has no values: nothing to update (with --replace, an empty document removes every value set through gRPC)", args[0])
+			}
+			rev, err := planRevision.get()
+			if err != nil {
+				return err
 			}
 			client, ctx, done, err := a.configuratorCall(cmd.Context())
 			if err != nil {
@@ -347,7 +388,7 @@ configuration. A big --wait may need a longer --timeout.`,
 					return err
 				}
 			}
-			resp, err := client.Update(ctx, &configuratorpb.UpdateRequest{Update: doc.cfg, FullResync: replace, WaitDone: wait})
+			resp, err := client.Update(ctx, &configuratorpb.UpdateRequest{Update: doc.cfg, FullResync: replace, WaitDone: wait, PlanRevision: rev})
 			kvs, docErr := doc.values()
 			if err != nil {
 				if docErr != nil {
@@ -385,11 +426,13 @@ configuration. A big --wait may need a longer --timeout.`,
 	}
 	c.Flags().BoolVar(&replace, "replace", false, "replace all the values set through gRPC with the document's")
 	c.Flags().BoolVar(&wait, "wait", false, "wait until the transaction is done and report failed values")
+	planRevision = addPlanRevisionFlag(c)
 	return c
 }
 
 func (a *app) configDelete() *cobra.Command {
 	var wait bool
+	var planRevision *planRevisionFlag
 	c := &cobra.Command{
 		Use:   "delete FILE",
 		Short: "Remove the values of a configuration document",
@@ -397,7 +440,8 @@ func (a *app) configDelete() *cobra.Command {
 gRPC source. Only the fields that make an item's key matter (an interface's
 name, a route's destination...). Where etcd or the init file also has the key,
 its value applies again, and the command says so: such a key is deleted from
-etcd with "agentctl kvdb del KEY".`,
+etcd with "agentctl kvdb del KEY". --plan-revision N deletes only if the
+agent's state is still at revision N, as for "config update".`,
 		Example:           `  agentctl config delete veth.yaml --wait`,
 		Args:              argsNamed("FILE"),
 		ValidArgsFunction: yamlFiles,
@@ -410,12 +454,16 @@ etcd with "agentctl kvdb del KEY".`,
 			if n == 0 {
 				return fmt.Errorf("%s has no values: nothing to delete", args[0])
 			}
+			rev, err := planRevision.get()
+			if err != nil {
+				return err
+			}
 			client, ctx, done, err := a.configuratorCall(cmd.Context())
 			if err != nil {
 				return err
 			}
 			defer done()
-			resp, err := client.Delete(ctx, &configuratorpb.DeleteRequest{Delete: doc.cfg, WaitDone: wait})
+			resp, err := client.Delete(ctx, &configuratorpb.DeleteRequest{Delete: doc.cfg, WaitDone: wait, PlanRevision: rev})
 			kvs, docErr := doc.values()
 			if err != nil {
 				if docErr != nil {
@@ -442,6 +490,7 @@ etcd with "agentctl kvdb del KEY".`,
 		},
 	}
 	c.Flags().BoolVar(&wait, "wait", false, "wait until the transaction is done and report failed values")
+	planRevision = addPlanRevisionFlag(c)
 	return c
 }
 
@@ -488,6 +537,13 @@ its dependencies (nothing is executed for it yet); NOOP, nothing is executed
 Values of the document that the agent already has but holds in error (an
 INVALID value planned again) are listed after the plan.
 
+A plan with changes ends with the revision of the agent's state it was made
+against ("planned against revision N"; "revision" in -o json/yaml):
+"config update FILE --plan-revision N" applies the document only if nothing
+changed since, and refuses it otherwise. Revisions count the changes of the
+agent's state since it started (any transaction that changed anything:
+updates, etcd, events in the dataplane, retries).
+
 Exit codes: 0 no changes, 2 changes, 1 an error (also when an operation of
 the plan would fail, e.g. an invalid value, or when a value of the document
 is in error in the agent and stays so).
@@ -499,6 +555,8 @@ here, grpc.max_recv_msg_size or grpc.max_send_msg_size in the agent's
 configuration.`,
 		Example: `  agentctl config plan veth.yaml
   agentctl config plan all.yaml --replace
+  agentctl config plan veth.yaml    # ... "Planned against revision 42: ..."
+  agentctl config update veth.yaml --plan-revision 42
   if agentctl config plan veth.yaml >/dev/null; then echo in sync; fi`,
 		Args:              argsNamed("FILE"),
 		ValidArgsFunction: yamlFiles,
@@ -536,7 +594,7 @@ configuration.`,
 				out = append(out, p)
 			}
 			if a.output != "table" {
-				if err := a.printData(map[string]any{"changes": changes, "operations": out, "unchanged_errors": unchanged}); err != nil {
+				if err := a.printData(map[string]any{"changes": changes, "operations": out, "unchanged_errors": unchanged, "revision": resp.GetRevision()}); err != nil {
 					return err
 				}
 			} else if changes == 0 && len(unchanged) == 0 {
@@ -562,6 +620,8 @@ configuration.`,
 					summary += fmt.Sprintf("; %d would wait for dependencies (IS-PENDING)", pending)
 				}
 				fmt.Fprintln(a.stdout, summary+".")
+				fmt.Fprintf(a.stdout, "Planned against revision %d: config update --plan-revision %d applies it only if nothing changed since.\n",
+					resp.GetRevision(), resp.GetRevision())
 				if len(unchanged) > 0 {
 					fmt.Fprintln(a.stdout, "\nUnchanged, and in error in the agent:")
 				}
