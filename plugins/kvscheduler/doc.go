@@ -183,8 +183,10 @@
 //
 // # Revision, and transactions bound to a plan
 //
-// The scheduler counts the changes of its state: CurrentRevision is 1 at
-// start, and every transaction that changes anything advances it by one,
+// The scheduler counts the changes of its state: CurrentRevision starts at
+// Options.FirstRevision (by default the start time in Unix milliseconds
+// shifted left by 20 bits: an opaque number that goes on growing when the
+// agent restarts), and every transaction that changes anything advances it by one,
 // whatever started it (NB, SB notification, retry, drift repair, follow-up,
 // resync). A transaction changes something when it keeps a change of the
 // graph (an applied or intended value, metadata, a status: a value going
@@ -207,12 +209,13 @@
 // recorded, and Commit returns a *api.TransactionError whose TxnInitError
 // is a *api.RevisionError naming both revisions and the transaction that
 // changed the state first since the plan (the last one when its record is
-// trimmed): errors.Is api.ErrStaleRevision, or api.ErrFutureRevision for a
-// revision not reached (a plan of the agent before it restarted: the
-// revision is not persistent, and a plan that old may also come out equal
-// to the new count, so a revision is only good within one run of the
-// agent). Transactions queued before the bound one and running after the
-// plan make it stale, even those queued while it was committed.
+// trimmed; for a revision from before the start, RevisionError.Since):
+// errors.Is api.ErrStaleRevision, or api.ErrFutureRevision for a revision
+// not reached (not one of this agent). The revision is not stored: a plan
+// made before the agent restarted is stale (its revision is below the new
+// run's first), never taken for a revision of the new run. Transactions
+// queued before the bound one and running after the plan make it stale,
+// even those queued while it was committed.
 //
 // # Resync
 //

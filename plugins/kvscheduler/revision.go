@@ -28,6 +28,10 @@ func (s *Scheduler) checkRevision(qt *queuedTxn) error {
 		return nil
 	}
 	err := &api.RevisionError{Expected: qt.expectedRevision, Current: cur}
+	if qt.expectedRevision < s.firstRevision {
+		err.Since = s.firstRevision // a revision of an earlier run
+		return err
+	}
 	if qt.expectedRevision < cur {
 		err.ChangedBy = s.history.changeAfter(qt.expectedRevision)
 		if err.ChangedBy == nil {

@@ -11,6 +11,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/netagent-io/netagent/plugins/kvscheduler"
 	"github.com/netagent-io/netagent/plugins/kvscheduler/api"
 	"github.com/netagent-io/netagent/plugins/kvscheduler/internal/mocksb"
 )
@@ -280,5 +281,62 @@ func TestExpectedRevisionCheckedWhenRun(t *testing.T) {
 		}
 		e.expectOps("", "create iface/a=a")
 		e.expectGone("iface/b")
+	})
+}
+
+// Revisions go on growing over a restart: a scheduler's first revision
+// comes from its start time (Options.FirstRevision 0), so a plan made
+// before the agent restarted is refused as stale, "from before the agent
+// started", even when the new run has made as many changes since: it
+// never matches a revision of the new run by chance.
+func TestRevisionAcrossARestart(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		start := func() *kvscheduler.Scheduler {
+			s := kvscheduler.New(kvscheduler.Options{Logger: testLogger(t)})
+			if err := s.RegisterKVDescriptor(mocksb.New().Descriptor(mocksb.Options{Name: "iface", Prefix: "iface/", NB: true})); err != nil {
+				t.Fatal(err)
+			}
+			return s
+		}
+		commit := func(s *kvscheduler.Scheduler, rev uint64, key string) error {
+			txn := s.StartNBTransaction().SetValue(key, mocksb.Str("x"))
+			_, err := txn.Commit(context.Background(), api.TxnOptions{ExpectedRevision: rev})
+			return err
+		}
+		first := start()
+		rev0 := first.CurrentRevision()
+		if want := uint64(time.Now().UnixMilli()) << 20; rev0 != want {
+			t.Errorf("first revision %d, want the start time's Unix milliseconds << 20 (%d)", rev0, want)
+		}
+		if err := commit(first, 0, "iface/a"); err != nil {
+			t.Fatal(err)
+		}
+		planned := first.CurrentRevision() // a plan made now, before the restart
+		first.Close()
+
+		time.Sleep(time.Millisecond) // the agent restarts a millisecond later
+		second := start()
+		defer second.Close()
+		if got := second.CurrentRevision(); got <= planned {
+			t.Fatalf("revision after the restart %d, not above the last one before it (%d)", got, planned)
+		}
+		// The new run catches up with the number of changes: no match.
+		if err := commit(second, 0, "iface/a"); err != nil {
+			t.Fatal(err)
+		}
+		err := commit(second, planned, "iface/b")
+		var re *api.RevisionError
+		if !errors.Is(err, api.ErrStaleRevision) || !errors.As(err, &re) || re.Since != second.CurrentRevision()-1 {
+			t.Fatalf("a plan from before the restart: %v, want ErrStaleRevision since the new run's first revision", err)
+		}
+		if !strings.Contains(err.Error(), "from before the agent started") {
+			t.Errorf("error %q does not say the plan is from before the start", err)
+		}
+		if err := commit(second, 1, "iface/b"); !errors.Is(err, api.ErrStaleRevision) {
+			t.Errorf("revision 1 after a start in 2000: %v, want ErrStaleRevision", err)
+		}
+		if err := commit(second, second.CurrentRevision(), "iface/b"); err != nil {
+			t.Errorf("a plan of the new run: %v", err)
+		}
 	})
 }

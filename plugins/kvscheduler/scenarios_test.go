@@ -61,7 +61,7 @@ func openEnv(t *testing.T) *env {
 	t.Helper()
 	return &env{
 		t:  t,
-		s:  kvscheduler.New(kvscheduler.Options{Logger: testLogger(t)}),
+		s:  kvscheduler.New(kvscheduler.Options{Logger: testLogger(t), FirstRevision: 1}),
 		sb: mocksb.New(),
 	}
 }

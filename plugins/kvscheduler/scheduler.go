@@ -62,6 +62,22 @@ type Options struct {
 	// one call at most (default 1024; 1 or negative: one at a time, Batch
 	// is never called).
 	MaxBatch int
+	// FirstRevision is the revision of the state at start (see "Revision"
+	// in the package doc). Default (0): the start time in Unix milliseconds
+	// shifted left by 20 bits, so that the revisions of an agent that
+	// restarts go on growing (unless its last run made a million changes
+	// per millisecond) and a plan made before the restart is stale, never
+	// equal to a revision of the new run by chance (1 if the clock is before
+	// 1970).
+	FirstRevision uint64
+}
+
+// firstRevision is Options.FirstRevision's default for a start at t.
+func firstRevision(t time.Time) uint64 {
+	if ms := t.UnixMilli(); ms > 0 {
+		return uint64(ms) << 20
+	}
+	return 1
 }
 
 // Clock is the scheduler's source of time, injected so tests control it.
@@ -146,6 +162,8 @@ type Scheduler struct {
 	// (worker only).
 	revision   atomic.Uint64
 	lastChange api.RevisionChange
+	// firstRevision is the revision at start (Options.FirstRevision).
+	firstRevision uint64
 
 	// runs counts transaction runs (worker only).
 	runs uint64
@@ -196,7 +214,12 @@ func New(opts Options) *Scheduler {
 	if s.logger == nil {
 		s.logger = slog.Default()
 	}
-	s.revision.Store(1) // the state at start; 0 is "no revision" (TxnOptions.ExpectedRevision)
+	// The state at start; 0 is "no revision" (TxnOptions.ExpectedRevision).
+	s.firstRevision = opts.FirstRevision
+	if s.firstRevision == 0 {
+		s.firstRevision = firstRevision(s.clock.Now())
+	}
+	s.revision.Store(s.firstRevision)
 	s.baseCtx, s.cancelBase = context.WithCancel(context.Background())
 	s.scope = &callScope{s: s}
 	s.scopeCtx = api.WithCallScope(s.baseCtx, s.scope)

@@ -60,8 +60,9 @@ type ConfiguratorClient interface {
 	// transaction that changed the state; plan again. Such a call waits for
 	// the check whatever wait_done says (errors of keys are listed only with
 	// wait_done). plan_revision 0 fails with INVALID_ARGUMENT; a revision the
-	// agent has not reached (a plan from before it restarted) and an update
-	// before the agent's first full sync fail with FAILED_PRECONDITION.
+	// agent has not reached and an update before the agent's first full sync
+	// fail with FAILED_PRECONDITION. Revisions go on growing over restarts of
+	// the agent: a plan from before a restart is stale.
 	Update(ctx context.Context, in *UpdateRequest, opts ...grpc.CallOption) (*UpdateResponse, error)
 	// Delete removes the gRPC source's values of the keys of the given items
 	// (only their key fields matter). Where another source has the key, its
@@ -205,8 +206,9 @@ type ConfiguratorServer interface {
 	// transaction that changed the state; plan again. Such a call waits for
 	// the check whatever wait_done says (errors of keys are listed only with
 	// wait_done). plan_revision 0 fails with INVALID_ARGUMENT; a revision the
-	// agent has not reached (a plan from before it restarted) and an update
-	// before the agent's first full sync fail with FAILED_PRECONDITION.
+	// agent has not reached and an update before the agent's first full sync
+	// fail with FAILED_PRECONDITION. Revisions go on growing over restarts of
+	// the agent: a plan from before a restart is stale.
 	Update(context.Context, *UpdateRequest) (*UpdateResponse, error)
 	// Delete removes the gRPC source's values of the keys of the given items
 	// (only their key fields matter). Where another source has the key, its

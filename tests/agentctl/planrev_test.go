@@ -95,6 +95,7 @@ func TestAgentctlPlanRevision(t *testing.T) {
 
 	// Bad revisions.
 	del := writeFile(t, "del.yaml", "vpp_config:\n  interfaces:\n    - {name: lq}\n")
+	ahead := strconv.FormatUint(rev+1_000_000, 10)
 	for _, c := range []struct {
 		args  []string
 		wants []string
@@ -103,7 +104,9 @@ func TestAgentctlPlanRevision(t *testing.T) {
 		{[]string{"config", "update", doc, "--plan-revision", "-3"}, []string{"--plan-revision -3: a revision is a positive number"}},
 		{[]string{"config", "delete", del, "--plan-revision", "0"}, []string{"--plan-revision 0: a revision is a positive number"}},
 		{[]string{"config", "update", doc, "--plan-revision", "x"}, []string{"--plan-revision", `"x"`}},
-		{[]string{"config", "update", doc, "--plan-revision", "1000000"}, []string{"planned against revision 1000000, which is ahead of the current revision", "plan again"}},
+		{[]string{"config", "update", doc, "--plan-revision", ahead}, []string{"planned against revision " + ahead + ", which is ahead of the current revision", "plan again"}},
+		// Revisions grow over restarts: a small number is from before.
+		{[]string{"config", "update", doc, "--plan-revision", "1000000"}, []string{"planned against revision 1000000, from before the agent started", "plan again"}},
 	} {
 		wantError(t, env, "", c.args, c.wants...)
 	}

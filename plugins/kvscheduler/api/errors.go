@@ -44,6 +44,9 @@ type RevisionError struct {
 	// longer kept, the last transaction that changed the revision
 	// (ChangedBy.Revision says which). Nil for a revision in the future.
 	ChangedBy *RevisionChange
+	// Since, when set, is the scheduler's first revision: Expected is
+	// older, a revision from before the agent (re)started.
+	Since uint64
 }
 
 // RevisionChange names a transaction that advanced the revision.
@@ -67,6 +70,10 @@ func (e *RevisionError) Error() string {
 	if e.Expected > e.Current {
 		return fmt.Sprintf("planned against revision %d, which is ahead of the current revision %d: not a revision of this agent (a plan from before it restarted?)",
 			e.Expected, e.Current)
+	}
+	if e.Since != 0 {
+		return fmt.Sprintf("the state changed since the plan: planned against revision %d, from before the agent started (its revisions start at %d, now at %d)",
+			e.Expected, e.Since, e.Current)
 	}
 	msg := fmt.Sprintf("the state changed since the plan: planned against revision %d, now at revision %d", e.Expected, e.Current)
 	switch c := e.ChangedBy; {

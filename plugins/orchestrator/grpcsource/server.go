@@ -459,7 +459,7 @@ func (s *Server) commit(ctx context.Context, what string, wait bool, planRevisio
 	opts := api.TxnOptions{Description: "gRPC " + what, NonBlocking: !wait}
 	if planRevision != nil {
 		if *planRevision == 0 {
-			return 0, nil, status.Errorf(codes.InvalidArgument, "%s: plan_revision 0 is not a revision (revisions start at 1; leave it unset to apply whatever the state)", what)
+			return 0, nil, status.Errorf(codes.InvalidArgument, "%s: plan_revision 0 is not a revision (leave it unset to apply whatever the state)", what)
 		}
 		opts.ExpectedRevision, opts.NonBlocking = *planRevision, false
 	}
