@@ -318,18 +318,21 @@ type opJSON struct {
 }
 
 type txnJSON struct {
-	SeqNum       uint64    `json:"seq_num"`
-	Type         string    `json:"type"`
-	Resync       string    `json:"resync,omitempty"`
-	Description  string    `json:"description,omitempty"`
-	WithRevert   bool      `json:"with_revert,omitempty"`
-	DryRun       bool      `json:"dry_run,omitempty"`
-	RetryAttempt int       `json:"retry_attempt,omitempty"`
-	Start        time.Time `json:"start"`
-	Stop         time.Time `json:"stop"`
-	Values       []kvJSON  `json:"values,omitempty"`
-	Planned      []opJSON  `json:"planned,omitempty"`
-	Executed     []opJSON  `json:"executed,omitempty"`
+	SeqNum       uint64 `json:"seq_num"`
+	Type         string `json:"type"`
+	Resync       string `json:"resync,omitempty"`
+	Description  string `json:"description,omitempty"`
+	WithRevert   bool   `json:"with_revert,omitempty"`
+	DryRun       bool   `json:"dry_run,omitempty"`
+	RetryAttempt int    `json:"retry_attempt,omitempty"`
+	// Revision is the revision of the state after the transaction (a dry
+	// run: the one its plan was made against).
+	Revision uint64    `json:"revision,omitempty"`
+	Start    time.Time `json:"start"`
+	Stop     time.Time `json:"stop"`
+	Values   []kvJSON  `json:"values,omitempty"`
+	Planned  []opJSON  `json:"planned,omitempty"`
+	Executed []opJSON  `json:"executed,omitempty"`
 }
 
 func opsJSON(ops []*api.RecordedTxnOp) []opJSON {
@@ -344,7 +347,7 @@ func opsJSON(ops []*api.RecordedTxnOp) []opJSON {
 }
 
 func recordJSON(rec *api.RecordedTxn) txnJSON {
-	t := txnJSON{SeqNum: rec.SeqNum, Type: rec.TxnType.String(), Description: rec.Description,
+	t := txnJSON{SeqNum: rec.SeqNum, Type: rec.TxnType.String(), Description: rec.Description, Revision: rec.Revision,
 		WithRevert: rec.WithRevert, DryRun: rec.DryRun, RetryAttempt: rec.RetryAttempt,
 		Start: rec.Start, Stop: rec.Stop, Planned: opsJSON(rec.Planned), Executed: opsJSON(rec.Executed)}
 	if rec.ResyncType != api.NotResync {
@@ -807,6 +810,7 @@ func (h *Handler) stats(w http.ResponseWriter, r *http.Request) {
 		"values_by_state":      st.ValuesByState,
 		"values_by_descriptor": st.ValuesByDescriptor,
 		"queue_length":         st.QueueLength,
+		"revision":             st.Revision,
 		"transactions":         st.Transactions,
 		"history":              historyInfoJSON(st.History),
 	})

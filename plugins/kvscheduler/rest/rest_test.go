@@ -292,6 +292,7 @@ type jTxn struct {
 	WithRevert   bool      `json:"with_revert"`
 	DryRun       bool      `json:"dry_run"`
 	RetryAttempt int       `json:"retry_attempt"`
+	Revision     uint64    `json:"revision"`
 	Start        time.Time `json:"start"`
 	Stop         time.Time `json:"stop"`
 	Values       []jKV     `json:"values"`
@@ -417,6 +418,7 @@ type jStats struct {
 	ValuesByState      map[string]int            `json:"values_by_state"`
 	ValuesByDescriptor map[string]map[string]int `json:"values_by_descriptor"`
 	QueueLength        int                       `json:"queue_length"`
+	Revision           uint64                    `json:"revision"`
 	Transactions       map[string]uint64         `json:"transactions"`
 	History            jHistory                  `json:"history"`
 }
@@ -696,6 +698,13 @@ func TestTxnHistoryTrimmed(t *testing.T) {
 	e.getJSON("/scheduler/stats", &st)
 	if st.History.Trimmed != 2 || st.History.Kept != 2 || st.History.OldestSeq != 3 || st.Transactions["NB transaction"] != 4 {
 		t.Errorf("stats: %+v", st)
+	}
+	// The revision: the stats' is the last transaction's, one above the
+	// one before (each of them changed the state).
+	var kept jTxnHistory
+	e.getJSON("/scheduler/txn-history", &kept)
+	if txns := kept.Transactions; len(txns) != 2 || st.Revision == 0 || txns[1].Revision != st.Revision || txns[0].Revision != st.Revision-1 {
+		t.Errorf("revision in the stats %d, in the history %+v", st.Revision, txns)
 	}
 }
 
