@@ -181,6 +181,57 @@
 // transaction touched: its own keys, their derived values and values created
 // or deleted because of them.
 //
+// # Verification after apply
+//
+// A descriptor call that returns success is taken at its word unless the
+// transaction is verified: with Options.Verify VerifyReport every
+// transaction, and with TxnOptions.Verify the one committed with it, reads
+// back from the SB, after execution (and after the refresh of failed
+// values), the values it executed an operation on with success: a base
+// value with its descriptor's Retrieve; a derived value with its own
+// descriptor's Retrieve when that descriptor retrieves it, otherwise
+// through its base (the base is read back, so a derived value created by
+// a descriptor without Retrieve is verified only as far as its base is).
+// One Retrieve per descriptor, with the touched values as correlate, under
+// the same lock and context as every Retrieve. Each value is compared with
+// what the graph holds as applied (ValueComparator, else proto.Equal); a
+// deleted value must be absent. OBTAINED values, values without Retrieve
+// and values a failure left FAILED or RETRYING (refreshed already) are not
+// verified; a dry run, and a transaction that executed nothing, read
+// nothing back.
+//
+// A value the SB does not hold as applied takes, in the graph, what the SB
+// holds (as the refresh after a failure does): an intended value is MISSING
+// with an *api.VerifyError as its error ("verification after apply: the SB
+// does not hold it" / "the SB holds <value>"), its derived values gone with
+// it MISSING too; a deleted value still held is back in the graph, FAILED
+// ("the SB still holds it"), so that a resync deletes it. Nothing is
+// called: values that depend on it stay as verified on their own, and a
+// resync or a drift report repairs it. The record lists the failures
+// (RecordedTxn.VerifyFailed) and Commit returns them (errors.Is
+// api.ErrVerifyFailed). A Retrieve that fails leaves its values unverified
+// and its error in Commit's.
+//
+// TxnOptions.Verify makes the transaction all-or-nothing (it implies
+// Revert, so it is executed one call at a time): an operation that fails
+// reverts it as Revert does, and so does a verification that fails or
+// cannot be made (a Retrieve error). The revert undoes every executed
+// operation in reverse order, recorded with IsRevert, except that a value
+// that failed verification is taken in one call, at the place of its last
+// operation, from what the SB holds to what it had before the transaction
+// (nothing is called for a created value the SB does not hold); the graph
+// returns to its state before the transaction, the record has WithRevert,
+// the REVERT operations and VerifyFailed, and the errors say the
+// transaction was reverted.
+//
+// Cost: nothing with VerifyOff (the default) for transactions without
+// TxnOptions.Verify. Otherwise one Retrieve per descriptor touched, which
+// for many SBs is a full dump: VPP's route Retrieve dumps every route, so a
+// transaction changing one route of a 10k-route table reads all 10k back.
+// The engine's own share is small (a 10k-interface, 10k-route create: about
+// 15% more time, one map entry per touched value); the dumps dominate,
+// which is why VerifyReport is not the default.
+//
 // # Revision, and transactions bound to a plan
 //
 // The scheduler counts the changes of its state: CurrentRevision starts at
@@ -257,7 +308,8 @@
 // were trimmed. A record holds the input values, the planned and the
 // executed operations, each with the value and state before and after and
 // its flags (DERIVED, PROPERTY, NOOP, REVERT, RETRY, RECREATE, WAS-PENDING,
-// IS-PENDING, FIXED).
+// IS-PENDING, FIXED), and the values verification after apply found not
+// held (VerifyFailed).
 //
 // Key timelines (GetKeyTimeline) and graph snapshots (GetGraphSnapshot at a
 // time, GetGraphAsOf a transaction) are computed from the kept records when

@@ -195,20 +195,7 @@ func (r *txnRun) baseGone(n *node) {
 // no more, no call made: they are created again with it); the values that
 // depended on it are deleted (PENDING); what it held (Exclusive) is free.
 func (r *txnRun) afterGone(n *node) {
-	var derivedGone func(b *node)
-	derivedGone = func(b *node) {
-		for _, d := range b.derived {
-			if d.applied == nil {
-				continue
-			}
-			r.g.setApplied(d, nil)
-			if d.intended != nil && d.state == api.ValueStateConfigured {
-				r.setStatus(d, api.ValueStateMissing, d.lastOp, nil, nil)
-			}
-			derivedGone(d)
-		}
-	}
-	derivedGone(n)
+	r.derivedGone(n)
 	for _, dep := range r.g.dependents(n) {
 		if r.stopped {
 			return
@@ -218,6 +205,22 @@ func (r *txnRun) afterGone(n *node) {
 		}
 	}
 	r.notifyReleased(n)
+}
+
+// derivedGone marks the derived values of a base found gone from the SB
+// as gone with it: applied no more, MISSING when they were CONFIGURED; no
+// call is made.
+func (r *txnRun) derivedGone(b *node) {
+	for _, d := range b.derived {
+		if d.applied == nil {
+			continue
+		}
+		r.g.setApplied(d, nil)
+		if d.intended != nil && d.state == api.ValueStateConfigured {
+			r.setStatus(d, api.ValueStateMissing, d.lastOp, nil, nil)
+		}
+		r.derivedGone(d)
+	}
 }
 
 // afterVanished removes what was built on a value that a refresh found missing

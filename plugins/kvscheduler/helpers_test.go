@@ -26,6 +26,7 @@ func withOpts(ctx context.Context, o api.TxnOptions) context.Context {
 		m.Retry = o.Retry
 	}
 	m.Revert = m.Revert || o.Revert
+	m.Verify = m.Verify || o.Verify
 	if o.Description != "" {
 		m.Description = o.Description
 	}

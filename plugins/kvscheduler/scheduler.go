@@ -54,6 +54,12 @@ type Options struct {
 	// out of sync (MISSING, with the cause) without creating or updating it
 	// again; a resync repairs it. Default: repair.
 	DriftReportOnly bool
+	// Verify says whether the values a transaction changed are read back
+	// from the SB after it (see "Verification after apply" in the package
+	// doc): VerifyOff (default) verifies only the transactions committed
+	// with TxnOptions.Verify; VerifyReport verifies every transaction that
+	// executed an operation and reports what the SB does not hold.
+	Verify VerifyMode
 	// CallTimeout, when positive, is the deadline of the context of each
 	// Create, Update, Delete and Retrieve call (default: none; the
 	// context is cancelled when the scheduler closes either way).
@@ -71,6 +77,21 @@ type Options struct {
 	// 1970).
 	FirstRevision uint64
 }
+
+// VerifyMode is Options.Verify.
+type VerifyMode int
+
+const (
+	// VerifyOff verifies only transactions committed with
+	// TxnOptions.Verify; the others cost nothing more.
+	VerifyOff VerifyMode = iota
+	// VerifyReport verifies every transaction that executed an operation
+	// (not dry runs): one Retrieve per descriptor of the values it changed.
+	// What the SB does not hold as applied is reported (MISSING or FAILED,
+	// the record's VerifyFailed, Commit's error); nothing is reverted
+	// unless the transaction has TxnOptions.Verify.
+	VerifyReport
+)
 
 // firstRevision is Options.FirstRevision's default for a start at t.
 func firstRevision(t time.Time) uint64 {
@@ -382,10 +403,12 @@ type queuedTxn struct {
 	notes map[string]string
 	// nodes are, in a full resync, the nodes of values as the refresh found
 	// them (nil: none), for the run to skip the lookups; see graph.known.
-	nodes       []*node
-	resync      api.ResyncType
-	verbose     bool
-	revert      bool
+	nodes   []*node
+	resync  api.ResyncType
+	verbose bool
+	revert  bool
+	// verify: TxnOptions.Verify (revert is set too).
+	verify      bool
 	dryRun      bool
 	retryOpt    *api.RetryOpt
 	description string
@@ -691,7 +714,7 @@ func (t *txn) Commit(ctx context.Context, opts api.TxnOptions) (uint64, error) {
 		return 0, &api.TransactionError{TxnInitError: err}
 	}
 	qt := &queuedTxn{typ: api.NBTransaction, ctx: ctx, values: t.values, notes: t.notes, resync: opts.Resync, verbose: opts.Verbose,
-		revert: opts.Revert, dryRun: opts.DryRun, description: opts.Description, expectedRevision: opts.ExpectedRevision}
+		revert: opts.Revert || opts.Verify, verify: opts.Verify, dryRun: opts.DryRun, description: opts.Description, expectedRevision: opts.ExpectedRevision}
 	if opts.Retry != nil {
 		opt := *opts.Retry
 		qt.retryOpt = &opt

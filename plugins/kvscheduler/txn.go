@@ -6,7 +6,7 @@ import (
 
 // processTxn runs one queued transaction: refresh (for resync), simulation,
 // execution, then the follow-ups of failures (refresh of the failed keys,
-// retries or revert). It returns what Commit returns.
+// retries or revert) and the verification after apply (which may revert). It returns what Commit returns.
 func (s *Scheduler) processTxn(qt *queuedTxn) error {
 	rec := &api.RecordedTxn{
 		SeqNum:       qt.seq,
@@ -93,6 +93,7 @@ func (s *Scheduler) processTxn(qt *queuedTxn) error {
 			s.g.undo = &undo
 			exe.refreshFailed()
 			s.scheduleRetries(exe, qt)
+			reverted = s.verifyExecuted(qt, exe, rec, func() []doneOp { return doneOfSteps(&sim.steps, x.md) })
 			s.g.undo = nil
 			rec.Executed = exe.ops
 			break
@@ -117,6 +118,7 @@ func (s *Scheduler) processTxn(qt *queuedTxn) error {
 		} else {
 			exe.refreshFailed()
 			s.scheduleRetries(exe, qt)
+			reverted = s.verifyExecuted(qt, exe, rec, nil)
 			s.g.undo = nil
 		}
 		rec.Executed = exe.ops

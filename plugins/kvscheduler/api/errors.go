@@ -4,6 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"google.golang.org/protobuf/encoding/prototext"
+	"google.golang.org/protobuf/proto"
 )
 
 var (
@@ -97,6 +100,46 @@ func (e *RevisionError) Is(target error) bool {
 		return e.Expected > e.Current
 	}
 	return false
+}
+
+// ErrVerifyFailed: verification after apply found a value the transaction
+// applied not held by the SB as applied (the *VerifyError matches it with
+// errors.Is).
+var ErrVerifyFailed = errors.New("verification after apply failed")
+
+// VerifyError is a value that verification after apply (see
+// TxnOptions.Verify) found not held by the SB as the transaction applied
+// it: Want is what was applied (nil: deleted), Got what the SB's Retrieve
+// returned (nil: absent). Reverted says the transaction was reverted
+// because of it.
+type VerifyError struct {
+	Key       string
+	Want, Got proto.Message
+	Reverted  bool
+}
+
+func (e *VerifyError) Error() string {
+	var what string
+	switch {
+	case e.Want == nil:
+		what = fmt.Sprintf("the SB still holds it (%s)", compactText(e.Got))
+	case e.Got == nil:
+		what = "the SB does not hold it"
+	default:
+		what = fmt.Sprintf("the SB holds %s", compactText(e.Got))
+	}
+	if e.Reverted {
+		what += "; the transaction was reverted"
+	}
+	return "verification after apply: " + what
+}
+
+// Is makes errors.Is(err, ErrVerifyFailed) hold.
+func (e *VerifyError) Is(target error) bool { return target == ErrVerifyFailed }
+
+// compactText is a value as one line of prototext.
+func compactText(m proto.Message) string {
+	return prototext.MarshalOptions{}.Format(m)
 }
 
 // InvalidValueError is returned by Validate: the value cannot be applied and

@@ -82,6 +82,13 @@ type TxnOptions struct {
 	// reverse order, and Commit returns the error. Not with Resync or
 	// Retry.
 	Revert bool
+	// Verify reads the values the transaction changed back from the SB
+	// after it and reverts the whole transaction when the SB does not hold
+	// one of them as applied (see "Verification after apply" in the
+	// package doc), whatever the scheduler's Options.Verify. It makes the
+	// transaction all-or-nothing as Revert does (it implies Revert: an
+	// operation that fails reverts it too). Not with Resync or Retry.
+	Verify bool
 	// Description is put in the transaction record and log.
 	Description string
 	// DryRun computes and records the plan without executing anything: no
@@ -147,6 +154,14 @@ func (o TxnOptions) Validate() error {
 	}
 	if o.ExpectedRevision != 0 && o.NonBlocking {
 		return bad("ExpectedRevision", "is not allowed with NonBlocking (a refusal of a stale revision is the result of a blocking Commit)")
+	}
+	if o.Verify {
+		if o.Resync != NotResync {
+			return bad("Verify", "is not allowed with Resync (a resync cannot be reverted)")
+		}
+		if o.Retry != nil {
+			return bad("Verify", "is not allowed with Retry (a reverted transaction leaves nothing to retry)")
+		}
 	}
 	if o.Revert {
 		if o.Resync != NotResync {

@@ -70,6 +70,11 @@ type RecordedTxn struct {
 	Planned []*RecordedTxnOp
 	// Executed are the operations executed, in order (REVERT ones included).
 	Executed []*RecordedTxnOp
+	// VerifyFailed are the values that verification after apply found not
+	// held by the SB as applied (each Error a *VerifyError), in key order.
+	// With WithRevert, the REVERT operations of Executed undid the
+	// transaction because of them.
+	VerifyFailed []KeyWithError
 }
 
 // RecordedKVPair is an input value of a transaction (nil Value = delete).

@@ -66,10 +66,12 @@ type failure struct {
 
 // SB is the mock southbound. It is safe for concurrent use.
 type SB struct {
-	mu        sync.Mutex
-	items     map[string]*Item
-	ops       []Op
-	failures  map[string]*failure // "kind key"
+	mu       sync.Mutex
+	items    map[string]*Item
+	ops      []Op
+	failures map[string]*failure // "kind key"
+	// quirks: calls that succeed without doing what they say ("kind key").
+	quirks    map[string]quirk
 	nextIndex int
 	// Hook, when set, is called (without the SB lock) after every successful
 	// create, update and delete: tests use it to re-enter the scheduler.
@@ -78,7 +80,41 @@ type SB struct {
 
 // New returns an empty SB.
 func New() *SB {
-	return &SB{items: make(map[string]*Item), failures: make(map[string]*failure)}
+	return &SB{items: make(map[string]*Item), failures: make(map[string]*failure), quirks: make(map[string]quirk)}
+}
+
+// quirk is a call that reports success but does something else.
+type quirk struct {
+	// instead is what a create or update stores in place of its value
+	// (nil: the call changes nothing).
+	instead proto.Message
+}
+
+// Lose makes the next call of kind ("create", "update", "delete") for key
+// report success without changing anything: a created value is not
+// stored, an updated one keeps its old value, a deleted one stays.
+func (sb *SB) Lose(kind, key string) {
+	sb.mu.Lock()
+	defer sb.mu.Unlock()
+	sb.quirks[kind+" "+key] = quirk{}
+}
+
+// Substitute makes the next create or update (kind) of key report success
+// but store value instead of the one it was given.
+func (sb *SB) Substitute(kind, key string, value proto.Message) {
+	sb.mu.Lock()
+	defer sb.mu.Unlock()
+	sb.quirks[kind+" "+key] = quirk{instead: value}
+}
+
+// takeQuirk returns and forgets the quirk of a call, if any. Called with
+// sb.mu held.
+func (sb *SB) takeQuirk(kind, key string) (quirk, bool) {
+	q, ok := sb.quirks[kind+" "+key]
+	if ok {
+		delete(sb.quirks, kind+" "+key)
+	}
+	return q, ok
 }
 
 // Put stores a value directly, as if created before (or outside) the agent.
@@ -261,7 +297,11 @@ func (sb *SB) Descriptor(o Options) *api.KVDescriptor {
 			sb.nextIndex++
 			md = &Meta{Index: sb.nextIndex}
 		}
-		if f == nil || f.leave {
+		if q, ok := sb.takeQuirk("create", key); ok && f == nil {
+			if q.instead != nil {
+				sb.items[key] = &Item{Value: q.instead, Metadata: md, Origin: api.FromNB}
+			}
+		} else if f == nil || f.leave {
 			sb.items[key] = &Item{Value: value, Metadata: md, Origin: api.FromNB}
 		}
 		sb.mu.Unlock()
@@ -274,7 +314,7 @@ func (sb *SB) Descriptor(o Options) *api.KVDescriptor {
 	d.Delete = func(ctx context.Context, key string, value proto.Message, metadata any) error {
 		sb.mu.Lock()
 		f := sb.takeFailure(Op{Kind: "delete", Key: key})
-		if f == nil {
+		if _, lost := sb.takeQuirk("delete", key); f == nil && !lost {
 			delete(sb.items, key)
 		}
 		sb.mu.Unlock()
@@ -288,7 +328,11 @@ func (sb *SB) Descriptor(o Options) *api.KVDescriptor {
 		d.Update = func(ctx context.Context, key string, oldValue, newValue proto.Message, oldMetadata any) (any, error) {
 			sb.mu.Lock()
 			f := sb.takeFailure(Op{Kind: "update", Key: key, Value: Text(newValue)})
-			if f == nil {
+			if q, ok := sb.takeQuirk("update", key); ok && f == nil {
+				if it, found := sb.items[key]; found && q.instead != nil {
+					it.Value = q.instead
+				}
+			} else if f == nil {
 				if it, ok := sb.items[key]; ok {
 					it.Value = newValue
 				} else {
