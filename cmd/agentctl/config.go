@@ -328,7 +328,7 @@ func (f *planRevisionFlag) get() (*uint64, error) {
 }
 
 func (a *app) configUpdate() *cobra.Command {
-	var replace, wait bool
+	var replace, wait, verify bool
 	var planRevision *planRevisionFlag
 	c := &cobra.Command{
 		Use:   "update FILE",
@@ -351,6 +351,12 @@ revisions and the change in between: plan again. Give the same document
 (and --replace) as to the plan; the revision tells that the state did not
 change, not that the document is the one planned.
 
+With --verify the agent reads the values back from the dataplane once the
+update is applied, and reverts the whole update when one is not there as
+applied (or when an operation fails): the errors say which value and that
+the update was reverted (exit 1). --verify implies --wait; not with
+--replace.
+
 A document goes in one gRPC message: 64 MiB at most by default (100k routes
 are 4.3 MB). A bigger one is refused, saying by which side and the setting
 to raise: --grpc-max-msg-size here, grpc.max_recv_msg_size in the agent's
@@ -359,6 +365,7 @@ configuration. A big --wait may need a longer --timeout.`,
   agentctl config update veth.yaml --wait
   agentctl config update all.yaml --replace --wait
   agentctl config update veth.yaml --wait --plan-revision 42
+  agentctl config update veth.yaml --verify
   cat veth.yaml | agentctl config update -`,
 		Args:              argsNamed("FILE"),
 		ValidArgsFunction: yamlFiles,
@@ -375,6 +382,10 @@ configuration. A big --wait may need a longer --timeout.`,
 			if err != nil {
 				return err
 			}
+			if verify && replace {
+				return errors.New("--verify is for a change, not for --replace (a full replacement is not reverted as a whole)")
+			}
+			wait = wait || verify
 			client, ctx, done, err := a.configuratorCall(cmd.Context())
 			if err != nil {
 				return err
@@ -388,7 +399,7 @@ configuration. A big --wait may need a longer --timeout.`,
 					return err
 				}
 			}
-			resp, err := client.Update(ctx, &configuratorpb.UpdateRequest{Update: doc.cfg, FullResync: replace, WaitDone: wait, PlanRevision: rev})
+			resp, err := client.Update(ctx, &configuratorpb.UpdateRequest{Update: doc.cfg, FullResync: replace, WaitDone: wait, PlanRevision: rev, Verify: verify})
 			kvs, docErr := doc.values()
 			if err != nil {
 				if docErr != nil {
@@ -426,12 +437,13 @@ configuration. A big --wait may need a longer --timeout.`,
 	}
 	c.Flags().BoolVar(&replace, "replace", false, "replace all the values set through gRPC with the document's")
 	c.Flags().BoolVar(&wait, "wait", false, "wait until the transaction is done and report failed values")
+	c.Flags().BoolVar(&verify, "verify", false, "read the values back once applied and revert the whole update if one is not there (implies --wait)")
 	planRevision = addPlanRevisionFlag(c)
 	return c
 }
 
 func (a *app) configDelete() *cobra.Command {
-	var wait bool
+	var wait, verify bool
 	var planRevision *planRevisionFlag
 	c := &cobra.Command{
 		Use:   "delete FILE",
@@ -441,7 +453,9 @@ gRPC source. Only the fields that make an item's key matter (an interface's
 name, a route's destination...). Where etcd or the init file also has the key,
 its value applies again, and the command says so: such a key is deleted from
 etcd with "agentctl kvdb del KEY". --plan-revision N deletes only if the
-agent's state is still at revision N, as for "config update".`,
+agent's state is still at revision N, as for "config update"; --verify
+checks that the values are gone from the dataplane and reverts the delete
+when one is still there.`,
 		Example:           `  agentctl config delete veth.yaml --wait`,
 		Args:              argsNamed("FILE"),
 		ValidArgsFunction: yamlFiles,
@@ -458,12 +472,13 @@ agent's state is still at revision N, as for "config update".`,
 			if err != nil {
 				return err
 			}
+			wait = wait || verify
 			client, ctx, done, err := a.configuratorCall(cmd.Context())
 			if err != nil {
 				return err
 			}
 			defer done()
-			resp, err := client.Delete(ctx, &configuratorpb.DeleteRequest{Delete: doc.cfg, WaitDone: wait, PlanRevision: rev})
+			resp, err := client.Delete(ctx, &configuratorpb.DeleteRequest{Delete: doc.cfg, WaitDone: wait, PlanRevision: rev, Verify: verify})
 			kvs, docErr := doc.values()
 			if err != nil {
 				if docErr != nil {
@@ -490,6 +505,7 @@ agent's state is still at revision N, as for "config update".`,
 		},
 	}
 	c.Flags().BoolVar(&wait, "wait", false, "wait until the transaction is done and report failed values")
+	c.Flags().BoolVar(&verify, "verify", false, "check that the values are gone once deleted and revert the delete if one is not (implies --wait)")
 	planRevision = addPlanRevisionFlag(c)
 	return c
 }

@@ -36,9 +36,10 @@
 // Change, Resync and Plan take the caller's api.TxnOptions: its
 // Description, NonBlocking and Retry apply to the transaction committed.
 // The orchestrator sets Resync (a full resync for Resync) and DryRun (Plan)
-// itself, and does not revert: a source keeps the values it sent whatever
-// the transaction does, so a reverted transaction would leave the SB
-// behind the sources' state until the next resync. Options that set
+// itself, and does not revert (but see "Verified changes"): a source keeps
+// the values it sent whatever the transaction does, so a reverted
+// transaction would leave the SB behind the sources' state until the next
+// resync. Options that set
 // Resync, DryRun or Revert, or that api.TxnOptions.Validate refuses, are
 // refused before anything is recorded: the error is a *api.TransactionError
 // whose TxnInitError is the *api.OptionError naming the field.
@@ -57,6 +58,16 @@
 // ErrNotStarted: there is no state it could have been planned against. The
 // revision says that nothing changed since the plan; it does not say that
 // the change is the one planned: the caller sends the same values.
+//
+// # Verified changes
+//
+// Change with api.TxnOptions.Verify (verification after apply, which
+// reverts the transaction when the SB does not hold what it applied or an
+// operation fails) is the one revert the orchestrator takes: when the
+// transaction reports errors (it was reverted), the source's values and
+// notes go back to what they were before the call, as for a refused
+// revision. A verified change is not retried (the revert is its answer);
+// Resync and Plan refuse Verify (a *api.OptionError naming it).
 //
 // # Southbound reconnects
 //
@@ -374,7 +385,7 @@ func (o *Orchestrator) Change(ctx context.Context, id SourceID, kvs []KV, opts a
 	o.logBad(id, kvs)
 	o.commitMu.Lock()
 	defer o.commitMu.Unlock()
-	if opts.ExpectedRevision != 0 {
+	if opts.ExpectedRevision != 0 || opts.Verify {
 		keys := make([]string, len(kvs))
 		for i, kv := range kvs {
 			keys[i] = kv.Key
@@ -391,10 +402,13 @@ func (o *Orchestrator) Change(ctx context.Context, id SourceID, kvs []KV, opts a
 	return txn.Commit(ctx, opts)
 }
 
-// commitBound makes a change bound to a plan's revision (see the package
-// documentation): stage records it and returns its transaction (false
-// before the first full sync), adjusting the options; when the scheduler
-// refuses the revision, restore puts the source back. Under commitMu.
+// commitBound makes a change bound to a plan's revision, or verified after
+// apply (see the package documentation): stage records it and returns its
+// transaction (false before the first full sync), adjusting the options;
+// when the scheduler refuses the revision, or reverts the verified change
+// (any error of a value: api.TxnOptions.Verify reverts on a failure too),
+// restore puts the source back, so that it does not keep what the
+// southbound no longer has. Under commitMu.
 func (o *Orchestrator) commitBound(ctx context.Context, restore func(), opts api.TxnOptions, stage func(*api.TxnOptions) (api.Txn, bool)) (uint64, error) {
 	txn, started := stage(&opts)
 	if !started {
@@ -403,7 +417,8 @@ func (o *Orchestrator) commitBound(ctx context.Context, restore func(), opts api
 	}
 	seq, err := txn.Commit(ctx, opts)
 	var re *api.RevisionError
-	if errors.As(err, &re) {
+	var te *api.TransactionError
+	if errors.As(err, &re) || (opts.Verify && errors.As(err, &te) && te.TxnInitError == nil && len(te.KVErrors) > 0) {
 		restore()
 	}
 	return seq, err
@@ -619,9 +634,12 @@ func txnOptions(opts api.TxnOptions, resync api.ResyncType, dryRun bool) (api.Tx
 		err = &api.OptionError{Field: "DryRun", Reason: "is set by the orchestrator (Plan is its dry run)"}
 	case opts.Revert:
 		err = &api.OptionError{Field: "Revert", Reason: "is not supported by the orchestrator (the source would keep the values the revert undid)"}
+	case opts.Verify && (resync != api.NotResync || dryRun):
+		err = &api.OptionError{Field: "Verify", Reason: "is for a change, not a full resync or a plan"}
 	default:
 		opts.Resync, opts.DryRun = resync, dryRun
-		if opts.Retry == nil && !dryRun {
+		// A verified change is reverted, not retried, when it fails.
+		if opts.Retry == nil && !dryRun && !opts.Verify {
 			opts.Retry = api.DefaultRetry()
 		}
 		err = opts.Validate()

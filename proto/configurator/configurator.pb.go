@@ -187,7 +187,12 @@ type UpdateRequest struct {
 	// plan_revision, when set, is the revision of the Plan of this update:
 	// the update is refused (FAILED_PRECONDITION, nothing applied) when the
 	// agent's state changed since. 0 is an error: leave it unset for none.
-	PlanRevision  *uint64 `protobuf:"varint,4,opt,name=plan_revision,json=planRevision,proto3,oneof" json:"plan_revision,omitempty"`
+	PlanRevision *uint64 `protobuf:"varint,4,opt,name=plan_revision,json=planRevision,proto3,oneof" json:"plan_revision,omitempty"`
+	// verify reads the values the update changed back from the southbound
+	// once it is applied, and reverts the whole update (and a failed one)
+	// when one is not held as applied: the errors then say which and that
+	// the update was reverted. Implies waiting (errors as with wait_done).
+	Verify        bool `protobuf:"varint,5,opt,name=verify,proto3" json:"verify,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -248,6 +253,13 @@ func (x *UpdateRequest) GetPlanRevision() uint64 {
 		return *x.PlanRevision
 	}
 	return 0
+}
+
+func (x *UpdateRequest) GetVerify() bool {
+	if x != nil {
+		return x.Verify
+	}
+	return false
 }
 
 type UpdateResponse struct {
@@ -316,7 +328,10 @@ type DeleteRequest struct {
 	WaitDone bool `protobuf:"varint,2,opt,name=wait_done,json=waitDone,proto3" json:"wait_done,omitempty"`
 	// plan_revision, when set, is the revision the delete was planned
 	// against, as UpdateRequest.plan_revision.
-	PlanRevision  *uint64 `protobuf:"varint,3,opt,name=plan_revision,json=planRevision,proto3,oneof" json:"plan_revision,omitempty"`
+	PlanRevision *uint64 `protobuf:"varint,3,opt,name=plan_revision,json=planRevision,proto3,oneof" json:"plan_revision,omitempty"`
+	// verify checks that the values are gone from the southbound, reverting
+	// the delete when one is still there, as UpdateRequest.verify.
+	Verify        bool `protobuf:"varint,4,opt,name=verify,proto3" json:"verify,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -370,6 +385,13 @@ func (x *DeleteRequest) GetPlanRevision() uint64 {
 		return *x.PlanRevision
 	}
 	return 0
+}
+
+func (x *DeleteRequest) GetVerify() bool {
+	if x != nil {
+		return x.Verify
+	}
+	return false
 }
 
 type DeleteResponse struct {
@@ -883,21 +905,23 @@ const file_configurator_configurator_proto_rawDesc = "" +
 	"\bleft_out\x18\x02 \x03(\v2\x1e.netagent.configurator.LeftOutR\aleftOut\"3\n" +
 	"\aLeftOut\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x16\n" +
-	"\x06reason\x18\x02 \x01(\tR\x06reason\"\xba\x01\n" +
+	"\x06reason\x18\x02 \x01(\tR\x06reason\"\xd2\x01\n" +
 	"\rUpdateRequest\x12/\n" +
 	"\x06update\x18\x01 \x01(\v2\x17.netagent.config.ConfigR\x06update\x12\x1f\n" +
 	"\vfull_resync\x18\x02 \x01(\bR\n" +
 	"fullResync\x12\x1b\n" +
 	"\twait_done\x18\x03 \x01(\bR\bwaitDone\x12(\n" +
-	"\rplan_revision\x18\x04 \x01(\x04H\x00R\fplanRevision\x88\x01\x01B\x10\n" +
+	"\rplan_revision\x18\x04 \x01(\x04H\x00R\fplanRevision\x88\x01\x01\x12\x16\n" +
+	"\x06verify\x18\x05 \x01(\bR\x06verifyB\x10\n" +
 	"\x0e_plan_revision\"b\n" +
 	"\x0eUpdateResponse\x12\x17\n" +
 	"\aseq_num\x18\x01 \x01(\x04R\x06seqNum\x127\n" +
-	"\x06errors\x18\x02 \x03(\v2\x1f.netagent.configurator.KeyErrorR\x06errors\"\x99\x01\n" +
+	"\x06errors\x18\x02 \x03(\v2\x1f.netagent.configurator.KeyErrorR\x06errors\"\xb1\x01\n" +
 	"\rDeleteRequest\x12/\n" +
 	"\x06delete\x18\x01 \x01(\v2\x17.netagent.config.ConfigR\x06delete\x12\x1b\n" +
 	"\twait_done\x18\x02 \x01(\bR\bwaitDone\x12(\n" +
-	"\rplan_revision\x18\x03 \x01(\x04H\x00R\fplanRevision\x88\x01\x01B\x10\n" +
+	"\rplan_revision\x18\x03 \x01(\x04H\x00R\fplanRevision\x88\x01\x01\x12\x16\n" +
+	"\x06verify\x18\x04 \x01(\bR\x06verifyB\x10\n" +
 	"\x0e_plan_revision\"b\n" +
 	"\x0eDeleteResponse\x12\x17\n" +
 	"\aseq_num\x18\x01 \x01(\x04R\x06seqNum\x127\n" +

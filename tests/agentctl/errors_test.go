@@ -69,6 +69,7 @@ func TestAgentctlErrors(t *testing.T) {
 		{name: "invalid value, agent not running", args: []string{"config", "update", invalidValue, "--grpc-port", strconv.Itoa(free[1])},
 			wants: []string{invalidValue + " (YAML): line 5: linux_config.routes[0]: ", "gw_addr", "300.1.1.1"}},
 		{name: "invalid value (delete)", args: []string{"config", "delete", invalidValue, "--wait"}, wants: []string{invalidValue + " (YAML): line 5: linux_config.routes[0]: ", "gw_addr"}},
+		{name: "verify with replace", args: []string{"config", "update", invalidValue, "--verify", "--replace"}, wants: []string{"--verify is for a change, not for --replace"}},
 		// Unknown models, commands, flags.
 		{name: "values: unknown model", args: []string{"values", "bogus.model"}, wants: []string{`unknown model "bogus.model"`, "linux.l3.route", "vpp.interfaces"}},
 		{name: "dump: unknown model", args: []string{"dump", "bogus.model"}, wants: []string{`unknown model "bogus.model"`, "linux.interfaces.interface"}},

@@ -39,6 +39,8 @@ type fakeSB struct {
 	calls   []string
 	// failCreate makes Create of a key fail.
 	failCreate map[string]error
+	// lose makes Create of a key report success and keep nothing.
+	lose map[string]bool
 	// retrieveErr makes Retrieve fail.
 	retrieveErr error
 	// block, when set, holds every Create until it is closed.
@@ -46,7 +48,7 @@ type fakeSB struct {
 }
 
 func newFakeSB() *fakeSB {
-	return &fakeSB{values: map[string]proto.Message{}, foreign: map[string]bool{}, failCreate: map[string]error{}}
+	return &fakeSB{values: map[string]proto.Message{}, foreign: map[string]bool{}, failCreate: map[string]error{}, lose: map[string]bool{}}
 }
 
 func (f *fakeSB) record(call string) {
@@ -83,6 +85,14 @@ func (f *fakeSB) SetFailCreate(key string, err error) {
 	f.failCreate[key] = err
 }
 
+// SetLose makes Create of key succeed without keeping the value (a
+// southbound that drops it), for verification after apply.
+func (f *fakeSB) SetLose(key string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.lose[key] = true
+}
+
 func (f *fakeSB) SetRetrieveErr(err error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -109,6 +119,9 @@ func (f *fakeSB) descriptor(name string, m *models.Model) *api.KVDescriptor {
 			defer f.mu.Unlock()
 			if err := f.failCreate[key]; err != nil {
 				return nil, err
+			}
+			if f.lose[key] {
+				return nil, nil
 			}
 			f.values[key] = proto.Clone(v)
 			f.foreign[key] = false

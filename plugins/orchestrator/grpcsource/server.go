@@ -224,7 +224,7 @@ func (s *Server) Update(ctx context.Context, req *configuratorpb.UpdateRequest) 
 	if err != nil {
 		return nil, err
 	}
-	seq, errs, err := s.commit(ctx, "update", req.GetWaitDone(), req.PlanRevision, func(ctx context.Context, opts api.TxnOptions) (uint64, error) {
+	seq, errs, err := s.commitVerified(ctx, "update", req.GetWaitDone(), req.PlanRevision, req.GetVerify(), func(ctx context.Context, opts api.TxnOptions) (uint64, error) {
 		if req.GetFullResync() {
 			return s.o.Resync(ctx, orchestrator.SourceGRPC, kvs, opts)
 		}
@@ -233,7 +233,7 @@ func (s *Server) Update(ctx context.Context, req *configuratorpb.UpdateRequest) 
 	if err != nil {
 		return nil, err
 	}
-	if req.GetWaitDone() {
+	if req.GetWaitDone() || req.GetVerify() {
 		listed := make(map[string]bool, len(errs))
 		for _, ke := range errs {
 			listed[ke.GetKey()] = true
@@ -311,7 +311,7 @@ func (s *Server) Delete(ctx context.Context, req *configuratorpb.DeleteRequest) 
 	for i, key := range keys {
 		kvs[i] = orchestrator.KV{Key: key}
 	}
-	seq, errs, err := s.commit(ctx, "delete", req.GetWaitDone(), req.PlanRevision, func(ctx context.Context, opts api.TxnOptions) (uint64, error) {
+	seq, errs, err := s.commitVerified(ctx, "delete", req.GetWaitDone(), req.PlanRevision, req.GetVerify(), func(ctx context.Context, opts api.TxnOptions) (uint64, error) {
 		return s.o.Change(ctx, orchestrator.SourceGRPC, kvs, opts)
 	})
 	if err != nil {
@@ -453,10 +453,20 @@ func hasFieldsOf(v, part proto.Message) bool {
 // revision (planRevision non-nil) it is bound to it, and waited for: the
 // check is made when it runs.
 func (s *Server) commit(ctx context.Context, what string, wait bool, planRevision *uint64, change func(context.Context, api.TxnOptions) (uint64, error)) (uint64, []*configuratorpb.KeyError, error) {
+	return s.commitVerified(ctx, what, wait, planRevision, false, change)
+}
+
+// commitVerified is commit, with verification after apply when verify is
+// set (api.TxnOptions.Verify: the change reverted when the SB does not hold
+// what it applied); verify implies wait.
+func (s *Server) commitVerified(ctx context.Context, what string, wait bool, planRevision *uint64, verify bool, change func(context.Context, api.TxnOptions) (uint64, error)) (uint64, []*configuratorpb.KeyError, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, nil, status.FromContextError(err).Err()
 	}
-	opts := api.TxnOptions{Description: "gRPC " + what, NonBlocking: !wait}
+	if verify {
+		wait = true
+	}
+	opts := api.TxnOptions{Description: "gRPC " + what, NonBlocking: !wait, Verify: verify}
 	if planRevision != nil {
 		if *planRevision == 0 {
 			return 0, nil, status.Errorf(codes.InvalidArgument, "%s: plan_revision 0 is not a revision (leave it unset to apply whatever the state)", what)
