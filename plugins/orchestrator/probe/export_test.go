@@ -1,0 +1,4 @@
+package probe
+
+// InNamespaceForTest runs f with its thread in the named namespace.
+var InNamespaceForTest = inNamespace
