@@ -204,6 +204,10 @@ type Orchestrator struct {
 	synced  map[SourceID]bool
 	// connectors tell the connection state of the sources that have one.
 	connectors map[SourceID]Connector
+	// firstNotes are the descriptions the sources gave their first Resync
+	// (a source restoring a state says so); the first full resync's
+	// description carries them.
+	firstNotes []string
 	// started: the first full resync was committed.
 	started  bool
 	firstSeq uint64
@@ -502,7 +506,8 @@ func (o *Orchestrator) change(id SourceID, kvs []KV) (api.Txn, bool) {
 // first full resync; after, it commits a full resync of the merged state
 // (only this source's keys change; the SB is refreshed too). The resync is
 // committed with opts (the description of the resync is appended to
-// opts.Description).
+// opts.Description). The first full resync's description ends with the
+// descriptions the sources gave their first Resync, whichever came last.
 func (o *Orchestrator) Resync(ctx context.Context, id SourceID, kvs []KV, opts api.TxnOptions) (uint64, error) {
 	opts, err := txnOptions(opts, api.FullResync, false)
 	if err != nil {
@@ -516,7 +521,7 @@ func (o *Orchestrator) Resync(ctx context.Context, id SourceID, kvs []KV, opts a
 			if !o.isStarted() {
 				return nil, false
 			}
-			r, _, _ := o.resync(id, kvs)
+			r, _, _ := o.resync(id, kvs, "")
 			if opts.Description == "" {
 				opts.Description = r.description
 			} else {
@@ -525,9 +530,12 @@ func (o *Orchestrator) Resync(ctx context.Context, id SourceID, kvs []KV, opts a
 			return r.txn, true
 		})
 	}
-	txn, first, due := o.resync(id, kvs)
+	txn, first, due := o.resync(id, kvs, opts.Description)
 	if !due {
 		return 0, nil
+	}
+	if first {
+		opts.Description = "" // in the description of the first full resync
 	}
 	seq, err := o.commitFullResync(ctx, txn, opts)
 	if first && (err == nil || isValueErrors(err)) {
@@ -537,8 +545,10 @@ func (o *Orchestrator) Resync(ctx context.Context, id SourceID, kvs []KV, opts a
 }
 
 // resync records the new state of a source and returns the full resync to
-// commit, if one is due, and whether it is the first.
-func (o *Orchestrator) resync(id SourceID, kvs []KV) (txn *fullResyncTxn, first, due bool) {
+// commit, if one is due, and whether it is the first. Before the first
+// full sync, the description the source gave its Resync is kept for the
+// first full resync's.
+func (o *Orchestrator) resync(id SourceID, kvs []KV, description string) (txn *fullResyncTxn, first, due bool) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	for key, m := range o.values {
@@ -551,6 +561,9 @@ func (o *Orchestrator) resync(id SourceID, kvs []KV) (txn *fullResyncTxn, first,
 	}
 	o.compactValues()
 	o.synced[id] = true
+	if !o.started && description != "" {
+		o.firstNotes = append(o.firstNotes, description)
+	}
 	if !o.started {
 		for src := range o.sources {
 			if !o.synced[src] {
@@ -558,7 +571,7 @@ func (o *Orchestrator) resync(id SourceID, kvs []KV) (txn *fullResyncTxn, first,
 			}
 		}
 	}
-	description := fmt.Sprintf("full resync (source %s)", id)
+	description = fmt.Sprintf("full resync (source %s)", id)
 	if !o.started {
 		// The first one applies every source's state, not only the last
 		// to deliver.
@@ -568,6 +581,10 @@ func (o *Orchestrator) resync(id SourceID, kvs []KV) (txn *fullResyncTxn, first,
 		}
 		sort.Strings(ids)
 		description = "first full resync (sources " + strings.Join(ids, ", ") + ")"
+		if len(o.firstNotes) > 0 {
+			description += ": " + strings.Join(o.firstNotes, "; ")
+			o.firstNotes = nil
+		}
 	}
 	return o.fullResyncTxn(description), !o.started, true
 }
@@ -704,6 +721,29 @@ func (o *Orchestrator) Value(key string) proto.Message {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	return o.effective(key)
+}
+
+// SourceValues returns all the values a source holds, sorted by key, with
+// their notes (a value that could not be decoded: Err set, Value nil), so
+// that a caller can put the source back later with Resync (the gRPC
+// source's pending confirmations do).
+func (o *Orchestrator) SourceValues(id SourceID) []KV {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	var out []KV
+	for key, m := range o.values {
+		v, ok := m[id]
+		if !ok {
+			continue
+		}
+		kv := KV{Key: key, Value: v, Note: o.notes[sourceKey{key, id}]}
+		if bad, ok := v.(*api.UndecodableValue); ok {
+			kv.Value, kv.Err = nil, errors.New(bad.GetReason())
+		}
+		out = append(out, kv)
+	}
+	slices.SortFunc(out, func(a, b KV) int { return strings.Compare(a.Key, b.Key) })
+	return out
 }
 
 // SourceValue returns the value a source holds for a key (nil: none).
