@@ -20,6 +20,8 @@ import (
 	kvscheduler "github.com/netagent-io/netagent/proto/kvscheduler"
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
+	durationpb "google.golang.org/protobuf/types/known/durationpb"
+	timestamppb "google.golang.org/protobuf/types/known/timestamppb"
 	reflect "reflect"
 	sync "sync"
 	unsafe "unsafe"
@@ -192,7 +194,16 @@ type UpdateRequest struct {
 	// once it is applied, and reverts the whole update (and a failed one)
 	// when one is not held as applied: the errors then say which and that
 	// the update was reverted. Implies waiting (errors as with wait_done).
-	Verify        bool `protobuf:"varint,5,opt,name=verify,proto3" json:"verify,omitempty"`
+	Verify bool `protobuf:"varint,5,opt,name=verify,proto3" json:"verify,omitempty"`
+	// confirm_within, when set and not 0, applies the update (waiting for it,
+	// errors as with wait_done) and arms a deadline: unless Confirm is called
+	// within it, the agent puts the gRPC source back to exactly the values it
+	// had before the update (a revert recorded in the history). While a
+	// change is pending, every other change of the gRPC source is refused
+	// (FAILED_PRECONDITION naming the pending change): it would be reverted
+	// with it. Negative or over 24h: INVALID_ARGUMENT. The deadline survives
+	// a restart of the agent (kept in its state directory).
+	ConfirmWithin *durationpb.Duration `protobuf:"bytes,6,opt,name=confirm_within,json=confirmWithin,proto3" json:"confirm_within,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -260,6 +271,13 @@ func (x *UpdateRequest) GetVerify() bool {
 		return x.Verify
 	}
 	return false
+}
+
+func (x *UpdateRequest) GetConfirmWithin() *durationpb.Duration {
+	if x != nil {
+		return x.ConfirmWithin
+	}
+	return nil
 }
 
 type UpdateResponse struct {
@@ -331,7 +349,10 @@ type DeleteRequest struct {
 	PlanRevision *uint64 `protobuf:"varint,3,opt,name=plan_revision,json=planRevision,proto3,oneof" json:"plan_revision,omitempty"`
 	// verify checks that the values are gone from the southbound, reverting
 	// the delete when one is still there, as UpdateRequest.verify.
-	Verify        bool `protobuf:"varint,4,opt,name=verify,proto3" json:"verify,omitempty"`
+	Verify bool `protobuf:"varint,4,opt,name=verify,proto3" json:"verify,omitempty"`
+	// confirm_within makes the delete a change to confirm, as
+	// UpdateRequest.confirm_within.
+	ConfirmWithin *durationpb.Duration `protobuf:"bytes,5,opt,name=confirm_within,json=confirmWithin,proto3" json:"confirm_within,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -392,6 +413,13 @@ func (x *DeleteRequest) GetVerify() bool {
 		return x.Verify
 	}
 	return false
+}
+
+func (x *DeleteRequest) GetConfirmWithin() *durationpb.Duration {
+	if x != nil {
+		return x.ConfirmWithin
+	}
+	return nil
 }
 
 type DeleteResponse struct {
@@ -893,11 +921,223 @@ func (x *WatchStatusRequest) GetKeyPrefixes() []string {
 	return nil
 }
 
+type ConfirmRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// seq_num is the sequence number of the change to confirm (the seq_num
+	// of its UpdateResponse or DeleteResponse); 0 confirms whatever is
+	// pending.
+	SeqNum        uint64 `protobuf:"varint,1,opt,name=seq_num,json=seqNum,proto3" json:"seq_num,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ConfirmRequest) Reset() {
+	*x = ConfirmRequest{}
+	mi := &file_configurator_configurator_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ConfirmRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ConfirmRequest) ProtoMessage() {}
+
+func (x *ConfirmRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_configurator_configurator_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ConfirmRequest.ProtoReflect.Descriptor instead.
+func (*ConfirmRequest) Descriptor() ([]byte, []int) {
+	return file_configurator_configurator_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *ConfirmRequest) GetSeqNum() uint64 {
+	if x != nil {
+		return x.SeqNum
+	}
+	return 0
+}
+
+type ConfirmResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// seq_num is the sequence number of the change confirmed.
+	SeqNum        uint64 `protobuf:"varint,1,opt,name=seq_num,json=seqNum,proto3" json:"seq_num,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ConfirmResponse) Reset() {
+	*x = ConfirmResponse{}
+	mi := &file_configurator_configurator_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ConfirmResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ConfirmResponse) ProtoMessage() {}
+
+func (x *ConfirmResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_configurator_configurator_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ConfirmResponse.ProtoReflect.Descriptor instead.
+func (*ConfirmResponse) Descriptor() ([]byte, []int) {
+	return file_configurator_configurator_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *ConfirmResponse) GetSeqNum() uint64 {
+	if x != nil {
+		return x.SeqNum
+	}
+	return 0
+}
+
+type PendingRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PendingRequest) Reset() {
+	*x = PendingRequest{}
+	mi := &file_configurator_configurator_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PendingRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PendingRequest) ProtoMessage() {}
+
+func (x *PendingRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_configurator_configurator_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PendingRequest.ProtoReflect.Descriptor instead.
+func (*PendingRequest) Descriptor() ([]byte, []int) {
+	return file_configurator_configurator_proto_rawDescGZIP(), []int{17}
+}
+
+// PendingResponse is the change pending confirmation; every field is
+// empty (seq_num 0) when none is.
+type PendingResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// seq_num is the sequence number of the change's transaction.
+	SeqNum uint64 `protobuf:"varint,1,opt,name=seq_num,json=seqNum,proto3" json:"seq_num,omitempty"`
+	// deadline is when the change is reverted unless confirmed.
+	Deadline *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=deadline,proto3" json:"deadline,omitempty"`
+	// description is the change's transaction description (gRPC update).
+	Description string `protobuf:"bytes,3,opt,name=description,proto3" json:"description,omitempty"`
+	// keys are the keys whose value in the gRPC source the change set,
+	// changed or removed, sorted.
+	Keys []string `protobuf:"bytes,4,rep,name=keys,proto3" json:"keys,omitempty"`
+	// confirm_within is the time the change was given to be confirmed.
+	ConfirmWithin *durationpb.Duration `protobuf:"bytes,5,opt,name=confirm_within,json=confirmWithin,proto3" json:"confirm_within,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PendingResponse) Reset() {
+	*x = PendingResponse{}
+	mi := &file_configurator_configurator_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PendingResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PendingResponse) ProtoMessage() {}
+
+func (x *PendingResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_configurator_configurator_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PendingResponse.ProtoReflect.Descriptor instead.
+func (*PendingResponse) Descriptor() ([]byte, []int) {
+	return file_configurator_configurator_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *PendingResponse) GetSeqNum() uint64 {
+	if x != nil {
+		return x.SeqNum
+	}
+	return 0
+}
+
+func (x *PendingResponse) GetDeadline() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Deadline
+	}
+	return nil
+}
+
+func (x *PendingResponse) GetDescription() string {
+	if x != nil {
+		return x.Description
+	}
+	return ""
+}
+
+func (x *PendingResponse) GetKeys() []string {
+	if x != nil {
+		return x.Keys
+	}
+	return nil
+}
+
+func (x *PendingResponse) GetConfirmWithin() *durationpb.Duration {
+	if x != nil {
+		return x.ConfirmWithin
+	}
+	return nil
+}
+
 var File_configurator_configurator_proto protoreflect.FileDescriptor
 
 const file_configurator_configurator_proto_rawDesc = "" +
 	"\n" +
-	"\x1fconfigurator/configurator.proto\x12\x15netagent.configurator\x1a\x13config/config.proto\x1a\x1ekvscheduler/value_status.proto\"\f\n" +
+	"\x1fconfigurator/configurator.proto\x12\x15netagent.configurator\x1a\x13config/config.proto\x1a\x1ekvscheduler/value_status.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\f\n" +
 	"\n" +
 	"GetRequest\"y\n" +
 	"\vGetResponse\x12/\n" +
@@ -905,23 +1145,25 @@ const file_configurator_configurator_proto_rawDesc = "" +
 	"\bleft_out\x18\x02 \x03(\v2\x1e.netagent.configurator.LeftOutR\aleftOut\"3\n" +
 	"\aLeftOut\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x16\n" +
-	"\x06reason\x18\x02 \x01(\tR\x06reason\"\xd2\x01\n" +
+	"\x06reason\x18\x02 \x01(\tR\x06reason\"\x94\x02\n" +
 	"\rUpdateRequest\x12/\n" +
 	"\x06update\x18\x01 \x01(\v2\x17.netagent.config.ConfigR\x06update\x12\x1f\n" +
 	"\vfull_resync\x18\x02 \x01(\bR\n" +
 	"fullResync\x12\x1b\n" +
 	"\twait_done\x18\x03 \x01(\bR\bwaitDone\x12(\n" +
 	"\rplan_revision\x18\x04 \x01(\x04H\x00R\fplanRevision\x88\x01\x01\x12\x16\n" +
-	"\x06verify\x18\x05 \x01(\bR\x06verifyB\x10\n" +
+	"\x06verify\x18\x05 \x01(\bR\x06verify\x12@\n" +
+	"\x0econfirm_within\x18\x06 \x01(\v2\x19.google.protobuf.DurationR\rconfirmWithinB\x10\n" +
 	"\x0e_plan_revision\"b\n" +
 	"\x0eUpdateResponse\x12\x17\n" +
 	"\aseq_num\x18\x01 \x01(\x04R\x06seqNum\x127\n" +
-	"\x06errors\x18\x02 \x03(\v2\x1f.netagent.configurator.KeyErrorR\x06errors\"\xb1\x01\n" +
+	"\x06errors\x18\x02 \x03(\v2\x1f.netagent.configurator.KeyErrorR\x06errors\"\xf3\x01\n" +
 	"\rDeleteRequest\x12/\n" +
 	"\x06delete\x18\x01 \x01(\v2\x17.netagent.config.ConfigR\x06delete\x12\x1b\n" +
 	"\twait_done\x18\x02 \x01(\bR\bwaitDone\x12(\n" +
 	"\rplan_revision\x18\x03 \x01(\x04H\x00R\fplanRevision\x88\x01\x01\x12\x16\n" +
-	"\x06verify\x18\x04 \x01(\bR\x06verifyB\x10\n" +
+	"\x06verify\x18\x04 \x01(\bR\x06verify\x12@\n" +
+	"\x0econfirm_within\x18\x05 \x01(\v2\x19.google.protobuf.DurationR\rconfirmWithinB\x10\n" +
 	"\x0e_plan_revision\"b\n" +
 	"\x0eDeleteResponse\x12\x17\n" +
 	"\aseq_num\x18\x01 \x01(\x04R\x06seqNum\x127\n" +
@@ -953,7 +1195,18 @@ const file_configurator_configurator_proto_rawDesc = "" +
 	"\x05flags\x18\x05 \x03(\tR\x05flags\x12\x14\n" +
 	"\x05error\x18\x06 \x01(\tR\x05error\"7\n" +
 	"\x12WatchStatusRequest\x12!\n" +
-	"\fkey_prefixes\x18\x01 \x03(\tR\vkeyPrefixes2\xe8\x04\n" +
+	"\fkey_prefixes\x18\x01 \x03(\tR\vkeyPrefixes\")\n" +
+	"\x0eConfirmRequest\x12\x17\n" +
+	"\aseq_num\x18\x01 \x01(\x04R\x06seqNum\"*\n" +
+	"\x0fConfirmResponse\x12\x17\n" +
+	"\aseq_num\x18\x01 \x01(\x04R\x06seqNum\"\x10\n" +
+	"\x0ePendingRequest\"\xda\x01\n" +
+	"\x0fPendingResponse\x12\x17\n" +
+	"\aseq_num\x18\x01 \x01(\x04R\x06seqNum\x126\n" +
+	"\bdeadline\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\bdeadline\x12 \n" +
+	"\vdescription\x18\x03 \x01(\tR\vdescription\x12\x12\n" +
+	"\x04keys\x18\x04 \x03(\tR\x04keys\x12@\n" +
+	"\x0econfirm_within\x18\x05 \x01(\v2\x19.google.protobuf.DurationR\rconfirmWithin2\x9c\x06\n" +
 	"\fConfigurator\x12L\n" +
 	"\x03Get\x12!.netagent.configurator.GetRequest\x1a\".netagent.configurator.GetResponse\x12U\n" +
 	"\x06Update\x12$.netagent.configurator.UpdateRequest\x1a%.netagent.configurator.UpdateResponse\x12U\n" +
@@ -961,7 +1214,9 @@ const file_configurator_configurator_proto_rawDesc = "" +
 	"\x04Dump\x12\".netagent.configurator.DumpRequest\x1a#.netagent.configurator.DumpResponse\x12U\n" +
 	"\x06Notify\x12$.netagent.configurator.NotifyRequest\x1a#.netagent.configurator.Notification0\x01\x12Q\n" +
 	"\x04Plan\x12$.netagent.configurator.UpdateRequest\x1a#.netagent.configurator.PlanResponse\x12a\n" +
-	"\vWatchStatus\x12).netagent.configurator.WatchStatusRequest\x1a%.netagent.kvscheduler.BaseValueStatus0\x01BCZAgithub.com/netagent-io/netagent/proto/configurator;configuratorpbb\x06proto3"
+	"\vWatchStatus\x12).netagent.configurator.WatchStatusRequest\x1a%.netagent.kvscheduler.BaseValueStatus0\x01\x12X\n" +
+	"\aConfirm\x12%.netagent.configurator.ConfirmRequest\x1a&.netagent.configurator.ConfirmResponse\x12X\n" +
+	"\aPending\x12%.netagent.configurator.PendingRequest\x1a&.netagent.configurator.PendingResponseBCZAgithub.com/netagent-io/netagent/proto/configurator;configuratorpbb\x06proto3"
 
 var (
 	file_configurator_configurator_proto_rawDescOnce sync.Once
@@ -975,7 +1230,7 @@ func file_configurator_configurator_proto_rawDescGZIP() []byte {
 	return file_configurator_configurator_proto_rawDescData
 }
 
-var file_configurator_configurator_proto_msgTypes = make([]protoimpl.MessageInfo, 15)
+var file_configurator_configurator_proto_msgTypes = make([]protoimpl.MessageInfo, 19)
 var file_configurator_configurator_proto_goTypes = []any{
 	(*GetRequest)(nil),                  // 0: netagent.configurator.GetRequest
 	(*GetResponse)(nil),                 // 1: netagent.configurator.GetResponse
@@ -992,42 +1247,56 @@ var file_configurator_configurator_proto_goTypes = []any{
 	(*PlanResponse)(nil),                // 12: netagent.configurator.PlanResponse
 	(*PlannedOperation)(nil),            // 13: netagent.configurator.PlannedOperation
 	(*WatchStatusRequest)(nil),          // 14: netagent.configurator.WatchStatusRequest
-	(*config.Config)(nil),               // 15: netagent.config.Config
-	(kvscheduler.ValueState)(0),         // 16: netagent.kvscheduler.ValueState
-	(*kvscheduler.ValueStatus)(nil),     // 17: netagent.kvscheduler.ValueStatus
-	(*kvscheduler.BaseValueStatus)(nil), // 18: netagent.kvscheduler.BaseValueStatus
+	(*ConfirmRequest)(nil),              // 15: netagent.configurator.ConfirmRequest
+	(*ConfirmResponse)(nil),             // 16: netagent.configurator.ConfirmResponse
+	(*PendingRequest)(nil),              // 17: netagent.configurator.PendingRequest
+	(*PendingResponse)(nil),             // 18: netagent.configurator.PendingResponse
+	(*config.Config)(nil),               // 19: netagent.config.Config
+	(*durationpb.Duration)(nil),         // 20: google.protobuf.Duration
+	(kvscheduler.ValueState)(0),         // 21: netagent.kvscheduler.ValueState
+	(*kvscheduler.ValueStatus)(nil),     // 22: netagent.kvscheduler.ValueStatus
+	(*timestamppb.Timestamp)(nil),       // 23: google.protobuf.Timestamp
+	(*kvscheduler.BaseValueStatus)(nil), // 24: netagent.kvscheduler.BaseValueStatus
 }
 var file_configurator_configurator_proto_depIdxs = []int32{
-	15, // 0: netagent.configurator.GetResponse.config:type_name -> netagent.config.Config
+	19, // 0: netagent.configurator.GetResponse.config:type_name -> netagent.config.Config
 	2,  // 1: netagent.configurator.GetResponse.left_out:type_name -> netagent.configurator.LeftOut
-	15, // 2: netagent.configurator.UpdateRequest.update:type_name -> netagent.config.Config
-	7,  // 3: netagent.configurator.UpdateResponse.errors:type_name -> netagent.configurator.KeyError
-	15, // 4: netagent.configurator.DeleteRequest.delete:type_name -> netagent.config.Config
-	7,  // 5: netagent.configurator.DeleteResponse.errors:type_name -> netagent.configurator.KeyError
-	16, // 6: netagent.configurator.KeyError.state:type_name -> netagent.kvscheduler.ValueState
-	15, // 7: netagent.configurator.DumpResponse.state:type_name -> netagent.config.Config
-	17, // 8: netagent.configurator.Notification.status:type_name -> netagent.kvscheduler.ValueStatus
-	13, // 9: netagent.configurator.PlanResponse.operations:type_name -> netagent.configurator.PlannedOperation
-	7,  // 10: netagent.configurator.PlanResponse.unchanged_errors:type_name -> netagent.configurator.KeyError
-	0,  // 11: netagent.configurator.Configurator.Get:input_type -> netagent.configurator.GetRequest
-	3,  // 12: netagent.configurator.Configurator.Update:input_type -> netagent.configurator.UpdateRequest
-	5,  // 13: netagent.configurator.Configurator.Delete:input_type -> netagent.configurator.DeleteRequest
-	8,  // 14: netagent.configurator.Configurator.Dump:input_type -> netagent.configurator.DumpRequest
-	10, // 15: netagent.configurator.Configurator.Notify:input_type -> netagent.configurator.NotifyRequest
-	3,  // 16: netagent.configurator.Configurator.Plan:input_type -> netagent.configurator.UpdateRequest
-	14, // 17: netagent.configurator.Configurator.WatchStatus:input_type -> netagent.configurator.WatchStatusRequest
-	1,  // 18: netagent.configurator.Configurator.Get:output_type -> netagent.configurator.GetResponse
-	4,  // 19: netagent.configurator.Configurator.Update:output_type -> netagent.configurator.UpdateResponse
-	6,  // 20: netagent.configurator.Configurator.Delete:output_type -> netagent.configurator.DeleteResponse
-	9,  // 21: netagent.configurator.Configurator.Dump:output_type -> netagent.configurator.DumpResponse
-	11, // 22: netagent.configurator.Configurator.Notify:output_type -> netagent.configurator.Notification
-	12, // 23: netagent.configurator.Configurator.Plan:output_type -> netagent.configurator.PlanResponse
-	18, // 24: netagent.configurator.Configurator.WatchStatus:output_type -> netagent.kvscheduler.BaseValueStatus
-	18, // [18:25] is the sub-list for method output_type
-	11, // [11:18] is the sub-list for method input_type
-	11, // [11:11] is the sub-list for extension type_name
-	11, // [11:11] is the sub-list for extension extendee
-	0,  // [0:11] is the sub-list for field type_name
+	19, // 2: netagent.configurator.UpdateRequest.update:type_name -> netagent.config.Config
+	20, // 3: netagent.configurator.UpdateRequest.confirm_within:type_name -> google.protobuf.Duration
+	7,  // 4: netagent.configurator.UpdateResponse.errors:type_name -> netagent.configurator.KeyError
+	19, // 5: netagent.configurator.DeleteRequest.delete:type_name -> netagent.config.Config
+	20, // 6: netagent.configurator.DeleteRequest.confirm_within:type_name -> google.protobuf.Duration
+	7,  // 7: netagent.configurator.DeleteResponse.errors:type_name -> netagent.configurator.KeyError
+	21, // 8: netagent.configurator.KeyError.state:type_name -> netagent.kvscheduler.ValueState
+	19, // 9: netagent.configurator.DumpResponse.state:type_name -> netagent.config.Config
+	22, // 10: netagent.configurator.Notification.status:type_name -> netagent.kvscheduler.ValueStatus
+	13, // 11: netagent.configurator.PlanResponse.operations:type_name -> netagent.configurator.PlannedOperation
+	7,  // 12: netagent.configurator.PlanResponse.unchanged_errors:type_name -> netagent.configurator.KeyError
+	23, // 13: netagent.configurator.PendingResponse.deadline:type_name -> google.protobuf.Timestamp
+	20, // 14: netagent.configurator.PendingResponse.confirm_within:type_name -> google.protobuf.Duration
+	0,  // 15: netagent.configurator.Configurator.Get:input_type -> netagent.configurator.GetRequest
+	3,  // 16: netagent.configurator.Configurator.Update:input_type -> netagent.configurator.UpdateRequest
+	5,  // 17: netagent.configurator.Configurator.Delete:input_type -> netagent.configurator.DeleteRequest
+	8,  // 18: netagent.configurator.Configurator.Dump:input_type -> netagent.configurator.DumpRequest
+	10, // 19: netagent.configurator.Configurator.Notify:input_type -> netagent.configurator.NotifyRequest
+	3,  // 20: netagent.configurator.Configurator.Plan:input_type -> netagent.configurator.UpdateRequest
+	14, // 21: netagent.configurator.Configurator.WatchStatus:input_type -> netagent.configurator.WatchStatusRequest
+	15, // 22: netagent.configurator.Configurator.Confirm:input_type -> netagent.configurator.ConfirmRequest
+	17, // 23: netagent.configurator.Configurator.Pending:input_type -> netagent.configurator.PendingRequest
+	1,  // 24: netagent.configurator.Configurator.Get:output_type -> netagent.configurator.GetResponse
+	4,  // 25: netagent.configurator.Configurator.Update:output_type -> netagent.configurator.UpdateResponse
+	6,  // 26: netagent.configurator.Configurator.Delete:output_type -> netagent.configurator.DeleteResponse
+	9,  // 27: netagent.configurator.Configurator.Dump:output_type -> netagent.configurator.DumpResponse
+	11, // 28: netagent.configurator.Configurator.Notify:output_type -> netagent.configurator.Notification
+	12, // 29: netagent.configurator.Configurator.Plan:output_type -> netagent.configurator.PlanResponse
+	24, // 30: netagent.configurator.Configurator.WatchStatus:output_type -> netagent.kvscheduler.BaseValueStatus
+	16, // 31: netagent.configurator.Configurator.Confirm:output_type -> netagent.configurator.ConfirmResponse
+	18, // 32: netagent.configurator.Configurator.Pending:output_type -> netagent.configurator.PendingResponse
+	24, // [24:33] is the sub-list for method output_type
+	15, // [15:24] is the sub-list for method input_type
+	15, // [15:15] is the sub-list for extension type_name
+	15, // [15:15] is the sub-list for extension extendee
+	0,  // [0:15] is the sub-list for field type_name
 }
 
 func init() { file_configurator_configurator_proto_init() }
@@ -1043,7 +1312,7 @@ func file_configurator_configurator_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_configurator_configurator_proto_rawDesc), len(file_configurator_configurator_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   15,
+			NumMessages:   19,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

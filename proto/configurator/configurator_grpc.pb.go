@@ -36,6 +36,8 @@ const (
 	Configurator_Notify_FullMethodName      = "/netagent.configurator.Configurator/Notify"
 	Configurator_Plan_FullMethodName        = "/netagent.configurator.Configurator/Plan"
 	Configurator_WatchStatus_FullMethodName = "/netagent.configurator.Configurator/WatchStatus"
+	Configurator_Confirm_FullMethodName     = "/netagent.configurator.Configurator/Confirm"
+	Configurator_Pending_FullMethodName     = "/netagent.configurator.Configurator/Pending"
 )
 
 // ConfiguratorClient is the client API for Configurator service.
@@ -86,6 +88,13 @@ type ConfiguratorClient interface {
 	// one of the prefixes (none: all), each with its derived values: the
 	// current statuses first, then every change.
 	WatchStatus(ctx context.Context, in *WatchStatusRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[kvscheduler.BaseValueStatus], error)
+	// Confirm keeps the change pending confirmation (an Update or Delete made
+	// with confirm_within): its deadline is dropped and it is not reverted.
+	// NOT_FOUND when nothing is pending or seq_num names another change (the
+	// message says what is pending, if anything).
+	Confirm(ctx context.Context, in *ConfirmRequest, opts ...grpc.CallOption) (*ConfirmResponse, error)
+	// Pending returns the change pending confirmation, if any.
+	Pending(ctx context.Context, in *PendingRequest, opts ...grpc.CallOption) (*PendingResponse, error)
 }
 
 type configuratorClient struct {
@@ -184,6 +193,26 @@ func (c *configuratorClient) WatchStatus(ctx context.Context, in *WatchStatusReq
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Configurator_WatchStatusClient = grpc.ServerStreamingClient[kvscheduler.BaseValueStatus]
 
+func (c *configuratorClient) Confirm(ctx context.Context, in *ConfirmRequest, opts ...grpc.CallOption) (*ConfirmResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ConfirmResponse)
+	err := c.cc.Invoke(ctx, Configurator_Confirm_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *configuratorClient) Pending(ctx context.Context, in *PendingRequest, opts ...grpc.CallOption) (*PendingResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(PendingResponse)
+	err := c.cc.Invoke(ctx, Configurator_Pending_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // ConfiguratorServer is the server API for Configurator service.
 // All implementations must embed UnimplementedConfiguratorServer
 // for forward compatibility.
@@ -232,6 +261,13 @@ type ConfiguratorServer interface {
 	// one of the prefixes (none: all), each with its derived values: the
 	// current statuses first, then every change.
 	WatchStatus(*WatchStatusRequest, grpc.ServerStreamingServer[kvscheduler.BaseValueStatus]) error
+	// Confirm keeps the change pending confirmation (an Update or Delete made
+	// with confirm_within): its deadline is dropped and it is not reverted.
+	// NOT_FOUND when nothing is pending or seq_num names another change (the
+	// message says what is pending, if anything).
+	Confirm(context.Context, *ConfirmRequest) (*ConfirmResponse, error)
+	// Pending returns the change pending confirmation, if any.
+	Pending(context.Context, *PendingRequest) (*PendingResponse, error)
 	mustEmbedUnimplementedConfiguratorServer()
 }
 
@@ -262,6 +298,12 @@ func (UnimplementedConfiguratorServer) Plan(context.Context, *UpdateRequest) (*P
 }
 func (UnimplementedConfiguratorServer) WatchStatus(*WatchStatusRequest, grpc.ServerStreamingServer[kvscheduler.BaseValueStatus]) error {
 	return status.Errorf(codes.Unimplemented, "method WatchStatus not implemented")
+}
+func (UnimplementedConfiguratorServer) Confirm(context.Context, *ConfirmRequest) (*ConfirmResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method Confirm not implemented")
+}
+func (UnimplementedConfiguratorServer) Pending(context.Context, *PendingRequest) (*PendingResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method Pending not implemented")
 }
 func (UnimplementedConfiguratorServer) mustEmbedUnimplementedConfiguratorServer() {}
 func (UnimplementedConfiguratorServer) testEmbeddedByValue()                      {}
@@ -396,6 +438,42 @@ func _Configurator_WatchStatus_Handler(srv interface{}, stream grpc.ServerStream
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Configurator_WatchStatusServer = grpc.ServerStreamingServer[kvscheduler.BaseValueStatus]
 
+func _Configurator_Confirm_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ConfirmRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ConfiguratorServer).Confirm(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Configurator_Confirm_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ConfiguratorServer).Confirm(ctx, req.(*ConfirmRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Configurator_Pending_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(PendingRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ConfiguratorServer).Pending(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Configurator_Pending_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ConfiguratorServer).Pending(ctx, req.(*PendingRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Configurator_ServiceDesc is the grpc.ServiceDesc for Configurator service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -422,6 +500,14 @@ var Configurator_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Plan",
 			Handler:    _Configurator_Plan_Handler,
+		},
+		{
+			MethodName: "Confirm",
+			Handler:    _Configurator_Confirm_Handler,
+		},
+		{
+			MethodName: "Pending",
+			Handler:    _Configurator_Pending_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

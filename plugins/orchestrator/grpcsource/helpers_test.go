@@ -219,9 +219,26 @@ func newEnv(t *testing.T) *env { return newEnvWith(t, false) }
 
 // newEnvWith is newEnv; plain gives the service the scheduler as a plain
 // api.KVScheduler.
-func newEnvWith(t *testing.T, plain bool) *env {
+func newEnvWith(t *testing.T, plain bool) *env { return newEnvOpts(t, envOptions{plain: plain}) }
+
+// envOptions are the options of newEnvOpts.
+type envOptions struct {
+	// plain gives the service the scheduler as a plain api.KVScheduler.
+	plain bool
+	// confirm, when set, enables changes to confirm.
+	confirm *grpcsource.ConfirmOptions
+	// sb is the southbound (nil: a new one), to restart on the same one.
+	sb *fakeSB
+}
+
+// newEnvOpts is newEnv with options.
+func newEnvOpts(t *testing.T, eo envOptions) *env {
 	t.Helper()
-	e := &env{sb: newFakeSB()}
+	plain := eo.plain
+	e := &env{sb: eo.sb}
+	if e.sb == nil {
+		e.sb = newFakeSB()
+	}
 	e.sched = kvscheduler.New(kvscheduler.Options{Logger: discard})
 	if err := e.sched.RegisterKVDescriptor(e.sb.descriptors()...); err != nil {
 		t.Fatal(err)
@@ -232,6 +249,9 @@ func newEnvWith(t *testing.T, plain bool) *env {
 		s = plainScheduler{e.sched}
 	}
 	e.srv = grpcsource.New(e.o, s, models.Default, discard)
+	if eo.confirm != nil {
+		e.srv.EnableConfirm(*eo.confirm)
+	}
 
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

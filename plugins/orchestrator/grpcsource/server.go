@@ -42,6 +42,53 @@
 // Unavailable). The server does not register the gRPC source with the
 // orchestrator: the first full sync does not wait for a gRPC client.
 //
+// # Changes to confirm
+//
+// An Update or Delete with confirm_within (at most MaxConfirmWithin;
+// negative or more: InvalidArgument naming the field) is a change to
+// confirm. The server takes the gRPC source's values (all of them, with
+// their notes: orchestrator.SourceValues), applies the change and waits
+// for it (its errors as with wait_done), then records the change as
+// pending, persists it and arms its deadline. Confirm (with the change's
+// sequence number, or 0 for whatever is pending) keeps it: the deadline is
+// dropped and the state file removed. At the deadline, or on
+// RevertPending, the gRPC source is put back to exactly the values it had
+// before, by a full resync of that source (only its keys change: values
+// the change set, changed or removed are all restored) described as
+// "revert of unconfirmed change #N: not confirmed within D"; ConfirmStatus
+// counts the reverts (the agent's netagent_confirm_reverts_total).
+//
+// One change is pending at a time: another change to confirm is refused
+// (FailedPrecondition naming the pending change and its deadline), and so
+// is every other change of the gRPC source (Update, Delete, full resync,
+// Apply): it would be reverted with it; confirm, or wait for the revert.
+// A change that leaves the source as it was (nothing to change, or
+// reverted by verify) leaves nothing pending. Before the agent's first
+// full sync a change to confirm is refused (FailedPrecondition).
+//
+// The pending change is kept in the state directory (EnableConfirm;
+// StateFileName, JSON, the values as their model JSON, written to a
+// temporary file renamed over it, mode 0600, the directory made when
+// needed). Without a state directory, or when a file cannot be written in
+// it, a change to confirm is refused (FailedPrecondition,
+// resp. Unavailable) and nothing is applied; if the record cannot be
+// saved after the change was applied, the change is reverted at once and
+// the call fails with Unavailable. The gRPC source is otherwise not
+// persisted: a restart starts it empty. FirstResync, the source's first
+// state at start, reads the file: a change still pending starts the
+// source with the values after it (the restart does not undo it) and its
+// deadline is armed for what is left; a deadline that passed while the
+// agent was stopped starts it with the values before (a revert, counted,
+// in the first full resync's description). A file that cannot be read or
+// decoded is logged, renamed to .bad, and the source starts empty: the
+// agent never refuses to start for it. A revert that finds the scheduler
+// closed (the agent stopping) keeps the file, so that the next start
+// reverts; Close stops the deadline for the same reason. A deadline that
+// passes before the first full sync records the before values, which that
+// sync applies.
+//
+// The deadline uses the Clock of ConfirmOptions (the real one by default).
+//
 // # State
 //
 // Get returns the desired configuration (all sources merged; values that
@@ -68,8 +115,11 @@
 // has the limits' default and says which side refused.
 // FailedPrecondition: an update bound to a plan_revision that is not the
 // current one (stale, or ahead: from before a restart), or made before
-// the agent's first full sync. Unavailable: the
-// scheduler is closed, or a descriptor's Retrieve failed (Dump). Canceled
+// the agent's first full sync; a change while another is pending
+// confirmation, or a change to confirm without a state directory.
+// NotFound: Confirm when nothing is pending or another change is.
+// Unavailable: the scheduler is closed, a descriptor's Retrieve failed
+// (Dump), or the pending confirmation cannot be kept or removed. Canceled
 // and DeadlineExceeded: the client's context ended. Internal: anything else.
 package grpcsource
 
@@ -81,6 +131,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -104,6 +155,9 @@ type Server struct {
 	reg *models.Registry
 	log *slog.Logger
 
+	// confirm holds the change pending confirmation (confirm_within).
+	confirm *confirmer
+
 	// closed ends the open streams (Close).
 	closeOnce sync.Once
 	closed    chan struct{}
@@ -121,7 +175,7 @@ func New(o *orchestrator.Orchestrator, s api.KVScheduler, reg *models.Registry, 
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Server{o: o, s: s, reg: reg, log: log, closed: make(chan struct{})}
+	return &Server{o: o, s: s, reg: reg, log: log, confirm: newConfirmer(), closed: make(chan struct{})}
 }
 
 // Register registers the Configurator service on g.
@@ -130,10 +184,19 @@ func (s *Server) Register(g *grpc.Server) {
 }
 
 // Close ends the open WatchStatus and Notify streams (they return
-// Unavailable), so that grpc.Server.GracefulStop does not wait for them.
-// Unary calls keep working.
+// Unavailable), so that grpc.Server.GracefulStop does not wait for them,
+// and stops the deadline of a change pending confirmation (it stays in the
+// state file: the next start reverts it when due). Unary calls keep
+// working.
 func (s *Server) Close() {
-	s.closeOnce.Do(func() { close(s.closed) })
+	s.closeOnce.Do(func() {
+		close(s.closed)
+		s.confirm.mu.Lock()
+		defer s.confirm.mu.Unlock()
+		if s.confirm.timer != nil {
+			s.confirm.timer.Stop()
+		}
+	})
 }
 
 // --- Get, Dump ---------------------------------------------------------------
@@ -224,7 +287,12 @@ func (s *Server) Update(ctx context.Context, req *configuratorpb.UpdateRequest) 
 	if err != nil {
 		return nil, err
 	}
-	seq, errs, err := s.commitVerified(ctx, "update", req.GetWaitDone(), req.PlanRevision, req.GetVerify(), func(ctx context.Context, opts api.TxnOptions) (uint64, error) {
+	within, err := confirmWithin("update", req.GetConfirmWithin())
+	if err != nil {
+		return nil, err
+	}
+	opts := changeOptions{wait: req.GetWaitDone(), planRevision: req.PlanRevision, verify: req.GetVerify(), confirmWithin: within}
+	seq, errs, err := s.commitChange(ctx, "update", opts, func(ctx context.Context, opts api.TxnOptions) (uint64, error) {
 		if req.GetFullResync() {
 			return s.o.Resync(ctx, orchestrator.SourceGRPC, kvs, opts)
 		}
@@ -233,7 +301,7 @@ func (s *Server) Update(ctx context.Context, req *configuratorpb.UpdateRequest) 
 	if err != nil {
 		return nil, err
 	}
-	if req.GetWaitDone() || req.GetVerify() {
+	if req.GetWaitDone() || req.GetVerify() || within > 0 {
 		listed := make(map[string]bool, len(errs))
 		for _, ke := range errs {
 			listed[ke.GetKey()] = true
@@ -303,6 +371,10 @@ func (s *Server) Delete(ctx context.Context, req *configuratorpb.DeleteRequest) 
 	if req.GetDelete() == nil {
 		return nil, status.Error(codes.InvalidArgument, "delete: no configuration given")
 	}
+	within, err := confirmWithin("delete", req.GetConfirmWithin())
+	if err != nil {
+		return nil, err
+	}
 	keys, err := s.deleteKeys(req.GetDelete())
 	if err != nil {
 		return nil, status.Errorf(codes.InvalidArgument, "delete: %v", err)
@@ -311,7 +383,8 @@ func (s *Server) Delete(ctx context.Context, req *configuratorpb.DeleteRequest) 
 	for i, key := range keys {
 		kvs[i] = orchestrator.KV{Key: key}
 	}
-	seq, errs, err := s.commitVerified(ctx, "delete", req.GetWaitDone(), req.PlanRevision, req.GetVerify(), func(ctx context.Context, opts api.TxnOptions) (uint64, error) {
+	opts := changeOptions{wait: req.GetWaitDone(), planRevision: req.PlanRevision, verify: req.GetVerify(), confirmWithin: within}
+	seq, errs, err := s.commitChange(ctx, "delete", opts, func(ctx context.Context, opts api.TxnOptions) (uint64, error) {
 		return s.o.Change(ctx, orchestrator.SourceGRPC, kvs, opts)
 	})
 	if err != nil {
@@ -453,24 +526,54 @@ func hasFieldsOf(v, part proto.Message) bool {
 // revision (planRevision non-nil) it is bound to it, and waited for: the
 // check is made when it runs.
 func (s *Server) commit(ctx context.Context, what string, wait bool, planRevision *uint64, change func(context.Context, api.TxnOptions) (uint64, error)) (uint64, []*configuratorpb.KeyError, error) {
-	return s.commitVerified(ctx, what, wait, planRevision, false, change)
+	return s.commitChange(ctx, what, changeOptions{wait: wait, planRevision: planRevision}, change)
 }
 
-// commitVerified is commit, with verification after apply when verify is
-// set (api.TxnOptions.Verify: the change reverted when the SB does not hold
-// what it applied); verify implies wait.
-func (s *Server) commitVerified(ctx context.Context, what string, wait bool, planRevision *uint64, verify bool, change func(context.Context, api.TxnOptions) (uint64, error)) (uint64, []*configuratorpb.KeyError, error) {
+// changeOptions are what a request asks of its change.
+type changeOptions struct {
+	// wait for the transaction and return its errors.
+	wait bool
+	// planRevision binds the change to a plan's revision (nil: none).
+	planRevision *uint64
+	// verify after apply (api.TxnOptions.Verify: the change reverted when
+	// the SB does not hold what it applied); implies wait.
+	verify bool
+	// confirmWithin makes a change to confirm (0: none); implies wait.
+	confirmWithin time.Duration
+	// description of the transaction ("": gRPC <what>).
+	description string
+}
+
+// commitChange is commit with all the options of a request: a change to
+// confirm goes to commitToConfirm; any other is refused while a change is
+// pending confirmation.
+func (s *Server) commitChange(ctx context.Context, what string, opts changeOptions, change func(context.Context, api.TxnOptions) (uint64, error)) (uint64, []*configuratorpb.KeyError, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, nil, status.FromContextError(err).Err()
 	}
-	if verify {
-		wait = true
+	if opts.planRevision != nil && *opts.planRevision == 0 {
+		return 0, nil, status.Errorf(codes.InvalidArgument, "%s: plan_revision 0 is not a revision (leave it unset to apply whatever the state)", what)
 	}
-	opts := api.TxnOptions{Description: "gRPC " + what, NonBlocking: !wait, Verify: verify}
+	if opts.confirmWithin > 0 {
+		return s.commitToConfirm(ctx, what, opts, change)
+	}
+	release, err := s.confirm.admit(what)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer release()
+	return s.commitNow(ctx, what, opts, change)
+}
+
+// commitNow commits a change with the request's options.
+func (s *Server) commitNow(ctx context.Context, what string, o changeOptions, change func(context.Context, api.TxnOptions) (uint64, error)) (uint64, []*configuratorpb.KeyError, error) {
+	wait, planRevision := o.wait || o.verify, o.planRevision
+	description := o.description
+	if description == "" {
+		description = "gRPC " + what
+	}
+	opts := api.TxnOptions{Description: description, NonBlocking: !wait, Verify: o.verify}
 	if planRevision != nil {
-		if *planRevision == 0 {
-			return 0, nil, status.Errorf(codes.InvalidArgument, "%s: plan_revision 0 is not a revision (leave it unset to apply whatever the state)", what)
-		}
 		opts.ExpectedRevision, opts.NonBlocking = *planRevision, false
 	}
 	seq, err := change(context.WithoutCancel(ctx), opts)
