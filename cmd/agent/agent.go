@@ -167,7 +167,8 @@ func (a *Agent) Running() <-chan struct{} { return a.running }
 // the publisher of the agent's status in etcd (from then on it follows
 // the readiness; its lease is revoked when Run returns), the southbound
 // loops (Linux watcher, VPP connection), the sources (gRPC
-// synced empty, the init file, etcd), the servers, then the periodic
+// synced empty or with the change pending confirmation kept in the state
+// directory, the init file, etcd), the servers, then the periodic
 // resync (scheduler.periodic_resync) once the first full sync is under
 // way.
 func (a *Agent) Run(ctx context.Context) error {
@@ -198,7 +199,9 @@ func (a *Agent) Run(ctx context.Context) error {
 		a.vpp.run(bg, &wg)
 		a.vpp.waitFirstConnect(ctx) // (bounded: see firstConnectWait)
 	}
-	if _, err := a.orch.Resync(ctx, orchestrator.SourceGRPC, nil, api.TxnOptions{}); err != nil && !isValueErr(err) {
+	// The gRPC source: empty, or a change pending confirmation restored
+	// from the state directory.
+	if _, err := a.servers.configurer.FirstResync(ctx); err != nil && !isValueErr(err) {
 		return err
 	}
 	if a.initFile != nil {

@@ -53,6 +53,12 @@ type Config struct {
 
 	// ShutdownGrace bounds a graceful stop (SIGTERM/SIGINT).
 	ShutdownGrace Duration `json:"shutdown_grace"`
+	// StateDir is the agent's state directory (--state-dir): it keeps a
+	// gRPC change pending confirmation (confirm_within) over a restart
+	// (grpcsource.StateFileName, mode 0600). Made when first needed; one
+	// that cannot be written refuses changes to confirm. Default
+	// /var/lib/netagent.
+	StateDir string `json:"state_dir"`
 }
 
 // Listener is a TCP listener; an empty address disables it.
@@ -259,6 +265,7 @@ func defaultConfig() Config {
 		Scheduler:     Scheduler{Drift: DriftRepair},
 		Etcd:          Etcd{EmbeddedClientURL: "http://127.0.0.1:2379", EmbeddedPeerURL: "http://127.0.0.1:2380", EmbeddedCompactionRetention: Duration{etcdsource.DefaultCompactionRetention}, DialTimeout: Duration{5 * time.Second}, Status: EtcdStatus{TTL: Duration{etcdstatus.DefaultTTL}}},
 		ShutdownGrace: Duration{30 * time.Second},
+		StateDir:      "/var/lib/netagent",
 	}
 }
 
@@ -281,6 +288,7 @@ func loadConfig(args []string, getenv func(string) string) (Config, error) {
 	tokenFile := fs.String("token-file", "", "file holding the bearer token required for changes")
 	txnLog := fs.String("txn-log", "", "stderr to print the boxed transaction log, off otherwise")
 	vppSocket := fs.String("vpp-socket", "", "VPP binary API socket (default /run/vpp/api.sock; off: no VPP plugins)")
+	stateDir := fs.String("state-dir", "", "state directory: keeps a change pending confirmation over a restart (default /var/lib/netagent)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return cfg, errHelp
@@ -324,6 +332,7 @@ func loadConfig(args []string, getenv func(string) string) (Config, error) {
 	set(&cfg.InitFile, *initFile)
 	set(&cfg.Scheduler.TxnLog, *txnLog)
 	set(&cfg.VPP.Socket, *vppSocket)
+	set(&cfg.StateDir, *stateDir)
 	if cfg.VPP.Socket == "off" {
 		cfg.VPP.Socket, cfg.VPP.Disabled = "", true
 	}
@@ -411,6 +420,9 @@ func (c Config) validate() error {
 	}
 	if !c.VPP.Disabled && c.VPP.Socket == "" {
 		errs = append(errs, errors.New("vpp.socket: empty (set disabled: true to run without VPP)"))
+	}
+	if c.StateDir == "" {
+		errs = append(errs, errors.New("state_dir: empty (the agent keeps a change pending confirmation there)"))
 	}
 	if c.ShutdownGrace.Duration <= 0 {
 		errs = append(errs, errors.New("shutdown_grace: must be positive"))

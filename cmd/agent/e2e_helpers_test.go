@@ -341,6 +341,7 @@ func testConfig(t *testing.T) Config {
 	cfg.Etcd.EmbeddedClientURL = fmt.Sprintf("http://127.0.0.1:%d", freePort(t))
 	cfg.Etcd.EmbeddedPeerURL = fmt.Sprintf("http://127.0.0.1:%d", freePort(t))
 	cfg.ShutdownGrace = Duration{10 * time.Second}
+	cfg.StateDir = filepath.Join(t.TempDir(), "state")
 	// Without VPP: the tests that want one set VPP.Socket (startE2EVPP).
 	cfg.VPP.Disabled = true
 	if err := cfg.validate(); err != nil {

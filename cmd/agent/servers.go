@@ -37,7 +37,9 @@ import (
 // servers are the agent's listeners and what serves on them: gRPC (the
 // Configurator, the original's ConfiguratorService, health, reflection),
 // REST (the scheduler's API, health, metrics, info) and debug (pprof). A
-// listener not configured has no server.
+// listener not configured has no server. The Configurator is built
+// whatever the listeners: it delivers the gRPC source's first state
+// (FirstResync), which may restore a change pending confirmation.
 type servers struct {
 	listeners map[string]net.Listener
 
@@ -91,6 +93,11 @@ func (a *Agent) buildServers() error {
 	if err := a.registry.Register(newNorthboundCollector(a.orch)); err != nil {
 		return fmt.Errorf("northbound metrics: %w", err)
 	}
+	srv.configurer = grpcsource.New(a.orch, a.sched, models.Default, a.log)
+	srv.configurer.EnableConfirm(grpcsource.ConfirmOptions{StateDir: a.cfg.StateDir})
+	if err := a.registry.Register(newConfirmCollector(srv.configurer)); err != nil {
+		return fmt.Errorf("confirm metrics: %w", err)
+	}
 	srv.health = health.NewServer()
 	if ln := srv.listeners["grpc"]; ln != nil {
 		opts := []grpc.ServerOption{
@@ -108,7 +115,6 @@ func (a *Agent) buildServers() error {
 			opts = append(opts, grpc.Creds(creds))
 		}
 		srv.grpc = grpc.NewServer(opts...)
-		srv.configurer = grpcsource.New(a.orch, a.sched, models.Default, a.log)
 		srv.configurer.Register(srv.grpc)
 		srv.ligato = ligato.New(srv.configurer, a.orch, a.sched, ligato.Options{Log: a.log})
 		srv.ligato.Register(srv.grpc)
@@ -193,10 +199,12 @@ func (srv *servers) stop(grace time.Duration) {
 			_ = hs.Shutdown(ctx)
 		}
 	}
+	if srv.configurer != nil {
+		srv.configurer.Close() // ends the open WatchStatus and Notify streams, and a pending deadline
+	}
 	if srv.grpc != nil {
-		srv.health.Shutdown()  // NOT_SERVING for every service from now on
-		srv.configurer.Close() // ends the open WatchStatus and Notify streams
-		srv.ligato.Close()     // and the original's Notify streams
+		srv.health.Shutdown() // NOT_SERVING for every service from now on
+		srv.ligato.Close()    // and the original's Notify streams
 		stopped := make(chan struct{})
 		go func() { srv.grpc.GracefulStop(); close(stopped) }()
 		select {

@@ -30,6 +30,18 @@ type statusJSON struct {
 	ByDesc     map[string]map[string]int `json:"values_by_descriptor"`
 	Queue      int                       `json:"queue_length"`
 	Txns       map[string]uint64         `json:"transactions"`
+	// PendingConfirmation is the gRPC change pending confirmation, if any.
+	PendingConfirmation *pendingConfirmationJSON `json:"pending_confirmation,omitempty"`
+}
+
+// pendingConfirmationJSON is the grpcsource.PendingChange of the status.
+type pendingConfirmationJSON struct {
+	Seq         uint64    `json:"seq"`
+	Description string    `json:"description"`
+	Deadline    time.Time `json:"deadline"`
+	// TimeLeft is the time until the revert, rounded to the second.
+	TimeLeft string   `json:"time_left"`
+	Keys     []string `json:"keys"`
 }
 
 type etcdStatusJSON struct {
@@ -96,6 +108,10 @@ func (a *Agent) status() statusJSON {
 	}
 	if a.etcd != nil {
 		out.Etcd.Endpoints = a.etcd.endpoints
+	}
+	if p := a.servers.configurer.ConfirmStatus().Pending; p != nil {
+		out.PendingConfirmation = &pendingConfirmationJSON{Seq: p.Seq, Description: p.Description, Deadline: p.Deadline.UTC(),
+			TimeLeft: max(p.Deadline.Sub(now), 0).Round(time.Second).String(), Keys: p.Keys}
 	}
 	select {
 	case <-a.orch.Started():

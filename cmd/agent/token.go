@@ -40,7 +40,8 @@ func requireToken(token Secret, h http.Handler) http.Handler {
 
 // changing lists the gRPC methods that change state.
 func changing(fullMethod string) bool {
-	return strings.HasSuffix(fullMethod, "/Update") || strings.HasSuffix(fullMethod, "/Delete") || strings.HasSuffix(fullMethod, "/SetConfig")
+	return strings.HasSuffix(fullMethod, "/Update") || strings.HasSuffix(fullMethod, "/Delete") || strings.HasSuffix(fullMethod, "/SetConfig") ||
+		strings.HasSuffix(fullMethod, "/Confirm")
 }
 
 func checkToken(ctx context.Context, token Secret, method string) error {
