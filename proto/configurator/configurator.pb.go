@@ -34,6 +34,61 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+type Probe_Kind int32
+
+const (
+	Probe_KIND_UNSPECIFIED Probe_Kind = 0
+	// PING: an ICMP/ICMPv6 echo reply from target (an IP address).
+	Probe_PING Probe_Kind = 1
+	// TCP: a connection to target (host:port).
+	Probe_TCP Probe_Kind = 2
+	// HTTP: a GET of target (an http or https URL) answering below 400.
+	Probe_HTTP Probe_Kind = 3
+)
+
+// Enum value maps for Probe_Kind.
+var (
+	Probe_Kind_name = map[int32]string{
+		0: "KIND_UNSPECIFIED",
+		1: "PING",
+		2: "TCP",
+		3: "HTTP",
+	}
+	Probe_Kind_value = map[string]int32{
+		"KIND_UNSPECIFIED": 0,
+		"PING":             1,
+		"TCP":              2,
+		"HTTP":             3,
+	}
+)
+
+func (x Probe_Kind) Enum() *Probe_Kind {
+	p := new(Probe_Kind)
+	*p = x
+	return p
+}
+
+func (x Probe_Kind) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (Probe_Kind) Descriptor() protoreflect.EnumDescriptor {
+	return file_configurator_configurator_proto_enumTypes[0].Descriptor()
+}
+
+func (Probe_Kind) Type() protoreflect.EnumType {
+	return &file_configurator_configurator_proto_enumTypes[0]
+}
+
+func (x Probe_Kind) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use Probe_Kind.Descriptor instead.
+func (Probe_Kind) EnumDescriptor() ([]byte, []int) {
+	return file_configurator_configurator_proto_rawDescGZIP(), []int{4, 0}
+}
+
 type GetRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -204,6 +259,14 @@ type UpdateRequest struct {
 	// with it. Negative or over 24h: INVALID_ARGUMENT. The deadline survives
 	// a restart of the agent (kept in its state directory).
 	ConfirmWithin *durationpb.Duration `protobuf:"bytes,6,opt,name=confirm_within,json=confirmWithin,proto3" json:"confirm_within,omitempty"`
+	// probes are checks that must pass once the update is applied: the agent
+	// runs them (concurrently, each within its timeout) and, when one fails,
+	// reverts the update as an unconfirmed one is reverted (the call then
+	// fails with ABORTED naming the probes that failed). Without
+	// confirm_within the update is kept when they pass; with it, it stays
+	// pending confirmation. Implies waiting. A probe of a wrong form is
+	// INVALID_ARGUMENT naming it (probes[i]), nothing applied.
+	Probes        []*Probe `protobuf:"bytes,7,rep,name=probes,proto3" json:"probes,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -280,6 +343,155 @@ func (x *UpdateRequest) GetConfirmWithin() *durationpb.Duration {
 	return nil
 }
 
+func (x *UpdateRequest) GetProbes() []*Probe {
+	if x != nil {
+		return x.Probes
+	}
+	return nil
+}
+
+// Probe is a check of a change (UpdateRequest.probes).
+type Probe struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Kind   Probe_Kind             `protobuf:"varint,1,opt,name=kind,proto3,enum=netagent.configurator.Probe_Kind" json:"kind,omitempty"`
+	Target string                 `protobuf:"bytes,2,opt,name=target,proto3" json:"target,omitempty"`
+	// namespace, when set, is the named network namespace (ip netns) the
+	// probe runs from; empty: the agent's.
+	Namespace string `protobuf:"bytes,3,opt,name=namespace,proto3" json:"namespace,omitempty"`
+	// timeout of the probe: 1 ms to 1 minute.
+	Timeout       *durationpb.Duration `protobuf:"bytes,4,opt,name=timeout,proto3" json:"timeout,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Probe) Reset() {
+	*x = Probe{}
+	mi := &file_configurator_configurator_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Probe) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Probe) ProtoMessage() {}
+
+func (x *Probe) ProtoReflect() protoreflect.Message {
+	mi := &file_configurator_configurator_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Probe.ProtoReflect.Descriptor instead.
+func (*Probe) Descriptor() ([]byte, []int) {
+	return file_configurator_configurator_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *Probe) GetKind() Probe_Kind {
+	if x != nil {
+		return x.Kind
+	}
+	return Probe_KIND_UNSPECIFIED
+}
+
+func (x *Probe) GetTarget() string {
+	if x != nil {
+		return x.Target
+	}
+	return ""
+}
+
+func (x *Probe) GetNamespace() string {
+	if x != nil {
+		return x.Namespace
+	}
+	return ""
+}
+
+func (x *Probe) GetTimeout() *durationpb.Duration {
+	if x != nil {
+		return x.Timeout
+	}
+	return nil
+}
+
+// ProbeResult is what a probe found.
+type ProbeResult struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Probe *Probe                 `protobuf:"bytes,1,opt,name=probe,proto3" json:"probe,omitempty"`
+	Ok    bool                   `protobuf:"varint,2,opt,name=ok,proto3" json:"ok,omitempty"`
+	// error says why it did not pass.
+	Error         string               `protobuf:"bytes,3,opt,name=error,proto3" json:"error,omitempty"`
+	Took          *durationpb.Duration `protobuf:"bytes,4,opt,name=took,proto3" json:"took,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ProbeResult) Reset() {
+	*x = ProbeResult{}
+	mi := &file_configurator_configurator_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ProbeResult) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ProbeResult) ProtoMessage() {}
+
+func (x *ProbeResult) ProtoReflect() protoreflect.Message {
+	mi := &file_configurator_configurator_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ProbeResult.ProtoReflect.Descriptor instead.
+func (*ProbeResult) Descriptor() ([]byte, []int) {
+	return file_configurator_configurator_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *ProbeResult) GetProbe() *Probe {
+	if x != nil {
+		return x.Probe
+	}
+	return nil
+}
+
+func (x *ProbeResult) GetOk() bool {
+	if x != nil {
+		return x.Ok
+	}
+	return false
+}
+
+func (x *ProbeResult) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
+func (x *ProbeResult) GetTook() *durationpb.Duration {
+	if x != nil {
+		return x.Took
+	}
+	return nil
+}
+
 type UpdateResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// seq_num is the sequence number of the transaction (0: nothing to do, or
@@ -289,14 +501,16 @@ type UpdateResponse struct {
 	// wait_done): those that failed in it, and those of the request that it
 	// left unchanged whose status carries an error (a value already INVALID
 	// stays INVALID when it is sent again).
-	Errors        []*KeyError `protobuf:"bytes,2,rep,name=errors,proto3" json:"errors,omitempty"`
+	Errors []*KeyError `protobuf:"bytes,2,rep,name=errors,proto3" json:"errors,omitempty"`
+	// probe_results of UpdateRequest.probes, in their order.
+	ProbeResults  []*ProbeResult `protobuf:"bytes,3,rep,name=probe_results,json=probeResults,proto3" json:"probe_results,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *UpdateResponse) Reset() {
 	*x = UpdateResponse{}
-	mi := &file_configurator_configurator_proto_msgTypes[4]
+	mi := &file_configurator_configurator_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -308,7 +522,7 @@ func (x *UpdateResponse) String() string {
 func (*UpdateResponse) ProtoMessage() {}
 
 func (x *UpdateResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_configurator_configurator_proto_msgTypes[4]
+	mi := &file_configurator_configurator_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -321,7 +535,7 @@ func (x *UpdateResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateResponse.ProtoReflect.Descriptor instead.
 func (*UpdateResponse) Descriptor() ([]byte, []int) {
-	return file_configurator_configurator_proto_rawDescGZIP(), []int{4}
+	return file_configurator_configurator_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *UpdateResponse) GetSeqNum() uint64 {
@@ -334,6 +548,13 @@ func (x *UpdateResponse) GetSeqNum() uint64 {
 func (x *UpdateResponse) GetErrors() []*KeyError {
 	if x != nil {
 		return x.Errors
+	}
+	return nil
+}
+
+func (x *UpdateResponse) GetProbeResults() []*ProbeResult {
+	if x != nil {
+		return x.ProbeResults
 	}
 	return nil
 }
@@ -353,13 +574,15 @@ type DeleteRequest struct {
 	// confirm_within makes the delete a change to confirm, as
 	// UpdateRequest.confirm_within.
 	ConfirmWithin *durationpb.Duration `protobuf:"bytes,5,opt,name=confirm_within,json=confirmWithin,proto3" json:"confirm_within,omitempty"`
+	// probes must pass once the delete is applied, as UpdateRequest.probes.
+	Probes        []*Probe `protobuf:"bytes,6,rep,name=probes,proto3" json:"probes,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *DeleteRequest) Reset() {
 	*x = DeleteRequest{}
-	mi := &file_configurator_configurator_proto_msgTypes[5]
+	mi := &file_configurator_configurator_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -371,7 +594,7 @@ func (x *DeleteRequest) String() string {
 func (*DeleteRequest) ProtoMessage() {}
 
 func (x *DeleteRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_configurator_configurator_proto_msgTypes[5]
+	mi := &file_configurator_configurator_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -384,7 +607,7 @@ func (x *DeleteRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteRequest.ProtoReflect.Descriptor instead.
 func (*DeleteRequest) Descriptor() ([]byte, []int) {
-	return file_configurator_configurator_proto_rawDescGZIP(), []int{5}
+	return file_configurator_configurator_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *DeleteRequest) GetDelete() *config.Config {
@@ -422,17 +645,26 @@ func (x *DeleteRequest) GetConfirmWithin() *durationpb.Duration {
 	return nil
 }
 
+func (x *DeleteRequest) GetProbes() []*Probe {
+	if x != nil {
+		return x.Probes
+	}
+	return nil
+}
+
 type DeleteResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	SeqNum        uint64                 `protobuf:"varint,1,opt,name=seq_num,json=seqNum,proto3" json:"seq_num,omitempty"`
-	Errors        []*KeyError            `protobuf:"bytes,2,rep,name=errors,proto3" json:"errors,omitempty"`
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	SeqNum uint64                 `protobuf:"varint,1,opt,name=seq_num,json=seqNum,proto3" json:"seq_num,omitempty"`
+	Errors []*KeyError            `protobuf:"bytes,2,rep,name=errors,proto3" json:"errors,omitempty"`
+	// probe_results of DeleteRequest.probes, in their order.
+	ProbeResults  []*ProbeResult `protobuf:"bytes,3,rep,name=probe_results,json=probeResults,proto3" json:"probe_results,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *DeleteResponse) Reset() {
 	*x = DeleteResponse{}
-	mi := &file_configurator_configurator_proto_msgTypes[6]
+	mi := &file_configurator_configurator_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -444,7 +676,7 @@ func (x *DeleteResponse) String() string {
 func (*DeleteResponse) ProtoMessage() {}
 
 func (x *DeleteResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_configurator_configurator_proto_msgTypes[6]
+	mi := &file_configurator_configurator_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -457,7 +689,7 @@ func (x *DeleteResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteResponse.ProtoReflect.Descriptor instead.
 func (*DeleteResponse) Descriptor() ([]byte, []int) {
-	return file_configurator_configurator_proto_rawDescGZIP(), []int{6}
+	return file_configurator_configurator_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *DeleteResponse) GetSeqNum() uint64 {
@@ -470,6 +702,13 @@ func (x *DeleteResponse) GetSeqNum() uint64 {
 func (x *DeleteResponse) GetErrors() []*KeyError {
 	if x != nil {
 		return x.Errors
+	}
+	return nil
+}
+
+func (x *DeleteResponse) GetProbeResults() []*ProbeResult {
+	if x != nil {
+		return x.ProbeResults
 	}
 	return nil
 }
@@ -491,7 +730,7 @@ type KeyError struct {
 
 func (x *KeyError) Reset() {
 	*x = KeyError{}
-	mi := &file_configurator_configurator_proto_msgTypes[7]
+	mi := &file_configurator_configurator_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -503,7 +742,7 @@ func (x *KeyError) String() string {
 func (*KeyError) ProtoMessage() {}
 
 func (x *KeyError) ProtoReflect() protoreflect.Message {
-	mi := &file_configurator_configurator_proto_msgTypes[7]
+	mi := &file_configurator_configurator_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -516,7 +755,7 @@ func (x *KeyError) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KeyError.ProtoReflect.Descriptor instead.
 func (*KeyError) Descriptor() ([]byte, []int) {
-	return file_configurator_configurator_proto_rawDescGZIP(), []int{7}
+	return file_configurator_configurator_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *KeyError) GetKey() string {
@@ -555,7 +794,7 @@ type DumpRequest struct {
 
 func (x *DumpRequest) Reset() {
 	*x = DumpRequest{}
-	mi := &file_configurator_configurator_proto_msgTypes[8]
+	mi := &file_configurator_configurator_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -567,7 +806,7 @@ func (x *DumpRequest) String() string {
 func (*DumpRequest) ProtoMessage() {}
 
 func (x *DumpRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_configurator_configurator_proto_msgTypes[8]
+	mi := &file_configurator_configurator_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -580,7 +819,7 @@ func (x *DumpRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DumpRequest.ProtoReflect.Descriptor instead.
 func (*DumpRequest) Descriptor() ([]byte, []int) {
-	return file_configurator_configurator_proto_rawDescGZIP(), []int{8}
+	return file_configurator_configurator_proto_rawDescGZIP(), []int{10}
 }
 
 type DumpResponse struct {
@@ -593,7 +832,7 @@ type DumpResponse struct {
 
 func (x *DumpResponse) Reset() {
 	*x = DumpResponse{}
-	mi := &file_configurator_configurator_proto_msgTypes[9]
+	mi := &file_configurator_configurator_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -605,7 +844,7 @@ func (x *DumpResponse) String() string {
 func (*DumpResponse) ProtoMessage() {}
 
 func (x *DumpResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_configurator_configurator_proto_msgTypes[9]
+	mi := &file_configurator_configurator_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -618,7 +857,7 @@ func (x *DumpResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DumpResponse.ProtoReflect.Descriptor instead.
 func (*DumpResponse) Descriptor() ([]byte, []int) {
-	return file_configurator_configurator_proto_rawDescGZIP(), []int{9}
+	return file_configurator_configurator_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *DumpResponse) GetState() *config.Config {
@@ -636,7 +875,7 @@ type NotifyRequest struct {
 
 func (x *NotifyRequest) Reset() {
 	*x = NotifyRequest{}
-	mi := &file_configurator_configurator_proto_msgTypes[10]
+	mi := &file_configurator_configurator_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -648,7 +887,7 @@ func (x *NotifyRequest) String() string {
 func (*NotifyRequest) ProtoMessage() {}
 
 func (x *NotifyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_configurator_configurator_proto_msgTypes[10]
+	mi := &file_configurator_configurator_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -661,7 +900,7 @@ func (x *NotifyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NotifyRequest.ProtoReflect.Descriptor instead.
 func (*NotifyRequest) Descriptor() ([]byte, []int) {
-	return file_configurator_configurator_proto_rawDescGZIP(), []int{10}
+	return file_configurator_configurator_proto_rawDescGZIP(), []int{12}
 }
 
 // Notification is the status of one interface value.
@@ -675,7 +914,7 @@ type Notification struct {
 
 func (x *Notification) Reset() {
 	*x = Notification{}
-	mi := &file_configurator_configurator_proto_msgTypes[11]
+	mi := &file_configurator_configurator_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -687,7 +926,7 @@ func (x *Notification) String() string {
 func (*Notification) ProtoMessage() {}
 
 func (x *Notification) ProtoReflect() protoreflect.Message {
-	mi := &file_configurator_configurator_proto_msgTypes[11]
+	mi := &file_configurator_configurator_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -700,7 +939,7 @@ func (x *Notification) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Notification.ProtoReflect.Descriptor instead.
 func (*Notification) Descriptor() ([]byte, []int) {
-	return file_configurator_configurator_proto_rawDescGZIP(), []int{11}
+	return file_configurator_configurator_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Notification) GetKey() string {
@@ -737,7 +976,7 @@ type PlanResponse struct {
 
 func (x *PlanResponse) Reset() {
 	*x = PlanResponse{}
-	mi := &file_configurator_configurator_proto_msgTypes[12]
+	mi := &file_configurator_configurator_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -749,7 +988,7 @@ func (x *PlanResponse) String() string {
 func (*PlanResponse) ProtoMessage() {}
 
 func (x *PlanResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_configurator_configurator_proto_msgTypes[12]
+	mi := &file_configurator_configurator_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -762,7 +1001,7 @@ func (x *PlanResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PlanResponse.ProtoReflect.Descriptor instead.
 func (*PlanResponse) Descriptor() ([]byte, []int) {
-	return file_configurator_configurator_proto_rawDescGZIP(), []int{12}
+	return file_configurator_configurator_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *PlanResponse) GetOperations() []*PlannedOperation {
@@ -806,7 +1045,7 @@ type PlannedOperation struct {
 
 func (x *PlannedOperation) Reset() {
 	*x = PlannedOperation{}
-	mi := &file_configurator_configurator_proto_msgTypes[13]
+	mi := &file_configurator_configurator_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -818,7 +1057,7 @@ func (x *PlannedOperation) String() string {
 func (*PlannedOperation) ProtoMessage() {}
 
 func (x *PlannedOperation) ProtoReflect() protoreflect.Message {
-	mi := &file_configurator_configurator_proto_msgTypes[13]
+	mi := &file_configurator_configurator_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -831,7 +1070,7 @@ func (x *PlannedOperation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PlannedOperation.ProtoReflect.Descriptor instead.
 func (*PlannedOperation) Descriptor() ([]byte, []int) {
-	return file_configurator_configurator_proto_rawDescGZIP(), []int{13}
+	return file_configurator_configurator_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *PlannedOperation) GetKey() string {
@@ -886,7 +1125,7 @@ type WatchStatusRequest struct {
 
 func (x *WatchStatusRequest) Reset() {
 	*x = WatchStatusRequest{}
-	mi := &file_configurator_configurator_proto_msgTypes[14]
+	mi := &file_configurator_configurator_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -898,7 +1137,7 @@ func (x *WatchStatusRequest) String() string {
 func (*WatchStatusRequest) ProtoMessage() {}
 
 func (x *WatchStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_configurator_configurator_proto_msgTypes[14]
+	mi := &file_configurator_configurator_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -911,7 +1150,7 @@ func (x *WatchStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchStatusRequest.ProtoReflect.Descriptor instead.
 func (*WatchStatusRequest) Descriptor() ([]byte, []int) {
-	return file_configurator_configurator_proto_rawDescGZIP(), []int{14}
+	return file_configurator_configurator_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *WatchStatusRequest) GetKeyPrefixes() []string {
@@ -933,7 +1172,7 @@ type ConfirmRequest struct {
 
 func (x *ConfirmRequest) Reset() {
 	*x = ConfirmRequest{}
-	mi := &file_configurator_configurator_proto_msgTypes[15]
+	mi := &file_configurator_configurator_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -945,7 +1184,7 @@ func (x *ConfirmRequest) String() string {
 func (*ConfirmRequest) ProtoMessage() {}
 
 func (x *ConfirmRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_configurator_configurator_proto_msgTypes[15]
+	mi := &file_configurator_configurator_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -958,7 +1197,7 @@ func (x *ConfirmRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfirmRequest.ProtoReflect.Descriptor instead.
 func (*ConfirmRequest) Descriptor() ([]byte, []int) {
-	return file_configurator_configurator_proto_rawDescGZIP(), []int{15}
+	return file_configurator_configurator_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *ConfirmRequest) GetSeqNum() uint64 {
@@ -978,7 +1217,7 @@ type ConfirmResponse struct {
 
 func (x *ConfirmResponse) Reset() {
 	*x = ConfirmResponse{}
-	mi := &file_configurator_configurator_proto_msgTypes[16]
+	mi := &file_configurator_configurator_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -990,7 +1229,7 @@ func (x *ConfirmResponse) String() string {
 func (*ConfirmResponse) ProtoMessage() {}
 
 func (x *ConfirmResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_configurator_configurator_proto_msgTypes[16]
+	mi := &file_configurator_configurator_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1003,7 +1242,7 @@ func (x *ConfirmResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfirmResponse.ProtoReflect.Descriptor instead.
 func (*ConfirmResponse) Descriptor() ([]byte, []int) {
-	return file_configurator_configurator_proto_rawDescGZIP(), []int{16}
+	return file_configurator_configurator_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ConfirmResponse) GetSeqNum() uint64 {
@@ -1021,7 +1260,7 @@ type PendingRequest struct {
 
 func (x *PendingRequest) Reset() {
 	*x = PendingRequest{}
-	mi := &file_configurator_configurator_proto_msgTypes[17]
+	mi := &file_configurator_configurator_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1033,7 +1272,7 @@ func (x *PendingRequest) String() string {
 func (*PendingRequest) ProtoMessage() {}
 
 func (x *PendingRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_configurator_configurator_proto_msgTypes[17]
+	mi := &file_configurator_configurator_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1046,7 +1285,7 @@ func (x *PendingRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PendingRequest.ProtoReflect.Descriptor instead.
 func (*PendingRequest) Descriptor() ([]byte, []int) {
-	return file_configurator_configurator_proto_rawDescGZIP(), []int{17}
+	return file_configurator_configurator_proto_rawDescGZIP(), []int{19}
 }
 
 // PendingResponse is the change pending confirmation; every field is
@@ -1070,7 +1309,7 @@ type PendingResponse struct {
 
 func (x *PendingResponse) Reset() {
 	*x = PendingResponse{}
-	mi := &file_configurator_configurator_proto_msgTypes[18]
+	mi := &file_configurator_configurator_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1082,7 +1321,7 @@ func (x *PendingResponse) String() string {
 func (*PendingResponse) ProtoMessage() {}
 
 func (x *PendingResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_configurator_configurator_proto_msgTypes[18]
+	mi := &file_configurator_configurator_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1095,7 +1334,7 @@ func (x *PendingResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PendingResponse.ProtoReflect.Descriptor instead.
 func (*PendingResponse) Descriptor() ([]byte, []int) {
-	return file_configurator_configurator_proto_rawDescGZIP(), []int{18}
+	return file_configurator_configurator_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *PendingResponse) GetSeqNum() uint64 {
@@ -1145,7 +1384,7 @@ const file_configurator_configurator_proto_rawDesc = "" +
 	"\bleft_out\x18\x02 \x03(\v2\x1e.netagent.configurator.LeftOutR\aleftOut\"3\n" +
 	"\aLeftOut\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x16\n" +
-	"\x06reason\x18\x02 \x01(\tR\x06reason\"\x94\x02\n" +
+	"\x06reason\x18\x02 \x01(\tR\x06reason\"\xca\x02\n" +
 	"\rUpdateRequest\x12/\n" +
 	"\x06update\x18\x01 \x01(\v2\x17.netagent.config.ConfigR\x06update\x12\x1f\n" +
 	"\vfull_resync\x18\x02 \x01(\bR\n" +
@@ -1153,21 +1392,40 @@ const file_configurator_configurator_proto_rawDesc = "" +
 	"\twait_done\x18\x03 \x01(\bR\bwaitDone\x12(\n" +
 	"\rplan_revision\x18\x04 \x01(\x04H\x00R\fplanRevision\x88\x01\x01\x12\x16\n" +
 	"\x06verify\x18\x05 \x01(\bR\x06verify\x12@\n" +
-	"\x0econfirm_within\x18\x06 \x01(\v2\x19.google.protobuf.DurationR\rconfirmWithinB\x10\n" +
-	"\x0e_plan_revision\"b\n" +
+	"\x0econfirm_within\x18\x06 \x01(\v2\x19.google.protobuf.DurationR\rconfirmWithin\x124\n" +
+	"\x06probes\x18\a \x03(\v2\x1c.netagent.configurator.ProbeR\x06probesB\x10\n" +
+	"\x0e_plan_revision\"\xe4\x01\n" +
+	"\x05Probe\x125\n" +
+	"\x04kind\x18\x01 \x01(\x0e2!.netagent.configurator.Probe.KindR\x04kind\x12\x16\n" +
+	"\x06target\x18\x02 \x01(\tR\x06target\x12\x1c\n" +
+	"\tnamespace\x18\x03 \x01(\tR\tnamespace\x123\n" +
+	"\atimeout\x18\x04 \x01(\v2\x19.google.protobuf.DurationR\atimeout\"9\n" +
+	"\x04Kind\x12\x14\n" +
+	"\x10KIND_UNSPECIFIED\x10\x00\x12\b\n" +
+	"\x04PING\x10\x01\x12\a\n" +
+	"\x03TCP\x10\x02\x12\b\n" +
+	"\x04HTTP\x10\x03\"\x96\x01\n" +
+	"\vProbeResult\x122\n" +
+	"\x05probe\x18\x01 \x01(\v2\x1c.netagent.configurator.ProbeR\x05probe\x12\x0e\n" +
+	"\x02ok\x18\x02 \x01(\bR\x02ok\x12\x14\n" +
+	"\x05error\x18\x03 \x01(\tR\x05error\x12-\n" +
+	"\x04took\x18\x04 \x01(\v2\x19.google.protobuf.DurationR\x04took\"\xab\x01\n" +
 	"\x0eUpdateResponse\x12\x17\n" +
 	"\aseq_num\x18\x01 \x01(\x04R\x06seqNum\x127\n" +
-	"\x06errors\x18\x02 \x03(\v2\x1f.netagent.configurator.KeyErrorR\x06errors\"\xf3\x01\n" +
+	"\x06errors\x18\x02 \x03(\v2\x1f.netagent.configurator.KeyErrorR\x06errors\x12G\n" +
+	"\rprobe_results\x18\x03 \x03(\v2\".netagent.configurator.ProbeResultR\fprobeResults\"\xa9\x02\n" +
 	"\rDeleteRequest\x12/\n" +
 	"\x06delete\x18\x01 \x01(\v2\x17.netagent.config.ConfigR\x06delete\x12\x1b\n" +
 	"\twait_done\x18\x02 \x01(\bR\bwaitDone\x12(\n" +
 	"\rplan_revision\x18\x03 \x01(\x04H\x00R\fplanRevision\x88\x01\x01\x12\x16\n" +
 	"\x06verify\x18\x04 \x01(\bR\x06verify\x12@\n" +
-	"\x0econfirm_within\x18\x05 \x01(\v2\x19.google.protobuf.DurationR\rconfirmWithinB\x10\n" +
-	"\x0e_plan_revision\"b\n" +
+	"\x0econfirm_within\x18\x05 \x01(\v2\x19.google.protobuf.DurationR\rconfirmWithin\x124\n" +
+	"\x06probes\x18\x06 \x03(\v2\x1c.netagent.configurator.ProbeR\x06probesB\x10\n" +
+	"\x0e_plan_revision\"\xab\x01\n" +
 	"\x0eDeleteResponse\x12\x17\n" +
 	"\aseq_num\x18\x01 \x01(\x04R\x06seqNum\x127\n" +
-	"\x06errors\x18\x02 \x03(\v2\x1f.netagent.configurator.KeyErrorR\x06errors\"\x88\x01\n" +
+	"\x06errors\x18\x02 \x03(\v2\x1f.netagent.configurator.KeyErrorR\x06errors\x12G\n" +
+	"\rprobe_results\x18\x03 \x03(\v2\".netagent.configurator.ProbeResultR\fprobeResults\"\x88\x01\n" +
 	"\bKeyError\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x1c\n" +
 	"\toperation\x18\x02 \x01(\tR\toperation\x12\x14\n" +
@@ -1230,73 +1488,85 @@ func file_configurator_configurator_proto_rawDescGZIP() []byte {
 	return file_configurator_configurator_proto_rawDescData
 }
 
-var file_configurator_configurator_proto_msgTypes = make([]protoimpl.MessageInfo, 19)
+var file_configurator_configurator_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
+var file_configurator_configurator_proto_msgTypes = make([]protoimpl.MessageInfo, 21)
 var file_configurator_configurator_proto_goTypes = []any{
-	(*GetRequest)(nil),                  // 0: netagent.configurator.GetRequest
-	(*GetResponse)(nil),                 // 1: netagent.configurator.GetResponse
-	(*LeftOut)(nil),                     // 2: netagent.configurator.LeftOut
-	(*UpdateRequest)(nil),               // 3: netagent.configurator.UpdateRequest
-	(*UpdateResponse)(nil),              // 4: netagent.configurator.UpdateResponse
-	(*DeleteRequest)(nil),               // 5: netagent.configurator.DeleteRequest
-	(*DeleteResponse)(nil),              // 6: netagent.configurator.DeleteResponse
-	(*KeyError)(nil),                    // 7: netagent.configurator.KeyError
-	(*DumpRequest)(nil),                 // 8: netagent.configurator.DumpRequest
-	(*DumpResponse)(nil),                // 9: netagent.configurator.DumpResponse
-	(*NotifyRequest)(nil),               // 10: netagent.configurator.NotifyRequest
-	(*Notification)(nil),                // 11: netagent.configurator.Notification
-	(*PlanResponse)(nil),                // 12: netagent.configurator.PlanResponse
-	(*PlannedOperation)(nil),            // 13: netagent.configurator.PlannedOperation
-	(*WatchStatusRequest)(nil),          // 14: netagent.configurator.WatchStatusRequest
-	(*ConfirmRequest)(nil),              // 15: netagent.configurator.ConfirmRequest
-	(*ConfirmResponse)(nil),             // 16: netagent.configurator.ConfirmResponse
-	(*PendingRequest)(nil),              // 17: netagent.configurator.PendingRequest
-	(*PendingResponse)(nil),             // 18: netagent.configurator.PendingResponse
-	(*config.Config)(nil),               // 19: netagent.config.Config
-	(*durationpb.Duration)(nil),         // 20: google.protobuf.Duration
-	(kvscheduler.ValueState)(0),         // 21: netagent.kvscheduler.ValueState
-	(*kvscheduler.ValueStatus)(nil),     // 22: netagent.kvscheduler.ValueStatus
-	(*timestamppb.Timestamp)(nil),       // 23: google.protobuf.Timestamp
-	(*kvscheduler.BaseValueStatus)(nil), // 24: netagent.kvscheduler.BaseValueStatus
+	(Probe_Kind)(0),                     // 0: netagent.configurator.Probe.Kind
+	(*GetRequest)(nil),                  // 1: netagent.configurator.GetRequest
+	(*GetResponse)(nil),                 // 2: netagent.configurator.GetResponse
+	(*LeftOut)(nil),                     // 3: netagent.configurator.LeftOut
+	(*UpdateRequest)(nil),               // 4: netagent.configurator.UpdateRequest
+	(*Probe)(nil),                       // 5: netagent.configurator.Probe
+	(*ProbeResult)(nil),                 // 6: netagent.configurator.ProbeResult
+	(*UpdateResponse)(nil),              // 7: netagent.configurator.UpdateResponse
+	(*DeleteRequest)(nil),               // 8: netagent.configurator.DeleteRequest
+	(*DeleteResponse)(nil),              // 9: netagent.configurator.DeleteResponse
+	(*KeyError)(nil),                    // 10: netagent.configurator.KeyError
+	(*DumpRequest)(nil),                 // 11: netagent.configurator.DumpRequest
+	(*DumpResponse)(nil),                // 12: netagent.configurator.DumpResponse
+	(*NotifyRequest)(nil),               // 13: netagent.configurator.NotifyRequest
+	(*Notification)(nil),                // 14: netagent.configurator.Notification
+	(*PlanResponse)(nil),                // 15: netagent.configurator.PlanResponse
+	(*PlannedOperation)(nil),            // 16: netagent.configurator.PlannedOperation
+	(*WatchStatusRequest)(nil),          // 17: netagent.configurator.WatchStatusRequest
+	(*ConfirmRequest)(nil),              // 18: netagent.configurator.ConfirmRequest
+	(*ConfirmResponse)(nil),             // 19: netagent.configurator.ConfirmResponse
+	(*PendingRequest)(nil),              // 20: netagent.configurator.PendingRequest
+	(*PendingResponse)(nil),             // 21: netagent.configurator.PendingResponse
+	(*config.Config)(nil),               // 22: netagent.config.Config
+	(*durationpb.Duration)(nil),         // 23: google.protobuf.Duration
+	(kvscheduler.ValueState)(0),         // 24: netagent.kvscheduler.ValueState
+	(*kvscheduler.ValueStatus)(nil),     // 25: netagent.kvscheduler.ValueStatus
+	(*timestamppb.Timestamp)(nil),       // 26: google.protobuf.Timestamp
+	(*kvscheduler.BaseValueStatus)(nil), // 27: netagent.kvscheduler.BaseValueStatus
 }
 var file_configurator_configurator_proto_depIdxs = []int32{
-	19, // 0: netagent.configurator.GetResponse.config:type_name -> netagent.config.Config
-	2,  // 1: netagent.configurator.GetResponse.left_out:type_name -> netagent.configurator.LeftOut
-	19, // 2: netagent.configurator.UpdateRequest.update:type_name -> netagent.config.Config
-	20, // 3: netagent.configurator.UpdateRequest.confirm_within:type_name -> google.protobuf.Duration
-	7,  // 4: netagent.configurator.UpdateResponse.errors:type_name -> netagent.configurator.KeyError
-	19, // 5: netagent.configurator.DeleteRequest.delete:type_name -> netagent.config.Config
-	20, // 6: netagent.configurator.DeleteRequest.confirm_within:type_name -> google.protobuf.Duration
-	7,  // 7: netagent.configurator.DeleteResponse.errors:type_name -> netagent.configurator.KeyError
-	21, // 8: netagent.configurator.KeyError.state:type_name -> netagent.kvscheduler.ValueState
-	19, // 9: netagent.configurator.DumpResponse.state:type_name -> netagent.config.Config
-	22, // 10: netagent.configurator.Notification.status:type_name -> netagent.kvscheduler.ValueStatus
-	13, // 11: netagent.configurator.PlanResponse.operations:type_name -> netagent.configurator.PlannedOperation
-	7,  // 12: netagent.configurator.PlanResponse.unchanged_errors:type_name -> netagent.configurator.KeyError
-	23, // 13: netagent.configurator.PendingResponse.deadline:type_name -> google.protobuf.Timestamp
-	20, // 14: netagent.configurator.PendingResponse.confirm_within:type_name -> google.protobuf.Duration
-	0,  // 15: netagent.configurator.Configurator.Get:input_type -> netagent.configurator.GetRequest
-	3,  // 16: netagent.configurator.Configurator.Update:input_type -> netagent.configurator.UpdateRequest
-	5,  // 17: netagent.configurator.Configurator.Delete:input_type -> netagent.configurator.DeleteRequest
-	8,  // 18: netagent.configurator.Configurator.Dump:input_type -> netagent.configurator.DumpRequest
-	10, // 19: netagent.configurator.Configurator.Notify:input_type -> netagent.configurator.NotifyRequest
-	3,  // 20: netagent.configurator.Configurator.Plan:input_type -> netagent.configurator.UpdateRequest
-	14, // 21: netagent.configurator.Configurator.WatchStatus:input_type -> netagent.configurator.WatchStatusRequest
-	15, // 22: netagent.configurator.Configurator.Confirm:input_type -> netagent.configurator.ConfirmRequest
-	17, // 23: netagent.configurator.Configurator.Pending:input_type -> netagent.configurator.PendingRequest
-	1,  // 24: netagent.configurator.Configurator.Get:output_type -> netagent.configurator.GetResponse
-	4,  // 25: netagent.configurator.Configurator.Update:output_type -> netagent.configurator.UpdateResponse
-	6,  // 26: netagent.configurator.Configurator.Delete:output_type -> netagent.configurator.DeleteResponse
-	9,  // 27: netagent.configurator.Configurator.Dump:output_type -> netagent.configurator.DumpResponse
-	11, // 28: netagent.configurator.Configurator.Notify:output_type -> netagent.configurator.Notification
-	12, // 29: netagent.configurator.Configurator.Plan:output_type -> netagent.configurator.PlanResponse
-	24, // 30: netagent.configurator.Configurator.WatchStatus:output_type -> netagent.kvscheduler.BaseValueStatus
-	16, // 31: netagent.configurator.Configurator.Confirm:output_type -> netagent.configurator.ConfirmResponse
-	18, // 32: netagent.configurator.Configurator.Pending:output_type -> netagent.configurator.PendingResponse
-	24, // [24:33] is the sub-list for method output_type
-	15, // [15:24] is the sub-list for method input_type
-	15, // [15:15] is the sub-list for extension type_name
-	15, // [15:15] is the sub-list for extension extendee
-	0,  // [0:15] is the sub-list for field type_name
+	22, // 0: netagent.configurator.GetResponse.config:type_name -> netagent.config.Config
+	3,  // 1: netagent.configurator.GetResponse.left_out:type_name -> netagent.configurator.LeftOut
+	22, // 2: netagent.configurator.UpdateRequest.update:type_name -> netagent.config.Config
+	23, // 3: netagent.configurator.UpdateRequest.confirm_within:type_name -> google.protobuf.Duration
+	5,  // 4: netagent.configurator.UpdateRequest.probes:type_name -> netagent.configurator.Probe
+	0,  // 5: netagent.configurator.Probe.kind:type_name -> netagent.configurator.Probe.Kind
+	23, // 6: netagent.configurator.Probe.timeout:type_name -> google.protobuf.Duration
+	5,  // 7: netagent.configurator.ProbeResult.probe:type_name -> netagent.configurator.Probe
+	23, // 8: netagent.configurator.ProbeResult.took:type_name -> google.protobuf.Duration
+	10, // 9: netagent.configurator.UpdateResponse.errors:type_name -> netagent.configurator.KeyError
+	6,  // 10: netagent.configurator.UpdateResponse.probe_results:type_name -> netagent.configurator.ProbeResult
+	22, // 11: netagent.configurator.DeleteRequest.delete:type_name -> netagent.config.Config
+	23, // 12: netagent.configurator.DeleteRequest.confirm_within:type_name -> google.protobuf.Duration
+	5,  // 13: netagent.configurator.DeleteRequest.probes:type_name -> netagent.configurator.Probe
+	10, // 14: netagent.configurator.DeleteResponse.errors:type_name -> netagent.configurator.KeyError
+	6,  // 15: netagent.configurator.DeleteResponse.probe_results:type_name -> netagent.configurator.ProbeResult
+	24, // 16: netagent.configurator.KeyError.state:type_name -> netagent.kvscheduler.ValueState
+	22, // 17: netagent.configurator.DumpResponse.state:type_name -> netagent.config.Config
+	25, // 18: netagent.configurator.Notification.status:type_name -> netagent.kvscheduler.ValueStatus
+	16, // 19: netagent.configurator.PlanResponse.operations:type_name -> netagent.configurator.PlannedOperation
+	10, // 20: netagent.configurator.PlanResponse.unchanged_errors:type_name -> netagent.configurator.KeyError
+	26, // 21: netagent.configurator.PendingResponse.deadline:type_name -> google.protobuf.Timestamp
+	23, // 22: netagent.configurator.PendingResponse.confirm_within:type_name -> google.protobuf.Duration
+	1,  // 23: netagent.configurator.Configurator.Get:input_type -> netagent.configurator.GetRequest
+	4,  // 24: netagent.configurator.Configurator.Update:input_type -> netagent.configurator.UpdateRequest
+	8,  // 25: netagent.configurator.Configurator.Delete:input_type -> netagent.configurator.DeleteRequest
+	11, // 26: netagent.configurator.Configurator.Dump:input_type -> netagent.configurator.DumpRequest
+	13, // 27: netagent.configurator.Configurator.Notify:input_type -> netagent.configurator.NotifyRequest
+	4,  // 28: netagent.configurator.Configurator.Plan:input_type -> netagent.configurator.UpdateRequest
+	17, // 29: netagent.configurator.Configurator.WatchStatus:input_type -> netagent.configurator.WatchStatusRequest
+	18, // 30: netagent.configurator.Configurator.Confirm:input_type -> netagent.configurator.ConfirmRequest
+	20, // 31: netagent.configurator.Configurator.Pending:input_type -> netagent.configurator.PendingRequest
+	2,  // 32: netagent.configurator.Configurator.Get:output_type -> netagent.configurator.GetResponse
+	7,  // 33: netagent.configurator.Configurator.Update:output_type -> netagent.configurator.UpdateResponse
+	9,  // 34: netagent.configurator.Configurator.Delete:output_type -> netagent.configurator.DeleteResponse
+	12, // 35: netagent.configurator.Configurator.Dump:output_type -> netagent.configurator.DumpResponse
+	14, // 36: netagent.configurator.Configurator.Notify:output_type -> netagent.configurator.Notification
+	15, // 37: netagent.configurator.Configurator.Plan:output_type -> netagent.configurator.PlanResponse
+	27, // 38: netagent.configurator.Configurator.WatchStatus:output_type -> netagent.kvscheduler.BaseValueStatus
+	19, // 39: netagent.configurator.Configurator.Confirm:output_type -> netagent.configurator.ConfirmResponse
+	21, // 40: netagent.configurator.Configurator.Pending:output_type -> netagent.configurator.PendingResponse
+	32, // [32:41] is the sub-list for method output_type
+	23, // [23:32] is the sub-list for method input_type
+	23, // [23:23] is the sub-list for extension type_name
+	23, // [23:23] is the sub-list for extension extendee
+	0,  // [0:23] is the sub-list for field type_name
 }
 
 func init() { file_configurator_configurator_proto_init() }
@@ -1305,19 +1575,20 @@ func file_configurator_configurator_proto_init() {
 		return
 	}
 	file_configurator_configurator_proto_msgTypes[3].OneofWrappers = []any{}
-	file_configurator_configurator_proto_msgTypes[5].OneofWrappers = []any{}
+	file_configurator_configurator_proto_msgTypes[7].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_configurator_configurator_proto_rawDesc), len(file_configurator_configurator_proto_rawDesc)),
-			NumEnums:      0,
-			NumMessages:   19,
+			NumEnums:      1,
+			NumMessages:   21,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
 		GoTypes:           file_configurator_configurator_proto_goTypes,
 		DependencyIndexes: file_configurator_configurator_proto_depIdxs,
+		EnumInfos:         file_configurator_configurator_proto_enumTypes,
 		MessageInfos:      file_configurator_configurator_proto_msgTypes,
 	}.Build()
 	File_configurator_configurator_proto = out.File

@@ -89,6 +89,23 @@
 //
 // The deadline uses the Clock of ConfirmOptions (the real one by default).
 //
+// # Probes
+//
+// An Update or Delete may name probes (UpdateRequest.probes: ping, TCP
+// connect, HTTP GET, each with its timeout, from the agent's or a named
+// network namespace; package probe): checks that must pass once the change
+// is applied. Such a change is a change to confirm (above): with its own
+// confirm_within, or else for the longest probe timeout and 30 s more (so
+// that it is reverted if the agent stops while the probes run). Once it is
+// applied the probes run concurrently; when one fails the change is
+// reverted at once as an unconfirmed one is (RevertPending, the reason
+// naming the probes that failed) and the call fails with ABORTED saying so;
+// when all pass, a change without confirm_within is kept (confirmed), one
+// with it stays pending. The reply carries each probe's result. A probe of
+// a wrong form is INVALID_ARGUMENT naming it (probes[i]), nothing applied.
+// A change that changes nothing leaves nothing to revert: its probes run
+// and their results are returned.
+//
 // # State
 //
 // Get returns the desired configuration (all sources merged; values that
@@ -291,8 +308,12 @@ func (s *Server) Update(ctx context.Context, req *configuratorpb.UpdateRequest) 
 	if err != nil {
 		return nil, err
 	}
+	probes, err := probesOf("update", req.GetProbes())
+	if err != nil {
+		return nil, err
+	}
 	opts := changeOptions{wait: req.GetWaitDone(), planRevision: req.PlanRevision, verify: req.GetVerify(), confirmWithin: within}
-	seq, errs, err := s.commitChange(ctx, "update", opts, func(ctx context.Context, opts api.TxnOptions) (uint64, error) {
+	seq, errs, results, err := s.withProbes(ctx, "update", opts, probes, func(ctx context.Context, opts api.TxnOptions) (uint64, error) {
 		if req.GetFullResync() {
 			return s.o.Resync(ctx, orchestrator.SourceGRPC, kvs, opts)
 		}
@@ -301,14 +322,14 @@ func (s *Server) Update(ctx context.Context, req *configuratorpb.UpdateRequest) 
 	if err != nil {
 		return nil, err
 	}
-	if req.GetWaitDone() || req.GetVerify() || within > 0 {
+	if req.GetWaitDone() || req.GetVerify() || within > 0 || len(probes) > 0 {
 		listed := make(map[string]bool, len(errs))
 		for _, ke := range errs {
 			listed[ke.GetKey()] = true
 		}
 		errs = append(errs, s.statusErrors(kvs, listed)...)
 	}
-	return &configuratorpb.UpdateResponse{SeqNum: seq, Errors: errs}, nil
+	return &configuratorpb.UpdateResponse{SeqNum: seq, Errors: errs, ProbeResults: results}, nil
 }
 
 // statusErrors returns the errors that the current statuses of the values
@@ -383,14 +404,18 @@ func (s *Server) Delete(ctx context.Context, req *configuratorpb.DeleteRequest) 
 	for i, key := range keys {
 		kvs[i] = orchestrator.KV{Key: key}
 	}
+	probes, err := probesOf("delete", req.GetProbes())
+	if err != nil {
+		return nil, err
+	}
 	opts := changeOptions{wait: req.GetWaitDone(), planRevision: req.PlanRevision, verify: req.GetVerify(), confirmWithin: within}
-	seq, errs, err := s.commitChange(ctx, "delete", opts, func(ctx context.Context, opts api.TxnOptions) (uint64, error) {
+	seq, errs, results, err := s.withProbes(ctx, "delete", opts, probes, func(ctx context.Context, opts api.TxnOptions) (uint64, error) {
 		return s.o.Change(ctx, orchestrator.SourceGRPC, kvs, opts)
 	})
 	if err != nil {
 		return nil, err
 	}
-	return &configuratorpb.DeleteResponse{SeqNum: seq, Errors: errs}, nil
+	return &configuratorpb.DeleteResponse{SeqNum: seq, Errors: errs, ProbeResults: results}, nil
 }
 
 // docItem is one item of a configuration document.
