@@ -51,7 +51,7 @@ FILE "-" reads the document from standard input.`,
   agentctl config watch`,
 	}
 	c.AddCommand(a.configGet(), a.configUpdate(), a.configDelete(), a.configPlan(), a.configHistory(),
-		a.configResync(), a.configWatch())
+		a.configResync(), a.configWatch(), a.configConfirm(), a.configStatus())
 	return c
 }
 
@@ -142,6 +142,8 @@ type change struct {
 	// configuration, kept those that another source still sets.
 	removed []string
 	kept    []keptKey
+	// confirmWithin is the change's time to be confirmed (0: none).
+	confirmWithin time.Duration
 }
 
 func keyErrorsJSON(errs []*configuratorpb.KeyError) []keyErrorJSON {
@@ -183,6 +185,8 @@ func (a *app) reportChange(c change) error {
 			fmt.Fprintf(a.stdout, "%s: nothing to change\n", what)
 		case c.seq == 0:
 			fmt.Fprintf(a.stdout, "%s: nothing to do (or kept until the agent's first full sync)\n", what)
+		case c.wait && c.confirmWithin > 0:
+			fmt.Fprintf(a.stdout, "%s: transaction #%d done, pending confirmation: reverted in %v unless \"agentctl config confirm %d\"\n", what, c.seq, c.confirmWithin, c.seq)
 		case c.wait:
 			fmt.Fprintf(a.stdout, "%s: transaction #%d done\n", what, c.seq)
 		default:
@@ -330,6 +334,7 @@ func (f *planRevisionFlag) get() (*uint64, error) {
 func (a *app) configUpdate() *cobra.Command {
 	var replace, wait, verify bool
 	var planRevision *planRevisionFlag
+	var safety safetyFlags
 	c := &cobra.Command{
 		Use:   "update FILE",
 		Short: "Set the values of a configuration document",
@@ -357,6 +362,15 @@ applied (or when an operation fails): the errors say which value and that
 the update was reverted (exit 1). --verify implies --wait; not with
 --replace.
 
+With --confirm-within DURATION the update is applied and has to be kept
+with "agentctl config confirm" within DURATION: otherwise the agent puts
+the values of its gRPC source back as they were before it (also over a
+restart of the agent). While it is pending, other changes through gRPC are
+refused; "agentctl config status" shows it. With --probe (ping, tcp or http
+checks, optionally from a named netns) the update is reverted at once when
+a probe fails once it is applied, and kept when all pass (or left pending
+with --confirm-within).
+
 A document goes in one gRPC message: 64 MiB at most by default (100k routes
 are 4.3 MB). A bigger one is refused, saying by which side and the setting
 to raise: --grpc-max-msg-size here, grpc.max_recv_msg_size in the agent's
@@ -366,6 +380,8 @@ configuration. A big --wait may need a longer --timeout.`,
   agentctl config update all.yaml --replace --wait
   agentctl config update veth.yaml --wait --plan-revision 42
   agentctl config update veth.yaml --verify
+  agentctl config update addr.yaml --confirm-within 60s
+  agentctl config update addr.yaml --probe "ping 10.0.0.1 netns=app timeout=2s"
   cat veth.yaml | agentctl config update -`,
 		Args:              argsNamed("FILE"),
 		ValidArgsFunction: yamlFiles,
@@ -385,7 +401,11 @@ configuration. A big --wait may need a longer --timeout.`,
 			if verify && replace {
 				return errors.New("--verify is for a change, not for --replace (a full replacement is not reverted as a whole)")
 			}
-			wait = wait || verify
+			within, probes, err := safety.request()
+			if err != nil {
+				return err
+			}
+			wait = wait || verify || within != nil || len(probes) > 0
 			client, ctx, done, err := a.configuratorCall(cmd.Context())
 			if err != nil {
 				return err
@@ -399,7 +419,8 @@ configuration. A big --wait may need a longer --timeout.`,
 					return err
 				}
 			}
-			resp, err := client.Update(ctx, &configuratorpb.UpdateRequest{Update: doc.cfg, FullResync: replace, WaitDone: wait, PlanRevision: rev, Verify: verify})
+			resp, err := client.Update(ctx, &configuratorpb.UpdateRequest{Update: doc.cfg, FullResync: replace, WaitDone: wait, PlanRevision: rev, Verify: verify,
+				ConfirmWithin: within, Probes: probes})
 			kvs, docErr := doc.values()
 			if err != nil {
 				if docErr != nil {
@@ -410,7 +431,8 @@ configuration. A big --wait may need a longer --timeout.`,
 			if docErr != nil {
 				a.warnAccepted(docErr)
 			}
-			c := change{verb: "update of", values: n, wait: wait, seq: resp.GetSeqNum(), errs: resp.GetErrors()}
+			a.reportProbes(resp.GetProbeResults())
+			c := change{verb: "update of", values: n, wait: wait, seq: resp.GetSeqNum(), errs: resp.GetErrors(), confirmWithin: within.AsDuration()}
 			if !replace {
 				return a.reportChange(c)
 			}
@@ -438,6 +460,7 @@ configuration. A big --wait may need a longer --timeout.`,
 	c.Flags().BoolVar(&replace, "replace", false, "replace all the values set through gRPC with the document's")
 	c.Flags().BoolVar(&wait, "wait", false, "wait until the transaction is done and report failed values")
 	c.Flags().BoolVar(&verify, "verify", false, "read the values back once applied and revert the whole update if one is not there (implies --wait)")
+	safety.add(c)
 	planRevision = addPlanRevisionFlag(c)
 	return c
 }
@@ -445,6 +468,7 @@ configuration. A big --wait may need a longer --timeout.`,
 func (a *app) configDelete() *cobra.Command {
 	var wait, verify bool
 	var planRevision *planRevisionFlag
+	var safety safetyFlags
 	c := &cobra.Command{
 		Use:   "delete FILE",
 		Short: "Remove the values of a configuration document",
@@ -472,13 +496,18 @@ when one is still there.`,
 			if err != nil {
 				return err
 			}
-			wait = wait || verify
+			within, probes, err := safety.request()
+			if err != nil {
+				return err
+			}
+			wait = wait || verify || within != nil || len(probes) > 0
 			client, ctx, done, err := a.configuratorCall(cmd.Context())
 			if err != nil {
 				return err
 			}
 			defer done()
-			resp, err := client.Delete(ctx, &configuratorpb.DeleteRequest{Delete: doc.cfg, WaitDone: wait, PlanRevision: rev, Verify: verify})
+			resp, err := client.Delete(ctx, &configuratorpb.DeleteRequest{Delete: doc.cfg, WaitDone: wait, PlanRevision: rev, Verify: verify,
+				ConfirmWithin: within, Probes: probes})
 			kvs, docErr := doc.values()
 			if err != nil {
 				if docErr != nil {
@@ -489,7 +518,8 @@ when one is still there.`,
 			if docErr != nil {
 				a.warnAccepted(docErr)
 			}
-			c := change{verb: "delete of", values: n, wait: wait, seq: resp.GetSeqNum(), errs: resp.GetErrors()}
+			a.reportProbes(resp.GetProbeResults())
+			c := change{verb: "delete of", values: n, wait: wait, seq: resp.GetSeqNum(), errs: resp.GetErrors(), confirmWithin: within.AsDuration()}
 			// A key the desired configuration still has is set by another
 			// source: say which, and where to delete it.
 			if after := a.afterChange(cmd, client); after != nil {
@@ -506,6 +536,7 @@ when one is still there.`,
 	}
 	c.Flags().BoolVar(&wait, "wait", false, "wait until the transaction is done and report failed values")
 	c.Flags().BoolVar(&verify, "verify", false, "check that the values are gone once deleted and revert the delete if one is not (implies --wait)")
+	safety.add(c)
 	planRevision = addPlanRevisionFlag(c)
 	return c
 }

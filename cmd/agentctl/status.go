@@ -44,6 +44,14 @@ type agentStatus struct {
 	ValuesByDescriptor map[string]map[string]int `json:"values_by_descriptor"`
 	QueueLength        int                       `json:"queue_length"`
 	Transactions       map[string]uint64         `json:"transactions"`
+	// PendingConfirmation is the gRPC change pending confirmation.
+	PendingConfirmation *struct {
+		Seq         uint64    `json:"seq"`
+		Description string    `json:"description"`
+		Deadline    time.Time `json:"deadline"`
+		TimeLeft    string    `json:"time_left"`
+		Keys        []string  `json:"keys"`
+	} `json:"pending_confirmation"`
 }
 
 // sourceStatus is a northbound source in GET /info/status.
@@ -271,6 +279,10 @@ func (a *app) printStatus(st agentStatus) error {
 		txns += n
 	}
 	w.row("Transactions:", strconv.FormatUint(txns, 10)+" since start")
+	if p := st.PendingConfirmation; p != nil {
+		w.row("Pending:", fmt.Sprintf("change #%d (%s) reverted at %s (in %s) unless confirmed: agentctl config confirm %d",
+			p.Seq, count(len(p.Keys), "value", "values"), p.Deadline.Local().Format("15:04:05"), p.TimeLeft, p.Seq))
+	}
 	if err := w.flush(); err != nil {
 		return err
 	}

@@ -14,6 +14,7 @@ import (
 var commandPaths = []string{
 	"",
 	"config", "config get", "config update", "config delete", "config plan", "config history", "config resync", "config watch",
+	"config confirm", "config status",
 	"status", "values", "dump", "graph",
 	"kvdb", "kvdb list", "kvdb get", "kvdb put", "kvdb del",
 	"completion", "completion bash", "completion zsh", "completion fish", "completion powershell", "help",
@@ -158,7 +159,7 @@ func TestAgentctlCompletion(t *testing.T) {
 		{[]string{"values", "--state", ""}, []string{"CONFIGURED", "OBTAINED", "DISCOVERED", "PENDING", "UNIMPLEMENTED", "RETRYING", "FAILED", "INVALID", "MISSING", "REMOVED"}, ":4"},
 		{[]string{"status", "-o", ""}, []string{"table", "yaml", "json"}, ":4"},
 		{[]string{"graph", "--format", ""}, []string{"dot", "svg", "mermaid", "json"}, ":4"},
-		{[]string{"config", ""}, []string{"delete", "get", "history", "plan", "resync", "update", "watch"}, ":4"},
+		{[]string{"config", ""}, []string{"confirm", "delete", "get", "history", "plan", "resync", "status", "update", "watch"}, ":4"},
 		{[]string{"kvdb", ""}, []string{"del", "get", "list", "put"}, ":4"},
 		// FILE: files with these extensions (ShellCompDirectiveFilterFileExt).
 		{[]string{"config", "update", ""}, []string{"yaml", "yml", "json"}, ":8"},
