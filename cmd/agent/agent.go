@@ -86,6 +86,9 @@ func New(cfg Config, logOut io.Writer) (_ *Agent, err error) {
 	if cfg.Scheduler.TxnLog == "stderr" {
 		sopts.TxnLog = logOut
 	}
+	if cfg.Scheduler.Verify == VerifyReport {
+		sopts.Verify = kvscheduler.VerifyReport
+	}
 	a.sched = kvscheduler.New(sopts)
 	m.SetSource(a.sched)
 	a.orch = orchestrator.New(a.sched, log)

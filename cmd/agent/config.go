@@ -218,6 +218,15 @@ type Scheduler struct {
 	// with the SB" and the cause in its details, until a resync
 	// (kvscheduler.Options.DriftReportOnly).
 	Drift string `json:"drift"`
+	// Verify: "report" reads back, after every transaction, the values it
+	// applied (their descriptors' Retrieve) and reports those the SB does
+	// not hold as applied (MISSING, or FAILED for a delete not done, the
+	// record's verify_failed); "off" (the default) verifies only the changes
+	// that ask for it (agentctl config update --verify, which also reverts
+	// them). Report costs a read of every descriptor a transaction touched
+	// (a VPP route change reads all routes back)
+	// (kvscheduler.Options.Verify).
+	Verify string `json:"verify"`
 	// PeriodicResync, when set, commits a downstream resync at this
 	// interval while the agent runs and is ready: it finds and repairs what
 	// no event reports (a VPP route or address changed through another API
@@ -230,6 +239,12 @@ type Scheduler struct {
 const (
 	DriftRepair = "repair"
 	DriftReport = "report"
+)
+
+// The values of Scheduler.Verify.
+const (
+	VerifyOff    = "off"
+	VerifyReport = "report"
 )
 
 // MinPeriodicResync is the shortest scheduler.periodic_resync: a downstream
@@ -262,7 +277,7 @@ func defaultConfig() Config {
 		GRPC:          GRPC{Listener: Listener{Address: "127.0.0.1:9111"}, MaxRecvMsgSize: msglimit.Default, MaxSendMsgSize: msglimit.Default},
 		Linux:         Linux{AdoptOriginalRoutes: true},
 		VPP:           VPP{Socket: "/run/vpp/api.sock", CallTimeout: Duration{5 * time.Second}},
-		Scheduler:     Scheduler{Drift: DriftRepair},
+		Scheduler:     Scheduler{Drift: DriftRepair, Verify: VerifyOff},
 		Etcd:          Etcd{EmbeddedClientURL: "http://127.0.0.1:2379", EmbeddedPeerURL: "http://127.0.0.1:2380", EmbeddedCompactionRetention: Duration{etcdsource.DefaultCompactionRetention}, DialTimeout: Duration{5 * time.Second}, Status: EtcdStatus{TTL: Duration{etcdstatus.DefaultTTL}}},
 		ShutdownGrace: Duration{30 * time.Second},
 		StateDir:      "/var/lib/netagent",
@@ -414,6 +429,11 @@ func (c Config) validate() error {
 	case DriftRepair, DriftReport:
 	default:
 		errs = append(errs, fmt.Errorf("scheduler.drift %q: want %s or %s", c.Scheduler.Drift, DriftRepair, DriftReport))
+	}
+	switch c.Scheduler.Verify {
+	case VerifyOff, VerifyReport:
+	default:
+		errs = append(errs, fmt.Errorf("scheduler.verify %q: want %s or %s", c.Scheduler.Verify, VerifyOff, VerifyReport))
 	}
 	if p := c.Scheduler.PeriodicResync.Duration; p != 0 && p < MinPeriodicResync {
 		errs = append(errs, fmt.Errorf("scheduler.periodic_resync %v: want 0 (off) or at least %v", p, MinPeriodicResync))

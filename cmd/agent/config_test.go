@@ -88,6 +88,7 @@ func TestBadConfigIsAClearError(t *testing.T) {
 		{"unknown field of grpc", "grpc:\n  adress: x\n", nil, "agent.yaml (YAML): line 2: grpc.adress: unknown field"},
 		{"unknown drift mode", "scheduler:\n  drift: fix\n", nil, `scheduler.drift "fix": want repair or report`},
 		{"empty drift mode", "scheduler: {drift: ''}\n", nil, `scheduler.drift "": want repair or report`},
+		{"unknown verify mode", "scheduler:\n  verify: always\n", nil, `scheduler.verify "always": want off or report`},
 		{"periodic resync too often", "scheduler: {periodic_resync: 5s}\n", nil, "scheduler.periodic_resync 5s: want 0 (off) or at least 10s"},
 		{"negative periodic resync", "scheduler: {periodic_resync: -1m}\n", nil, "scheduler.periodic_resync -1m0s: want 0 (off) or at least 10s"},
 		{"periodic resync not a duration", "scheduler:\n  periodic_resync: hourly\n", nil, `agent.yaml (YAML): line 2: scheduler.periodic_resync: duration "hourly": want e.g. 30s`},

@@ -333,6 +333,15 @@ type txnJSON struct {
 	Values   []kvJSON  `json:"values,omitempty"`
 	Planned  []opJSON  `json:"planned,omitempty"`
 	Executed []opJSON  `json:"executed,omitempty"`
+	// VerifyFailed are the values verification after apply found not held
+	// by the SB as applied (api.RecordedTxn.VerifyFailed).
+	VerifyFailed []verifyJSON `json:"verify_failed,omitempty"`
+}
+
+type verifyJSON struct {
+	Key       string `json:"key"`
+	Operation string `json:"operation"`
+	Error     string `json:"error"`
 }
 
 func opsJSON(ops []*api.RecordedTxnOp) []opJSON {
@@ -352,6 +361,9 @@ func recordJSON(rec *api.RecordedTxn) txnJSON {
 		Start: rec.Start, Stop: rec.Stop, Planned: opsJSON(rec.Planned), Executed: opsJSON(rec.Executed)}
 	if rec.ResyncType != api.NotResync {
 		t.Resync = rec.ResyncType.String()
+	}
+	for _, f := range rec.VerifyFailed {
+		t.VerifyFailed = append(t.VerifyFailed, verifyJSON{Key: f.Key, Operation: f.Operation.String(), Error: errString(f.Error)})
 	}
 	for _, v := range rec.Values {
 		t.Values = append(t.Values, kvJSON{Key: v.Key, Value: jsonValue(v.Value), Origin: v.Origin.String()})

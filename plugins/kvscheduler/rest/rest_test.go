@@ -298,6 +298,9 @@ type jTxn struct {
 	Values       []jKV     `json:"values"`
 	Planned      []jOp     `json:"planned"`
 	Executed     []jOp     `json:"executed"`
+	VerifyFailed []struct {
+		Key, Operation, Error string
+	} `json:"verify_failed"`
 }
 
 type jHistory struct {
@@ -1444,4 +1447,25 @@ func TestGraphKeyPrefix(t *testing.T) {
 		t.Errorf("graph of iface/ as of #2: want route/r1 (it depends on iface/a), not iface/b (not yet there):\n%s", old)
 	}
 	e.wantError("GET", "/scheduler/graph?key_prefix=route/", 400, "key_prefix")
+}
+
+// A transaction verified after apply whose value the SB did not keep lists
+// it under verify_failed, with the operation and the reason.
+func TestTxnHistoryVerifyFailed(t *testing.T) {
+	e := newEnv(t, kvscheduler.Options{Verify: kvscheduler.VerifyReport})
+	e.sb.Lose("create", "iface/a")
+	seq, err := e.commit(api.TxnOptions{}, kv{"iface/a", mocksb.Str("a")})
+	if err == nil {
+		t.Fatal("the lost create: no error")
+	}
+	var h jTxnHistory
+	e.getJSON("/scheduler/txn-history?seq-num="+strconv.FormatUint(seq, 10), &h)
+	if len(h.Transactions) != 1 {
+		t.Fatalf("transaction %d: %+v", seq, h)
+	}
+	txn := h.Transactions[0]
+	if len(txn.VerifyFailed) != 1 || txn.VerifyFailed[0].Key != "iface/a" || txn.VerifyFailed[0].Operation != "CREATE" ||
+		!strings.Contains(txn.VerifyFailed[0].Error, "verification after apply") {
+		t.Errorf("verify_failed of transaction %d: %+v", seq, txn.VerifyFailed)
+	}
 }
