@@ -171,9 +171,10 @@ func (p *Plugin) prepareLoopbackDelete(op *api.BatchOp, list *vppList) (queued, 
 		return done, nil
 	}
 	return func(pipe *vppcalls.Pipe) func(context.Context) (any, error) {
-		p.recordChange(v.GetName(), agentChange{SwIfIndex: idx, Deleted: true})
+		settle := p.recordChange(v.GetName(), agentChange{SwIfIndex: idx, Deleted: true})
 		r := pipe.DeleteLoopback(idx)
 		return func(context.Context) (any, error) {
+			settle()
 			if r.Err != nil {
 				return nil, fmt.Errorf("interface %s: %w", v.GetName(), r.Err)
 			}
@@ -260,6 +261,9 @@ func (p *Plugin) createLoopbacks(ctx context.Context, ops []api.BatchOp) {
 			continue
 		}
 		idx := l.created.Value
+		// Created admin down: what the agent last did to it until its
+		// admin state is set (the watcher may list it before that).
+		p.recordChange(l.v.GetName(), agentChange{SwIfIndex: idx})()
 		l.set = append(l.set, configure.SetTag(idx, l.v.GetName()))
 		if mtu := l.v.GetMtu(); mtu != 0 {
 			l.set = append(l.set, configure.SetMTU(idx, mtu))
@@ -317,9 +321,9 @@ func (p *Plugin) prepareAdminState(op *api.BatchOp, list *vppList) (queued, erro
 			return done, err
 		}
 		return func(pipe *vppcalls.Pipe) func(context.Context) (any, error) {
-			p.recordChange(v.GetName(), agentChange{SwIfIndex: idx})
+			settle := p.recordChange(v.GetName(), agentChange{SwIfIndex: idx})
 			r := pipe.SetAdminUp(idx, false)
-			return func(context.Context) (any, error) { return nil, adminStateDown(v, r.Err) }
+			return func(context.Context) (any, error) { settle(); return nil, adminStateDown(v, r.Err) }
 		}, nil
 	}
 	if op.Op != api.OpCreate {
@@ -331,9 +335,9 @@ func (p *Plugin) prepareAdminState(op *api.BatchOp, list *vppList) (queued, erro
 		return nil, err
 	}
 	return func(pipe *vppcalls.Pipe) func(context.Context) (any, error) {
-		p.recordChange(v.GetName(), agentChange{SwIfIndex: idx, AdminUp: v.GetEnabled()})
+		settle := p.recordChange(v.GetName(), agentChange{SwIfIndex: idx, AdminUp: v.GetEnabled()})
 		r := pipe.SetAdminUp(idx, v.GetEnabled())
-		return func(context.Context) (any, error) { return nil, adminStateSet(v, r.Err) }
+		return func(context.Context) (any, error) { settle(); return nil, adminStateSet(v, r.Err) }
 	}, nil
 }
 

@@ -46,7 +46,7 @@ func (p *Plugin) adminStateDescriptor() *api.KVDescriptor {
 			if err != nil {
 				return nil, err
 			}
-			p.recordChange(v.GetName(), agentChange{SwIfIndex: idx, AdminUp: v.GetEnabled()})
+			defer p.recordChange(v.GetName(), agentChange{SwIfIndex: idx, AdminUp: v.GetEnabled()})()
 			return nil, adminStateSet(v, p.h.SetAdminUp(ctx, idx, v.GetEnabled()))
 		},
 		Delete: func(ctx context.Context, key string, v *vppif.Interface, _ any) error {
@@ -57,7 +57,7 @@ func (p *Plugin) adminStateDescriptor() *api.KVDescriptor {
 			if err != nil || !ok {
 				return err
 			}
-			p.recordChange(v.GetName(), agentChange{SwIfIndex: idx})
+			defer p.recordChange(v.GetName(), agentChange{SwIfIndex: idx})()
 			return adminStateDown(v, p.h.SetAdminUp(ctx, idx, false))
 		},
 		Dependencies: func(key string, v *vppif.Interface) []api.Dependency {

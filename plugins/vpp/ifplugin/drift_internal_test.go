@@ -32,10 +32,11 @@ func TestReportDriftMidwayThroughTheAgentsTransaction(t *testing.T) {
 	for i, name := range []string{"set-down", "deleted", "other-down", "other-deleted"} {
 		m.Put(name, &Metadata{SwIfIndex: uint32(i + 1), Value: &vppif.Interface{Name: name, Enabled: true}})
 	}
-	m.record("set-down", agentChange{SwIfIndex: 1})
-	m.record("deleted", agentChange{SwIfIndex: 2, Deleted: true})
+	// Their replies have come (settled): VPP has carried them out.
+	m.record("set-down", agentChange{SwIfIndex: 1})()
+	m.record("deleted", agentChange{SwIfIndex: 2, Deleted: true})()
 	// A change recorded at another index (an interface of the same name
-	// before) says nothing about this one.
+	// before) says nothing about this one, in flight or not.
 	m.record("other-down", agentChange{SwIfIndex: 7})
 	r := &driftRecorder{m: m}
 	w := &LinkStateWatcher{drift: r, log: slog.New(slog.DiscardHandler), evented: map[uint32]bool{1: false, 2: true, 3: false, 4: true}}
@@ -65,5 +66,35 @@ func TestReportDriftMidwayThroughTheAgentsTransaction(t *testing.T) {
 	}
 	if len(r.reports) != 1 || r.reports[0].Key != AdminStateKey("set-down", false) {
 		t.Errorf("reports %v, want the admin state of set-down set up by someone else", r.reports)
+	}
+}
+
+// A request of the agent's still waiting for its reply may not be carried
+// out when the watcher lists VPP: an interface it sets up, VPP still
+// showing it down (as created), is not reported; once the reply has come,
+// the same state is drift. An interface the agent just created is down as
+// the agent left it until its admin state is set.
+func TestReportDriftNotWhileTheAgentsRequestIsInFlight(t *testing.T) {
+	m := newIndexMap(nil)
+	m.Put("setting-up", &Metadata{SwIfIndex: 1, Value: &vppif.Interface{Name: "setting-up", Enabled: true}})
+	m.Put("created", &Metadata{SwIfIndex: 2, Value: &vppif.Interface{Name: "created", Enabled: true}})
+	settle := m.record("setting-up", agentChange{SwIfIndex: 1, AdminUp: true})
+	m.record("created", agentChange{SwIfIndex: 2})() // created (down), its admin state not set yet
+	r := &driftRecorder{m: m}
+	w := &LinkStateWatcher{drift: r, log: slog.New(slog.DiscardHandler), evented: map[uint32]bool{1: true, 2: true}}
+	down := []vppcalls.LinkState{{SwIfIndex: 1, Tag: "setting-up"}, {SwIfIndex: 2, Tag: "created"}}
+	if err := w.reportDrift(down); err != nil {
+		t.Fatal(err)
+	}
+	if len(r.reports) != 0 {
+		t.Errorf("reports %v while the agent's request is in flight and of an interface it just created", r.reports)
+	}
+	settle()
+	w.evented = map[uint32]bool{1: true}
+	if err := w.reportDrift(down[:1]); err != nil {
+		t.Fatal(err)
+	}
+	if len(r.reports) != 1 || r.reports[0].Key != AdminStateKey("setting-up", true) {
+		t.Errorf("reports %v once the reply came, want setting-up's admin state set down by someone else", r.reports)
 	}
 }

@@ -382,6 +382,9 @@ func (p *Plugin) create(ctx context.Context, key string, v *vppif.Interface) (*M
 	if err != nil {
 		return nil, fmt.Errorf("interface %s: %w", v.GetName(), err)
 	}
+	// Created admin down: what the agent last did to it until its admin
+	// state is set (the link-state watcher may list it before that).
+	p.recordChange(v.GetName(), agentChange{SwIfIndex: idx})()
 	// The interface exists: tag it (it is ours from now on) and configure
 	// it; on failure, delete it again so that no untagged (foreign-looking)
 	// interface is left behind and a retry starts afresh.
@@ -496,7 +499,7 @@ func (p *Plugin) delete(ctx context.Context, key string, v *vppif.Interface, md 
 	if !ok {
 		return nil // already gone
 	}
-	p.recordChange(v.GetName(), agentChange{SwIfIndex: idx, Deleted: true})
+	defer p.recordChange(v.GetName(), agentChange{SwIfIndex: idx, Deleted: true})()
 	if err := p.deleteByType(ctx, v, idx); err != nil {
 		return fmt.Errorf("interface %s: %w", v.GetName(), err)
 	}

@@ -113,7 +113,11 @@ const (
 // metadata still holds the values before: the interface descriptors note
 // what they do to an interface (its admin state set, the interface
 // deleted) before sending the request, and an interface found as the
-// agent last left it is not reported either.
+// agent last left it is not reported either; nor is one with a request of
+// the agent's still waiting for its reply (VPP may not have carried it out
+// when listed; the change's own event makes the watcher look again), and
+// an interface the agent just created counts as left down until its admin
+// state is set.
 //
 // What VPP sends no event for is not seen here: addresses, unnumbered and
 // VRF of an interface, MAC and MTU, routes, ARP entries and bridge domains
@@ -446,9 +450,13 @@ func (w *LinkStateWatcher) reportDrift(states []vppcalls.LinkState) error {
 		}
 		s, present := inVPP[idx]
 		// What the agent itself last did there (a transaction midway:
-		// the metadata is updated when its operations are done).
-		last, agents := lastChange(m, name, idx)
+		// the metadata is updated when its operations are done). A
+		// request of the agent's still waiting for its reply may not be
+		// carried out yet: VPP's state is not to be judged now (the
+		// change's own event makes the watcher look again).
+		last, agents, inFlight := lastChange(m, name, idx)
 		switch {
+		case inFlight:
 		case agents && last.Deleted && (!present || s.Tag != name):
 		case agents && !last.Deleted && present && s.Tag == name && s.AdminUp == last.AdminUp:
 		case !present || s.Tag != name:
@@ -476,11 +484,11 @@ func (w *LinkStateWatcher) reportDrift(states []vppcalls.LinkState) error {
 
 // lastChange is the change the agent last made to interface name at idx,
 // when m is the interface descriptor's map (IndexMapFactory's).
-func lastChange(m api.MetadataMap, name string, idx uint32) (agentChange, bool) {
-	if im, ok := m.(*indexMap); ok {
+func lastChange(m api.MetadataMap, name string, idx uint32) (c agentChange, ok, inFlight bool) {
+	if im, isIndex := m.(*indexMap); isIndex {
 		return im.lastChange(name, idx)
 	}
-	return agentChange{}, false
+	return agentChange{}, false, false
 }
 
 func adminWord(up bool) string {

@@ -174,10 +174,11 @@ func (p *Plugin) ownSwIfIndex(name string) (uint32, error) {
 
 // recordChange notes, for the link-state watcher, a change the agent is
 // about to make to interface name at idx (see indexMap.record).
-func (p *Plugin) recordChange(name string, c agentChange) {
+func (p *Plugin) recordChange(name string, c agentChange) (settle func()) {
 	if m := p.index.Load(); m != nil {
-		m.record(name, c)
+		return m.record(name, c)
 	}
+	return func() {}
 }
 
 // ownIndex returns the sw_if_index of an interface for the Delete of one of
@@ -236,6 +237,11 @@ type indexMap struct {
 	// the echo of the agent's own changes from drift with it while the
 	// transaction that makes them has not yet updated the metadata.
 	done map[string]agentChange
+	// inFlight counts, by logical name, the agent's requests recorded in
+	// done whose reply has not come yet: VPP may not have carried them out
+	// when the watcher lists it, so what it lists is not the agent's last
+	// change yet (the change's own event makes the watcher look again).
+	inFlight map[string]int
 }
 
 // agentChange is a change the agent's callbacks made (or are about to make)
@@ -248,23 +254,39 @@ type agentChange struct {
 }
 
 func newIndexMap(current func(*Metadata) bool) *indexMap {
-	return &indexMap{MemMetadataMap: api.NewMetadataMap(), current: current, byIdx: map[uint32]string{}, byName: map[string]uint32{}, done: map[string]agentChange{}}
+	return &indexMap{MemMetadataMap: api.NewMetadataMap(), current: current, byIdx: map[uint32]string{}, byName: map[string]uint32{}, done: map[string]agentChange{}, inFlight: map[string]int{}}
 }
 
 // record notes a change the agent makes to interface name, before its
-// request is sent (VPP's event may come before the reply).
-func (m *indexMap) record(name string, c agentChange) {
+// request is sent (VPP's event may come before the reply); settle, called
+// once the reply has come (or the request failed), ends its flight.
+func (m *indexMap) record(name string, c agentChange) (settle func()) {
 	m.mu.Lock()
 	m.done[name] = c
+	m.inFlight[name]++
 	m.mu.Unlock()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			m.mu.Lock()
+			if m.inFlight[name]--; m.inFlight[name] <= 0 {
+				delete(m.inFlight, name)
+			}
+			m.mu.Unlock()
+		})
+	}
 }
 
-// lastChange is the change the agent last made to interface name at idx.
-func (m *indexMap) lastChange(name string, idx uint32) (agentChange, bool) {
+// lastChange is the change the agent last made to interface name at idx,
+// and whether a request of the agent's to it is still waiting for its
+// reply.
+func (m *indexMap) lastChange(name string, idx uint32) (c agentChange, ok, inFlight bool) {
 	m.mu.RLock()
-	c, ok := m.done[name]
+	c, ok = m.done[name]
+	ok = ok && c.SwIfIndex == idx
+	inFlight = ok && m.inFlight[name] > 0
 	m.mu.RUnlock()
-	return c, ok && c.SwIfIndex == idx
+	return c, ok, inFlight
 }
 
 // IndexMapFactory builds the metadata map of the interface descriptor: the
