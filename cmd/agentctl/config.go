@@ -718,6 +718,13 @@ type txnRecord struct {
 	} `json:"values"`
 	Planned  []txnOp `json:"planned"`
 	Executed []txnOp `json:"executed"`
+	// VerifyFailed: what verification after apply found the dataplane not
+	// holding as applied.
+	VerifyFailed []struct {
+		Key       string `json:"key"`
+		Operation string `json:"operation"`
+		Error     string `json:"error"`
+	} `json:"verify_failed"`
 }
 
 type txnOp struct {
@@ -852,7 +859,18 @@ func (a *app) printTxn(r txnRecord) error {
 	for i, op := range ops {
 		t.row(strconv.Itoa(i+1), op.Operation, op.Key, op.NewState, strings.Join(op.Flags, " "), op.Error)
 	}
-	return t.flush()
+	if err := t.flush(); err != nil {
+		return err
+	}
+	if len(r.VerifyFailed) > 0 {
+		fmt.Fprintf(a.stdout, "\nVerification after apply: %s not held by the dataplane as applied\n", count(len(r.VerifyFailed), "value", "values"))
+		v := newTable(a.stdout, "OPERATION", "KEY", "ERROR")
+		for _, f := range r.VerifyFailed {
+			v.row(f.Operation, f.Key, f.Error)
+		}
+		return v.flush()
+	}
+	return nil
 }
 
 func (a *app) configResync() *cobra.Command {
