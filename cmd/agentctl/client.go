@@ -213,9 +213,12 @@ func (a *app) unreachable(api, addr, portFlag, portEnv string, err error) error 
 		strings.Contains(msg, "server gave HTTP response to HTTPS client"):
 		why = "it does not answer TLS"
 		hint = "the agent's " + api + " API is plain: drop --tls, --tls-ca and --tls-insecure, or check " + portFlag
-	case strings.Contains(msg, "malformed HTTP response") || strings.Contains(msg, "readLoopPeekFailLocked"):
-		// The second: the server spoke first (an HTTP/2 server's
-		// settings frame) before agentctl's request was written.
+	case strings.Contains(msg, "malformed HTTP response") || strings.Contains(msg, "readLoopPeekFailLocked") ||
+		strings.Contains(msg, "use of closed network connection"):
+		// The second and third: the server spoke first (an HTTP/2
+		// server's settings frame) before agentctl's request was written
+		// (or while it was: the transport closed the connection on the
+		// unasked answer, and the write met it closed).
 		why = "what answers there is not HTTP"
 		hint = "is " + portFlag + " the agent's gRPC port? a TLS listener needs --tls or --tls-ca; " + address
 	case strings.Contains(msg, "looked like an HTTP/1.1 header") || strings.Contains(msg, "ALPN"):

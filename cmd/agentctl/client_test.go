@@ -11,8 +11,9 @@ import (
 // A server that speaks first (an HTTP/2 server's settings frame, as the
 // agent's gRPC port sends it): the REST client either reads it as a
 // malformed response or as one nobody asked for, depending on whether its
-// request was written first; the server then closes, as gRPC does. Both say the same one line: not HTTP, maybe
-// the gRPC port.
+// request was written first (or, while writing it, finds the connection it
+// closed on that answer); the server then closes, as gRPC does. All say the
+// same one line: not HTTP, maybe the gRPC port.
 func TestRESTPortAnsweringFirst(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
