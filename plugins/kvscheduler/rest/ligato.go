@@ -401,24 +401,9 @@ func (h *Handler) ligatoDownstreamResync(w http.ResponseWriter, r *http.Request)
 		ligatoFail(w, err)
 		return
 	}
-	retry, err := parseBool("retry", q.Get("retry"))
+	rec, _, err := h.resync(r, q)
 	if err != nil {
 		ligatoFail(w, err)
-		return
-	}
-	verbose, err := parseBool("verbose", q.Get("verbose"))
-	if err != nil {
-		ligatoFail(w, err)
-		return
-	}
-	seq, err := h.resync(r, retry, verbose)
-	if seq == 0 && err != nil {
-		ligatoFail(w, err)
-		return
-	}
-	rec := h.s.GetRecordedTransaction(seq)
-	if rec == nil {
-		ligatoFail(w, notFound("transaction #%d is no longer in the history", seq))
 		return
 	}
 	// Values that failed are in the record (NewErrMsg), as the original's

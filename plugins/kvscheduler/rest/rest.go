@@ -834,46 +834,44 @@ func (h *Handler) downstreamResync(w http.ResponseWriter, r *http.Request) {
 		fail(w, err)
 		return
 	}
-	retry, err := parseBool("retry", q.Get("retry"))
+	rec, txnErr, err := h.resync(r, q)
 	if err != nil {
 		fail(w, err)
 		return
+	}
+	writeJSON(w, map[string]any{"transaction": recordJSON(rec), "error": errString(txnErr)})
+}
+
+// resync runs a downstream resync with the retry and verbose of q and
+// returns its record and its error (failed values). err, when the
+// resync could not be asked for or run, is an httpError: a bad flag or
+// options the scheduler refuses are the request's fault (400, the text
+// names the field); anything else that kept the transaction from being
+// queued is the scheduler's state (closed, queue full: 503); a record no
+// longer kept is 404.
+func (h *Handler) resync(r *http.Request, q url.Values) (rec *api.RecordedTxn, txnErr, err error) {
+	retry, err := parseBool("retry", q.Get("retry"))
+	if err != nil {
+		return nil, nil, err
 	}
 	verbose, err := parseBool("verbose", q.Get("verbose"))
 	if err != nil {
-		fail(w, err)
-		return
+		return nil, nil, err
 	}
-	seq, err := h.resync(r, retry, verbose)
-	if seq == 0 && err != nil {
-		fail(w, err)
-		return
-	}
-	rec := h.s.GetRecordedTransaction(seq)
-	if rec == nil {
-		fail(w, notFound("transaction #%d is no longer in the history", seq))
-		return
-	}
-	writeJSON(w, map[string]any{"transaction": recordJSON(rec), "error": errString(err)})
-}
-
-// resync runs a downstream resync. When it was not run (seq 0) the error
-// is an httpError: options the scheduler refuses are the request's fault
-// (400, the text names the field); anything else that kept the
-// transaction from being queued is the scheduler's state (closed, queue
-// full: 503). Otherwise err is the transaction's (failed values).
-func (h *Handler) resync(r *http.Request, retry, verbose bool) (uint64, error) {
 	opts := api.TxnOptions{Resync: api.DownstreamResync, Verbose: verbose, Description: "downstream resync requested over REST"}
 	if retry {
 		opts.Retry = api.DefaultRetry()
 	}
-	seq, err := h.s.StartNBTransaction().Commit(r.Context(), opts)
-	if seq == 0 && err != nil {
+	seq, txnErr := h.s.StartNBTransaction().Commit(r.Context(), opts)
+	if seq == 0 && txnErr != nil {
 		var optErr *api.OptionError
-		if errors.As(err, &optErr) {
-			return 0, &httpError{http.StatusBadRequest, "downstream resync: " + optErr.Error()}
+		if errors.As(txnErr, &optErr) {
+			return nil, nil, &httpError{http.StatusBadRequest, "downstream resync: " + optErr.Error()}
 		}
-		return 0, &httpError{http.StatusServiceUnavailable, "downstream resync: " + err.Error()}
+		return nil, nil, &httpError{http.StatusServiceUnavailable, "downstream resync: " + txnErr.Error()}
 	}
-	return seq, err
+	if rec = h.s.GetRecordedTransaction(seq); rec == nil {
+		return nil, nil, notFound("transaction #%d is no longer in the history", seq)
+	}
+	return rec, txnErr, nil
 }
