@@ -95,23 +95,7 @@ func ligatoFail(w http.ResponseWriter, err error) {
 // most once; unlike query, empty ones are allowed (the original's client
 // sends "key=" and "key-prefix=" when it has none).
 func ligatoQuery(r *http.Request, known ...string) (url.Values, error) {
-	q, err := url.ParseQuery(r.URL.RawQuery)
-	if err != nil {
-		return nil, badRequest("malformed query: %v", err)
-	}
-	for name, vals := range q {
-		found := false
-		for _, k := range known {
-			found = found || k == name
-		}
-		if !found {
-			return nil, badRequest("unknown argument %q (known: %s)", name, strings.Join(known, ", "))
-		}
-		if len(vals) > 1 {
-			return nil, badRequest("argument %q given %d times", name, len(vals))
-		}
-	}
-	return q, nil
+	return checkQuery(r, true, known)
 }
 
 type ligatoValue struct {

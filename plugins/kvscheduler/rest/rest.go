@@ -32,6 +32,7 @@ import (
 	"math"
 	"net/http"
 	"net/url"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -136,18 +137,19 @@ func notFound(format string, args ...any) error {
 }
 
 // query checks that the request has only known arguments, each at most
-// once, and returns them.
+// once and not empty (but key-prefix), and returns them.
 func query(r *http.Request, known ...string) (url.Values, error) {
+	return checkQuery(r, false, known)
+}
+
+// checkQuery is query; allowEmpty lets any argument be empty.
+func checkQuery(r *http.Request, allowEmpty bool, known []string) (url.Values, error) {
 	q, err := url.ParseQuery(r.URL.RawQuery)
 	if err != nil {
 		return nil, badRequest("malformed query: %v", err)
 	}
 	for name, vals := range q {
-		found := false
-		for _, k := range known {
-			found = found || k == name
-		}
-		if !found {
+		if !slices.Contains(known, name) {
 			if len(known) == 0 {
 				return nil, badRequest("unknown argument %q (this endpoint takes none)", name)
 			}
@@ -156,7 +158,7 @@ func query(r *http.Request, known ...string) (url.Values, error) {
 		if len(vals) > 1 {
 			return nil, badRequest("argument %q given %d times", name, len(vals))
 		}
-		if vals[0] == "" && name != "key-prefix" {
+		if !allowEmpty && vals[0] == "" && name != "key-prefix" {
 			return nil, badRequest("argument %q is empty", name)
 		}
 	}
