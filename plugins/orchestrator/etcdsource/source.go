@@ -46,6 +46,11 @@ type Options struct {
 	// 30s). While etcd is away a read waits this long for it to come back
 	// before it fails and is retried.
 	ReadTimeout time.Duration
+	// ProgressInterval is how long a watch may stay silent before the
+	// source asks etcd for a progress notification; the watch is taken as
+	// broken when etcd sends nothing within another interval (default 2s;
+	// negative: never ask). See "Liveness" in the package documentation.
+	ProgressInterval time.Duration
 	// Log receives the source's logs (default slog.Default()).
 	Log *slog.Logger
 }
@@ -55,6 +60,10 @@ const (
 	DefaultBatchMaxKeys  = 1000
 	DefaultBatchMaxDelay = 20 * time.Millisecond
 	DefaultReadTimeout   = 30 * time.Second
+	// DefaultProgressInterval: a member that hangs, or a connection that
+	// passes nothing, is noticed within 2 to 4 seconds, at the cost of one
+	// progress request per idle interval and agent.
+	DefaultProgressInterval = 2 * time.Second
 )
 
 // Retry timing: the backoff between attempts after a failure.
@@ -106,6 +115,9 @@ func New(client *clientv3.Client, sink Sink, opts Options) *Source {
 	}
 	if opts.ReadTimeout <= 0 {
 		opts.ReadTimeout = DefaultReadTimeout
+	}
+	if opts.ProgressInterval == 0 {
+		opts.ProgressInterval = DefaultProgressInterval
 	}
 	if opts.Log == nil {
 		opts.Log = slog.Default()
@@ -450,7 +462,10 @@ func (s *Source) monitor(ctx context.Context) (lost <-chan struct{}, stop func()
 // or lost is closed. established tells whether etcd accepted the watch.
 func (s *Source) watch(ctx context.Context, rev int64, lost <-chan struct{}) (end watchEnd, established bool, err error) {
 	wctx, cancel := context.WithCancel(ctx)
-	wch := s.client.Watch(clientv3.WithRequireLeader(wctx), s.prefix, clientv3.WithPrefix(), clientv3.WithRev(rev+1), clientv3.WithCreatedNotify())
+	// The progress requests go on the watch's stream, which the client
+	// finds by the context's metadata: the same context for both.
+	wctx = clientv3.WithRequireLeader(wctx)
+	wch := s.client.Watch(wctx, s.prefix, clientv3.WithPrefix(), clientv3.WithRev(rev+1), clientv3.WithCreatedNotify(), clientv3.WithProgressNotify())
 	defer func() {
 		cancel()
 		for range wch {
@@ -468,6 +483,8 @@ func (s *Source) watch(ctx context.Context, rev int64, lost <-chan struct{}) (en
 		}
 	}
 	defer stopTimer()
+	live := newLiveness(s.opts.ProgressInterval, time.Now)
+	defer live.stop()
 	flush := func() {
 		stopTimer()
 		if b.empty() {
@@ -494,6 +511,16 @@ func (s *Source) watch(ctx context.Context, rev int64, lost <-chan struct{}) (en
 		case <-timeout:
 			flush()
 			continue
+		case <-live.tick():
+			switch live.check() {
+			case askProgress:
+				if err := s.client.RequestProgress(wctx); err != nil && ctx.Err() == nil {
+					return endBroken, established, fmt.Errorf("asking %s for the watch's progress: %w", s.endpoints(), err)
+				}
+			case silent:
+				return endBroken, established, fmt.Errorf("%s sent nothing for %v, not even the progress asked for at least %v ago: the member hangs or the connection passes nothing", s.endpoints(), live.silentFor().Round(time.Millisecond), s.opts.ProgressInterval)
+			}
+			continue
 		case <-lost:
 			// The client would resume the watch by itself, but etcd may
 			// have come back empty or restored: read it all again.
@@ -503,6 +530,7 @@ func (s *Source) watch(ctx context.Context, rev int64, lost <-chan struct{}) (en
 		if ctx.Err() != nil {
 			return endCtx, established, ctx.Err()
 		}
+		live.heard()
 		if !ok {
 			// Undelivered events are covered by the resync that follows.
 			return endBroken, established, errors.New("etcd watch channel closed")
