@@ -64,6 +64,11 @@ type agentOptions struct {
 	// Config is more of the agent's configuration file (YAML), e.g. its
 	// gRPC message limits; with TLS, not the rest or grpc sections.
 	Config string
+	// EtcdEndpoint, when set, is an etcd the agent uses (--etcd-endpoints)
+	// instead of an embedded one of its own, e.g. one shared by several
+	// agents (startSharedEtcd); the agent's EtcdEndpoint is then this one, and
+	// it has no EtcdDir nor EtcdPeerPort.
+	EtcdEndpoint string
 }
 
 // agent is an agent binary running as a child process of the test, in the
@@ -134,12 +139,18 @@ func startAgent(t testing.TB, opts agentOptions) *agent {
 	args := []string{
 		"--rest-address", net.JoinHostPort(a.Host, strconv.Itoa(a.RESTPort)),
 		"--grpc-address", net.JoinHostPort(a.Host, strconv.Itoa(a.GRPCPort)),
-		"--etcd-embedded", a.EtcdDir,
-		"--etcd-embedded-client-url", a.EtcdEndpoint,
-		"--etcd-embedded-peer-url", fmt.Sprintf("http://127.0.0.1:%d", a.EtcdPeerPort),
 		"--vpp-socket", vppSocket,
 		"--label", a.Label,
 		"--log-level", "debug",
+	}
+	if opts.EtcdEndpoint != "" {
+		a.EtcdEndpoint, a.EtcdDir, a.EtcdPeerPort = opts.EtcdEndpoint, "", 0
+		args = append(args, "--etcd-endpoints", a.EtcdEndpoint)
+	} else {
+		args = append(args,
+			"--etcd-embedded", a.EtcdDir,
+			"--etcd-embedded-client-url", a.EtcdEndpoint,
+			"--etcd-embedded-peer-url", fmt.Sprintf("http://127.0.0.1:%d", a.EtcdPeerPort))
 	}
 	if opts.Token != "" {
 		tokenFile := filepath.Join(dir, "token")

@@ -104,14 +104,15 @@ func squeezeColumns(table string) string {
 // <ETCD_PEER_ADDRESS>, <ETCD_DIR> and <LABEL>.
 func (a *agent) placeholders() []string {
 	addr := func(port int) string { return net.JoinHostPort(a.Host, strconv.Itoa(port)) }
-	return []string{
+	ph := []string{
 		a.EtcdEndpoint, "<ETCD_ENDPOINT>", // before the addresses it holds
 		addr(a.RESTPort), "<REST_ADDRESS>",
 		addr(a.GRPCPort), "<GRPC_ADDRESS>",
-		addr(a.EtcdPeerPort), "<ETCD_PEER_ADDRESS>",
-		a.EtcdDir, "<ETCD_DIR>",
-		a.Label, "<LABEL>",
 	}
+	if a.EtcdDir != "" { // an embedded etcd of its own (not agentOptions.EtcdEndpoint)
+		ph = append(ph, addr(a.EtcdPeerPort), "<ETCD_PEER_ADDRESS>", a.EtcdDir, "<ETCD_DIR>")
+	}
+	return append(ph, a.Label, "<LABEL>")
 }
 
 // lineDiff returns the lines of want and got with the lines only in want
