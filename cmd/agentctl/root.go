@@ -133,8 +133,9 @@ func oneLine(s string) string {
 const rootLong = `agentctl is the command line of netagent.
 
 It talks to a running agent over gRPC (configuration) and REST (status,
-values, history, graph), and to etcd directly (kvdb). Every global flag has an
-environment variable used when the flag is not given:
+values, history, graph), and to etcd directly (kvdb; fleet: the status
+every agent publishes there). Every global flag has an environment variable
+used when the flag is not given:
 
   --host            AGENT_HOST            agent address (default 127.0.0.1)
   --grpc-port       AGENT_GRPC_PORT       gRPC port (default 9111)
@@ -143,7 +144,7 @@ environment variable used when the flag is not given:
   --etcd-endpoints  ETCD_ENDPOINTS        etcd endpoints, comma separated
   --token           NETAGENT_TOKEN        bearer token for changes
   --token-file      NETAGENT_TOKEN_FILE   file holding the token
-  --etcd-user       AGENTCTL_ETCD_USER    USER:PASSWORD for etcd (kvdb); unset, the token
+  --etcd-user       AGENTCTL_ETCD_USER    USER:PASSWORD for etcd (kvdb, fleet); unset, the token
                                           is root's password, as the embedded etcd
                                           of an agent with a token wants
   --tls             AGENTCTL_TLS          use TLS for gRPC and REST
@@ -185,10 +186,10 @@ func (a *app) rootCommand() *cobra.Command {
 	pf.IntVar(&a.grpcPort, "grpc-port", 9111, "agent gRPC port")
 	pf.IntVar(&a.restPort, "rest-port", 9191, "agent REST port")
 	pf.StringVarP(&a.label, "label", "l", models.DefaultLabel, "microservice label: etcd keys are under /vnf-agent/<label>/")
-	pf.StringSliceVar(&a.etcdEndpoints, "etcd-endpoints", []string{"127.0.0.1:2379"}, "etcd endpoints, comma separated (kvdb)")
+	pf.StringSliceVar(&a.etcdEndpoints, "etcd-endpoints", []string{"127.0.0.1:2379"}, "etcd endpoints, comma separated (kvdb, fleet)")
 	pf.StringVar(&a.token, "token", "", "bearer token sent with changes")
 	pf.StringVar(&a.tokenFile, "token-file", "", "file holding the bearer token")
-	pf.StringVar(&a.etcdUser, "etcd-user", "", "USER:PASSWORD for etcd (kvdb; default with a token: root and the token, as an agent's embedded etcd wants)")
+	pf.StringVar(&a.etcdUser, "etcd-user", "", "USER:PASSWORD for etcd (kvdb, fleet; default with a token: root and the token, as an agent's embedded etcd wants)")
 	pf.BoolVar(&a.tls, "tls", false, "use TLS for gRPC and REST")
 	pf.StringVar(&a.tlsCA, "tls-ca", "", "PEM file of the CA that signed the agent's certificate (implies --tls)")
 	pf.StringVar(&a.tlsCert, "tls-cert", "", "PEM client certificate (implies --tls)")
@@ -203,7 +204,7 @@ func (a *app) rootCommand() *cobra.Command {
 		return fmt.Errorf("%v (see %s --help)", err, cmd.CommandPath())
 	})
 	root.AddCommand(a.configCommand(), a.statusCommand(), a.valuesCommand(), a.dumpCommand(),
-		a.graphCommand(), a.kvdbCommand())
+		a.graphCommand(), a.kvdbCommand(), a.fleetCommand())
 	// cobra adds help and completion when it executes; added now, they get
 	// examples and the error handling of the others.
 	root.InitDefaultHelpCmd()

@@ -110,6 +110,9 @@
 // (CONFIGURED, PENDING, FAILED, OBTAINED, …); a value that goes (REMOVED)
 // has its key deleted. A controller that wants what is wrong reads the
 // prefix (ValueKeyPrefix) and keeps what is not CONFIGURED (or OBTAINED).
+// agentctl fleet status (cmd/agentctl/fleet.go) is such a reader, of every
+// agent's keys: it lists the agents under /vnf-agent/ with their state, their
+// parts not OK and those values, reading the value statuses a page at a time.
 //
 // Run watches the scheduler (KVScheduler.WatchValueStatus, which never
 // blocks the scheduler and coalesces a key's changes) and lists its

@@ -17,12 +17,13 @@ var commandPaths = []string{
 	"config confirm", "config status",
 	"status", "values", "dump", "graph",
 	"kvdb", "kvdb list", "kvdb get", "kvdb put", "kvdb del",
+	"fleet", "fleet status",
 	"completion", "completion bash", "completion zsh", "completion fish", "completion powershell", "help",
 }
 
 // commandGroups are the commands that hold commands (the others complete
 // arguments: models, files, keys, command paths).
-var commandGroups = []string{"config", "kvdb", "completion"}
+var commandGroups = []string{"config", "kvdb", "fleet", "completion"}
 
 // modelNames are the names of the built-in models (pkg/models).
 var modelNames = []string{

@@ -40,9 +40,10 @@
 //
 // The tests of the commands, by file: config_test.go (config *),
 // status_test.go (status, values, dump, graph), kvdb_test.go (kvdb *),
-// output_test.go (global flags and their variables, JSON and YAML of
-// changes), token_test.go, tls_test.go, errors_test.go, help_test.go
-// (--help, completion). Tests that create links or compare goldens with
+// fleet_test.go (fleet status: agents sharing an etcd embedded in the
+// test, startSharedEtcd), output_test.go (global flags and their
+// variables, JSON and YAML of changes), token_test.go, tls_test.go,
+// errors_test.go, help_test.go (--help, completion). Tests that create links or compare goldens with
 // counts of values run one after the other, each with its agent; the
 // others (t.Parallel) run after them, together.
 //
