@@ -68,6 +68,12 @@ type AgentOptions struct {
 	ProgressInterval time.Duration
 	// Log receives the agent's logs (default: discarded).
 	Log *slog.Logger
+	// OnOp, when set, is the southbound's OnOp (see Southbound), in place
+	// from the agent's start.
+	OnOp func(Op)
+	// DialOptions are added to those of the agent's etcd client (a test
+	// counting the agent's requests adds its interceptors).
+	DialOptions []grpc.DialOption
 }
 
 // Agent is one agent run in the test process (see the package
@@ -101,12 +107,13 @@ func StartAgent(t testing.TB, opts AgentOptions) *Agent {
 	log = log.With("label", opts.Label)
 	cli, err := clientv3.New(clientv3.Config{Endpoints: opts.Endpoints, DialTimeout: 5 * time.Second,
 		DialKeepAliveTime: keepAliveTime, DialKeepAliveTimeout: keepAliveTimeout, Logger: zap.NewNop(),
-		DialOptions: []grpc.DialOption{grpc.WithConnectParams(grpc.ConnectParams{MinConnectTimeout: 5 * time.Second})}})
+		DialOptions: append([]grpc.DialOption{grpc.WithConnectParams(grpc.ConnectParams{MinConnectTimeout: 5 * time.Second})}, opts.DialOptions...)})
 	if err != nil {
 		t.Fatalf("agent %s: etcd client: %v", opts.Label, err)
 	}
 	sched := kvscheduler.New(kvscheduler.Options{Logger: log})
 	sb := NewSouthbound()
+	sb.OnOp = opts.OnOp
 	if err := sched.RegisterKVDescriptor(sb.Descriptor()); err != nil {
 		t.Fatalf("agent %s: %v", opts.Label, err)
 	}

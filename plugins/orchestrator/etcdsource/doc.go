@@ -40,6 +40,32 @@
 //     is away the sink is passed nothing: it keeps the last state read,
 //     and nothing is deleted because etcd cannot be reached.
 //
+// # Liveness
+//
+// A watch that receives nothing cannot tell a quiet configuration from a
+// member that stopped answering. Two things end such a watch, and the
+// source then reads everything again as above:
+//
+//   - require-leader: the watch and the full reads carry etcd's
+//     require-leader flag, so a member that lost its leader (cut off from
+//     the others, the cluster's quorum gone) refuses the reads and ends
+//     the watch itself, about three election timeouts after the leader
+//     was lost ("etcdserver: no leader");
+//   - progress requests: when the watch has been silent for
+//     Options.ProgressInterval (2 s), the source asks etcd for a progress
+//     notification on the watch's stream (the watch also takes etcd's
+//     periodic ones); when nothing arrives within another interval the
+//     watch ends ("... sent nothing for 4s, not even the progress asked
+//     for ..."): the member hangs, or the connection passes nothing while
+//     TCP keeps it open, which the client's keepalive would notice only
+//     after 15 s. An idle agent costs its etcd one progress request per
+//     interval.
+//
+// tests/fleet checks both with a real 3-member cluster, with the other
+// faults (a member stopped, the leader killed, the whole cluster
+// restarted, a compaction while a watch lags): every write made during
+// the fault is applied exactly once.
+//
 // # Connection state
 //
 // Source.Connection tells the state of the connection to etcd (the
