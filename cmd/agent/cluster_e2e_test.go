@@ -50,7 +50,7 @@ func TestE2EReadinessShowsAClusterOutage(t *testing.T) {
 	}
 
 	// Written through the members that still form the cluster.
-	cli := c.Client(others(cut, len(c.Members))...)
+	cli := c.Client(c.Others(cut)...)
 	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
 	defer cancel()
 	host, peer := veth("cut-a", "cut-b", "", 0), veth("cut-b", "cut-a", "", 0)
@@ -77,15 +77,4 @@ func TestE2EReadinessShowsAClusterOutage(t *testing.T) {
 	if out, err := nsLink("", "cut-a"); err != nil || !strings.Contains(out, "cut-b") {
 		t.Errorf("ip link show cut-a: %v %s", err, out)
 	}
-}
-
-// others are the members of n but i.
-func others(i, n int) []int {
-	var out []int
-	for j := range n {
-		if j != i {
-			out = append(out, j)
-		}
-	}
-	return out
 }

@@ -286,6 +286,17 @@ func (c *Cluster) Client(members ...int) *clientv3.Client {
 	return cli
 }
 
+// Others are the indexes of every member but i.
+func (c *Cluster) Others(i int) []int {
+	var out []int
+	for j := range c.Members {
+		if j != i {
+			out = append(out, j)
+		}
+	}
+	return out
+}
+
 // Leader returns the index of the leader as the running members see it,
 // waiting up to a minute for one that all running members that are not
 // isolated agree on.

@@ -22,12 +22,7 @@ func TestIsolateAndHold(t *testing.T) {
 	c := Start(t, Options{})
 	cut := (c.Leader() + 1) % 3
 	c.Isolate(cut)
-	var rest []int
-	for i := range c.Members {
-		if i != cut {
-			rest = append(rest, i)
-		}
-	}
+	rest := c.Others(cut)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if _, err := c.Client(rest...).Put(ctx, "k", "v"); err != nil {

@@ -142,17 +142,6 @@ func (w *world) write(key string, do func(context.Context) error, landed func([]
 // writeVia makes the writes through a client of the members given.
 func (w *world) writeVia(members ...int) { w.cli = w.c.Client(members...) }
 
-// others are the members but i.
-func others(i, n int) []int {
-	var out []int
-	for j := range n {
-		if j != i {
-			out = append(out, j)
-		}
-	}
-	return out
-}
-
 // churn puts and deletes the values c0 to c9 of label at random, as fast
 // as the cluster takes them, through a client of the members given (all
 // when none), until the returned stop is called; stop returns the number
@@ -351,11 +340,11 @@ func TestMemberCutOff(t *testing.T) {
 	w.agent("churned", 0, cut)
 	w.before(12)
 
-	stop := w.churn("churned", others(cut, len(w.c.Members))...)
+	stop := w.churn("churned", w.c.Others(cut)...)
 	start := time.Now()
 	w.c.Isolate(cut)
 	w.noticed(one, start)
-	w.writeVia(others(cut, len(w.c.Members))...)
+	w.writeVia(w.c.Others(cut)...)
 	w.during(12)
 	w.stillDegraded(one)
 	if got := one.SB.State(); len(got) != 12 {
