@@ -86,6 +86,11 @@
 //	             memif_socket_filename_dump, memif_create, memif_create_v2,
 //	             memif_delete, memif_dump
 //	tapv2        tap_create_v2, tap_create_v3, tap_delete_v2, sw_interface_tap_v2_dump
+//	acl          acl_add_replace, acl_del, acl_dump, acl_interface_add_del,
+//	             acl_interface_set_acl_list, acl_interface_list_dump,
+//	             macip_acl_add, macip_acl_add_replace, macip_acl_del,
+//	             macip_acl_dump, macip_acl_interface_add_del,
+//	             macip_acl_interface_get, macip_acl_interface_list_dump
 //
 // with their replies and details (X -> X_reply, X_dump -> X_details).
 //
@@ -219,6 +224,31 @@
 // delete must give the entry's MAC (UNSPECIFIED otherwise, nothing
 // deleted), adding a known IP re-points it, bd_id 0 is BD_NOT_MODIFIABLE;
 // bd_ip_mac_dump lists a domain's IPv4 entries before its IPv6 ones.
+//
+// ACLs (h_acl.go): IP and MAC-IP ACLs are two pools (a new ACL gets the
+// index freed last, else the next). acl_add_replace refuses a prefix with
+// host bits or beyond its family's length, or source and destination of
+// different families (INVALID_SRC_ADDRESS, INVALID_DST_ADDRESS), a reversed
+// port or ICMP range (INVALID_VALUE_2), a tag of 64 bytes or more
+// (INVALID_VALUE, MAC-IP ACLs too) and an unknown acl_index (NO_SUCH_ENTRY);
+// zero rules and any action are taken; MAC-IP rules are not checked (host
+// bits kept). acl_del of an ACL in an interface's list is
+// ACL_IN_USE_INBOUND / _OUTBOUND; macip_acl_del takes the ACL off its
+// interfaces. acl_interface_set_acl_list: INVALID_SW_IF_INDEX, then
+// NO_SUCH_ENTRY for an unknown ACL (nothing changed); n_input is capped to
+// the count; the output list is set first, then the input list, and an ACL
+// twice in a list is retval 1 (VPP ORs the two results), a duplicate in
+// the input list leaving the new output list in place.
+// acl_interface_add_del appends (ACL_IN_USE_* when there already) or
+// removes (NO_SUCH_ENTRY when not there). acl_interface_list_dump of ~0
+// lists every interface, those without ACLs too. One MAC-IP ACL per
+// interface: an add replaces it, a delete ignores acl_index and takes off
+// whatever the interface has (NO_SUCH_ENTRY when none);
+// macip_acl_interface_list_dump of ~0 lists the interfaces that have one,
+// of an index a one-entry list (~0 for none) while VPP's per-interface
+// vector reaches the index (it grows with the highest index given an ACL,
+// and is what macip_acl_interface_get returns), nothing beyond. Deleting an
+// interface takes its ACLs off it.
 //
 // # Limits
 //

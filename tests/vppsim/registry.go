@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"go.fd.io/govpp/api"
+	"go.fd.io/govpp/binapi/acl"
 	"go.fd.io/govpp/binapi/af_packet"
 	interfaces "go.fd.io/govpp/binapi/interface"
 	"go.fd.io/govpp/binapi/ip"
@@ -121,6 +122,20 @@ func definitions() []*msgDef {
 		rpc(new(tapv2.TapCreateV3), new(tapv2.TapCreateV3Reply), tapCreateV3),
 		rpc(new(tapv2.TapDeleteV2), new(tapv2.TapDeleteV2Reply), tapDeleteV2),
 		dump(new(tapv2.SwInterfaceTapV2Dump), new(tapv2.SwInterfaceTapV2Details), swInterfaceTapV2Dump),
+		// acl (h_acl.go)
+		rpc(new(acl.ACLAddReplace), new(acl.ACLAddReplaceReply), aclAddReplace),
+		rpc(new(acl.ACLDel), new(acl.ACLDelReply), aclDel),
+		dump(new(acl.ACLDump), new(acl.ACLDetails), aclDump),
+		rpc(new(acl.ACLInterfaceAddDel), new(acl.ACLInterfaceAddDelReply), aclInterfaceAddDel),
+		rpc(new(acl.ACLInterfaceSetACLList), new(acl.ACLInterfaceSetACLListReply), aclInterfaceSetACLList),
+		dump(new(acl.ACLInterfaceListDump), new(acl.ACLInterfaceListDetails), aclInterfaceListDump),
+		rpc(new(acl.MacipACLAdd), new(acl.MacipACLAddReply), macipACLAdd),
+		rpc(new(acl.MacipACLAddReplace), new(acl.MacipACLAddReplaceReply), macipACLAddReplace),
+		rpc(new(acl.MacipACLDel), new(acl.MacipACLDelReply), macipACLDel),
+		dump(new(acl.MacipACLDump), new(acl.MacipACLDetails), macipACLDump),
+		rpc(new(acl.MacipACLInterfaceAddDel), new(acl.MacipACLInterfaceAddDelReply), macipACLInterfaceAddDel),
+		rpc(new(acl.MacipACLInterfaceGet), new(acl.MacipACLInterfaceGetReply), macipACLInterfaceGet),
+		dump(new(acl.MacipACLInterfaceListDump), new(acl.MacipACLInterfaceListDetails), macipACLInterfaceListDump),
 	}
 }
 

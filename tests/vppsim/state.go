@@ -54,6 +54,7 @@ type state struct {
 	memifSock map[uint32]string  // memif socket id -> filename
 	ifEvents  map[*client]uint32 // want_interface_events registrations -> pid
 	nextStats uint32             // stats_index of the next route / neighbour
+	acl       aclState           // the acl plugin's (h_acl.go)
 }
 
 const defaultMemifSocket = "/run/vpp/memif.sock"
@@ -186,8 +187,9 @@ func (st *state) sortedIfs() []*iface {
 
 // deleteIf removes an interface and what refers to it: its sub-interfaces
 // (when it is a hardware interface), its addresses, its bridge domain
-// membership (BVI / UU-fwd included), its dynamic neighbours and the
-// unnumbered configuration of interfaces that borrowed its addresses. The
+// membership (BVI / UU-fwd included), its dynamic neighbours, its ACLs
+// and the unnumbered configuration of interfaces that borrowed its
+// addresses. The
 // route paths through it and its static neighbours stay, under its
 // sw_if_index, as in VPP 25.10 (ipInterfaceDeleted). It returns the deleted
 // sw_if_indexes (sub-interfaces first).
@@ -206,6 +208,7 @@ func (st *state) deleteIf(idx uint32) []uint32 {
 	}
 	st.removeFromBridge(i)
 	st.ipInterfaceDeleted(idx)
+	st.acl.aclInterfaceDeleted(idx)
 	for _, o := range st.ifs {
 		if o.Unnumbered && o.UnnumberedFrom == idx {
 			o.Unnumbered, o.UnnumberedFrom = false, 0
