@@ -12,6 +12,7 @@ import (
 	"github.com/netagent-io/netagent/plugins/kvscheduler"
 	"github.com/netagent-io/netagent/plugins/kvscheduler/api"
 	"github.com/netagent-io/netagent/plugins/orchestrator"
+	vppacl "github.com/netagent-io/netagent/plugins/vpp/aclplugin"
 	vppif "github.com/netagent-io/netagent/plugins/vpp/ifplugin"
 	vppl2 "github.com/netagent-io/netagent/plugins/vpp/l2plugin"
 	vppl3 "github.com/netagent-io/netagent/plugins/vpp/l3plugin"
@@ -20,7 +21,7 @@ import (
 
 // vppPart is the VPP side: the connection manager (VPP is connected in the
 // background; while it is away the operations of VPP values fail with "VPP
-// is not connected"), the descriptors of the interface, L2 and L3 plugins
+// is not connected"), the descriptors of the interface, L2, L3 and ACL plugins
 // (registered by newVPPPart), the link state watcher (which also reports
 // the agent's interfaces deleted or set to another admin state outside the
 // agent: ifplugin's package doc, "Drift"), and the resync that
@@ -57,10 +58,12 @@ func newVPPPart(cfg Config, s *kvscheduler.Scheduler, o *orchestrator.Orchestrat
 	l2.SetInterfaceLister(vppif.SchedulerInterfaceNames(s))
 	l3 := vppl3.New(p.conn, vppif.SchedulerInterfaces(s), log)
 	l3.SetInterfaceLister(vppif.SchedulerInterfaceNames(s))
-	for _, a := range append(vif.Areas(), l2.Area(), l3.Area()) {
+	acl := vppacl.New(p.conn, vppif.SchedulerInterfaces(s), log)
+	acl.SetInterfaceLister(vppif.SchedulerInterfaceNames(s))
+	for _, a := range append(vif.Areas(), l2.Area(), l3.Area(), acl.Area()) {
 		p.conn.AddArea(a)
 	}
-	for _, ds := range [][]*api.KVDescriptor{vif.Descriptors(), l2.Descriptors(), l3.Descriptors()} {
+	for _, ds := range [][]*api.KVDescriptor{vif.Descriptors(), l2.Descriptors(), l3.Descriptors(), acl.Descriptors()} {
 		if err := s.RegisterKVDescriptor(ds...); err != nil {
 			return nil, err
 		}
