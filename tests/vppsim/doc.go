@@ -91,6 +91,7 @@
 //	             macip_acl_add, macip_acl_add_replace, macip_acl_del,
 //	             macip_acl_dump, macip_acl_interface_add_del,
 //	             macip_acl_interface_get, macip_acl_interface_list_dump
+//	vxlan        vxlan_add_del_tunnel_v3, vxlan_tunnel_v2_dump
 //
 // with their replies and details (X -> X_reply, X_dump -> X_details).
 //
@@ -250,15 +251,35 @@
 // and is what macip_acl_interface_get returns), nothing beyond. Deleting an
 // interface takes its ACLs off it.
 //
+// VXLAN tunnels (h_vxlan.go): vxlan_add_del_tunnel_v3 checks, for an add
+// and a delete alike, that the encap table of the source's IP version
+// exists (NO_SUCH_FIB), both ends are of one IP version (INVALID_VALUE) and
+// differ (SAME_SRC_DST), and a multicast destination has an existing
+// interface (INVALID_SW_IF_INDEX; a unicast tunnel keeps whatever index it
+// is given); an IPv6 address whose first 12 bytes are zero is IPv4, as
+// VPP's ip46 addresses make it. Ports 0 are 4789. A tunnel is keyed by its
+// destination, source port, encap VRF and the low 24 bits of its VNI
+// (VPP takes a larger VNI), and by its source for an IPv4 unicast tunnel
+// only: an add of a key in use is TUNNEL_EXIST, a delete of an unknown one
+// NO_SUCH_ENTRY (a delete goes by key; instance and decap next are not
+// looked at). decap_next_index ~0 is l2-input (1), 0 drop, others
+// INVALID_DECAP_NEXT. A tunnel is vxlan_tunnel<n>, n its instance (asked
+// for, INSTANCE_IN_USE when taken, or its pool slot: the slot freed last,
+// else the next), dev type "VXLAN", an Ethernet interface with a random
+// 02:fe MAC (none with is_l3), admin up at creation, link while admin up,
+// MTU 9000; it holds its encap table. vxlan_tunnel_v2_dump of ~0 lists the
+// tunnels in pool order, of an index that tunnel or nothing.
+//
 // # Limits
 //
 // No data plane (no packets, no learned MACs, no dynamic neighbours, no
 // counters or stats segment). Only the listed messages; other VPP messages are
-// absent from the table. Not imitated: two ways to crash VPP 25.10 (SIGSEGV),
+// absent from the table. Not imitated: three ways to crash VPP 25.10 (SIGSEGV),
 // ip_neighbor_flush of all interfaces while a deleted interface's static
-// neighbour is kept (vppsim has no ip_neighbor_flush), and deleting the last
+// neighbour is kept (vppsim has no ip_neighbor_flush), deleting the last
 // route of a VRF table deleted through the API while that route still held
-// it; the /32 FIB entries of the neighbours kept on deleted interfaces; the
+// it, and deleting (ip_table_add_del) the encap table of a VXLAN tunnel
+// (vppsim keeps the table while the tunnel holds it); the /32 FIB entries of the neighbours kept on deleted interfaces; the
 // order of ip_neighbor_dump (VPP's pool order); neighbour ageing and
 // learning; memif socket ids allocated for ~0 (VPP picks random free ones,
 // vppsim the lowest from 1: memif1/3 rather than memif1476291629/3), and no

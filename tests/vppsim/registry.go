@@ -16,6 +16,7 @@ import (
 	"go.fd.io/govpp/binapi/memif"
 	"go.fd.io/govpp/binapi/tapv2"
 	"go.fd.io/govpp/binapi/vpe"
+	"go.fd.io/govpp/binapi/vxlan"
 )
 
 // call is the context of one request being handled (with Sim.mu held).
@@ -136,6 +137,9 @@ func definitions() []*msgDef {
 		rpc(new(acl.MacipACLInterfaceAddDel), new(acl.MacipACLInterfaceAddDelReply), macipACLInterfaceAddDel),
 		rpc(new(acl.MacipACLInterfaceGet), new(acl.MacipACLInterfaceGetReply), macipACLInterfaceGet),
 		dump(new(acl.MacipACLInterfaceListDump), new(acl.MacipACLInterfaceListDetails), macipACLInterfaceListDump),
+		// vxlan (h_vxlan.go)
+		rpc(new(vxlan.VxlanAddDelTunnelV3), new(vxlan.VxlanAddDelTunnelV3Reply), vxlanAddDelTunnelV3),
+		dump(new(vxlan.VxlanTunnelV2Dump), new(vxlan.VxlanTunnelV2Details), vxlanTunnelV2Dump),
 	}
 }
 

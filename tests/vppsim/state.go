@@ -55,6 +55,7 @@ type state struct {
 	ifEvents  map[*client]uint32 // want_interface_events registrations -> pid
 	nextStats uint32             // stats_index of the next route / neighbour
 	acl       aclState           // the acl plugin's (h_acl.go)
+	vxlan     vxlanState         // the vxlan plugin's (h_vxlan.go)
 }
 
 const defaultMemifSocket = "/run/vpp/memif.sock"
@@ -122,13 +123,14 @@ func (st *state) hw(i *iface) *iface {
 	return i
 }
 
-// linkUp follows the device: loopbacks and AF_PACKET have link when admin up;
+// linkUp follows the device: loopbacks, AF_PACKET and VXLAN tunnels have
+// link when admin up;
 // a TAP has link as soon as it exists; memif only when connected to a peer
 // (never, unless SetLinkUp); local0 never; a sub-interface has its parent's.
 func (st *state) linkUp(i *iface) bool {
 	h := st.hw(i)
 	switch h.Kind {
-	case KindLoopback, KindAfPacket:
+	case KindLoopback, KindAfPacket, KindVxlan:
 		return h.AdminUp && h.carrier
 	case KindTap, KindMemif:
 		return h.carrier
@@ -284,6 +286,9 @@ func (st *state) gcTables() {
 		for _, i := range st.ifs {
 			held[tableKey{i.IP4Table, false}] = true
 			held[tableKey{i.IP6Table, true}] = true
+			if x := i.Vxlan; x != nil { // its encap table
+				held[tableKey{x.EncapVrf, x.Src.Is6()}] = true
+			}
 		}
 		for rk, r := range st.routes {
 			for _, p := range r.Paths {

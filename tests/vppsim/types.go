@@ -28,6 +28,7 @@ const (
 	KindMemif    Kind = "memif"     // memif_create(_v2)
 	KindTap      Kind = "tap"       // tap_create_v2/_v3
 	KindSub      Kind = "sub"       // create_subif / create_vlan_subif
+	KindVxlan    Kind = "vxlan"     // vxlan_add_del_tunnel_v3
 )
 
 // Interface is a snapshot of one VPP software interface.
@@ -59,6 +60,7 @@ type Interface struct {
 	AfPacket *AfPacketParams
 	Memif    *MemifParams
 	Tap      *TapParams
+	Vxlan    *VxlanParams
 }
 
 // BridgeMembership is how an interface is bound to a bridge domain.
@@ -128,6 +130,22 @@ type TapParams struct {
 	RxRingSize    uint16
 	TxRingSize    uint16
 	UseRandomMAC  bool
+}
+
+// VxlanParams holds a VXLAN tunnel as VPP keeps it: the ports and the decap
+// next with VPP's defaults applied (4789, l2-input), the user instance
+// (vxlan_tunnel<Instance>).
+type VxlanParams struct {
+	Instance         uint32
+	Src, Dst         netip.Addr
+	SrcPort, DstPort uint16
+	VNI              uint32
+	EncapVrf         uint32 // table id, of Src's IP version
+	McastSwIfIndex   uint32 // as given: NoIndex, or the multicast interface
+	DecapNextIndex   uint32
+	IsL3             bool
+
+	devInstance uint32 // the pool slot
 }
 
 // BridgeDomain is a snapshot of one bridge domain.
@@ -226,6 +244,10 @@ func (i *Interface) clone() Interface {
 		t := *i.Tap
 		t.HostMAC = slices.Clone(i.Tap.HostMAC)
 		c.Tap = &t
+	}
+	if i.Vxlan != nil {
+		x := *i.Vxlan
+		c.Vxlan = &x
 	}
 	return c
 }
