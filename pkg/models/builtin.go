@@ -105,7 +105,8 @@ var (
 
 // Builtin returns the models of netagent.
 func Builtin() []*Model {
-	return []*Model{VPPInterface, VPPBridgeDomain, VPPRoute, VPPARP, LinuxInterface, LinuxRoute, LinuxARP}
+	return []*Model{VPPInterface, VPPBridgeDomain, VPPRoute, VPPARP, LinuxInterface, LinuxRoute, LinuxARP,
+		VPPVrfTable}
 }
 
 // Default is the registry of the built-in models.

@@ -96,6 +96,9 @@ func cfgFullKVs() []models.KV {
 		{Key: "config/vpp/v2/route/vrf/0/dst/2001:db8:1::/48", Value: &vppl3.Route{Type: vppl3.Route_DROP, DstNetwork: "2001:DB8:1::/48"}},
 		{Key: "config/vpp/v2/route/if/GigabitEthernet0/8/0/vrf/0/dst/2001:db8:2::/64/gw/2001:db8::ffff", Value: &vppl3.Route{
 			DstNetwork: "2001:db8:2::/64", NextHopAddr: "2001:db8::FFFF", OutgoingInterface: "GigabitEthernet0/8/0"}},
+		// vpp_config.vrfs
+		{Key: "config/vpp/v2/vrf-table/id/2/protocol/IPV4", Value: &vppl3.VrfTable{Id: 2, Label: "blue"}},
+		{Key: "config/vpp/v2/vrf-table/id/2/protocol/IPV6", Value: &vppl3.VrfTable{Id: 2, Protocol: vppl3.VrfTable_IPV6}},
 	}
 }
 
@@ -371,7 +374,7 @@ func TestParseConfigErrors(t *testing.T) {
 		{"section of the original agent we do not have", "netallock_config: {}\n",
 			[]cfgProblem{{"netallock_config", "unknown section"}}},
 		{"unknown field in a section", "vpp_config:\n  interface:\n  - name: loop1\n",
-			[]cfgProblem{{"vpp_config.interface", "unknown field (known: interfaces, bridge_domains, routes, arps)"}}},
+			[]cfgProblem{{"vpp_config.interface", "unknown field (known: interfaces, bridge_domains, routes, arps, vrfs)"}}},
 		{"linux field in the vpp section", "vpp_config:\n  arp_entries: []\n",
 			[]cfgProblem{{"vpp_config.arp_entries", "unknown field"}}},
 		{"unknown field in an item", "vpp_config:\n  interfaces:\n  - name: loop1\n  - name: loop2\n    mtux: 1500\n",

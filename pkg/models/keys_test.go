@@ -283,6 +283,28 @@ var keyCases = []keyCase{
 		key:   "config/linux/l3/v2/arp/eth0.100/fe80::1",
 		parts: models.KeyParts{"interface": "eth0.100", "ip_address": "fe80::1"},
 	},
+	// --- VPP VRF tables: config/vpp/v2/vrf-table/id/<id>/protocol/<IPV4|IPV6>
+	{
+		name:  "vrf table IPv4 (protocol left out)",
+		model: models.VPPVrfTable,
+		value: &vppl3.VrfTable{Id: 3},
+		key:   "config/vpp/v2/vrf-table/id/3/protocol/IPV4",
+		parts: models.KeyParts{"id": "3", "protocol": "IPV4"},
+	},
+	{
+		name:  "vrf table IPv6 with a label",
+		model: models.VPPVrfTable,
+		value: &vppl3.VrfTable{Id: 3, Protocol: vppl3.VrfTable_IPV6, Label: "vrf3-IPv6"},
+		key:   "config/vpp/v2/vrf-table/id/3/protocol/IPV6",
+		parts: models.KeyParts{"id": "3", "protocol": "IPV6"},
+	},
+	{
+		name:  "vrf table 0",
+		model: models.VPPVrfTable,
+		value: &vppl3.VrfTable{Label: "mainVRF"},
+		key:   "config/vpp/v2/vrf-table/id/0/protocol/IPV4",
+		parts: models.KeyParts{"id": "0", "protocol": "IPV4"},
+	},
 }
 
 func TestKeys(t *testing.T) {

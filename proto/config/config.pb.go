@@ -92,6 +92,8 @@ type VppConfig struct {
 	BridgeDomains []*l2.BridgeDomain      `protobuf:"bytes,2,rep,name=bridge_domains,json=bridgeDomains,proto3" json:"bridge_domains,omitempty"`
 	Routes        []*l3.Route             `protobuf:"bytes,3,rep,name=routes,proto3" json:"routes,omitempty"`
 	Arps          []*l3.ARPEntry          `protobuf:"bytes,4,rep,name=arps,proto3" json:"arps,omitempty"`
+	// The original's field numbers from here on (ligato.vpp.ConfigData).
+	Vrfs          []*l3.VrfTable `protobuf:"bytes,44,rep,name=vrfs,proto3" json:"vrfs,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -150,6 +152,13 @@ func (x *VppConfig) GetRoutes() []*l3.Route {
 func (x *VppConfig) GetArps() []*l3.ARPEntry {
 	if x != nil {
 		return x.Arps
+	}
+	return nil
+}
+
+func (x *VppConfig) GetVrfs() []*l3.VrfTable {
+	if x != nil {
+		return x.Vrfs
 	}
 	return nil
 }
@@ -219,18 +228,19 @@ var File_config_config_proto protoreflect.FileDescriptor
 
 const file_config_config_proto_rawDesc = "" +
 	"\n" +
-	"\x13config/config.proto\x12\x0fnetagent.config\x1a\x1evpp/interfaces/interface.proto\x1a\x1avpp/l2/bridge_domain.proto\x1a\x12vpp/l3/route.proto\x1a\x10vpp/l3/arp.proto\x1a linux/interfaces/interface.proto\x1a\x14linux/l3/route.proto\x1a\x12linux/l3/arp.proto\"\x84\x01\n" +
+	"\x13config/config.proto\x12\x0fnetagent.config\x1a\x1evpp/interfaces/interface.proto\x1a\x1avpp/l2/bridge_domain.proto\x1a\x12vpp/l3/route.proto\x1a\x10vpp/l3/arp.proto\x1a\x10vpp/l3/vrf.proto\x1a linux/interfaces/interface.proto\x1a\x14linux/l3/route.proto\x1a\x12linux/l3/arp.proto\"\x84\x01\n" +
 	"\x06Config\x129\n" +
 	"\n" +
 	"vpp_config\x18\x01 \x01(\v2\x1a.netagent.config.VppConfigR\tvppConfig\x12?\n" +
-	"\flinux_config\x18\x02 \x01(\v2\x1c.netagent.config.LinuxConfigR\vlinuxConfig\"\xd0\x01\n" +
+	"\flinux_config\x18\x02 \x01(\v2\x1c.netagent.config.LinuxConfigR\vlinuxConfig\"\xf6\x01\n" +
 	"\tVppConfig\x129\n" +
 	"\n" +
 	"interfaces\x18\x01 \x03(\v2\x19.vpp.interfaces.InterfaceR\n" +
 	"interfaces\x12;\n" +
 	"\x0ebridge_domains\x18\x02 \x03(\v2\x14.vpp.l2.BridgeDomainR\rbridgeDomains\x12%\n" +
 	"\x06routes\x18\x03 \x03(\v2\r.vpp.l3.RouteR\x06routes\x12$\n" +
-	"\x04arps\x18\x04 \x03(\v2\x10.vpp.l3.ARPEntryR\x04arps\"\xa8\x01\n" +
+	"\x04arps\x18\x04 \x03(\v2\x10.vpp.l3.ARPEntryR\x04arps\x12$\n" +
+	"\x04vrfs\x18, \x03(\v2\x10.vpp.l3.VrfTableR\x04vrfs\"\xa8\x01\n" +
 	"\vLinuxConfig\x12;\n" +
 	"\n" +
 	"interfaces\x18\x01 \x03(\v2\x1b.linux.interfaces.InterfaceR\n" +
@@ -260,25 +270,27 @@ var file_config_config_proto_goTypes = []any{
 	(*l2.BridgeDomain)(nil),       // 4: vpp.l2.BridgeDomain
 	(*l3.Route)(nil),              // 5: vpp.l3.Route
 	(*l3.ARPEntry)(nil),           // 6: vpp.l3.ARPEntry
-	(*interfaces1.Interface)(nil), // 7: linux.interfaces.Interface
-	(*l31.ARPEntry)(nil),          // 8: linux.l3.ARPEntry
-	(*l31.Route)(nil),             // 9: linux.l3.Route
+	(*l3.VrfTable)(nil),           // 7: vpp.l3.VrfTable
+	(*interfaces1.Interface)(nil), // 8: linux.interfaces.Interface
+	(*l31.ARPEntry)(nil),          // 9: linux.l3.ARPEntry
+	(*l31.Route)(nil),             // 10: linux.l3.Route
 }
 var file_config_config_proto_depIdxs = []int32{
-	1, // 0: netagent.config.Config.vpp_config:type_name -> netagent.config.VppConfig
-	2, // 1: netagent.config.Config.linux_config:type_name -> netagent.config.LinuxConfig
-	3, // 2: netagent.config.VppConfig.interfaces:type_name -> vpp.interfaces.Interface
-	4, // 3: netagent.config.VppConfig.bridge_domains:type_name -> vpp.l2.BridgeDomain
-	5, // 4: netagent.config.VppConfig.routes:type_name -> vpp.l3.Route
-	6, // 5: netagent.config.VppConfig.arps:type_name -> vpp.l3.ARPEntry
-	7, // 6: netagent.config.LinuxConfig.interfaces:type_name -> linux.interfaces.Interface
-	8, // 7: netagent.config.LinuxConfig.arp_entries:type_name -> linux.l3.ARPEntry
-	9, // 8: netagent.config.LinuxConfig.routes:type_name -> linux.l3.Route
-	9, // [9:9] is the sub-list for method output_type
-	9, // [9:9] is the sub-list for method input_type
-	9, // [9:9] is the sub-list for extension type_name
-	9, // [9:9] is the sub-list for extension extendee
-	0, // [0:9] is the sub-list for field type_name
+	1,  // 0: netagent.config.Config.vpp_config:type_name -> netagent.config.VppConfig
+	2,  // 1: netagent.config.Config.linux_config:type_name -> netagent.config.LinuxConfig
+	3,  // 2: netagent.config.VppConfig.interfaces:type_name -> vpp.interfaces.Interface
+	4,  // 3: netagent.config.VppConfig.bridge_domains:type_name -> vpp.l2.BridgeDomain
+	5,  // 4: netagent.config.VppConfig.routes:type_name -> vpp.l3.Route
+	6,  // 5: netagent.config.VppConfig.arps:type_name -> vpp.l3.ARPEntry
+	7,  // 6: netagent.config.VppConfig.vrfs:type_name -> vpp.l3.VrfTable
+	8,  // 7: netagent.config.LinuxConfig.interfaces:type_name -> linux.interfaces.Interface
+	9,  // 8: netagent.config.LinuxConfig.arp_entries:type_name -> linux.l3.ARPEntry
+	10, // 9: netagent.config.LinuxConfig.routes:type_name -> linux.l3.Route
+	10, // [10:10] is the sub-list for method output_type
+	10, // [10:10] is the sub-list for method input_type
+	10, // [10:10] is the sub-list for extension type_name
+	10, // [10:10] is the sub-list for extension extendee
+	0,  // [0:10] is the sub-list for field type_name
 }
 
 func init() { file_config_config_proto_init() }

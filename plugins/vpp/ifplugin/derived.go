@@ -7,6 +7,7 @@ import (
 
 	govppapi "go.fd.io/govpp/api"
 
+	"github.com/netagent-io/netagent/pkg/models"
 	"github.com/netagent-io/netagent/plugins/kvscheduler/api"
 	"github.com/netagent-io/netagent/plugins/vpp/ifplugin/vppcalls"
 	"github.com/netagent-io/netagent/plugins/vpp/vppconn"
@@ -128,10 +129,12 @@ func (p *Plugin) ownInterfaceAt(m *indexMap, i *vppcalls.Interface) (string, *Me
 
 // ---- VRF
 
-// vrfDescriptor handles VRFKey(iface, vrf, "both") of a non-zero VRF.
-// Create creates the IPv4 and IPv6 tables when VPP lacks them and binds the
-// interface to both; Delete binds it back to table 0 (the tables stay: routes
-// may use them). The addresses of the interface depend on this value, so
+// vrfDescriptor handles VRFKey(iface, vrf, version) of a non-zero VRF, one
+// per IP protocol (VRFVersions): Create binds the interface to the VRF's
+// table of the key's protocol (sw_interface_set_table), which must exist:
+// the value depends on the VRF table value (models.VrfTableKey) of that
+// protocol, and waits for it. Delete binds it back to table 0. The
+// addresses of the interface depend on the value of their protocol, so
 // they are added after the interface moved, and removed before it moves
 // again, as VPP requires.
 func (p *Plugin) vrfDescriptor() *api.KVDescriptor {
@@ -139,12 +142,17 @@ func (p *Plugin) vrfDescriptor() *api.KVDescriptor {
 		Name:               VRFDescriptorName,
 		KeySelector:        func(key string) bool { return classify(key) == kindVRF },
 		IsRetriableFailure: isRetriable,
+		Retrieve: func(ctx context.Context, c []api.TypedKV[*vppif.Interface, any]) ([]api.TypedKV[*vppif.Interface, any], error) {
+			return vppconn.Retrieved(p.retrieveVRFs(ctx, c))
+		},
+		RetrieveDependencies: []string{InterfaceDescriptorName},
 		Create: func(ctx context.Context, key string, v *vppif.Interface) (any, error) {
 			idx, err := p.ownSwIfIndex(v.GetName())
 			if err != nil {
 				return nil, err
 			}
-			if err := p.h.SetTable(ctx, idx, v.GetVrf()); err != nil {
+			ipv4, ipv6 := vrfKeyProtocols(key)
+			if err := p.h.SetTable(ctx, idx, v.GetVrf(), ipv4, ipv6); err != nil {
 				return nil, fmt.Errorf("interface %s: VRF %d: %w", v.GetName(), v.GetVrf(), err)
 			}
 			return nil, nil
@@ -154,13 +162,67 @@ func (p *Plugin) vrfDescriptor() *api.KVDescriptor {
 			if err != nil || !ok {
 				return err
 			}
-			if err := p.h.SetTable(ctx, idx, 0); err != nil && !isMissingInterface(err) {
+			ipv4, ipv6 := vrfKeyProtocols(key)
+			if err := p.h.SetTable(ctx, idx, 0, ipv4, ipv6); err != nil && !isMissingInterface(err) {
 				return fmt.Errorf("interface %s: back to VRF 0: %w", v.GetName(), err)
 			}
 			return nil
 		},
+		Dependencies: func(key string, v *vppif.Interface) []api.Dependency {
+			ipv4, ipv6 := vrfKeyProtocols(key)
+			var deps []api.Dependency
+			if ipv4 {
+				deps = append(deps, api.Dependency{Label: fmt.Sprintf("VRF table %d (IPv4)", v.GetVrf()), Key: models.VrfTableKey(v.GetVrf(), false)})
+			}
+			if ipv6 {
+				deps = append(deps, api.Dependency{Label: fmt.Sprintf("VRF table %d (IPv6)", v.GetVrf()), Key: models.VrfTableKey(v.GetVrf(), true)})
+			}
+			return deps
+		},
 	}
 	return d.KVDescriptor()
+}
+
+// retrieveVRFs reports the VRF bindings of the agent's interfaces
+// (sw_interface_get_table of the refresh's interface dump): per IP
+// protocol, the VRFKey of the table VPP has the interface in, when not 0.
+// A binding the value asks for that VPP has is in sync; one it lacks (it
+// waits for its table, or someone changed it) is created by a resync, and
+// one the value does not ask for is deleted (the interface goes back to
+// table 0 for that protocol).
+func (p *Plugin) retrieveVRFs(ctx context.Context, _ []api.TypedKV[*vppif.Interface, any]) ([]api.TypedKV[*vppif.Interface, any], error) {
+	m := p.index.Load()
+	if m == nil {
+		return nil, nil
+	}
+	all, err := p.h.DumpInterfaces(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []api.TypedKV[*vppif.Interface, any]
+	for _, i := range all {
+		name, _, ok := p.ownInterfaceAt(m, i)
+		if !ok {
+			continue
+		}
+		for _, b := range []struct {
+			version string
+			table   uint32
+		}{{"v4", i.IP4Table}, {"v6", i.IP6Table}} {
+			if b.table != 0 {
+				out = append(out, api.TypedKV[*vppif.Interface, any]{
+					Key: VRFKey(name, b.table, b.version), Value: &vppif.Interface{Name: name, Vrf: b.table}, Origin: api.FromNB,
+				})
+			}
+		}
+	}
+	return out, nil
+}
+
+// vrfKeyProtocols tells which protocols the VRFKey key binds.
+func vrfKeyProtocols(key string) (ipv4, ipv6 bool) {
+	_, _, version, _ := ParseVRFKey(key)
+	return vrfProtocols(version)
 }
 
 // ---- addresses
@@ -197,14 +259,27 @@ func (p *Plugin) addressDescriptor() *api.KVDescriptor {
 			}
 			return addressRemoved(v, addr, p.h.DelAddress(ctx, idx, addr))
 		},
-		Dependencies: func(key string, v *vppif.Interface) []api.Dependency {
-			if vrf := v.GetVrf(); vrf != 0 {
-				return []api.Dependency{{Label: fmt.Sprintf("VRF %d", vrf), Key: VRFKey(v.GetName(), vrf, "both")}}
-			}
-			return nil
-		},
+		Dependencies: addressDependencies,
 	}
 	return p.withBatch(d.KVDescriptor(), p.prepareAddress)
+}
+
+// addressDependencies: an address of an interface in a non-zero VRF waits
+// for the interface's binding to the VRF's table of its protocol.
+func addressDependencies(_ string, v *vppif.Interface) []api.Dependency {
+	vrf := v.GetVrf()
+	if vrf == 0 {
+		return nil
+	}
+	addr, err := addressOf(v)
+	if err != nil {
+		return nil
+	}
+	version := "v4"
+	if addr.Addr().Is6() {
+		version = "v6"
+	}
+	return []api.Dependency{{Label: fmt.Sprintf("VRF %d (%s)", vrf, version), Key: VRFKey(v.GetName(), vrf, version)}}
 }
 
 // addressTarget is the address of an address value and the index of its

@@ -169,7 +169,7 @@
 //   - Retrieve: dumps every interface with its addresses, VRF, unnumbered
 //     state and type details; returns the agent's (origin FromNB) and the
 //     foreign ones (origin FromSB, as VPP has them; see Ownership). For the
-//     agent's, fields VPP reports faithfully are taken from VPP (VRF, type,
+//     agent's, fields VPP reports faithfully are taken from VPP (type,
 //     link settings: memif role, id, mode and socket, AF_PACKET host,
 //     sub-interface parent and VLAN, TAP host name, rings and GSO; MAC and
 //     MTU when the configuration sets them). The MTU is VPP's L3 MTU with
@@ -259,10 +259,19 @@
 //     reports the key of each of the agent's interfaces whose admin state in
 //     VPP is the one its value asks for (Metadata.Value); an interface that
 //     differs reports none, so a resync sets it, or it keeps waiting.
-//   - VRFKey(name, vrf, "both"), VRFDescriptorName, for vrf != 0: Create
-//     makes the IPv4 and IPv6 tables when VPP lacks them (ip_table_add_del)
-//     and binds the interface to both (sw_interface_set_table); Delete binds
-//     it back to table 0 and leaves the tables (routes may use them).
+//   - VRFKey(name, vrf, "v4"|"v6"), VRFDescriptorName, for vrf != 0, one
+//     per IP protocol of the interface's addresses (VRFVersions; "v4" for
+//     an interface without addresses; the original agent made one key,
+//     "both", for an interface of both): Create binds the interface
+//     to the VRF's table of that protocol (sw_interface_set_table), which
+//     it does not create: the value depends on the VRF table value of that
+//     protocol (models.VrfTableKey, l3plugin's descriptor) and waits,
+//     PENDING, until it exists. Delete binds the interface back to table 0
+//     for that protocol. Retrieve reports, per protocol, the key of the
+//     table VPP has each of the agent's interfaces in, when not 0: a
+//     binding that waits makes the interface differ in nothing, one changed
+//     behind the agent's back is repaired by a resync, and a protocol the
+//     value does not bind goes back to table 0.
 //   - AddressKey(name, cidr), AddressDescriptorName: Create adds the
 //     address (already there: success); Delete removes it (missing address or
 //     interface: success). VPP keeps a subnet on one interface per VRF: an
@@ -275,7 +284,8 @@
 //     next resync apply it). Retrieve (ip_address_dump per interface of the
 //     agent's) reports the addresses VPP has, spelled as the value spells
 //     them, without what the interface's Retrieve leaves out. In a
-//     non-zero VRF an address depends on the VRF value, so addresses are
+//     non-zero VRF an address depends on the VRF value of its protocol, so
+//     addresses are
 //     added after the interface moved and removed before it moves again, as
 //     VPP requires. The property
 //     HasIPAddressKey(name) (no descriptor) exists while the interface has at
@@ -379,8 +389,10 @@
 // longer configured). What VPP does not report faithfully (memif secret,
 // queue counts, ring and buffer sizes) is not compared, so a change of it
 // made behind the agent's back (a memif made again by hand with the same
-// role, id, mode and socket) is not found. The IPv4 and IPv6 tables of an
-// interface are set together (the model has one vrf). A memif socket
+// role, id, mode and socket) is not found. The model has one vrf for both
+// IP protocols; the interface is bound to it for the protocols of its
+// addresses only (an unnumbered interface, which has none, for IPv4: its
+// IPv6 traffic stays in table 0). A memif socket
 // filename is unregistered when no memif uses it any more, whoever
 // registered it. What Unique cannot tell, VPP refuses, and the Create
 // fails (retriably) naming the memif in the way ("memif id 3 on socket

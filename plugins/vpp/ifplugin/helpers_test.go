@@ -12,13 +12,16 @@ import (
 	"go.fd.io/govpp/binapi/ip_types"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/netagent-io/netagent/pkg/models"
 	"github.com/netagent-io/netagent/plugins/kvscheduler"
 	"github.com/netagent-io/netagent/plugins/kvscheduler/api"
 	"github.com/netagent-io/netagent/plugins/vpp/ifplugin"
 	"github.com/netagent-io/netagent/plugins/vpp/ifplugin/vppcalls"
 	"github.com/netagent-io/netagent/plugins/vpp/internal/vpptest"
+	"github.com/netagent-io/netagent/plugins/vpp/l3plugin"
 	"github.com/netagent-io/netagent/plugins/vpp/vppconn"
 	vppif "github.com/netagent-io/netagent/proto/vpp/interfaces"
+	vppl3 "github.com/netagent-io/netagent/proto/vpp/l3"
 	"github.com/netagent-io/netagent/tests/vppsim"
 )
 
@@ -45,7 +48,7 @@ func newEnv(t *testing.T, opts vppsim.Options) *env {
 	e.vpp = vpptest.Start(t, vpptest.Options{
 		Sim:         opts,
 		CallTimeout: 5 * time.Second,
-		Areas:       vppcalls.Areas(),
+		Areas:       append(vppcalls.Areas(), l3plugin.New(nil, nil, nil).Area()),
 		OnConnect: func(restarted, _ bool) {
 			select {
 			case e.connects <- restarted:
@@ -63,14 +66,38 @@ func newEnv(t *testing.T, opts vppsim.Options) *env {
 	return e
 }
 
-// newScheduler returns a scheduler with p's descriptors, closed at the end.
+// newScheduler returns a scheduler with p's descriptors and l3plugin's VRF
+// table descriptor (the VRF of an interface waits for its tables), closed
+// at the end.
 func (e *env) newScheduler(p *ifplugin.Plugin) *kvscheduler.Scheduler {
 	s := kvscheduler.New(kvscheduler.Options{Logger: quiet})
 	if err := s.RegisterKVDescriptor(p.Descriptors()...); err != nil {
 		e.t.Fatal(err)
 	}
+	for _, d := range l3plugin.New(e.m, ifplugin.SchedulerInterfaces(s), quiet).Descriptors() {
+		if d.Name != l3plugin.VrfTableDescriptorName {
+			continue
+		}
+		if err := s.RegisterKVDescriptor(d); err != nil {
+			e.t.Fatal(err)
+		}
+	}
 	e.t.Cleanup(s.Close)
 	return s
+}
+
+// setWithTables puts vs into txn, with the IPv4 and IPv6 VRF tables of
+// their VRFs.
+func setWithTables(txn api.Txn, vs []*vppif.Interface) {
+	tables := map[uint32]bool{}
+	for _, v := range vs {
+		txn.SetValue(ifplugin.InterfaceKey(v.GetName()), v)
+		if vrf := v.GetVrf(); vrf != 0 && !tables[vrf] {
+			tables[vrf] = true
+			txn.SetValue(models.VrfTableKey(vrf, false), &vppl3.VrfTable{Id: vrf})
+			txn.SetValue(models.VrfTableKey(vrf, true), &vppl3.VrfTable{Id: vrf, Protocol: vppl3.VrfTable_IPV6})
+		}
+	}
 }
 
 func (e *env) waitConnect(wantRestarted bool) {
@@ -90,9 +117,7 @@ func (e *env) waitConnect(wantRestarted bool) {
 
 func (e *env) commitWith(opts api.TxnOptions, vs ...*vppif.Interface) (uint64, error) {
 	txn := e.s.StartNBTransaction()
-	for _, v := range vs {
-		txn.SetValue(ifplugin.InterfaceKey(v.GetName()), v)
-	}
+	setWithTables(txn, vs)
 	return txn.Commit(context.Background(), opts)
 }
 

@@ -531,7 +531,8 @@ func TestVRF(t *testing.T) {
 	if i.IP4Table != 10 || i.IP6Table != 10 || addrs(i) != "10.5.0.1/24,2001:db8:5::1/64" {
 		t.Errorf("v1 in VPP: %+v", i)
 	}
-	e.wantState(ifplugin.VRFKey("v1", 10, "both"), api.ValueStateConfigured)
+	e.wantState(ifplugin.VRFKey("v1", 10, "v4"), api.ValueStateConfigured)
+	e.wantState(ifplugin.VRFKey("v1", 10, "v6"), api.ValueStateConfigured)
 
 	// Another VRF: the addresses go first, come back after the move.
 	l = clone(l)
@@ -641,9 +642,7 @@ func pushHost(t *testing.T, s api.KVScheduler) {
 func fullResync(t *testing.T, s api.KVScheduler, vs []*vppif.Interface) uint64 {
 	t.Helper()
 	txn := s.StartNBTransaction()
-	for _, v := range vs {
-		txn.SetValue(ifplugin.InterfaceKey(v.GetName()), v)
-	}
+	setWithTables(txn, vs)
 	seq, err := txn.Commit(context.Background(), api.TxnOptions{Resync: api.FullResync})
 	var te *api.TransactionError
 	if err != nil && !errors.As(err, &te) {
@@ -789,7 +788,7 @@ func TestVPPRestartedEmpty(t *testing.T) {
 	}
 	if pos("CREATE "+ifplugin.InterfaceKey("donor")) > pos("CREATE "+ifplugin.InterfaceKey("sub1")) ||
 		pos("CREATE "+ifplugin.AddressKey("donor", "192.168.1.1/24")) > pos("CREATE "+ifplugin.UnnumberedKey("un1")) ||
-		pos("CREATE "+ifplugin.VRFKey("vrf1", 3, "both")) > pos("CREATE "+ifplugin.AddressKey("vrf1", "10.9.0.1/24")) {
+		pos("CREATE "+ifplugin.VRFKey("vrf1", 3, "v4")) > pos("CREATE "+ifplugin.AddressKey("vrf1", "10.9.0.1/24")) {
 		t.Errorf("order: %v", ops)
 	}
 	// Everything is in sync again: another resync does nothing.

@@ -277,14 +277,17 @@ func memifSocketName(filename string) string {
 	return path.Clean(filename) + " in VPP's run-time directory"
 }
 
-// derivedValues: the admin state (always), the VRF (non-zero), one value
-// per address and the has-IP-address property, the unnumbered setting.
+// derivedValues: the admin state (always), the VRF (non-zero: one value
+// per IP protocol of its addresses, VRFVersions), one value per address
+// and the has-IP-address property, the unnumbered setting.
 func derivedValues(key string, v *vppif.Interface) []api.KeyValuePair {
 	name := v.GetName()
 	kvs := make([]api.KeyValuePair, 0, 3+len(v.GetIpAddresses()))
 	kvs = append(kvs, api.KeyValuePair{Key: AdminStateKey(name, v.GetEnabled()), Value: adminValue(v)})
 	if v.GetVrf() != 0 {
-		kvs = append(kvs, api.KeyValuePair{Key: VRFKey(name, v.GetVrf(), "both"), Value: &vppif.Interface{Name: name, Vrf: v.GetVrf()}})
+		for _, version := range VRFVersions(v) {
+			kvs = append(kvs, api.KeyValuePair{Key: VRFKey(name, v.GetVrf(), version), Value: &vppif.Interface{Name: name, Vrf: v.GetVrf()}})
+		}
 	}
 	for _, cidr := range v.GetIpAddresses() {
 		kvs = append(kvs, api.KeyValuePair{Key: AddressKey(name, cidr), Value: &vppif.Interface{Name: name, IpAddresses: []string{cidr}, Vrf: v.GetVrf()}})
@@ -651,6 +654,20 @@ func (p *Plugin) retrieve(ctx context.Context, correlate []api.TypedKV[*vppif.In
 	return out, nil
 }
 
+// observedVRF is the VRF of an interface as VPP has it. For the agent's
+// interfaces it is the value's: the VRF descriptor's Retrieve says whether
+// VPP has the binding. For a foreign interface it is its IPv4 table, or its
+// IPv6 table when only that one is not 0.
+func observedVRF(i *vppcalls.Interface, want *vppif.Interface, configured bool) uint32 {
+	switch {
+	case configured:
+		return want.GetVrf()
+	case i.IP4Table == 0:
+		return i.IP6Table
+	}
+	return i.IP4Table
+}
+
 // defaultTapRing is the TAP ring size VPP applies when the configuration
 // leaves it 0.
 const defaultTapRing = 256
@@ -690,10 +707,7 @@ func observed(i *vppcalls.Interface, name string, want *vppif.Interface, raw boo
 	if configured {
 		v.IpAddresses = append(slices.Clone(want.GetIpAddresses()), addressesBeyond(v.IpAddresses, want.GetIpAddresses())...)
 	}
-	v.Vrf = i.IP4Table
-	if i.IP6Table != i.IP4Table && i.IP4Table == want.GetVrf() {
-		v.Vrf = i.IP6Table // drift in IPv6 only: show it
-	}
+	v.Vrf = observedVRF(i, want, configured)
 	switch {
 	case want.GetUnnumbered() != nil:
 		v.Unnumbered = proto.Clone(want.GetUnnumbered()).(*vppif.Interface_Unnumbered)

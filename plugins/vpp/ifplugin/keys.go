@@ -1,6 +1,8 @@
 package ifplugin
 
 import (
+	"net/netip"
+
 	"github.com/netagent-io/netagent/pkg/models"
 	vppif "github.com/netagent-io/netagent/proto/vpp/interfaces"
 )
@@ -56,6 +58,34 @@ func LinkStateKey(iface string, up bool) string {
 // VRFKey: vpp/interface/<iface>/vrf/<vrf>/ip-version/<v4|v6|both>.
 func VRFKey(iface string, vrf uint32, version string) string {
 	return "vpp/interface/" + iface + "/vrf/" + itoa(vrf) + "/ip-version/" + version
+}
+
+// VRFVersions are the ip-versions of an interface's VRFKeys: one per IP
+// protocol whose table the interface is bound to, those of its addresses
+// ("v4", "v6"); "v4" for an interface without addresses (an unnumbered
+// one, one given addresses by DHCP).
+func VRFVersions(v *vppif.Interface) []string {
+	var v4, v6 bool
+	for _, a := range v.GetIpAddresses() {
+		if p, err := netip.ParsePrefix(a); err == nil && p.Addr().Is6() {
+			v6 = true
+		} else {
+			v4 = true
+		}
+	}
+	switch {
+	case v4 && v6:
+		return []string{"v4", "v6"}
+	case v6:
+		return []string{"v6"}
+	}
+	return []string{"v4"}
+}
+
+// vrfProtocols tells which protocols a VRFKey's version binds ("both", of
+// keys the agent no longer derives, binds the two).
+func vrfProtocols(version string) (ipv4, ipv6 bool) {
+	return version != "v6", version != "v4"
 }
 
 func itoa(v uint32) string {

@@ -330,7 +330,7 @@ func TestRouteDeletedAfterItsInterfaceWent(t *testing.T) {
 func TestRouteInTableDeletedByOthers(t *testing.T) {
 	e := newEnv(t)
 	inVRF := routeKV(t, &vppl3.Route{VrfId: 5, DstNetwork: "10.5.0.0/16", NextHopAddr: "10.0.0.1"})
-	e.mustCommit(inVRF)
+	e.mustCommit(table(5, false), inVRF)
 	e.vppAPI(func(ctx context.Context, ipc ip.RPCService, _ interfaces.RPCService) error {
 		_, err := ipc.IPTableAddDel(ctx, &ip.IPTableAddDel{IsAdd: false, Table: ip.IPTable{TableID: 5}})
 		return err

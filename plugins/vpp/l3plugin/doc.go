@@ -1,5 +1,7 @@
-// Package l3plugin configures VPP layer 3: routes (descriptor "vpp-route",
-// NB key config/vpp/v2/route/[if/<iface>/]vrf/<vrf>/dst/<ip>/<len>[/gw/<nh>])
+// Package l3plugin configures VPP layer 3: VRF tables (descriptor
+// "vpp-vrf-table", NB key
+// config/vpp/v2/vrf-table/id/<id>/protocol/<IPV4|IPV6>), routes
+// ("vpp-route", config/vpp/v2/route/[if/<iface>/]vrf/<vrf>/dst/<ip>/<len>[/gw/<nh>])
 // and ARP / neighbour entries ("vpp-arp", config/vpp/v2/arp/<iface>/<ip>),
 // through GoVPP (go.fd.io/govpp v0.13.0, VPP 25.10).
 //
@@ -16,6 +18,77 @@
 // scheduler running the callback (api.ViewOf), never by calling the
 // scheduler.
 //
+// # VRF tables
+//
+// A VrfTable value is one IP table of VPP (ip_table_add_del; VPP's
+// table_id, not its fib_index) of one protocol, named with its label (at
+// most 63 bytes; empty: VPP's "ipv4-VRF:<id>" / "ipv6-VRF:<id>"). The
+// values that need a table other than 0 depend on its value
+// (models.VrfTableKey) and wait, PENDING, until it exists: the routes of
+// its vrf_id (and via_vrf_id for INTER_VRF), and the VRF bindings of
+// interfaces (ifplugin.VRFKey, one per protocol of the interface's
+// addresses). Nothing else creates tables: a configuration that puts
+// routes or interfaces in VRF 10 has VRF 10's table values too (the
+// original agent's rule).
+//
+//   - Validate: models.VPPVrfTable.CheckKey (the label's length and
+//     characters, the id, the protocol, the key). The original's
+//     flow_hash_settings is not modelled (VPP reports none to read back):
+//     a value with it does not decode.
+//   - Create: ip_table_add_del add with the label as the name (which also
+//     makes the API a holder of a table VPP already has under that name).
+//     Table 0 of each protocol always exists and VPP ignores
+//     ip_table_add_del for it: nothing is sent, and its label is not
+//     applied. VPP cannot rename a table: when VPP has the table under
+//     another name (someone else holds it: the CLI, interfaces bound to it,
+//     routes through it, another API client), Create fails, VPP untouched,
+//     naming the table's name (retriable: it passes once the table is
+//     freed).
+//   - Update: a new label. The agent's own table (Metadata) is deleted and
+//     made again (UpdateWithRecreate), the routes and interface bindings in
+//     it going first and coming back after it. Another's is not touched:
+//     the Update fails (not retriable until the value changes), saying so.
+//   - Delete: ip_table_add_del delete, which ends the API's hold: VPP
+//     destroys the table once nothing else holds it (another holder keeps
+//     it, with its name). Table 0 is never deleted; a table already gone,
+//     or made in a VPP that has restarted since, is success.
+//   - Retrieve: ip_table_dump (the one of the route dump of the refresh,
+//     when its Prefetch made one: see Routes); every table but VPP's own
+//     (id ~0) is reported, labelled with its name (an expected value that
+//     VPP has as it asks is reported as is). Metadata (*VrfTableMetadata):
+//     whether the table is the agent's (Owned) in VPP process VPPPID.
+//   - ValueComparator: an empty label is VPP's default name.
+//
+// # Ownership of VRF tables
+//
+// VPP records who holds a table (its locks per source: API, CLI,
+// interface, routes; "show ip fib" prints them), but ip_table_dump reports
+// none of it, and a table's name is the user's label: the agent cannot mark
+// its tables as it tags its interfaces and bridge domains. So:
+//
+//   - table 0 of each protocol is VPP's: reported with origin FromSB
+//     (OBTAINED, never deleted), or as the configuration's value when it
+//     has one, which is never sent to VPP;
+//   - every other table is reported with unknown origin: the scheduler
+//     takes it for the NB's when the configuration names it or the agent
+//     created it (and deletes it when the configuration drops it), and for
+//     someone else's otherwise (OBTAINED: never deleted, changed or
+//     relabelled);
+//   - a table is the agent's to delete and make again (a label change)
+//     when the agent created it, or VPP has it as the configuration asks
+//     (VrfTableMetadata.Owned); one VPP has under another name than the
+//     configuration's may be someone else's and is left alone (Create and
+//     Update fail, saying so). Deleting a table only ends the API's hold:
+//     a table the CLI, interfaces or routes of others also hold stays.
+//
+// Consequences: a table the agent made and the configuration dropped while
+// the agent was not running stays in VPP (OBTAINED, empty of the agent's
+// routes and interfaces; delete it by hand); a label changed while the
+// agent was not running is refused as another's (delete the table from VPP,
+// or the value and add it again); another program using the binary API
+// whose table the configuration names with its name shares the API's hold
+// with the agent, and deleting the value destroys it.
+//
 // # Routes
 //
 //   - Validate: models.VPPRoute.CheckKey (the fields, the rules of each
@@ -26,13 +99,11 @@
 //     key), plus what VPP keeps: weight and preference 0..255 (8 bits).
 //     Errors are api.InvalidValueError naming the fields.
 //   - Dependencies: "interface" (ifplugin.InterfaceKey) when
-//     outgoing_interface is set: the route waits (PENDING) for it, and is
-//     deleted before it.
-//   - Create: the VRF tables the route needs (vrf_id, and via_vrf_id for
-//     INTER_VRF) are created when missing (ip_table_add_del, remembered per
-//     VPP process; never deleted, since interfaces may be bound to them and
-//     deleting a table flushes every route in it), then ip_route_add_del
-//     with is_multipath and one path: the outgoing interface's sw_if_index
+//     outgoing_interface is set, and "VRF table <id> (IPv4|IPv6)"
+//     (models.VrfTableKey) for each table other than 0 the route needs
+//     (vrf_id, and via_vrf_id for INTER_VRF): the route waits (PENDING) for
+//     them, and is deleted before them.
+//   - Create: ip_route_add_del with is_multipath and one path: the outgoing interface's sw_if_index
 //     and/or the next hop (a path without interface resolves in vrf_id);
 //     DROP is a drop path; INTER_VRF a lookup in via_vrf_id; weight and
 //     preference as given. Routes of different keys to one destination
@@ -162,9 +233,9 @@
 // reaches the new one.
 //
 // Routes have a Batch (api.KVDescriptor.Batch): each operation is
-// prepared as its Create or Delete prepares it (the interface's index, the
-// tables: an ip_table_add_del is sent at once, ahead of the batch's routes,
-// which it does not change), the ip_route_add_del of all go pipelined in
+// prepared as its Create or Delete prepares it (the interface's index; a
+// Delete's ip_table_add_del, see Delete, is sent at once, ahead of the
+// batch's routes), the ip_route_add_del of all go pipelined in
 // the batch's order (vppconn.Manager.Pipeline), and each is completed as
 // its Create or Delete completes it, with its own reply: a route VPP
 // refuses fails alone. ARP entries have one too, the same way: the

@@ -104,7 +104,7 @@ func TestRetrieveFieldByField(t *testing.T) {
 		{Interface: "if2", IpAddress: "2001:db8::2", PhysAddress: "02:00:00:00:00:04"},
 		{Interface: "if2", IpAddress: "fe80::1", PhysAddress: "02:00:00:00:00:05", Static: true},
 	}
-	cfg := []kv{iface("if1"), iface("if2")}
+	cfg := []kv{iface("if1"), iface("if2"), table(5, false), table(7, false), table(6, true)}
 	var routeKVs, arpKVs []kv
 	for _, r := range routes {
 		routeKVs = append(routeKVs, routeKV(t, r))

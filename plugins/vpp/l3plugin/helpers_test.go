@@ -8,6 +8,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/netagent-io/netagent/pkg/models"
 	"github.com/netagent-io/netagent/plugins/kvscheduler"
 	"github.com/netagent-io/netagent/plugins/kvscheduler/api"
 	"github.com/netagent-io/netagent/plugins/vpp/ifplugin"
@@ -15,6 +16,7 @@ import (
 	"github.com/netagent-io/netagent/plugins/vpp/internal/vpptest"
 	"github.com/netagent-io/netagent/plugins/vpp/l3plugin"
 	"github.com/netagent-io/netagent/plugins/vpp/vppconn"
+	vppl3 "github.com/netagent-io/netagent/proto/vpp/l3"
 	"github.com/netagent-io/netagent/tests/vppsim"
 )
 
@@ -82,7 +84,16 @@ type kv struct {
 func (x kv) KeyValue() (string, proto.Message) { return x.key, x.value }
 
 func iface(name string) kv { return kv{ifplugin.InterfaceKey(name), vpptest.Loopback(name)} }
-func del(key string) kv    { return kv{key, nil} }
+
+// table is the VRF table value of id (IPv6 when ipv6), without a label.
+func table(id uint32, ipv6 bool) kv {
+	v := &vppl3.VrfTable{Id: id}
+	if ipv6 {
+		v.Protocol = vppl3.VrfTable_IPV6
+	}
+	return kv{models.VrfTableKey(id, ipv6), v}
+}
+func del(key string) kv { return kv{key, nil} }
 
 // Short names for vpptest's helpers, on the env's parts.
 

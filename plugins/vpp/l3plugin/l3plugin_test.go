@@ -155,7 +155,7 @@ func TestRoutes(t *testing.T) {
 	inter := routeKV(t, &vppl3.Route{Type: vppl3.Route_INTER_VRF, DstNetwork: "10.5.0.0/16", ViaVrfId: 7})
 	v6 := routeKV(t, &vppl3.Route{VrfId: 6, DstNetwork: "2001:db8:1::/48", NextHopAddr: "2001:db8::1", OutgoingInterface: "if1"})
 	waiting := routeKV(t, &vppl3.Route{DstNetwork: "10.7.0.0/16", OutgoingInterface: "if2"})
-	e.mustCommit(iface("if1"), nhOnly, ifOnly, drop, vrf, inter, v6, waiting)
+	e.mustCommit(iface("if1"), table(5, false), table(7, false), table(6, true), nhOnly, ifOnly, drop, vrf, inter, v6, waiting)
 
 	for _, x := range []kv{nhOnly, ifOnly, drop, vrf, inter, v6} {
 		if st := e.state(x.key); st != api.ValueStateConfigured {
@@ -413,7 +413,7 @@ func TestARPEntries(t *testing.T) {
 func TestResyncAndVPPRestart(t *testing.T) {
 	e := newEnv(t)
 	cfg := []kv{
-		iface("if1"), iface("if2"),
+		iface("if1"), iface("if2"), table(5, false),
 		routeKV(t, &vppl3.Route{DstNetwork: "10.1.0.0/16", NextHopAddr: "192.168.1.1"}),
 		routeKV(t, &vppl3.Route{DstNetwork: "10.2.0.0/16", OutgoingInterface: "if1", Weight: 2, Preference: 1}),
 		routeKV(t, &vppl3.Route{Type: vppl3.Route_DROP, DstNetwork: "10.3.0.0/16"}),

@@ -75,7 +75,7 @@ func (e *env) addCLIRoute(table uint32, prefix string, path fib_types.FibPath) {
 func TestResyncDeletesRoutesNoLongerConfigured(t *testing.T) {
 	e := newEnv(t)
 	keep := []kv{
-		iface("if1"), iface("if2"),
+		iface("if1"), iface("if2"), table(5, false),
 		routeKV(t, &vppl3.Route{DstNetwork: "10.1.0.0/16", NextHopAddr: "192.168.1.1"}),
 		routeKV(t, &vppl3.Route{VrfId: 5, DstNetwork: "10.4.0.0/24", NextHopAddr: "10.9.9.9", OutgoingInterface: "if2"}),
 		routeKV(t, &vppl3.Route{DstNetwork: "10.8.0.0/16", NextHopAddr: "192.168.1.1"}),
@@ -88,7 +88,7 @@ func TestResyncDeletesRoutesNoLongerConfigured(t *testing.T) {
 		routeKV(t, &vppl3.Route{VrfId: 6, DstNetwork: "2001:db8:1::/48", NextHopAddr: "2001:db8::1", OutgoingInterface: "if1"}),
 		routeKV(t, &vppl3.Route{DstNetwork: "10.8.0.0/16", NextHopAddr: "192.168.1.2"}), // the other path of a kept route
 	}
-	e.mustCommit(append(slices.Clone(keep), gone...)...)
+	e.mustCommit(append(append(slices.Clone(keep), table(6, true)), gone...)...)
 
 	// Others' doings: routes of the CLI's source (one to the destination
 	// of a route of ours), and an address whose attached and local entries
@@ -167,7 +167,7 @@ func TestResyncDeletesRoutesNoLongerConfigured(t *testing.T) {
 	}
 	keys := e.sbRouteKeys()
 	var wantKeys []string
-	for _, x := range keep[2:] {
+	for _, x := range keep[3:] {
 		wantKeys = append(wantKeys, x.key)
 	}
 	sort.Strings(wantKeys)

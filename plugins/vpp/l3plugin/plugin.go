@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net/netip"
 	"sort"
-	"sync"
 
 	"github.com/netagent-io/netagent/plugins/vpp/internal/ipconv"
 
@@ -43,22 +42,26 @@ type InterfaceLookup = ifplugin.InterfaceLookup
 // MetadataSource is the part of the scheduler the lookups need.
 type MetadataSource = ifplugin.MetadataSource
 
-// Plugin holds the VPP route and ARP descriptors. Its only state is a cache
-// of the VRF tables it made sure exist, per VPP process.
+// Plugin holds the VPP VRF table, route and ARP descriptors. It keeps no
+// state of its own.
 type Plugin struct {
 	m      *vppconn.Manager
 	ifaces InterfaceLookup
 	names  func(ctx context.Context) []string
 	log    *slog.Logger
-
-	mu        sync.Mutex
-	tablesPID uint32            // the VPP process tables were created in
-	tables    map[tableKey]bool // tables known to exist in that process
 }
 
+// tableKey is an IP table of VPP: its id and protocol.
 type tableKey struct {
 	id   uint32
 	ipv6 bool
+}
+
+func (k tableKey) String() string {
+	if k.ipv6 {
+		return fmt.Sprintf("VRF table %d (IPv6)", k.id)
+	}
+	return fmt.Sprintf("VRF table %d (IPv4)", k.id)
 }
 
 // New returns the plugin: m carries the calls to VPP, ifaces maps logical
@@ -67,7 +70,7 @@ func New(m *vppconn.Manager, ifaces InterfaceLookup, log *slog.Logger) *Plugin {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Plugin{m: m, ifaces: ifaces, log: log.With("plugin", "vpp-l3"), tables: map[tableKey]bool{}}
+	return &Plugin{m: m, ifaces: ifaces, log: log.With("plugin", "vpp-l3")}
 }
 
 // SetInterfaceLister lets the ARP Retrieve look at every configured
@@ -91,14 +94,14 @@ func (p *Plugin) Area() vppconn.Area {
 	}}
 }
 
-// Descriptors returns the route and ARP descriptors, to register after the
-// VPP interface descriptor.
+// Descriptors returns the VRF table, route and ARP descriptors, to
+// register after the VPP interface descriptor.
 func (p *Plugin) Descriptors() []*api.KVDescriptor {
 	routes := p.routeDescriptor().KVDescriptor()
 	routes.Batch = p.routeBatch
 	arps := p.arpDescriptor().KVDescriptor()
 	arps.Batch = p.arpBatch
-	return []*api.KVDescriptor{routes, arps}
+	return []*api.KVDescriptor{p.vrfTableDescriptor().KVDescriptor(), routes, arps}
 }
 
 // --- VPP calls ----------------------------------------------------------------

@@ -105,6 +105,15 @@ func (s routeSpec) tables() []tableKey {
 	return out
 }
 
+// tablesOf names the tables of a route ("10 (IPv4)", "10 (IPv4) or 7 (IPv4)").
+func tablesOf(s routeSpec) string {
+	var names []string
+	for _, t := range s.tables() {
+		names = append(names, strings.TrimPrefix(t.String(), "VRF table "))
+	}
+	return strings.Join(names, " or ")
+}
+
 // holdsOwnTable tells whether the route's path resolves in the route's own
 // table (a next hop without interface, in a VRF other than 0): such a path
 // holds that table in VPP.
@@ -221,49 +230,28 @@ func validateRoute(key string, r *vppl3.Route) error {
 	return pr.Err()
 }
 
+// routeDependencies: the outgoing interface, and the VRF tables the route
+// needs (vrf_id, and via_vrf_id for INTER_VRF) other than table 0, which
+// always exists: their values (VrfTableDescriptorName) are the tables.
 func routeDependencies(_ string, r *vppl3.Route) []api.Dependency {
+	var deps []api.Dependency
 	if iface := r.GetOutgoingInterface(); iface != "" {
-		return []api.Dependency{{Label: "interface " + iface, Key: ifplugin.InterfaceKey(iface)}}
+		deps = append(deps, api.Dependency{Label: "interface " + iface, Key: ifplugin.InterfaceKey(iface)})
 	}
-	return nil
+	s, err := parseRoute(r)
+	if err != nil {
+		return deps // Validate refuses it
+	}
+	for _, t := range s.tables() {
+		if t.id != 0 {
+			deps = append(deps, api.Dependency{Label: t.String(), Key: models.VrfTableKey(t.id, t.ipv6)})
+		}
+	}
+	return deps
 }
 
-// ensureTables makes sure the tables exist in VPP (ip_table_add_del of an
-// existing table changes nothing). Tables made are remembered per VPP
-// process, and never deleted: an interface may be bound to one, and deleting
-// a table flushes every route in it.
-func (p *Plugin) ensureTables(ctx context.Context, keys []tableKey) error {
-	var pid uint32 // read once a table other than 0 is needed
-	for _, k := range keys {
-		if k.id == 0 {
-			continue
-		}
-		if pid == 0 {
-			pid = p.m.PID()
-		}
-		p.mu.Lock()
-		if p.tablesPID != pid {
-			p.tablesPID, p.tables = pid, map[tableKey]bool{}
-		}
-		known := p.tables[k]
-		p.mu.Unlock()
-		if known {
-			continue
-		}
-		if err := p.tableAddDel(ctx, k); err != nil {
-			return err
-		}
-		p.mu.Lock()
-		if p.tablesPID == pid {
-			p.tables[k] = true
-		}
-		p.mu.Unlock()
-	}
-	return nil
-}
-
-// tableAddDel makes sure the table exists and the API holds it
-// (ip_table_add_del add: a no-op for a table the API has added).
+// tableAddDel makes sure the API holds the table (ip_table_add_del add: a
+// no-op for a table the API holds; an unnamed table when VPP has none).
 func (p *Plugin) tableAddDel(ctx context.Context, k tableKey) error {
 	err := p.call(ctx, func(ctx context.Context, conn govppapi.Connection) error {
 		_, err := ip.NewServiceClient(conn).IPTableAddDel(ctx, &ip.IPTableAddDel{
@@ -275,12 +263,6 @@ func (p *Plugin) tableAddDel(ctx context.Context, k tableKey) error {
 		return fmt.Errorf("ip_table_add_del (table %d, ipv6 %v): %w", k.id, k.ipv6, err)
 	}
 	return nil
-}
-
-func (p *Plugin) forgetTables() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.tables = map[tableKey]bool{}
 }
 
 // routeRequest is the ip_route_add_del that adds or removes the route's
@@ -317,10 +299,8 @@ type routeOp struct {
 	req *ip.IPRouteAddDel
 }
 
-// prepareCreate looks up the outgoing interface's index and makes sure the
-// route's tables exist (ip_table_add_del, once per table and VPP process:
-// sent at once, ahead of the requests of a batch before it, which it does
-// not change).
+// prepareCreate looks up the outgoing interface's index. The route's
+// tables are values of their own, which it depends on.
 func (p *Plugin) prepareCreate(ctx context.Context, r *vppl3.Route) (routeOp, error) {
 	s, err := parseRoute(r)
 	if err != nil {
@@ -335,9 +315,6 @@ func (p *Plugin) prepareCreate(ctx context.Context, r *vppl3.Route) (routeOp, er
 		}
 		op.sw = md.SwIfIndex
 	}
-	if err := p.ensureTables(ctx, s.tables()); err != nil {
-		return routeOp{}, fmt.Errorf("route %s: %w", s, err)
-	}
 	op.req = routeRequest(true, s, op.sw)
 	return op, nil
 }
@@ -345,11 +322,8 @@ func (p *Plugin) prepareCreate(ctx context.Context, r *vppl3.Route) (routeOp, er
 // finishCreate completes a Create given the result of its request.
 func (p *Plugin) finishCreate(ctx context.Context, op routeOp, err error) (*RouteMetadata, error) {
 	if vppconn.IsVPPError(err, govppapi.NO_SUCH_FIB) {
-		// A table this plugin made went away (deleted by someone else).
-		p.forgetTables()
-		if err = p.ensureTables(ctx, op.s.tables()); err == nil {
-			err = p.routeAddDel(ctx, op.req)
-		}
+		// The dependency on the table values should have prevented this.
+		return nil, fmt.Errorf("ip_route_add_del (add %s): VPP has no table %s (deleted behind the agent's back? a resync creates it again): %w", op.s, tablesOf(op.s), err)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("ip_route_add_del (add %s): %w", op.s, err)
@@ -762,7 +736,7 @@ func unexpectedRoute(table uint32, dst netip.Prefix, fp fib_types.FibPath, nameO
 // routes of each, read from the VPP of pid.
 type routeDump struct {
 	pid    uint32
-	tables []tableKey
+	tables []vppTable
 	routes [][]*ip.IPRouteV2Details // per table
 	err    error
 	done   chan struct{} // closed when the fields above are set
@@ -848,9 +822,16 @@ func (p *Plugin) readRoutes(ctx context.Context, d *routeDump) {
 	}
 }
 
-// dumpTables lists VPP's IP tables (ip_table_dump), IPv4 before IPv6, each
-// once, by id.
-func (p *Plugin) dumpTables(ctx context.Context) ([]tableKey, error) {
+// vppTable is one IP table as ip_table_dump lists it.
+type vppTable struct {
+	tableKey
+	name string
+}
+
+// dumpTables lists VPP's IP tables (ip_table_dump) with their names, IPv4
+// before IPv6, each once, by id; the tables VPP keeps for itself (id ~0,
+// IPv6 link-local) are left out.
+func (p *Plugin) dumpTables(ctx context.Context) ([]vppTable, error) {
 	var details []*ip.IPTableDetails
 	err := p.call(ctx, func(ctx context.Context, conn govppapi.Connection) (err error) {
 		details, err = vppconn.Dump[*ip.IPTableDetails](ctx, conn, &ip.IPTableDump{})
@@ -860,14 +841,14 @@ func (p *Plugin) dumpTables(ctx context.Context) ([]tableKey, error) {
 		return nil, fmt.Errorf("ip_table_dump: %w", err)
 	}
 	seen := map[tableKey]bool{}
-	var out []tableKey
+	var out []vppTable
 	for _, d := range details {
 		k := tableKey{d.Table.TableID, d.Table.IsIP6}
-		if k.id == noIndex || seen[k] { // ~0: tables VPP keeps for itself (IPv6 link-local)
+		if k.id == noIndex || seen[k] {
 			continue
 		}
 		seen[k] = true
-		out = append(out, k)
+		out = append(out, vppTable{tableKey: k, name: strings.TrimRight(d.Table.Name, "\x00")})
 	}
 	sort.Slice(out, func(i, j int) bool {
 		if out[i].ipv6 != out[j].ipv6 {

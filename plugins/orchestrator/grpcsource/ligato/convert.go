@@ -28,6 +28,7 @@ func toConfig(c *ligatocfg.Config, skip map[string]bool) *configpb.Config {
 			BridgeDomains: keep(v.GetBridgeDomains(), "vpp_config.bridge_domains", skip),
 			Routes:        keep(v.GetRoutes(), "vpp_config.routes", skip),
 			Arps:          keep(v.GetArps(), "vpp_config.arps", skip),
+			Vrfs:          keep(v.GetVrfs(), "vpp_config.vrfs", skip),
 		}
 	}
 	if l := c.GetLinuxConfig(); l != nil {
@@ -68,6 +69,7 @@ func fromConfig(c *configpb.Config) *ligatocfg.Config {
 			BridgeDomains: v.GetBridgeDomains(),
 			Routes:        v.GetRoutes(),
 			Arps:          v.GetArps(),
+			Vrfs:          v.GetVrfs(),
 		}
 	}
 	if l := c.GetLinuxConfig(); l != nil {

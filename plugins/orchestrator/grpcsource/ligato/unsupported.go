@@ -71,7 +71,6 @@ var originalFields = map[protoreflect.FullName]map[protowire.Number]originalFiel
 		32: {name: "xconnect_pairs", message: "ligato.vpp.l2.XConnectPair", list: true},
 		42: {name: "proxy_arp", message: "ligato.vpp.l3.ProxyARP"},
 		43: {name: "ipscan_neighbor", message: "ligato.vpp.l3.IPScanNeighbor"},
-		44: {name: "vrfs", message: "ligato.vpp.l3.VrfTable", list: true},
 		45: {name: "l3xconnects", message: "ligato.vpp.l3.L3XConnect", list: true},
 		46: {name: "dhcp_proxies", message: "ligato.vpp.l3.DHCPProxy", list: true},
 		47: {name: "teib_entries", message: "ligato.vpp.l3.TeibEntry", list: true},
@@ -107,6 +106,9 @@ var originalFields = map[protoreflect.FullName]map[protowire.Number]originalFiel
 		109: {name: "gtpu"},
 		110: {name: "ipip"},
 		111: {name: "wireguard"},
+	},
+	"vpp.l3.VrfTable": {
+		4: {name: "flow_hash_settings"},
 	},
 	"vpp.interfaces.SubInterface": {
 		3: {name: "tag_rw_option"},

@@ -66,7 +66,6 @@ func Areas() []vppconn.Area {
 			&interfaces.SwInterfaceDump{}, &interfaces.SwInterfaceDetails{},
 			&ip.IPAddressDump{}, &ip.IPAddressDetails{},
 			&ip.IPUnnumberedDump{}, &ip.IPUnnumberedDetails{},
-			&ip.IPTableAddDel{}, &ip.IPTableAddDelReply{},
 		}},
 		{Name: AfPacketAreaName, Optional: true, Messages: []govppapi.Message{
 			&af_packet.AfPacketCreateV3{}, &af_packet.AfPacketCreateV3Reply{},
@@ -597,19 +596,13 @@ func (h *handler) UnsetUnnumbered(ctx context.Context, idx uint32) error {
 	})
 }
 
-func (h *handler) SetTable(ctx context.Context, idx uint32, vrf uint32) error {
-	for _, ipv6 := range []bool{false, true} {
-		if vrf != 0 {
-			err := h.call(ctx, "ip_table_add_del", func(ctx context.Context, c govppapi.Connection) error {
-				_, err := ip.NewServiceClient(c).IPTableAddDel(ctx, &ip.IPTableAddDel{IsAdd: true, Table: ip.IPTable{TableID: vrf, IsIP6: ipv6}})
-				return err
-			})
-			if err != nil {
-				return err
-			}
+func (h *handler) SetTable(ctx context.Context, idx uint32, vrf uint32, ipv4, ipv6 bool) error {
+	for _, v6 := range []bool{false, true} {
+		if v6 && !ipv6 || !v6 && !ipv4 {
+			continue
 		}
 		err := h.call(ctx, "sw_interface_set_table", func(ctx context.Context, c govppapi.Connection) error {
-			_, err := interfaces.NewServiceClient(c).SwInterfaceSetTable(ctx, &interfaces.SwInterfaceSetTable{SwIfIndex: ifIndex(idx), IsIPv6: ipv6, VrfID: vrf})
+			_, err := interfaces.NewServiceClient(c).SwInterfaceSetTable(ctx, &interfaces.SwInterfaceSetTable{SwIfIndex: ifIndex(idx), IsIPv6: v6, VrfID: vrf})
 			return err
 		})
 		if err != nil {

@@ -230,9 +230,9 @@ type Handler interface {
 	SetUnnumbered(ctx context.Context, idx, donor uint32) error
 	// UnsetUnnumbered returns idx to L2; a missing interface is success.
 	UnsetUnnumbered(ctx context.Context, idx uint32) error
-	// SetTable binds the interface to VRF vrf for IPv4 and IPv6, creating
-	// the IP tables of a non-zero VRF first (ip_table_add_del).
-	SetTable(ctx context.Context, idx uint32, vrf uint32) error
+	// SetTable binds the interface to VRF vrf for IPv4 and/or IPv6; the
+	// tables of a non-zero VRF must exist (NO_SUCH_FIB otherwise).
+	SetTable(ctx context.Context, idx uint32, vrf uint32, ipv4, ipv6 bool) error
 
 	// GetInterface returns one interface (sw_interface_dump only), or nil
 	// when there is none with that index.

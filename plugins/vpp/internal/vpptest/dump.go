@@ -330,6 +330,17 @@ func (v *VPP) DumpTables() []Table {
 	return out
 }
 
+// DumpTableNames returns the names of VPP's IP tables (the labels VRF
+// tables give them).
+func (v *VPP) DumpTableNames() map[Table]string {
+	v.t.Helper()
+	out := map[Table]string{}
+	for _, d := range dump[*ip.IPTableDetails](v, &ip.IPTableDump{}) {
+		out[Table{ID: d.Table.TableID, IPv6: d.Table.IsIP6}] = d.Table.Name
+	}
+	return out
+}
+
 func compareTables(a, b Table) int {
 	if a.IPv6 != b.IPv6 {
 		if a.IPv6 {

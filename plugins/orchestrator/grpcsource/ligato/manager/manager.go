@@ -113,6 +113,7 @@ var OriginalMessages = map[string]protoreflect.FullName{
 	models.LinuxInterface.Name:  "ligato.linux.interfaces.Interface",
 	models.LinuxRoute.Name:      "ligato.linux.l3.Route",
 	models.LinuxARP.Name:        "ligato.linux.l3.ARPEntry",
+	models.VPPVrfTable.Name:     "ligato.vpp.l3.VrfTable",
 }
 
 // Options are the optional settings of New.

@@ -34,6 +34,7 @@ var samples = map[string]proto.Message{
 	models.LinuxInterface.Name:  &linuxif.Interface{Name: "dummy1", Type: linuxif.Interface_DUMMY, Enabled: true},
 	models.LinuxRoute.Name:      &linuxl3.Route{DstNetwork: "10.2.0.0/16", OutgoingInterface: "dummy1", GwAddr: "10.3.0.1"},
 	models.LinuxARP.Name:        &linuxl3.ARPEntry{Interface: "dummy1", IpAddress: "10.3.0.9", HwAddress: "02:00:00:00:00:0a"},
+	models.VPPVrfTable.Name:     &vppl3.VrfTable{Id: 3, Label: "blue"},
 }
 
 // Every model is known by netagent's message name and by the original's,

@@ -74,7 +74,8 @@ var nameTemplates = map[string]string{
 	models.LinuxInterface.Name: "{{.Name}}",
 	models.LinuxRoute.Name: `{{with ipnet .DstNetwork}}{{printf "%s/%d" .IP .MaskSize}}` +
 		`{{else}}{{.DstNetwork}}{{end}}/{{.OutgoingInterface}}`,
-	models.LinuxARP.Name: "{{.Interface}}/{{.IpAddress}}",
+	models.LinuxARP.Name:    "{{.Interface}}/{{.IpAddress}}",
+	models.VPPVrfTable.Name: "id/{{.Id}}/protocol/{{.Protocol}}",
 }
 
 // Server is the MetaService of a model registry.

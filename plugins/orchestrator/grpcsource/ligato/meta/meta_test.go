@@ -76,6 +76,7 @@ var want = []struct {
 	{"linux.interfaces", "interface", "linux.interfaces.Interface", "linux/interfaces/interface.proto", "*linuxif.Interface", "github.com/netagent-io/netagent/proto/linux/interfaces"},
 	{"linux.l3", "route", "linux.l3.Route", "linux/l3/route.proto", "*linuxl3.Route", "github.com/netagent-io/netagent/proto/linux/l3"},
 	{"linux.l3", "arp", "linux.l3.ARPEntry", "linux/l3/arp.proto", "*linuxl3.ARPEntry", "github.com/netagent-io/netagent/proto/linux/l3"},
+	{"vpp", "vrf-table", "vpp.l3.VrfTable", "vpp/l3/vrf.proto", "*vppl3.VrfTable", "github.com/netagent-io/netagent/proto/vpp/l3"},
 }
 
 func option(d *ligatogeneric.ModelDetail, key string) (string, bool) {
@@ -171,6 +172,7 @@ func TestNameTemplatesMakeNetagentsKeys(t *testing.T) {
 		"linux.interfaces.interface": {&linuxif.Interface{Name: "veth1"}},
 		"linux.l3.route":             {&linuxl3.Route{DstNetwork: "10.2.0.0/24", OutgoingInterface: "veth1"}},
 		"linux.l3.arp":               {&linuxl3.ARPEntry{Interface: "veth1", IpAddress: "10.2.0.5", HwAddress: "02:00:00:00:00:02"}},
+		"vpp.vrf-table":              {&vppl3.VrfTable{Id: 3}, &vppl3.VrfTable{Id: 3, Protocol: vppl3.VrfTable_IPV6, Label: "blue"}},
 	}
 	// ipnet is the original's template function, written here from its
 	// documented result: the network's address and prefix length.
