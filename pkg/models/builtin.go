@@ -106,7 +106,7 @@ var (
 // Builtin returns the models of netagent.
 func Builtin() []*Model {
 	return []*Model{VPPInterface, VPPBridgeDomain, VPPRoute, VPPARP, LinuxInterface, LinuxRoute, LinuxARP,
-		VPPVrfTable}
+		VPPVrfTable, VPPXConnect, VPPL2FIB}
 }
 
 // Default is the registry of the built-in models.

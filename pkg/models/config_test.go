@@ -70,6 +70,13 @@ func cfgFullKVs() []models.KV {
 			},
 			ArpTerminationTable: []*vppl2.BridgeDomain_ArpTerminationEntry{{IpAddress: "10.0.0.2", PhysAddress: "02:00:00:00:00:02"}},
 		}},
+		// vpp_config.fibs
+		{Key: "config/vpp/l2/v2/fib/bd1/mac/62:89:c6:a3:6d:5c", Value: &vppl2.FIBEntry{PhysAddress: "62:89:C6:A3:6D:5C", BridgeDomain: "bd1",
+			OutgoingInterface: "memif1/1", StaticConfig: true}},
+		{Key: "config/vpp/l2/v2/fib/bd1/mac/02:00:00:00:00:10", Value: &vppl2.FIBEntry{PhysAddress: "02:00:00:00:00:10", BridgeDomain: "bd1",
+			OutgoingInterface: "loop1", BridgedVirtualInterface: true}},
+		{Key: "config/vpp/l2/v2/fib/bd1/mac/02:00:00:00:00:11", Value: &vppl2.FIBEntry{PhysAddress: "02:00:00:00:00:11", BridgeDomain: "bd1",
+			Action: vppl2.FIBEntry_DROP}},
 		// vpp_config.interfaces
 		{Key: "config/vpp/v2/interfaces/loop1", Value: &vppif.Interface{Name: "loop1", Type: vppif.Interface_SOFTWARE_LOOPBACK, Enabled: true,
 			PhysAddress: "12:34:56:00:00:01", IpAddresses: []string{"10.0.0.1/24", "2001:db8::1/64"}, Vrf: 2, Mtu: 1500}},
@@ -99,6 +106,9 @@ func cfgFullKVs() []models.KV {
 		// vpp_config.vrfs
 		{Key: "config/vpp/v2/vrf-table/id/2/protocol/IPV4", Value: &vppl3.VrfTable{Id: 2, Label: "blue"}},
 		{Key: "config/vpp/v2/vrf-table/id/2/protocol/IPV6", Value: &vppl3.VrfTable{Id: 2, Protocol: vppl3.VrfTable_IPV6}},
+		// vpp_config.xconnect_pairs
+		{Key: "config/vpp/l2/v2/xconnect/afp1", Value: &vppl2.XConnectPair{ReceiveInterface: "afp1", TransmitInterface: "afp2"}},
+		{Key: "config/vpp/l2/v2/xconnect/afp2", Value: &vppl2.XConnectPair{ReceiveInterface: "afp2", TransmitInterface: "afp1"}},
 	}
 }
 
@@ -374,7 +384,7 @@ func TestParseConfigErrors(t *testing.T) {
 		{"section of the original agent we do not have", "netallock_config: {}\n",
 			[]cfgProblem{{"netallock_config", "unknown section"}}},
 		{"unknown field in a section", "vpp_config:\n  interface:\n  - name: loop1\n",
-			[]cfgProblem{{"vpp_config.interface", "unknown field (known: interfaces, bridge_domains, routes, arps, vrfs)"}}},
+			[]cfgProblem{{"vpp_config.interface", "unknown field (known: interfaces, bridge_domains, routes, arps, fibs, xconnect_pairs, vrfs)"}}},
 		{"linux field in the vpp section", "vpp_config:\n  arp_entries: []\n",
 			[]cfgProblem{{"vpp_config.arp_entries", "unknown field"}}},
 		{"unknown field in an item", "vpp_config:\n  interfaces:\n  - name: loop1\n  - name: loop2\n    mtux: 1500\n",

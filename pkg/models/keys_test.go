@@ -305,6 +305,50 @@ var keyCases = []keyCase{
 		key:   "config/vpp/v2/vrf-table/id/0/protocol/IPV4",
 		parts: models.KeyParts{"id": "0", "protocol": "IPV4"},
 	},
+	// --- VPP L2 cross-connects: config/vpp/l2/v2/xconnect/<receive_interface>
+	{
+		name:  "xconnect of the original's docs",
+		model: models.VPPXConnect,
+		value: &vppl2.XConnectPair{ReceiveInterface: "if1", TransmitInterface: "if2"},
+		key:   "config/vpp/l2/v2/xconnect/if1",
+		parts: models.KeyParts{"receive_interface": "if1"},
+	},
+	{
+		name:  "xconnect from a DPDK name with slashes",
+		model: models.VPPXConnect,
+		value: &vppl2.XConnectPair{ReceiveInterface: "GigabitEthernet0/8/0", TransmitInterface: "memif1/1"},
+		key:   "config/vpp/l2/v2/xconnect/GigabitEthernet0/8/0",
+		parts: models.KeyParts{"receive_interface": "GigabitEthernet0/8/0"},
+	},
+	{
+		name:  "xconnect to itself",
+		model: models.VPPXConnect,
+		value: &vppl2.XConnectPair{ReceiveInterface: "memif1/1", TransmitInterface: "memif1/1"},
+		key:   "config/vpp/l2/v2/xconnect/memif1/1",
+		parts: models.KeyParts{"receive_interface": "memif1/1"},
+	},
+	// --- VPP L2 FIB entries: config/vpp/l2/v2/fib/<bridge_domain>/mac/<phys_address>
+	{
+		name:  "fib entry of the original's docs (upper-case MAC in the value)",
+		model: models.VPPL2FIB,
+		value: &vppl2.FIBEntry{PhysAddress: "62:89:C6:A3:6D:5C", BridgeDomain: "bd1", OutgoingInterface: "tap1", StaticConfig: true},
+		key:   "config/vpp/l2/v2/fib/bd1/mac/62:89:c6:a3:6d:5c",
+		parts: models.KeyParts{"bridge_domain": "bd1", "phys_address": "62:89:c6:a3:6d:5c"},
+	},
+	{
+		name:  "fib drop entry in a bridge domain with slashes",
+		model: models.VPPL2FIB,
+		value: &vppl2.FIBEntry{PhysAddress: "02:00:00:00:00:01", BridgeDomain: "tenant/a/bd", Action: vppl2.FIBEntry_DROP},
+		key:   "config/vpp/l2/v2/fib/tenant/a/bd/mac/02:00:00:00:00:01",
+		parts: models.KeyParts{"bridge_domain": "tenant/a/bd", "phys_address": "02:00:00:00:00:01"},
+	},
+	{
+		name:  "fib BVI entry in a bridge domain named mac",
+		model: models.VPPL2FIB,
+		value: &vppl2.FIBEntry{PhysAddress: "de:ad:00:00:00:01", BridgeDomain: "x/mac/y", OutgoingInterface: "loop0", BridgedVirtualInterface: true},
+		key:   "config/vpp/l2/v2/fib/x/mac/y/mac/de:ad:00:00:00:01",
+		parts: models.KeyParts{"bridge_domain": "x/mac/y", "phys_address": "de:ad:00:00:00:01"},
+	},
 }
 
 func TestKeys(t *testing.T) {

@@ -79,7 +79,9 @@
 //	ip_neighbor  ip_neighbor_add_del, ip_neighbor_dump
 //	l2           bridge_domain_add_del, bridge_domain_add_del_v2,
 //	             bridge_domain_dump, sw_interface_set_l2_bridge, bd_ip_mac_add_del,
-//	             bd_ip_mac_dump, bridge_flags, bridge_domain_set_mac_age
+//	             bd_ip_mac_dump, bridge_flags, bridge_domain_set_mac_age,
+//	             sw_interface_set_l2_xconnect, l2_xconnect_dump, l2fib_add_del,
+//	             l2_fib_table_dump
 //	af_packet    af_packet_create, af_packet_create_v2, af_packet_create_v3,
 //	             af_packet_delete, af_packet_dump
 //	memif        memif_socket_filename_add_del, memif_socket_filename_add_del_v2,
@@ -226,6 +228,25 @@
 // deleted), adding a known IP re-points it, bd_id 0 is BD_NOT_MODIFIABLE;
 // bd_ip_mac_dump lists a domain's IPv4 entries before its IPv6 ones.
 //
+// Cross-connects and the L2 FIB (h_l2x.go): an interface is in one L2
+// mode, a bridge domain member or a cross-connect's receive interface:
+// sw_interface_set_l2_xconnect takes it out of its domain, joining a domain
+// ends its cross-connect, and disabling either puts it in L3 mode whatever
+// mode it is in. A cross-connect to a missing interface is
+// INVALID_SW_IF_INDEX; one whose transmit interface is deleted stays, one
+// whose receive interface is deleted goes and puts that interface's
+// transmit interface in L3 mode. The FIB is keyed by bd_index (the lowest
+// free from 1, bd 0 has 0): l2fib_add_del needs the domain (NO_SUCH_ENTRY);
+// a forwarding entry's interface must be a member of a domain, any
+// (INVALID_SW_IF_INDEX); an add replaces the entry; a filter is static,
+// without interface; a delete must name the entry's interface (not a
+// filter's; NO_SUCH_ENTRY otherwise, and for a missing entry). A BVI's MAC
+// is in its domain's FIB (static, BVI) while it is the BVI; static entries
+// stay when their interface leaves or is deleted, and when their domain is
+// deleted (l2_fib_table_dump shows them with bd_id ~0), and the next
+// domain that gets that bd_index has them. L2FIB and XConnects are the
+// snapshots.
+//
 // ACLs (h_acl.go): IP and MAC-IP ACLs are two pools (a new ACL gets the
 // index freed last, else the next). acl_add_replace refuses a prefix with
 // host bits or beyond its family's length, or source and destination of
@@ -292,7 +313,9 @@
 // both); error codes for other less common failures are chosen to
 // match VPP's code as far as known, not verified against a running VPP, and
 // the paths of the routes VPP makes itself are approximations: tests should
-// not depend on them. One request at a time per connection (a delayed or
+// not depend on them. The L2 FIB has no learning and no ageing, lists its
+// entries by bd_index and MAC (VPP in hash order), and a BVI's MAC change
+// does not move the BVI's entry. One request at a time per connection (a delayed or
 // held request holds the connection's later ones), connections are served
 // concurrently over one state lock. Events are sent per request, where VPP batches the
 // changes its event process sees at once (an admin up and down in quick

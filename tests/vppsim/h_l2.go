@@ -26,6 +26,7 @@ func (st *state) bdAdd(id uint32, v2 bool, bd BridgeDomain) (uint32, int32) {
 	}
 	bd.BdID, bd.BVI, bd.UUFwd = id, NoIndex, NoIndex
 	st.bds[id] = &bd
+	st.bdAdded(id)
 	return id, 0
 }
 
@@ -41,6 +42,7 @@ func (st *state) bdDel(id uint32) int32 {
 		return errBdInUse
 	}
 	delete(st.bds, id)
+	st.bdDeleted(id)
 	return 0
 }
 

@@ -104,6 +104,11 @@ func definitions() []*msgDef {
 		dump(new(l2.BdIPMacDump), new(l2.BdIPMacDetails), bdIPMacDump),
 		rpc(new(l2.BridgeFlags), new(l2.BridgeFlagsReply), bridgeFlags),
 		rpc(new(l2.BridgeDomainSetMacAge), new(l2.BridgeDomainSetMacAgeReply), bridgeDomainSetMacAge),
+		// l2: cross-connects and the L2 FIB (h_l2x.go)
+		rpc(new(l2.SwInterfaceSetL2Xconnect), new(l2.SwInterfaceSetL2XconnectReply), swInterfaceSetL2Xconnect),
+		dump(new(l2.L2XconnectDump), new(l2.L2XconnectDetails), l2XconnectDump),
+		rpc(new(l2.L2fibAddDel), new(l2.L2fibAddDelReply), l2fibAddDel),
+		dump(new(l2.L2FibTableDump), new(l2.L2FibTableDetails), l2FibTableDump),
 		// af_packet
 		rpc(new(af_packet.AfPacketCreate), new(af_packet.AfPacketCreateReply), afPacketCreate),
 		rpc(new(af_packet.AfPacketCreateV2), new(af_packet.AfPacketCreateV2Reply), afPacketCreateV2),

@@ -56,6 +56,7 @@ type state struct {
 	nextStats uint32             // stats_index of the next route / neighbour
 	acl       aclState           // the acl plugin's (h_acl.go)
 	vxlan     vxlanState         // the vxlan plugin's (h_vxlan.go)
+	l2x       l2xState           // cross-connects and the L2 FIB (h_l2x.go)
 }
 
 const defaultMemifSocket = "/run/vpp/memif.sock"
@@ -208,6 +209,7 @@ func (st *state) deleteIf(idx uint32) []uint32 {
 			}
 		}
 	}
+	st.l2InterfaceDeleted(i)
 	st.removeFromBridge(i)
 	st.ipInterfaceDeleted(idx)
 	st.acl.aclInterfaceDeleted(idx)
@@ -226,7 +228,10 @@ func (st *state) deleteIf(idx uint32) []uint32 {
 	return append(deleted, idx)
 }
 
+// removeFromBridge takes the interface out of its L2 mode: out of its
+// bridge domain or cross-connect (see l2ModeEnds).
 func (st *state) removeFromBridge(i *iface) {
+	st.l2ModeEnds(i)
 	if i.Bridge == nil {
 		return
 	}
@@ -253,6 +258,7 @@ func (st *state) addToBridge(i *iface, bdID uint32, pt l2.L2PortType, shg uint8)
 	switch pt {
 	case l2.L2_API_PORT_TYPE_BVI:
 		bd.BVI = i.SwIfIndex
+		st.bviJoined(i, bdID)
 	case l2.L2_API_PORT_TYPE_UU_FWD:
 		bd.UUFwd = i.SwIfIndex
 	}

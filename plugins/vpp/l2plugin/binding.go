@@ -23,22 +23,20 @@ func isBDInterfaceKey(key string) bool {
 	return strings.HasPrefix(key, bdInterfaceKeyPrefix) && strings.Contains(key, "/interface/")
 }
 
-// membershipResourcePrefix starts the name of the Exclusive resource the
-// bindings of one interface compete for (bindingDependencies).
-const membershipResourcePrefix = "vpp/l2/bridge-domain-membership/"
-
-// bindingDependencies: the interface must exist, and no other binding of
-// it may be applied. VPP keeps an interface in one bridge domain
-// (sw_interface_set_l2_bridge moves it out of the one it is in), so the
-// bindings of an interface hold its membership exclusively: while one is
+// bindingDependencies: the interface must exist, and no other binding or
+// cross-connect of it may be applied. VPP keeps an interface in one L2
+// mode (sw_interface_set_l2_bridge moves it out of the domain or
+// cross-connect it is in), so the bindings and cross-connects of an
+// interface hold its L2 mode exclusively (l2ModeDependency): while one is
 // applied, the scheduler keeps the others PENDING, naming the holder, and
 // creates the first of them once the holder is deleted (in the same
-// transaction too, whatever the order of the keys). Without it, two domains
-// that name one interface would take it from each other at every resync.
+// transaction too, whatever the order of the keys). Without it, two
+// domains that name one interface would take it from each other at every
+// resync.
 func bindingDependencies(_ string, i *vppl2.BridgeDomain_Interface) []api.Dependency {
 	return []api.Dependency{
 		{Label: "interface " + i.GetName(), Key: ifplugin.InterfaceKey(i.GetName())},
-		{Label: "interface " + i.GetName() + " in no other bridge domain", Exclusive: membershipResourcePrefix + i.GetName()},
+		l2ModeDependency(i.GetName()),
 	}
 }
 

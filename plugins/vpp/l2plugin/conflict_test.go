@@ -44,7 +44,9 @@ func conflictOf(t *testing.T, err error, key string) *l2plugin.MembershipConflic
 
 // membershipLabel is the label of the dependency by which the bindings of
 // iface wait for each other.
-func membershipLabel(iface string) string { return "interface " + iface + " in no other bridge domain" }
+func membershipLabel(iface string) string {
+	return "interface " + iface + " in no other bridge domain or cross-connect"
+}
 
 // expectWaiting fails the test unless binding key waits, PENDING without
 // an error, for the membership of iface that holder (a binding key) holds.

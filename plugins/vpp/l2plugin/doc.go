@@ -2,6 +2,9 @@
 // "vpp-bridge-domain", NB key config/vpp/l2/v2/bridge-domain/<name>) and the
 // membership of interfaces in them, one derived value per member
 // ("vpp-bd-interface", key vpp/bd/<bd>/interface/<iface>, BDInterfaceKey),
+// L2 cross-connects ("vpp-xconnect",
+// config/vpp/l2/v2/xconnect/<receive_interface>) and static L2 FIB entries
+// ("vpp-l2-fib", config/vpp/l2/v2/fib/<bridge_domain>/mac/<phys_address>),
 // through GoVPP (go.fd.io/govpp v0.13.0, VPP 25.10).
 //
 //	p := l2plugin.New(vppManager, ifplugin.SchedulerInterfaces(sched), logger)
@@ -31,9 +34,11 @@
 // ask for one bd_id. What a user names is the domain's logical name, the
 // last part of its key and its VPP tag (at most 63 bytes, what VPP keeps,
 // checked by Validate), unique as keys are. The only VPP resource two
-// values can both name is an interface's membership (VPP keeps an
-// interface in one domain), held exclusively by one binding at a time (see
-// One bridge domain per interface): the plugin declares no unique names
+// values can both name is an interface's L2 mode (VPP keeps an interface in
+// one domain or one cross-connect), held exclusively by one binding or
+// cross-connect at a time (see One L2 mode per interface); a cross-connect
+// is keyed by its receive interface, a FIB entry by its domain and MAC, so
+// two values never name one: the plugin declares no unique names
 // (api.UniqueName; ifplugin does, for memif ids, sub-interface ids,
 // AF_PACKET and TAP host interfaces).
 //
@@ -95,9 +100,9 @@
 //
 //   - Dependencies: "interface <iface>" (ifplugin.InterfaceKey(iface)): a
 //     binding waits (PENDING) for its interface while the domain and its
-//     other bindings work; and "interface <iface> in no other bridge domain",
-//     an Exclusive dependency on the interface's bridge domain membership
-//     (see "One bridge domain per interface").
+//     other bindings work; and "interface <iface> in no other bridge domain
+//     or cross-connect", an Exclusive dependency on the interface's L2 mode
+//     (see "One L2 mode per interface").
 //   - Create: one bridge_domain_dump of all domains (bd_id ~0), then
 //     sw_interface_set_l2_bridge with Enable, the bd_id from the domain's
 //     metadata, port type BVI when bridged_virtual_interface (else NORMAL)
@@ -123,27 +128,35 @@
 //     split-horizon group is re-created. RetrieveDependencies: the
 //     interface and bridge domain descriptors.
 //
-// # One bridge domain per interface
+// # One L2 mode per interface
 //
-// VPP keeps an interface in one bridge domain: sw_interface_set_l2_bridge
-// moves it out of the one it is in. Two domains that name one interface
-// would take it from each other at every resync, so the bindings of an
-// interface hold its membership exclusively: each has the Exclusive
-// dependency "interface <iface> in no other bridge domain" on the resource
-// "vpp/l2/bridge-domain-membership/<iface>". The scheduler applies one
-// binding of an interface at a time:
+// VPP keeps an interface in one L2 mode: a member of one bridge domain, or
+// the receive interface of one cross-connect (or L3).
+// sw_interface_set_l2_bridge moves it out of the domain or cross-connect it
+// is in, and so does sw_interface_set_l2_xconnect; disabling either puts
+// it in L3 mode whatever mode it is in. Two values that want one interface
+// (two domains that name it, a domain and a cross-connect from it) would
+// take it from each other at every resync, so the bindings and
+// cross-connects of an interface hold its L2 mode exclusively: each has the
+// Exclusive dependency "interface <iface> in no other bridge domain or
+// cross-connect" on the resource "vpp/l2/interface-mode/<iface>". The
+// scheduler applies one of them at a time:
 //
-//   - while one is applied, every other binding of the interface waits,
-//     PENDING, its details naming the holder; VPP is not touched and no
-//     Create is called for it;
+//   - while one is applied, every other binding or cross-connect of the
+//     interface waits, PENDING, its details naming the holder; VPP is not
+//     touched and no Create is called for it;
 //   - when the holder is deleted (its domain drops the interface, or is
-//     deleted), the first waiting binding is created, in the same
-//     transaction too: an interface moves from one domain to another in one
-//     transaction, whatever the order of the keys, the old binding taking
-//     it out before the new one puts it in;
-//   - the binding applied first keeps the interface; when the agent
-//     restarts, which is first is what VPP has (the resync finds the binding
-//     VPP has applied, and the other waits).
+//     deleted; the cross-connect is deleted), the first waiting value is
+//     created, in the same transaction too: an interface moves from one
+//     domain to another, or from a domain to a cross-connect, in one
+//     transaction, whatever the order of the keys, the old value taking it
+//     out before the new one puts it in;
+//   - the value applied first keeps the interface; when the agent
+//     restarts, which is first is what VPP has (the resync finds the
+//     binding or cross-connect VPP has applied, and the other waits).
+//
+// The transmit interface of a cross-connect keeps its mode: it may be a
+// member of a domain, or the transmit interface of other cross-connects.
 //
 // Create still looks for the interface among the members of all domains
 // (one bridge_domain_dump with bd_id and sw_if_index ~0: VPP 25.10 does not
@@ -165,6 +178,68 @@
 //     again on its retries and at every resync, and applied once the
 //     interface has left that domain.
 //
+// # Cross-connects
+//
+// An XConnectPair sends what receive_interface receives out of
+// transmit_interface (one way: a two-way cross-connect is two values).
+//
+//   - Validate: models.VPPXConnect.CheckKey (both names, the key).
+//   - Dependencies: "receive interface <rx>", "transmit interface <tx>"
+//     (ifplugin.InterfaceKey) and the Exclusive L2 mode of the receive
+//     interface (above).
+//   - Create: sw_interface_set_l2_xconnect with Enable, after one
+//     bridge_domain_dump of all domains: a receive interface in a domain
+//     that is not the agent's is refused with *L2ModeConflictError, VPP
+//     untouched (retriable: it passes once the interface leaves that
+//     domain); one in a domain of the agent's (left behind) is moved by VPP.
+//     A foreign (OBTAINED) receive interface that VPP has cross-connected to
+//     another interface is refused the same way (someone else's
+//     cross-connect); the agent's own interface's is replaced.
+//   - No Update: another transmit interface re-creates the value.
+//   - Delete: sw_interface_set_l2_xconnect with Enable false (which puts the
+//     interface in L3 mode, out of a bridge domain too), only when
+//     l2_xconnect_dump shows the receive interface cross-connected to the
+//     transmit interface; an interface already gone is success.
+//   - Retrieve: l2_xconnect_dump; a cross-connect whose interfaces have
+//     logical names (the expected values' interfaces and, with
+//     SetInterfaceLister, every interface, checked against VPP as the l3
+//     plugin does: see interfaceNames) is the agent's (origin FromNB), and
+//     a full resync deletes it when not configured, unless its receive
+//     interface is foreign and no expected value names it (someone else's
+//     cross-connect of someone else's interface is left alone). One on an
+//     interface without a logical name is not reported.
+//
+// # Static L2 FIB entries
+//
+// A FIBEntry is one MAC address of a bridge domain's forwarding table:
+// FORWARD out of outgoing_interface (static_config: never aged or
+// overwritten by learning; bridged_virtual_interface: the BVI's MAC), or
+// DROP (a filter).
+//
+//   - Validate: models.VPPL2FIB.CheckKey (MAC, domain, a FORWARD entry's
+//     interface, none for DROP; the key's MAC in any case).
+//   - Dependencies: a FORWARD entry on the binding of its interface to its
+//     domain (BDInterfaceKey: VPP refuses an entry of an interface in no
+//     bridge domain, INVALID_SW_IF_INDEX), a DROP entry on its domain.
+//   - Create: l2fib_add_del add with the domain's bd_id (BridgeDomainIndex)
+//     and the interface's sw_if_index (~0 and filter for DROP, which VPP
+//     makes static), static and BVI flags. Metadata (*FIBMetadata) keeps the
+//     bd_id and sw_if_index: VPP deletes a FORWARD entry only when given its
+//     interface.
+//   - Update: a change of flags in place (VPP's add replaces the entry);
+//     another action or interface re-creates (UpdateWithRecreate).
+//   - Delete: l2fib_add_del delete with the bd_id and sw_if_index it was
+//     added with; an entry or domain already gone is success.
+//   - Retrieve: l2_fib_table_dump of all domains; the entries of the agent's
+//     domains (bd_ids from the bridge domain descriptor's metadata): an
+//     expected entry VPP has, as VPP has it; every other static entry whose
+//     interface has a logical name, or filter, is the agent's (origin
+//     FromNB), which a full resync deletes. VPP's own entries are never
+//     reported: those it learns (not static) and the MAC of a domain's BVI
+//     (VPP adds it when the interface joins as the BVI).
+//   - ValueComparator: the MAC's spelling; a DROP entry's flags (VPP makes
+//     every filter static).
+//
 // # Errors
 //
 // Every callback is idempotent and passes its context to the VPP calls (it
@@ -185,8 +260,23 @@
 //   - One Plugin per scheduler: the bridge domain descriptor's metadata map
 //     is built by the plugin (MetadataMapFactory) and read by the binding
 //     descriptor.
-//   - arp_ufwd, uu-fwd ports, learn limits and static L2 FIB entries are not
-//     modelled; the flags the plugin does not model are left as VPP has them.
+//   - arp_ufwd, uu-fwd ports and learn limits are not modelled; the flags
+//     the plugin does not model are left as VPP has them.
+//   - VPP keeps the static FIB entries of a deleted bridge domain (its dump
+//     shows them with bd_id ~0) and gives them to the next domain that gets
+//     its bd_index: the agent deletes its entries before their domain, but
+//     entries someone else left in a deleted domain show up in a new domain
+//     of the agent's, where a full resync deletes them (those of interfaces
+//     with logical names, and filters).
+//   - A FIB value for the BVI's MAC (the original's examples have one)
+//     replaces the entry VPP adds for the BVI, and its delete removes it:
+//     the BVI then has no entry until it joins its domain again.
+//   - An interface deleted in cross-connect mode puts its transmit
+//     interface in L3 mode (VPP 25.10), out of its own cross-connect or
+//     domain: the agent deletes its cross-connects before their interfaces,
+//     and a resync repairs what a deletion behind its back did.
+//   - VPP sends no event when a cross-connect or a FIB entry changes: one
+//     changed by someone else is found by the next full resync.
 //   - A foreign domain that happens to carry one of our names as its tag is
 //     taken for ours.
 //   - A foreign interface (ifplugin: OBTAINED, Metadata.Foreign) that the

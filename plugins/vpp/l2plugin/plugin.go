@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	govppapi "go.fd.io/govpp/api"
+	interfaces "go.fd.io/govpp/binapi/interface"
 	"go.fd.io/govpp/binapi/l2"
 
 	"github.com/netagent-io/netagent/plugins/kvscheduler/api"
@@ -96,13 +97,21 @@ func (p *Plugin) Area() vppconn.Area {
 		&l2.BdIPMacAddDel{}, &l2.BdIPMacAddDelReply{},
 		&l2.BdIPMacDump{}, &l2.BdIPMacDetails{},
 		&l2.SwInterfaceSetL2Bridge{}, &l2.SwInterfaceSetL2BridgeReply{},
+		&l2.SwInterfaceSetL2Xconnect{}, &l2.SwInterfaceSetL2XconnectReply{},
+		&l2.L2XconnectDump{}, &l2.L2XconnectDetails{},
+		&l2.L2fibAddDel{}, &l2.L2fibAddDelReply{},
+		&l2.L2FibTableDump{}, &l2.L2FibTableDetails{},
+		&interfaces.SwInterfaceDump{}, &interfaces.SwInterfaceDetails{},
 	}}
 }
 
-// Descriptors returns the bridge domain descriptor and the binding
-// descriptor, to register after the VPP interface descriptor.
+// Descriptors returns the bridge domain, binding, cross-connect and L2 FIB
+// descriptors, to register after the VPP interface descriptor.
 func (p *Plugin) Descriptors() []*api.KVDescriptor {
-	return []*api.KVDescriptor{p.bridgeDomainDescriptor().KVDescriptor(), p.bdInterfaceDescriptor().KVDescriptor()}
+	return []*api.KVDescriptor{
+		p.bridgeDomainDescriptor().KVDescriptor(), p.bdInterfaceDescriptor().KVDescriptor(),
+		p.xconnectDescriptor().KVDescriptor(), p.fibDescriptor().KVDescriptor(),
+	}
 }
 
 // BridgeDomainIndex returns the VPP bd_id of a bridge domain the scheduler

@@ -28,6 +28,8 @@ func toConfig(c *ligatocfg.Config, skip map[string]bool) *configpb.Config {
 			BridgeDomains: keep(v.GetBridgeDomains(), "vpp_config.bridge_domains", skip),
 			Routes:        keep(v.GetRoutes(), "vpp_config.routes", skip),
 			Arps:          keep(v.GetArps(), "vpp_config.arps", skip),
+			Fibs:          keep(v.GetFibs(), "vpp_config.fibs", skip),
+			XconnectPairs: keep(v.GetXconnectPairs(), "vpp_config.xconnect_pairs", skip),
 			Vrfs:          keep(v.GetVrfs(), "vpp_config.vrfs", skip),
 		}
 	}
@@ -69,6 +71,8 @@ func fromConfig(c *configpb.Config) *ligatocfg.Config {
 			BridgeDomains: v.GetBridgeDomains(),
 			Routes:        v.GetRoutes(),
 			Arps:          v.GetArps(),
+			Fibs:          v.GetFibs(),
+			XconnectPairs: v.GetXconnectPairs(),
 			Vrfs:          v.GetVrfs(),
 		}
 	}

@@ -67,8 +67,6 @@ var originalFields = map[protoreflect.FullName]map[protowire.Number]originalFiel
 		11: {name: "spans", message: "ligato.vpp.interfaces.Span", list: true},
 		20: {name: "acls", message: "ligato.vpp.acl.ACL", list: true},
 		21: {name: "abfs", message: "ligato.vpp.abf.ABF", list: true},
-		31: {name: "fibs", message: "ligato.vpp.l2.FIBEntry", list: true},
-		32: {name: "xconnect_pairs", message: "ligato.vpp.l2.XConnectPair", list: true},
 		42: {name: "proxy_arp", message: "ligato.vpp.l3.ProxyARP"},
 		43: {name: "ipscan_neighbor", message: "ligato.vpp.l3.IPScanNeighbor"},
 		45: {name: "l3xconnects", message: "ligato.vpp.l3.L3XConnect", list: true},

@@ -24,6 +24,8 @@ import (
 	"go.fd.io/govpp/binapi/l2"
 	"go.fd.io/govpp/binapi/memif"
 	"go.fd.io/govpp/binapi/tapv2"
+
+	"github.com/netagent-io/netagent/plugins/vpp/vppconn"
 )
 
 // lockVPP waits for the turn of the test on the real VPP at socket: an
@@ -169,6 +171,27 @@ func (v *VPP) restore() {
 			}
 			return err
 		})
+	}
+	// The static L2 FIB entries of the domains the test made go before
+	// them: VPP keeps them after their domain (l2_fib_table_dump shows them
+	// with bd_id ~0) and gives them to the next domain that gets its
+	// bd_index, another test's.
+	for _, b := range now.BridgeDomains {
+		if v.Before.hadBridgeDomain(b) {
+			continue
+		}
+		for _, e := range dump[*l2.L2FibTableDetails](v, &l2.L2FibTableDump{BdID: b.BdID}) {
+			if !e.StaticMac {
+				continue
+			}
+			try(fmt.Sprintf("l2fib_add_del of %s in bd %d", e.Mac, b.BdID), func(ctx context.Context, conn api.Connection) error {
+				_, err := l2.NewServiceClient(conn).L2fibAddDel(ctx, &l2.L2fibAddDel{Mac: e.Mac, BdID: b.BdID, SwIfIndex: e.SwIfIndex, IsAdd: false})
+				if vppconn.IsVPPError(err, api.NO_SUCH_ENTRY) {
+					return nil
+				}
+				return err
+			})
+		}
 	}
 	for _, b := range now.BridgeDomains {
 		if v.Before.hadBridgeDomain(b) {

@@ -114,6 +114,8 @@ var OriginalMessages = map[string]protoreflect.FullName{
 	models.LinuxRoute.Name:      "ligato.linux.l3.Route",
 	models.LinuxARP.Name:        "ligato.linux.l3.ARPEntry",
 	models.VPPVrfTable.Name:     "ligato.vpp.l3.VrfTable",
+	models.VPPXConnect.Name:     "ligato.vpp.l2.XConnectPair",
+	models.VPPL2FIB.Name:        "ligato.vpp.l2.FIBEntry",
 }
 
 // Options are the optional settings of New.

@@ -35,6 +35,8 @@ var samples = map[string]proto.Message{
 	models.LinuxRoute.Name:      &linuxl3.Route{DstNetwork: "10.2.0.0/16", OutgoingInterface: "dummy1", GwAddr: "10.3.0.1"},
 	models.LinuxARP.Name:        &linuxl3.ARPEntry{Interface: "dummy1", IpAddress: "10.3.0.9", HwAddress: "02:00:00:00:00:0a"},
 	models.VPPVrfTable.Name:     &vppl3.VrfTable{Id: 3, Label: "blue"},
+	models.VPPXConnect.Name:     &vppl2.XConnectPair{ReceiveInterface: "loop1", TransmitInterface: "loop2"},
+	models.VPPL2FIB.Name:        &vppl2.FIBEntry{PhysAddress: "02:00:00:00:00:0b", BridgeDomain: "bd1", OutgoingInterface: "loop1", StaticConfig: true},
 }
 
 // Every model is known by netagent's message name and by the original's,

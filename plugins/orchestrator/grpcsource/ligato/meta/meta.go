@@ -76,6 +76,8 @@ var nameTemplates = map[string]string{
 		`{{else}}{{.DstNetwork}}{{end}}/{{.OutgoingInterface}}`,
 	models.LinuxARP.Name:    "{{.Interface}}/{{.IpAddress}}",
 	models.VPPVrfTable.Name: "id/{{.Id}}/protocol/{{.Protocol}}",
+	models.VPPXConnect.Name: "{{.ReceiveInterface}}",
+	models.VPPL2FIB.Name:    "{{.BridgeDomain}}/mac/{{.PhysAddress}}",
 }
 
 // Server is the MetaService of a model registry.

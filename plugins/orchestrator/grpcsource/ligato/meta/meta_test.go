@@ -77,6 +77,8 @@ var want = []struct {
 	{"linux.l3", "route", "linux.l3.Route", "linux/l3/route.proto", "*linuxl3.Route", "github.com/netagent-io/netagent/proto/linux/l3"},
 	{"linux.l3", "arp", "linux.l3.ARPEntry", "linux/l3/arp.proto", "*linuxl3.ARPEntry", "github.com/netagent-io/netagent/proto/linux/l3"},
 	{"vpp", "vrf-table", "vpp.l3.VrfTable", "vpp/l3/vrf.proto", "*vppl3.VrfTable", "github.com/netagent-io/netagent/proto/vpp/l3"},
+	{"vpp.l2", "xconnect", "vpp.l2.XConnectPair", "vpp/l2/xconnect.proto", "*vppl2.XConnectPair", "github.com/netagent-io/netagent/proto/vpp/l2"},
+	{"vpp.l2", "fib", "vpp.l2.FIBEntry", "vpp/l2/fib.proto", "*vppl2.FIBEntry", "github.com/netagent-io/netagent/proto/vpp/l2"},
 }
 
 func option(d *ligatogeneric.ModelDetail, key string) (string, bool) {
@@ -173,6 +175,8 @@ func TestNameTemplatesMakeNetagentsKeys(t *testing.T) {
 		"linux.l3.route":             {&linuxl3.Route{DstNetwork: "10.2.0.0/24", OutgoingInterface: "veth1"}},
 		"linux.l3.arp":               {&linuxl3.ARPEntry{Interface: "veth1", IpAddress: "10.2.0.5", HwAddress: "02:00:00:00:00:02"}},
 		"vpp.vrf-table":              {&vppl3.VrfTable{Id: 3}, &vppl3.VrfTable{Id: 3, Protocol: vppl3.VrfTable_IPV6, Label: "blue"}},
+		"vpp.l2.xconnect":            {&vppl2.XConnectPair{ReceiveInterface: "memif1/1", TransmitInterface: "loop1"}},
+		"vpp.l2.fib":                 {&vppl2.FIBEntry{BridgeDomain: "bd1", PhysAddress: "02:00:00:00:00:0a", OutgoingInterface: "loop1"}},
 	}
 	// ipnet is the original's template function, written here from its
 	// documented result: the network's address and prefix length.
