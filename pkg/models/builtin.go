@@ -323,6 +323,7 @@ func validateVPPInterface(v proto.Message, errs *fieldErrors) {
 		vppif.Interface_MEMIF:         "memif",
 		vppif.Interface_AF_PACKET:     "afpacket",
 		vppif.Interface_TAP:           "tap",
+		vppif.Interface_VXLAN_TUNNEL:  "vxlan",
 	}
 	link := ""
 	if f := i.ProtoReflect().WhichOneof(i.ProtoReflect().Descriptor().Oneofs().ByName("link")); f != nil {
@@ -353,6 +354,8 @@ func validateVPPInterface(v proto.Message, errs *fieldErrors) {
 		default:
 			errs.name("afpacket.linux_interface", a.GetLinuxInterface())
 		}
+	case vppif.Interface_VXLAN_TUNNEL:
+		validateVxlanLink(i, errs)
 	case vppif.Interface_TAP:
 		if t := i.GetTap(); t != nil {
 			if t.GetVersion() > 2 {

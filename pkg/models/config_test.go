@@ -96,6 +96,9 @@ func cfgFullKVs() []models.KV {
 				RxRingSize: 256, TxRingSize: 512, EnableGso: true, EnableTunnel: true}}}},
 		{Key: "config/vpp/v2/interfaces/unnum1", Value: &vppif.Interface{Name: "unnum1", Type: vppif.Interface_SOFTWARE_LOOPBACK,
 			Unnumbered: &vppif.Interface_Unnumbered{InterfaceWithIp: "loop1"}}},
+		{Key: "config/vpp/v2/interfaces/vxlan1", Value: &vppif.Interface{Name: "vxlan1", Type: vppif.Interface_VXLAN_TUNNEL,
+			Link: &vppif.Interface_Vxlan{Vxlan: &vppif.VxlanLink{SrcAddress: "192.168.42.1", DstAddress: "239.1.1.1", Vni: 13, Multicast: "loop1",
+				Gpe: &vppif.VxlanLink_Gpe{DecapVrfId: 2, Protocol: vppif.VxlanLink_Gpe_IP4}}}}},
 		// vpp_config.routes
 		{Key: "config/vpp/v2/route/if/loop1/vrf/0/dst/10.1.0.0/16/gw/10.0.0.254", Value: &vppl3.Route{Type: vppl3.Route_INTRA_VRF,
 			DstNetwork: "10.1.2.3/16", NextHopAddr: "10.0.0.254", OutgoingInterface: "loop1", Weight: 1, Preference: 2}},
@@ -639,7 +642,7 @@ func TestBuildConfigSorted(t *testing.T) {
 	for _, i := range c.GetVppConfig().GetInterfaces() {
 		names = append(names, i.GetName())
 	}
-	want := []string{"GigabitEthernet0/8/0", "GigabitEthernet0/8/0.100", "afp1", "afp2", "loop1", "memif1/1", "tap1", "unnum1"}
+	want := []string{"GigabitEthernet0/8/0", "GigabitEthernet0/8/0.100", "afp1", "afp2", "loop1", "memif1/1", "tap1", "unnum1", "vxlan1"}
 	if !biEqualStrings(names, want) {
 		t.Errorf("vpp_config.interfaces in order %q, want %q", names, want)
 	}

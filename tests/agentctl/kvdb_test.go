@@ -238,7 +238,7 @@ func TestAgentctlKVDB(t *testing.T) {
 }
 
 // TestAgentctlPluginChecks: against an agent with VPP (vppsim), a value
-// that passes the model's checks but not its plugin's (a VXLAN_TUNNEL
+// that passes the model's checks but not its plugin's (a GRE_TUNNEL
 // interface: the VPP plugin creates none) is written by kvdb put and is
 // INVALID in the agent (README: kvdb put); a configuration document with
 // such a value plans with exit 1, before and after it is stored.
@@ -251,19 +251,19 @@ func TestAgentctlPluginChecks(t *testing.T) {
 	t.Cleanup(func() { _ = sim.Close() })
 	a := startAgent(t, agentOptions{VPPSocket: sim.SocketPath()})
 	env := a.env()
-	const unsupported = "type VXLAN_TUNNEL is not supported by this agent"
+	const unsupported = "type GRE_TUNNEL is not supported by this agent"
 
 	const key = "config/vpp/v2/interfaces/tun1"
-	if out := mustCtl(t, env, "kvdb", "put", key, `{"name":"tun1","type":"VXLAN_TUNNEL"}`); !strings.HasPrefix(out, "put /vnf-agent/"+a.Label+"/"+key) {
-		t.Errorf("kvdb put of a VXLAN tunnel: %q, want it written", out)
+	if out := mustCtl(t, env, "kvdb", "put", key, `{"name":"tun1","type":"GRE_TUNNEL"}`); !strings.HasPrefix(out, "put /vnf-agent/"+a.Label+"/"+key) {
+		t.Errorf("kvdb put of a GRE tunnel: %q, want it written", out)
 	}
 	waitCtl(t, "tun1 INVALID", env, contains(unsupported), "values", "--state", "INVALID")
 
-	doc := writeFile(t, "b.yaml", "vpp_config:\n  interfaces:\n    - name: lp\n      type: VXLAN_TUNNEL\n")
+	doc := writeFile(t, "b.yaml", "vpp_config:\n  interfaces:\n    - name: lp\n      type: GRE_TUNNEL\n")
 	for _, when := range []string{"before update", "after update"} {
 		stdout, stderr, code := agentctl(t, env, "config", "plan", doc)
 		if code != 1 || !strings.Contains(stdout, unsupported) {
-			t.Errorf("plan of a VXLAN tunnel %s: exit %d, %q; want 1 and the plugin's error", when, code, stdout)
+			t.Errorf("plan of a GRE tunnel %s: exit %d, %q; want 1 and the plugin's error", when, code, stdout)
 		}
 		checkErrorLine(t, []string{"config", "plan"}, stdout, stderr)
 		if when == "before update" {

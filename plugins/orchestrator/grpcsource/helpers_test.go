@@ -174,14 +174,14 @@ func linuxStateKey(name string, up bool) string {
 }
 
 // descriptors returns the test descriptors: VPP interfaces (refusing
-// VXLAN tunnels, as a plugin refuses a type it does not support), VPP
+// GRE tunnels, as a plugin refuses a type it does not support), VPP
 // routes (depending on their outgoing interface), Linux interfaces (with
 // their admin-state property).
 func (f *fakeSB) descriptors() []*api.KVDescriptor {
 	vif := f.descriptor("test-vpp-interface", models.VPPInterface)
 	vif.Validate = func(_ string, v proto.Message) error {
-		if v.(*vppif.Interface).GetType() == vppif.Interface_VXLAN_TUNNEL {
-			return api.NewInvalidValueError(errors.New("VXLAN tunnels are not supported"), "type")
+		if v.(*vppif.Interface).GetType() == vppif.Interface_GRE_TUNNEL {
+			return api.NewInvalidValueError(errors.New("GRE tunnels are not supported"), "type")
 		}
 		return nil
 	}

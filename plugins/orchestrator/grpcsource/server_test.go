@@ -266,7 +266,7 @@ func TestPlanChangesNothing(t *testing.T) {
 func TestUnchangedValuesInError(t *testing.T) {
 	e := newEnv(t)
 	e.start(t)
-	tunnel := &vppif.Interface{Name: "tun1", Type: vppif.Interface_VXLAN_TUNNEL}
+	tunnel := &vppif.Interface{Name: "tun1", Type: vppif.Interface_GRE_TUNNEL}
 	doc := cfg(tunnel, loop("good1"))
 	first := update(t, e, &configuratorpb.UpdateRequest{Update: doc, WaitDone: true})
 	if first.GetSeqNum() == 0 || len(first.GetErrors()) != 1 {
@@ -275,7 +275,7 @@ func TestUnchangedValuesInError(t *testing.T) {
 	wantTunnelError := func(what string, errs []*configuratorpb.KeyError) {
 		t.Helper()
 		if len(errs) != 1 || errs[0].GetKey() != vppKey("tun1") || errs[0].GetState() != kvschedulerpb.ValueState_INVALID ||
-			errs[0].GetOperation() == "" || !strings.Contains(errs[0].GetError(), "VXLAN tunnels are not supported") {
+			errs[0].GetOperation() == "" || !strings.Contains(errs[0].GetError(), "GRE tunnels are not supported") {
 			t.Errorf("%s: errors %v, want tun1 INVALID with its error", what, errs)
 		}
 	}

@@ -46,22 +46,23 @@
 // The VPP tag of every interface the agent creates is its logical name. An
 // interface is the agent's when its tag is a valid logical name (the NB key
 // InterfaceKey(tag) parses) and it is of a type the plugin creates
-// (loopback, AF_PACKET, memif, TAP, sub-interface): Retrieve returns it
-// under its tag with origin FromNB (even when no longer configured, so that
-// a resync deletes it) and Delete removes it.
+// (loopback, AF_PACKET, memif, TAP, sub-interface, VXLAN tunnel): Retrieve
+// returns it under its tag with origin FromNB (even when no longer
+// configured, so that a resync deletes it) and Delete removes it.
 //
-// Every other interface is foreign: local0, DPDK ports and tunnels, and
-// anything created by someone else (the VPP CLI, another program) without a
-// tag or with a tag that is no logical name ("made by hand"). Retrieve
+// Every other interface is foreign: local0, DPDK ports, tunnels of other
+// kinds, and anything created by someone else (the VPP CLI, another
+// program) without a tag or with a tag that is no logical name ("made by
+// hand"). Retrieve
 // returns it with origin FromSB under its VPP name as logical name
 // (InterfaceKey("local0"), InterfaceKey("tap0"),
 // InterfaceKey("GigabitEthernet0/8/0")), its value as VPP has it (MAC, MTU,
 // addresses, VRF, type and link details) and its Metadata with Foreign set.
 // The type is the model's where the model has one (loopback, AF_PACKET,
-// memif, TAP, sub-interface, DPDK); local0, VPP's own interface, and kinds
-// the model lacks are UNDEFINED_TYPE (JSON leaves the zero value out), and
-// Metadata.DevType, shown with the value in dumps, says what VPP calls them
-// ("local" for local0).
+// memif, TAP, sub-interface, VXLAN tunnel, DPDK); local0, VPP's own
+// interface, and kinds the model lacks are UNDEFINED_TYPE (JSON leaves the
+// zero value out), and Metadata.DevType, shown with the value in dumps,
+// says what VPP calls them ("local" for local0).
 // The scheduler keeps it OBTAINED, with its derived values (admin state,
 // addresses, ...): it shows in status and dumps, satisfies dependencies (a
 // sub-interface's parent, an unnumbered donor, a bridge domain member, a
@@ -130,7 +131,28 @@
 //   - SUB_INTERFACE: create_subif on the parent, one dot1q tag, exact match,
 //     outer VLAN = sub_id (1..4095). Depends on the parent's NB key; VPP
 //     deletes it with its parent, the scheduler deletes it first.
-//   - Any other type (DPDK, VXLAN_TUNNEL, ...) and UNDEFINED_TYPE are
+//   - VXLAN_TUNNEL: vxlan_add_del_tunnel_v3 (VPP's vxlan plugin), an L2
+//     (Ethernet) tunnel vxlan_tunnel<n> from src_address to dst_address
+//     (one IP version), vni (24 bits), VPP's UDP port 4789, decapsulated to
+//     l2-input (a bridge domain member, or an L3 interface with addresses).
+//     As in the original agent, the interface's vrf is the encap VRF, the
+//     table the encapsulated packets are routed in (VPP needs its table of
+//     the tunnel's IP version at creation: the value depends on the VRF
+//     table value models.VrfTableKey(vrf, ipv6) and waits, PENDING; the
+//     tunnel is deleted before that table, whose deletion under a tunnel
+//     crashes VPP 25.10), and the tunnel interface is bound to it like any
+//     interface (the VRF derived value; without addresses, for the
+//     tunnel's IP version). A multicast dst_address needs
+//     multicast, the logical name of the interface the group is joined on
+//     (a dependency on its NB key; unicast tunnels have none). VPP makes
+//     the tunnel admin up with a random MAC: the tag, phys_address (when
+//     set) and MTU follow at once, the admin state as a derived value.
+//     src_address, dst_address, vni, multicast and vrf are fixed at
+//     creation: a change re-creates the tunnel. VXLAN-GPE (gpe) is INVALID:
+//     the VPP 25.10 the agent manages has no vxlan-gpe plugin. Delete reads
+//     the tunnel's key (ends, VNI, encap VRF, port) at its index from
+//     vxlan_tunnel_v2_dump and deletes by that key, as VPP requires.
+//   - Any other type (DPDK, GRE_TUNNEL, ...) and UNDEFINED_TYPE are
 //     INVALID with the reason, as are set_dhcp_client, TAP to_microservice
 //     and enable_tunnel.
 //
@@ -143,7 +165,8 @@
 //     of two, TAP ring sizes, VLAN range, no phys_address on a
 //     sub-interface, which has its parent's MAC, or on an IP-mode memif,
 //     which has none).
-//   - Dependencies: AF_PACKET and SUB_INTERFACE as above; none otherwise.
+//   - Dependencies: AF_PACKET, SUB_INTERFACE and VXLAN_TUNNEL as above; none
+//     otherwise.
 //   - Unique: the names VPP keeps once (see One value per VPP name).
 //   - Create: creates the interface by type, sets the tag, the MTU
 //     (sw_interface_set_mtu [mtu,0,0,0], only when mtu != 0) and returns the
@@ -155,7 +178,8 @@
 //     of 0 or an empty phys_address leaves VPP's as it is. Admin state, VRF,
 //     addresses and unnumbered change through the derived values.
 //   - UpdateWithRecreate: a change of type or of the link (memif, TAP,
-//     AF_PACKET, sub-interface settings) re-creates the interface; the values
+//     AF_PACKET, sub-interface, VXLAN settings), or of a VXLAN tunnel's vrf,
+//     re-creates the interface; the values
 //     depending on it are deleted first and created again after it.
 //   - ValueComparator: the order of addresses, the case of the MAC, TAP
 //     version 0/2 and two spellings of one memif socket path (path.Clean)
@@ -164,18 +188,19 @@
 //     file (only VPP knows that directory); a Retrieve keeps the
 //     configured spelling of the file VPP has.
 //   - Delete: by type (delete_loopback, af_packet_delete by host name,
-//     memif_delete, tap_delete_v2, delete_subif); a missing interface is a
-//     success.
+//     memif_delete, tap_delete_v2, delete_subif, vxlan_add_del_tunnel_v3 of
+//     the tunnel's key); a missing interface is a success.
 //   - Retrieve: dumps every interface with its addresses, VRF, unnumbered
 //     state and type details; returns the agent's (origin FromNB) and the
 //     foreign ones (origin FromSB, as VPP has them; see Ownership). For the
 //     agent's, fields VPP reports faithfully are taken from VPP (type,
 //     link settings: memif role, id, mode and socket, AF_PACKET host,
-//     sub-interface parent and VLAN, TAP host name, rings and GSO; MAC and
-//     MTU when the configuration sets them). The MTU is VPP's L3 MTU with
-//     no protocol MTU of its own (the agent sets [mtu,0,0,0]); an IPv4,
-//     IPv6 or MPLS MTU set by hand is reported as the interface's MTU, so a
-//     resync sets it back. What VPP does not report, or not faithfully, is
+//     sub-interface parent and VLAN, TAP host name, rings and GSO, VXLAN
+//     ends, VNI, multicast interface and encap VRF (the vrf of a VXLAN
+//     tunnel); MAC and MTU when the configuration sets them). The MTU is
+//     VPP's L3 MTU with no protocol MTU of its own (the agent sets
+//     [mtu,0,0,0]); an IPv4, IPv6 or MPLS MTU set by hand is reported as
+//     the interface's MTU, so a resync sets it back. What VPP does not report, or not faithfully, is
 //     the configuration's: the memif secret and queue counts, the memif
 //     ring and buffer sizes (VPP 25.10's memif_dump reports run-time sizes:
 //     1 and 0 until a peer connects, and on a master also while connected;
@@ -226,7 +251,16 @@
 //   - a TAP's host_if_name, its link in VPP's network namespace: "vpp tap
 //     host interface tap-a", field tap.host_if_name (VPP renames the new
 //     link to it, which the kernel refuses while another link has the
-//     name: NETLINK_ERROR). A TAP without host_if_name names nothing.
+//     name: NETLINK_ERROR). A TAP without host_if_name names nothing;
+//   - a VXLAN tunnel's key in VPP, its destination, VNI and encap VRF, and
+//     its source for an IPv4 unicast tunnel only: "vpp vxlan tunnel from
+//     10.0.0.1 to 10.0.0.2 vni 13 encap vrf 0", "vpp vxlan tunnel to
+//     2001:db8::2 vni 13 encap vrf 0", field vxlan.vni (VPP:
+//     TUNNEL_EXIST; VPP 25.10 takes two IPv6 tunnels, or two IPv4
+//     multicast ones, that differ in their source only for one, and
+//     deletes by key, so the Delete of a second value would remove the
+//     first's tunnel). A tunnel of that key made by someone else makes the
+//     Create fail (retriably), naming VPP's tunnel in the way.
 //
 // A value using a name another valid value uses is INVALID with the error
 // "memif.id: vpp memif id 3 on socket ... is already used by
@@ -260,8 +294,9 @@
 //     VPP is the one its value asks for (Metadata.Value); an interface that
 //     differs reports none, so a resync sets it, or it keeps waiting.
 //   - VRFKey(name, vrf, "v4"|"v6"), VRFDescriptorName, for vrf != 0, one
-//     per IP protocol of the interface's addresses (VRFVersions; "v4" for
-//     an interface without addresses; the original agent made one key,
+//     per IP protocol of the interface's addresses (VRFVersions; for an
+//     interface without addresses, the IP version of a VXLAN tunnel's
+//     ends, "v4" for the others; the original agent made one key,
 //     "both", for an interface of both): Create binds the interface
 //     to the VRF's table of that protocol (sw_interface_set_table), which
 //     it does not create: the value depends on the VRF table value of that
@@ -371,9 +406,10 @@
 // The compatibility check at connect has one area for what every
 // interface needs (vppcalls.AreaName: loopbacks, sub-interfaces, settings,
 // addresses, dumps) and one per interface type a VPP plugin provides
-// (vppcalls.AfPacketAreaName, MemifAreaName, TapAreaName). A VPP without
-// memif_plugin.so disables the memif area only: memif values fail, naming
-// the missing messages, and the other interfaces are managed as usual. A VPP
+// (vppcalls.AfPacketAreaName, MemifAreaName, TapAreaName, VxlanAreaName).
+// A VPP without memif_plugin.so disables the memif area only: memif values
+// fail, naming the missing messages, and the other interfaces are managed
+// as usual (likewise vxlan_plugin.so and the VXLAN values). A VPP
 // without the messages of the interfaces' own area disables every interface
 // value: the Retrieves report nothing (an error would leave the values as
 // the scheduler knew them from the VPP before, CONFIGURED, with that VPP's

@@ -190,7 +190,7 @@ func TestValidation(t *testing.T) {
 		text  string
 	}{
 		{&vppif.Interface{Name: "dpdk0", Type: vppif.Interface_DPDK}, "type", "not supported"},
-		{&vppif.Interface{Name: "vx", Type: vppif.Interface_VXLAN_TUNNEL}, "type", "not supported"},
+		{&vppif.Interface{Name: "gre0", Type: vppif.Interface_GRE_TUNNEL}, "type", "not supported"},
 		{&vppif.Interface{Name: "none"}, "type", "required"},
 		{&vppif.Interface{Name: "m0", Type: vppif.Interface_MEMIF}, "memif.socket_filename", "required"},
 		{&vppif.Interface{Name: "m1", Type: vppif.Interface_MEMIF, Link: &vppif.Interface_Memif{Memif: &vppif.MemifLink{SocketFilename: "/run/m.sock", RingSize: 1000}}}, "memif.ring_size", "power of two"},

@@ -32,7 +32,7 @@ const (
 	maxTapRing         = 32768
 )
 
-var supportedTypes = "SOFTWARE_LOOPBACK, AF_PACKET, MEMIF, TAP or SUB_INTERFACE"
+var supportedTypes = "SOFTWARE_LOOPBACK, AF_PACKET, MEMIF, TAP, SUB_INTERFACE or VXLAN_TUNNEL"
 
 func (p *Plugin) interfaceDescriptor() *api.KVDescriptor {
 	d := &api.TypedDescriptor[*vppif.Interface, *Metadata]{
@@ -92,6 +92,8 @@ func normalized(i *vppif.Interface) *vppif.Interface {
 		if m := c.GetMemif(); m != nil && m.SocketFilename != "" {
 			m.SocketFilename = path.Clean(m.SocketFilename)
 		}
+	case vppif.Interface_VXLAN_TUNNEL:
+		normalizeVxlan(c.GetVxlan())
 	}
 	return c
 }
@@ -115,7 +117,7 @@ func (p *Plugin) validate(key string, v *vppif.Interface) error {
 	}
 	switch v.GetType() {
 	case vppif.Interface_SOFTWARE_LOOPBACK, vppif.Interface_AF_PACKET, vppif.Interface_MEMIF,
-		vppif.Interface_TAP, vppif.Interface_SUB_INTERFACE:
+		vppif.Interface_TAP, vppif.Interface_SUB_INTERFACE, vppif.Interface_VXLAN_TUNNEL:
 	case vppif.Interface_UNDEFINED_TYPE:
 		return invalid("type", "type is required: %s", supportedTypes)
 	default:
@@ -170,6 +172,8 @@ func (p *Plugin) validate(key string, v *vppif.Interface) error {
 		if v.GetPhysAddress() != "" {
 			return invalid("phys_address", "a sub-interface has the MAC of its parent")
 		}
+	case vppif.Interface_VXLAN_TUNNEL:
+		return validateVxlan(v)
 	}
 	return nil
 }
@@ -218,6 +222,8 @@ func (p *Plugin) dependencies(key string, v *vppif.Interface) []api.Dependency {
 		if parent := v.GetSub().GetParentName(); parent != "" {
 			return []api.Dependency{{Label: "parent interface " + parent, Key: InterfaceKey(parent)}}
 		}
+	case vppif.Interface_VXLAN_TUNNEL:
+		return vxlanDependencies(v)
 	}
 	return nil
 }
@@ -258,6 +264,8 @@ func uniqueNames(_ string, v *vppif.Interface) []api.UniqueName {
 		if h := v.GetTap().GetHostIfName(); h != "" {
 			return []api.UniqueName{{Field: "tap.host_if_name", Name: "vpp tap host interface " + h}}
 		}
+	case vppif.Interface_VXLAN_TUNNEL:
+		return []api.UniqueName{vxlanUniqueName(v)}
 	}
 	return nil
 }
@@ -317,7 +325,8 @@ func unnumberedValue(name, donor string) *vppif.Interface {
 }
 
 // needsRecreate: a change of type or of the type's link settings re-creates
-// the interface (and whatever depends on it).
+// the interface (and whatever depends on it), and so does a change of a
+// VXLAN tunnel's vrf (its encap VRF, fixed at creation).
 // A configured value that takes over the key of a foreign (OBTAINED)
 // interface is always created anew: the foreign interface is never changed.
 func needsRecreate(key string, old, new *vppif.Interface, md *Metadata) bool {
@@ -326,7 +335,8 @@ func needsRecreate(key string, old, new *vppif.Interface, md *Metadata) bool {
 	}
 	o, n := normalized(old), normalized(new)
 	return o.GetType() != n.GetType() ||
-		!proto.Equal(&vppif.Interface{Link: o.Link}, &vppif.Interface{Link: n.Link})
+		!proto.Equal(&vppif.Interface{Link: o.Link}, &vppif.Interface{Link: n.Link}) ||
+		n.GetType() == vppif.Interface_VXLAN_TUNNEL && o.GetVrf() != n.GetVrf()
 }
 
 func parseMAC(s string) (net.HardwareAddr, error) {
@@ -379,15 +389,18 @@ func (p *Plugin) create(ctx context.Context, key string, v *vppif.Interface) (*M
 			return nil, fmt.Errorf("interface %s: parent interface %s has no VPP interface yet", v.GetName(), parent)
 		}
 		idx, err = p.h.CreateSubif(ctx, pmd.SwIfIndex, v.GetSub().GetSubId(), uint16(v.GetSub().GetSubId()))
+	case vppif.Interface_VXLAN_TUNNEL:
+		idx, err = p.createVxlan(ctx, v)
 	default:
 		return nil, api.NonRetriable(fmt.Errorf("interface %s: type %s is not supported", v.GetName(), v.GetType()))
 	}
 	if err != nil {
 		return nil, fmt.Errorf("interface %s: %w", v.GetName(), err)
 	}
-	// Created admin down: what the agent last did to it until its admin
-	// state is set (the link-state watcher may list it before that).
-	p.recordChange(v.GetName(), agentChange{SwIfIndex: idx})()
+	// Created admin down (a VXLAN tunnel up): what the agent last did to it
+	// until its admin state is set (the link-state watcher may list it
+	// before that).
+	p.recordChange(v.GetName(), agentChange{SwIfIndex: idx, AdminUp: v.GetType() == vppif.Interface_VXLAN_TUNNEL})()
 	// The interface exists: tag it (it is ours from now on) and configure
 	// it; on failure, delete it again so that no untagged (foreign-looking)
 	// interface is left behind and a retry starts afresh.
@@ -404,6 +417,15 @@ func (p *Plugin) create(ctx context.Context, key string, v *vppif.Interface) (*M
 func (p *Plugin) configureNew(ctx context.Context, v *vppif.Interface, idx, pid uint32) (*Metadata, error) {
 	if v.GetType() != vppif.Interface_TAP { // tap_create_v3 sets the tag
 		if err := p.h.SetTag(ctx, idx, v.GetName()); err != nil {
+			return nil, err
+		}
+	}
+	if v.GetType() == vppif.Interface_VXLAN_TUNNEL && v.GetPhysAddress() != "" { // VPP picks a MAC at creation
+		hw, err := parseMAC(v.GetPhysAddress())
+		if err != nil {
+			return nil, err
+		}
+		if err := p.h.SetMAC(ctx, idx, hw); err != nil {
 			return nil, err
 		}
 	}
@@ -457,6 +479,8 @@ func (p *Plugin) deleteByType(ctx context.Context, v *vppif.Interface, idx uint3
 		return p.h.DeleteTap(ctx, idx)
 	case vppif.Interface_SUB_INTERFACE:
 		return p.h.DeleteSubif(ctx, idx)
+	case vppif.Interface_VXLAN_TUNNEL:
+		return p.h.DeleteVxlan(ctx, idx)
 	}
 	return api.NonRetriable(fmt.Errorf("type %s is not supported", v.GetType()))
 }
@@ -768,6 +792,12 @@ func observed(i *vppcalls.Interface, name string, want *vppif.Interface, raw boo
 		if raw || w != nil || !proto.Equal(t, &vppif.TapLink{}) {
 			v.Link = &vppif.Interface_Tap{Tap: t}
 		}
+	case vppcalls.KindVxlan:
+		v.Type = vppif.Interface_VXLAN_TUNNEL
+		v.Link = &vppif.Interface_Vxlan{Vxlan: observedVxlan(i.Vxlan, want.GetVxlan(), nameOf)}
+		// vrf is the encap VRF, fixed at creation, which VPP reports as it
+		// is; the tunnel's binding to it is the VRF value's.
+		v.Vrf = i.Vxlan.EncapVrf
 	case vppcalls.KindOther:
 		// The model has a type for DPDK ports; for the rest (local0, VPP's
 		// own, and kinds the agent does not manage) UNDEFINED_TYPE is the

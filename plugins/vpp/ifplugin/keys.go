@@ -62,9 +62,13 @@ func VRFKey(iface string, vrf uint32, version string) string {
 
 // VRFVersions are the ip-versions of an interface's VRFKeys: one per IP
 // protocol whose table the interface is bound to, those of its addresses
-// ("v4", "v6"); "v4" for an interface without addresses (an unnumbered
-// one, one given addresses by DHCP).
+// ("v4", "v6"); for an interface without addresses, that of a VXLAN
+// tunnel's ends (its encap VRF's table, as in the original agent), "v4"
+// for the others (an unnumbered one, one given addresses by DHCP).
 func VRFVersions(v *vppif.Interface) []string {
+	if len(v.GetIpAddresses()) == 0 && v.GetType() == vppif.Interface_VXLAN_TUNNEL && vxlanIPv6(v.GetVxlan()) {
+		return []string{"v6"}
+	}
 	var v4, v6 bool
 	for _, a := range v.GetIpAddresses() {
 		if p, err := netip.ParsePrefix(a); err == nil && p.Addr().Is6() {

@@ -59,7 +59,7 @@ func NewWithHandler(h vppcalls.Handler, log *slog.Logger) *Plugin {
 
 // Areas lists the messages the plugin uses, for vppconn's compatibility
 // check at connect: the interfaces' own (vppcalls.AreaName), and one area per
-// interface type a VPP plugin provides (AF_PACKET, memif, TAP). When VPP
+// interface type a VPP plugin provides (AF_PACKET, memif, TAP, VXLAN). When VPP
 // lacks a message of an area, the area is disabled and its calls fail with
 // a non-retriable *vppconn.IncompatibleError naming the messages: without
 // memif, the memif values fail and the other interfaces are managed as

@@ -166,6 +166,61 @@ func (MemifLink_MemifMode) EnumDescriptor() ([]byte, []int) {
 	return file_vpp_interfaces_interface_proto_rawDescGZIP(), []int{2, 0}
 }
 
+type VxlanLink_Gpe_Protocol int32
+
+const (
+	VxlanLink_Gpe_UNKNOWN  VxlanLink_Gpe_Protocol = 0
+	VxlanLink_Gpe_IP4      VxlanLink_Gpe_Protocol = 1
+	VxlanLink_Gpe_IP6      VxlanLink_Gpe_Protocol = 2
+	VxlanLink_Gpe_ETHERNET VxlanLink_Gpe_Protocol = 3
+	VxlanLink_Gpe_NSH      VxlanLink_Gpe_Protocol = 4
+)
+
+// Enum value maps for VxlanLink_Gpe_Protocol.
+var (
+	VxlanLink_Gpe_Protocol_name = map[int32]string{
+		0: "UNKNOWN",
+		1: "IP4",
+		2: "IP6",
+		3: "ETHERNET",
+		4: "NSH",
+	}
+	VxlanLink_Gpe_Protocol_value = map[string]int32{
+		"UNKNOWN":  0,
+		"IP4":      1,
+		"IP6":      2,
+		"ETHERNET": 3,
+		"NSH":      4,
+	}
+)
+
+func (x VxlanLink_Gpe_Protocol) Enum() *VxlanLink_Gpe_Protocol {
+	p := new(VxlanLink_Gpe_Protocol)
+	*p = x
+	return p
+}
+
+func (x VxlanLink_Gpe_Protocol) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (VxlanLink_Gpe_Protocol) Descriptor() protoreflect.EnumDescriptor {
+	return file_vpp_interfaces_interface_proto_enumTypes[2].Descriptor()
+}
+
+func (VxlanLink_Gpe_Protocol) Type() protoreflect.EnumType {
+	return &file_vpp_interfaces_interface_proto_enumTypes[2]
+}
+
+func (x VxlanLink_Gpe_Protocol) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use VxlanLink_Gpe_Protocol.Descriptor instead.
+func (VxlanLink_Gpe_Protocol) EnumDescriptor() ([]byte, []int) {
+	return file_vpp_interfaces_interface_proto_rawDescGZIP(), []int{4, 0, 0}
+}
+
 // Interface is one VPP interface.
 type Interface struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -193,6 +248,7 @@ type Interface struct {
 	//	*Interface_Memif
 	//	*Interface_Afpacket
 	//	*Interface_Tap
+	//	*Interface_Vxlan
 	Link          isInterface_Link `protobuf_oneof:"link"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -334,6 +390,15 @@ func (x *Interface) GetTap() *TapLink {
 	return nil
 }
 
+func (x *Interface) GetVxlan() *VxlanLink {
+	if x != nil {
+		if x, ok := x.Link.(*Interface_Vxlan); ok {
+			return x.Vxlan
+		}
+	}
+	return nil
+}
+
 type isInterface_Link interface {
 	isInterface_Link()
 }
@@ -354,6 +419,10 @@ type Interface_Tap struct {
 	Tap *TapLink `protobuf:"bytes,103,opt,name=tap,proto3,oneof"`
 }
 
+type Interface_Vxlan struct {
+	Vxlan *VxlanLink `protobuf:"bytes,104,opt,name=vxlan,proto3,oneof"`
+}
+
 func (*Interface_Sub) isInterface_Link() {}
 
 func (*Interface_Memif) isInterface_Link() {}
@@ -361,6 +430,8 @@ func (*Interface_Memif) isInterface_Link() {}
 func (*Interface_Afpacket) isInterface_Link() {}
 
 func (*Interface_Tap) isInterface_Link() {}
+
+func (*Interface_Vxlan) isInterface_Link() {}
 
 // SubInterface is a VLAN sub-interface of a parent interface.
 type SubInterface struct {
@@ -582,6 +653,94 @@ func (x *AfpacketLink) GetLinuxInterface() string {
 	return ""
 }
 
+// VxlanLink is a VXLAN tunnel (VXLAN_TUNNEL): VPP's vxlan plugin, an L2
+// (Ethernet) interface whose frames travel in UDP between two VTEPs. The
+// encapsulated packets are sent in the interface's vrf (the encap VRF: its
+// table of the addresses' IP version must exist). src_address, dst_address,
+// vni, multicast and vrf are fixed at creation: a change of one re-creates
+// the tunnel.
+type VxlanLink struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// src_address is the local VTEP address (IPv4 or IPv6).
+	SrcAddress string `protobuf:"bytes,1,opt,name=src_address,json=srcAddress,proto3" json:"src_address,omitempty"`
+	// dst_address is the remote VTEP address, of the IP version of
+	// src_address, or a multicast group (then multicast is required).
+	DstAddress string `protobuf:"bytes,2,opt,name=dst_address,json=dstAddress,proto3" json:"dst_address,omitempty"`
+	// vni is the VXLAN Network Identifier, 24 bits (0 to 16777215).
+	Vni uint32 `protobuf:"varint,3,opt,name=vni,proto3" json:"vni,omitempty"`
+	// multicast is the logical name of the interface a multicast tunnel
+	// sends and receives on; only with a multicast dst_address.
+	Multicast     string         `protobuf:"bytes,4,opt,name=multicast,proto3" json:"multicast,omitempty"`
+	Gpe           *VxlanLink_Gpe `protobuf:"bytes,5,opt,name=gpe,proto3" json:"gpe,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *VxlanLink) Reset() {
+	*x = VxlanLink{}
+	mi := &file_vpp_interfaces_interface_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *VxlanLink) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*VxlanLink) ProtoMessage() {}
+
+func (x *VxlanLink) ProtoReflect() protoreflect.Message {
+	mi := &file_vpp_interfaces_interface_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use VxlanLink.ProtoReflect.Descriptor instead.
+func (*VxlanLink) Descriptor() ([]byte, []int) {
+	return file_vpp_interfaces_interface_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *VxlanLink) GetSrcAddress() string {
+	if x != nil {
+		return x.SrcAddress
+	}
+	return ""
+}
+
+func (x *VxlanLink) GetDstAddress() string {
+	if x != nil {
+		return x.DstAddress
+	}
+	return ""
+}
+
+func (x *VxlanLink) GetVni() uint32 {
+	if x != nil {
+		return x.Vni
+	}
+	return 0
+}
+
+func (x *VxlanLink) GetMulticast() string {
+	if x != nil {
+		return x.Multicast
+	}
+	return ""
+}
+
+func (x *VxlanLink) GetGpe() *VxlanLink_Gpe {
+	if x != nil {
+		return x.Gpe
+	}
+	return nil
+}
+
 // TapLink is a TAP interface between VPP and the kernel.
 type TapLink struct {
 	state          protoimpl.MessageState `protogen:"open.v1"`
@@ -598,7 +757,7 @@ type TapLink struct {
 
 func (x *TapLink) Reset() {
 	*x = TapLink{}
-	mi := &file_vpp_interfaces_interface_proto_msgTypes[4]
+	mi := &file_vpp_interfaces_interface_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -610,7 +769,7 @@ func (x *TapLink) String() string {
 func (*TapLink) ProtoMessage() {}
 
 func (x *TapLink) ProtoReflect() protoreflect.Message {
-	mi := &file_vpp_interfaces_interface_proto_msgTypes[4]
+	mi := &file_vpp_interfaces_interface_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -623,7 +782,7 @@ func (x *TapLink) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TapLink.ProtoReflect.Descriptor instead.
 func (*TapLink) Descriptor() ([]byte, []int) {
-	return file_vpp_interfaces_interface_proto_rawDescGZIP(), []int{4}
+	return file_vpp_interfaces_interface_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *TapLink) GetVersion() uint32 {
@@ -686,7 +845,7 @@ type Interface_Unnumbered struct {
 
 func (x *Interface_Unnumbered) Reset() {
 	*x = Interface_Unnumbered{}
-	mi := &file_vpp_interfaces_interface_proto_msgTypes[5]
+	mi := &file_vpp_interfaces_interface_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -698,7 +857,7 @@ func (x *Interface_Unnumbered) String() string {
 func (*Interface_Unnumbered) ProtoMessage() {}
 
 func (x *Interface_Unnumbered) ProtoReflect() protoreflect.Message {
-	mi := &file_vpp_interfaces_interface_proto_msgTypes[5]
+	mi := &file_vpp_interfaces_interface_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -721,11 +880,66 @@ func (x *Interface_Unnumbered) GetInterfaceWithIp() string {
 	return ""
 }
 
+// Gpe is VXLAN-GPE (Generic Protocol Extension). Not supported: the
+// VPP 25.10 this agent manages has no vxlan-gpe plugin; a value with gpe
+// is refused (INVALID).
+type VxlanLink_Gpe struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	DecapVrfId    uint32                 `protobuf:"varint,1,opt,name=decap_vrf_id,json=decapVrfId,proto3" json:"decap_vrf_id,omitempty"`
+	Protocol      VxlanLink_Gpe_Protocol `protobuf:"varint,2,opt,name=protocol,proto3,enum=vpp.interfaces.VxlanLink_Gpe_Protocol" json:"protocol,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *VxlanLink_Gpe) Reset() {
+	*x = VxlanLink_Gpe{}
+	mi := &file_vpp_interfaces_interface_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *VxlanLink_Gpe) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*VxlanLink_Gpe) ProtoMessage() {}
+
+func (x *VxlanLink_Gpe) ProtoReflect() protoreflect.Message {
+	mi := &file_vpp_interfaces_interface_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use VxlanLink_Gpe.ProtoReflect.Descriptor instead.
+func (*VxlanLink_Gpe) Descriptor() ([]byte, []int) {
+	return file_vpp_interfaces_interface_proto_rawDescGZIP(), []int{4, 0}
+}
+
+func (x *VxlanLink_Gpe) GetDecapVrfId() uint32 {
+	if x != nil {
+		return x.DecapVrfId
+	}
+	return 0
+}
+
+func (x *VxlanLink_Gpe) GetProtocol() VxlanLink_Gpe_Protocol {
+	if x != nil {
+		return x.Protocol
+	}
+	return VxlanLink_Gpe_UNKNOWN
+}
+
 var File_vpp_interfaces_interface_proto protoreflect.FileDescriptor
 
 const file_vpp_interfaces_interface_proto_rawDesc = "" +
 	"\n" +
-	"\x1evpp/interfaces/interface.proto\x12\x0evpp.interfaces\"\xea\x06\n" +
+	"\x1evpp/interfaces/interface.proto\x12\x0evpp.interfaces\"\x9d\a\n" +
 	"\tInterface\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x122\n" +
 	"\x04type\x18\x02 \x01(\x0e2\x1e.vpp.interfaces.Interface.TypeR\x04type\x12\x18\n" +
@@ -741,7 +955,8 @@ const file_vpp_interfaces_interface_proto_rawDesc = "" +
 	"\x03sub\x18d \x01(\v2\x1c.vpp.interfaces.SubInterfaceH\x00R\x03sub\x121\n" +
 	"\x05memif\x18e \x01(\v2\x19.vpp.interfaces.MemifLinkH\x00R\x05memif\x12:\n" +
 	"\bafpacket\x18f \x01(\v2\x1c.vpp.interfaces.AfpacketLinkH\x00R\bafpacket\x12+\n" +
-	"\x03tap\x18g \x01(\v2\x17.vpp.interfaces.TapLinkH\x00R\x03tap\x1a8\n" +
+	"\x03tap\x18g \x01(\v2\x17.vpp.interfaces.TapLinkH\x00R\x03tap\x121\n" +
+	"\x05vxlan\x18h \x01(\v2\x19.vpp.interfaces.VxlanLinkH\x00R\x05vxlan\x1a8\n" +
 	"\n" +
 	"Unnumbered\x12*\n" +
 	"\x11interface_with_ip\x18\x01 \x01(\tR\x0finterfaceWithIp\"\x92\x02\n" +
@@ -787,7 +1002,25 @@ const file_vpp_interfaces_interface_proto_rawDesc = "" +
 	"\fAfpacketLink\x12 \n" +
 	"\fhost_if_name\x18\x01 \x01(\tR\n" +
 	"hostIfName\x12'\n" +
-	"\x0flinux_interface\x18\x02 \x01(\tR\x0elinuxInterface\"\xf6\x01\n" +
+	"\x0flinux_interface\x18\x02 \x01(\tR\x0elinuxInterface\"\xde\x02\n" +
+	"\tVxlanLink\x12\x1f\n" +
+	"\vsrc_address\x18\x01 \x01(\tR\n" +
+	"srcAddress\x12\x1f\n" +
+	"\vdst_address\x18\x02 \x01(\tR\n" +
+	"dstAddress\x12\x10\n" +
+	"\x03vni\x18\x03 \x01(\rR\x03vni\x12\x1c\n" +
+	"\tmulticast\x18\x04 \x01(\tR\tmulticast\x12/\n" +
+	"\x03gpe\x18\x05 \x01(\v2\x1d.vpp.interfaces.VxlanLink.GpeR\x03gpe\x1a\xad\x01\n" +
+	"\x03Gpe\x12 \n" +
+	"\fdecap_vrf_id\x18\x01 \x01(\rR\n" +
+	"decapVrfId\x12B\n" +
+	"\bprotocol\x18\x02 \x01(\x0e2&.vpp.interfaces.VxlanLink.Gpe.ProtocolR\bprotocol\"@\n" +
+	"\bProtocol\x12\v\n" +
+	"\aUNKNOWN\x10\x00\x12\a\n" +
+	"\x03IP4\x10\x01\x12\a\n" +
+	"\x03IP6\x10\x02\x12\f\n" +
+	"\bETHERNET\x10\x03\x12\a\n" +
+	"\x03NSH\x10\x04\"\xf6\x01\n" +
 	"\aTapLink\x12\x18\n" +
 	"\aversion\x18\x01 \x01(\rR\aversion\x12 \n" +
 	"\fhost_if_name\x18\x02 \x01(\tR\n" +
@@ -813,31 +1046,37 @@ func file_vpp_interfaces_interface_proto_rawDescGZIP() []byte {
 	return file_vpp_interfaces_interface_proto_rawDescData
 }
 
-var file_vpp_interfaces_interface_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_vpp_interfaces_interface_proto_msgTypes = make([]protoimpl.MessageInfo, 6)
+var file_vpp_interfaces_interface_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
+var file_vpp_interfaces_interface_proto_msgTypes = make([]protoimpl.MessageInfo, 8)
 var file_vpp_interfaces_interface_proto_goTypes = []any{
 	(Interface_Type)(0),          // 0: vpp.interfaces.Interface.Type
 	(MemifLink_MemifMode)(0),     // 1: vpp.interfaces.MemifLink.MemifMode
-	(*Interface)(nil),            // 2: vpp.interfaces.Interface
-	(*SubInterface)(nil),         // 3: vpp.interfaces.SubInterface
-	(*MemifLink)(nil),            // 4: vpp.interfaces.MemifLink
-	(*AfpacketLink)(nil),         // 5: vpp.interfaces.AfpacketLink
-	(*TapLink)(nil),              // 6: vpp.interfaces.TapLink
-	(*Interface_Unnumbered)(nil), // 7: vpp.interfaces.Interface.Unnumbered
+	(VxlanLink_Gpe_Protocol)(0),  // 2: vpp.interfaces.VxlanLink.Gpe.Protocol
+	(*Interface)(nil),            // 3: vpp.interfaces.Interface
+	(*SubInterface)(nil),         // 4: vpp.interfaces.SubInterface
+	(*MemifLink)(nil),            // 5: vpp.interfaces.MemifLink
+	(*AfpacketLink)(nil),         // 6: vpp.interfaces.AfpacketLink
+	(*VxlanLink)(nil),            // 7: vpp.interfaces.VxlanLink
+	(*TapLink)(nil),              // 8: vpp.interfaces.TapLink
+	(*Interface_Unnumbered)(nil), // 9: vpp.interfaces.Interface.Unnumbered
+	(*VxlanLink_Gpe)(nil),        // 10: vpp.interfaces.VxlanLink.Gpe
 }
 var file_vpp_interfaces_interface_proto_depIdxs = []int32{
-	0, // 0: vpp.interfaces.Interface.type:type_name -> vpp.interfaces.Interface.Type
-	7, // 1: vpp.interfaces.Interface.unnumbered:type_name -> vpp.interfaces.Interface.Unnumbered
-	3, // 2: vpp.interfaces.Interface.sub:type_name -> vpp.interfaces.SubInterface
-	4, // 3: vpp.interfaces.Interface.memif:type_name -> vpp.interfaces.MemifLink
-	5, // 4: vpp.interfaces.Interface.afpacket:type_name -> vpp.interfaces.AfpacketLink
-	6, // 5: vpp.interfaces.Interface.tap:type_name -> vpp.interfaces.TapLink
-	1, // 6: vpp.interfaces.MemifLink.mode:type_name -> vpp.interfaces.MemifLink.MemifMode
-	7, // [7:7] is the sub-list for method output_type
-	7, // [7:7] is the sub-list for method input_type
-	7, // [7:7] is the sub-list for extension type_name
-	7, // [7:7] is the sub-list for extension extendee
-	0, // [0:7] is the sub-list for field type_name
+	0,  // 0: vpp.interfaces.Interface.type:type_name -> vpp.interfaces.Interface.Type
+	9,  // 1: vpp.interfaces.Interface.unnumbered:type_name -> vpp.interfaces.Interface.Unnumbered
+	4,  // 2: vpp.interfaces.Interface.sub:type_name -> vpp.interfaces.SubInterface
+	5,  // 3: vpp.interfaces.Interface.memif:type_name -> vpp.interfaces.MemifLink
+	6,  // 4: vpp.interfaces.Interface.afpacket:type_name -> vpp.interfaces.AfpacketLink
+	8,  // 5: vpp.interfaces.Interface.tap:type_name -> vpp.interfaces.TapLink
+	7,  // 6: vpp.interfaces.Interface.vxlan:type_name -> vpp.interfaces.VxlanLink
+	1,  // 7: vpp.interfaces.MemifLink.mode:type_name -> vpp.interfaces.MemifLink.MemifMode
+	10, // 8: vpp.interfaces.VxlanLink.gpe:type_name -> vpp.interfaces.VxlanLink.Gpe
+	2,  // 9: vpp.interfaces.VxlanLink.Gpe.protocol:type_name -> vpp.interfaces.VxlanLink.Gpe.Protocol
+	10, // [10:10] is the sub-list for method output_type
+	10, // [10:10] is the sub-list for method input_type
+	10, // [10:10] is the sub-list for extension type_name
+	10, // [10:10] is the sub-list for extension extendee
+	0,  // [0:10] is the sub-list for field type_name
 }
 
 func init() { file_vpp_interfaces_interface_proto_init() }
@@ -850,14 +1089,15 @@ func file_vpp_interfaces_interface_proto_init() {
 		(*Interface_Memif)(nil),
 		(*Interface_Afpacket)(nil),
 		(*Interface_Tap)(nil),
+		(*Interface_Vxlan)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_vpp_interfaces_interface_proto_rawDesc), len(file_vpp_interfaces_interface_proto_rawDesc)),
-			NumEnums:      2,
-			NumMessages:   6,
+			NumEnums:      3,
+			NumMessages:   8,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

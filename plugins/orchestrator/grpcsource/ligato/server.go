@@ -21,7 +21,7 @@
 // being applied: a value of a model of the original's that netagent lacks
 // (ACLs, NAT, IPsec, netalloc...: the numbers its containers reserve), and
 // a value of a supported model with fields of the original's that
-// netagent's model lacks (an interface's rx_modes, a VXLAN link...),
+// netagent's model lacks (an interface's rx_modes, a GRE link...),
 // which would otherwise be applied without them. Such errors have the
 // operation VALIDATE (DELETE in a Delete) and as key the value's key, or
 // its place (vpp_config.acls[0]) for a model netagent has no keys for. A

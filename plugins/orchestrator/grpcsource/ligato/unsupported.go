@@ -96,7 +96,6 @@ var originalFields = map[protoreflect.FullName]map[protowire.Number]originalFiel
 		12:  {name: "rx_modes"},
 		13:  {name: "rx_placements"},
 		14:  {name: "ip6_nd"},
-		104: {name: "vxlan"},
 		105: {name: "ipsec"},
 		106: {name: "vmx_net3"},
 		107: {name: "bond"},

@@ -26,7 +26,8 @@ import (
 
 // The vppconn areas of the handler's messages. The messages of the
 // interface types that VPP plugins provide (af_packet_plugin.so,
-// memif_plugin.so; TAP is virtio's) are areas of their own, so that a VPP
+// memif_plugin.so, vxlan_plugin.so (VxlanAreaName); TAP is virtio's) are
+// areas of their own, so that a VPP
 // without one of those plugins disables that type only: the calls of its
 // interfaces fail with a *vppconn.IncompatibleError naming the messages,
 // DumpInterfaces reports none of its details (such a VPP has no interface
@@ -84,6 +85,7 @@ func Areas() []vppconn.Area {
 			&tapv2.TapDeleteV2{}, &tapv2.TapDeleteV2Reply{},
 			&tapv2.SwInterfaceTapV2Dump{}, &tapv2.SwInterfaceTapV2Details{},
 		}},
+		vxlanArea(),
 	}
 }
 
@@ -864,6 +866,9 @@ func (h *handler) dumpInterfaces(ctx context.Context) ([]*Interface, error) {
 		return err
 	})
 	if err != nil && !vppconn.IsIncompatible(err) {
+		return nil, err
+	}
+	if err := h.addVxlanDetails(ctx, byIdx); err != nil {
 		return nil, err
 	}
 	return out, nil

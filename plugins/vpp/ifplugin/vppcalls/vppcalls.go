@@ -9,7 +9,8 @@
 // Errors name the message ("sw_interface_set_mtu: VPPApiError: ..."); while
 // VPP is away they wrap vppconn.ErrNotConnected ("... VPP is not connected
 // ..."), and when VPP lacks the messages of the call's area (Areas: the
-// interfaces' own, AF_PACKET, memif, TAP) a *vppconn.IncompatibleError.
+// interfaces' own, AF_PACKET, memif, TAP, VXLAN) a
+// *vppconn.IncompatibleError.
 //
 // GoVPP does not apply the default= values of the API definitions, so every
 // request sets its flags (is_add, use_random_mac, queue counts, ~0 indexes)
@@ -45,6 +46,7 @@ const (
 	KindMemif                // memif_create_v2
 	KindTap                  // tap_create_v3
 	KindSub                  // create_subif
+	KindVxlan                // vxlan_add_del_tunnel_v3
 )
 
 func (k Kind) String() string {
@@ -59,6 +61,8 @@ func (k Kind) String() string {
 		return "tap"
 	case KindSub:
 		return "sub-interface"
+	case KindVxlan:
+		return "vxlan"
 	default:
 		return "other"
 	}
@@ -97,6 +101,7 @@ type Interface struct {
 	AfPacket *AfPacketDetails
 	Memif    *MemifDetails
 	Tap      *TapDetails
+	Vxlan    *VxlanDetails
 }
 
 // SubDetails of a sub-interface.
@@ -209,6 +214,13 @@ type Handler interface {
 	// tag, exact match, outer VLAN = vlan.
 	CreateSubif(ctx context.Context, parent, subID uint32, vlan uint16) (uint32, error)
 	DeleteSubif(ctx context.Context, idx uint32) error
+	// CreateVxlan creates a VXLAN tunnel (admin up, as VPP makes it). When
+	// VPP has a tunnel of that key already (TUNNEL_EXIST), the error names
+	// it; when the encap VRF has no table, the error says so.
+	CreateVxlan(ctx context.Context, p VxlanParams) (uint32, error)
+	// DeleteVxlan deletes the VXLAN tunnel at idx (by the key VPP reports
+	// for it); no tunnel there is a success.
+	DeleteVxlan(ctx context.Context, idx uint32) error
 
 	// SetAdminUp sets the admin flag (sw_interface_set_flags).
 	SetAdminUp(ctx context.Context, idx uint32, up bool) error

@@ -141,15 +141,19 @@ func (v *VPP) restore() {
 			}
 		}
 	}
-	slices.SortStableFunc(newIfs, func(a, b Interface) int {
-		if a.IsSub() != b.IsSub() {
-			if a.IsSub() {
-				return -1
-			}
+	vxlans := v.DumpVxlans()
+	// Sub-interfaces, then VXLAN tunnels (a multicast tunnel cannot be
+	// deleted once its multicast interface is gone), then the rest.
+	order := func(i Interface) int {
+		switch {
+		case i.IsSub():
+			return 0
+		case vxlans[i.SwIfIndex] != nil:
 			return 1
 		}
-		return 0
-	})
+		return 2
+	}
+	slices.SortStableFunc(newIfs, func(a, b Interface) int { return order(a) - order(b) })
 	memifs, taps, afPackets := v.DumpMemifs(), v.DumpTaps(), v.DumpAfPackets()
 	for _, i := range newIfs {
 		idx := interface_types.InterfaceIndex(i.SwIfIndex)
@@ -162,6 +166,8 @@ func (v *VPP) restore() {
 				_, err = memif.NewServiceClient(conn).MemifDelete(ctx, &memif.MemifDelete{SwIfIndex: idx})
 			case taps[i.SwIfIndex] != nil:
 				_, err = tapv2.NewServiceClient(conn).TapDeleteV2(ctx, &tapv2.TapDeleteV2{SwIfIndex: idx})
+			case vxlans[i.SwIfIndex] != nil:
+				err = deleteVxlan(vxlans[i.SwIfIndex])(ctx, conn)
 			case afPackets[i.SwIfIndex] != "":
 				_, err = af_packet.NewServiceClient(conn).AfPacketDelete(ctx, &af_packet.AfPacketDelete{HostIfName: afPackets[i.SwIfIndex]})
 			case i.DevType == "Loopback":
