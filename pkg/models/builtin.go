@@ -106,7 +106,7 @@ var (
 // Builtin returns the models of netagent.
 func Builtin() []*Model {
 	return []*Model{VPPInterface, VPPBridgeDomain, VPPRoute, VPPARP, LinuxInterface, LinuxRoute, LinuxARP,
-		VPPVrfTable, VPPXConnect, VPPL2FIB}
+		VPPVrfTable, VPPXConnect, VPPL2FIB, VPPACL}
 }
 
 // Default is the registry of the built-in models.

@@ -16,6 +16,7 @@ import (
 	linuxif "github.com/netagent-io/netagent/proto/linux/interfaces"
 	linuxl3 "github.com/netagent-io/netagent/proto/linux/l3"
 	linuxns "github.com/netagent-io/netagent/proto/linux/namespace"
+	vppacl "github.com/netagent-io/netagent/proto/vpp/acl"
 	vppif "github.com/netagent-io/netagent/proto/vpp/interfaces"
 	vppl2 "github.com/netagent-io/netagent/proto/vpp/l2"
 	vppl3 "github.com/netagent-io/netagent/proto/vpp/l3"
@@ -58,6 +59,30 @@ func cfgFullKVs() []models.KV {
 			DstNetwork: "192.168.2.1/24", GwAddr: "192.168.1.254", Metric: 100}},
 		{Key: "config/linux/l3/v2/route/192.168.3.0/24/veth1-log", Value: &linuxl3.Route{OutgoingInterface: "veth1-log", Scope: linuxl3.Route_LINK,
 			DstNetwork: "192.168.3.0/24"}},
+		// vpp_config.acls
+		{Key: "config/vpp/acls/v2/acl/acl-ip", Value: &vppacl.ACL{Name: "acl-ip", Rules: []*vppacl.ACL_Rule{
+			{Action: vppacl.ACL_Rule_PERMIT, IpRule: &vppacl.ACL_Rule_IpRule{
+				Ip: &vppacl.ACL_Rule_IpRule_Ip{DestinationNetwork: "10.20.1.0/24", SourceNetwork: "192.168.1.2/32", Protocol: 6},
+				Tcp: &vppacl.ACL_Rule_IpRule_Tcp{
+					DestinationPortRange: &vppacl.ACL_Rule_IpRule_PortRange{LowerPort: 1150, UpperPort: 1250},
+					SourcePortRange:      &vppacl.ACL_Rule_IpRule_PortRange{LowerPort: 150, UpperPort: 250},
+					TcpFlagsMask:         20, TcpFlagsValue: 10,
+				}}},
+			{Action: vppacl.ACL_Rule_REFLECT, IpRule: &vppacl.ACL_Rule_IpRule{Udp: &vppacl.ACL_Rule_IpRule_Udp{
+				DestinationPortRange: &vppacl.ACL_Rule_IpRule_PortRange{LowerPort: 53},
+				SourcePortRange:      &vppacl.ACL_Rule_IpRule_PortRange{LowerPort: 1024, UpperPort: 65535},
+			}}},
+			{Action: vppacl.ACL_Rule_DENY, IpRule: &vppacl.ACL_Rule_IpRule{
+				Ip: &vppacl.ACL_Rule_IpRule_Ip{DestinationNetwork: "2001:db8::/32"},
+				Icmp: &vppacl.ACL_Rule_IpRule_Icmp{Icmpv6: true,
+					IcmpCodeRange: &vppacl.ACL_Rule_IpRule_Icmp_Range{First: 0, Last: 255},
+					IcmpTypeRange: &vppacl.ACL_Rule_IpRule_Icmp_Range{First: 128, Last: 129}},
+			}},
+		}, Interfaces: &vppacl.ACL_Interfaces{Egress: []string{"loop1"}, Ingress: []string{"loop1", "memif1/1"}}}},
+		{Key: "config/vpp/acls/v2/acl/acl-macip", Value: &vppacl.ACL{Name: "acl-macip", Rules: []*vppacl.ACL_Rule{
+			{Action: vppacl.ACL_Rule_PERMIT, MacipRule: &vppacl.ACL_Rule_MacIpRule{SourceAddress: "192.168.0.1", SourceAddressPrefix: 16,
+				SourceMacAddress: "b2:74:8c:12:67:d2", SourceMacAddressMask: "ff:ff:ff:ff:00:00"}},
+		}, Interfaces: &vppacl.ACL_Interfaces{Ingress: []string{"afp1"}}}},
 		// vpp_config.arps
 		{Key: "config/vpp/v2/arp/memif1/1/10.0.0.3", Value: &vppl3.ARPEntry{Interface: "memif1/1", IpAddress: "10.0.0.3", PhysAddress: "02:00:00:00:00:03", Static: true}},
 		{Key: "config/vpp/v2/arp/loop1/2001:db8::3", Value: &vppl3.ARPEntry{Interface: "loop1", IpAddress: "2001:db8::3", PhysAddress: "02:00:00:00:00:04"}},
@@ -387,7 +412,7 @@ func TestParseConfigErrors(t *testing.T) {
 		{"section of the original agent we do not have", "netallock_config: {}\n",
 			[]cfgProblem{{"netallock_config", "unknown section"}}},
 		{"unknown field in a section", "vpp_config:\n  interface:\n  - name: loop1\n",
-			[]cfgProblem{{"vpp_config.interface", "unknown field (known: interfaces, bridge_domains, routes, arps, fibs, xconnect_pairs, vrfs)"}}},
+			[]cfgProblem{{"vpp_config.interface", "unknown field (known: interfaces, bridge_domains, routes, arps, acls, fibs, xconnect_pairs, vrfs)"}}},
 		{"linux field in the vpp section", "vpp_config:\n  arp_entries: []\n",
 			[]cfgProblem{{"vpp_config.arp_entries", "unknown field"}}},
 		{"unknown field in an item", "vpp_config:\n  interfaces:\n  - name: loop1\n  - name: loop2\n    mtux: 1500\n",
@@ -613,6 +638,7 @@ func cfgCheckSorted(t *testing.T, r *models.Registry, c *configpb.Config) {
 	check("vpp_config.bridge_domains", cfgMessages(c.GetVppConfig().GetBridgeDomains()))
 	check("vpp_config.routes", cfgMessages(c.GetVppConfig().GetRoutes()))
 	check("vpp_config.arps", cfgMessages(c.GetVppConfig().GetArps()))
+	check("vpp_config.acls", cfgMessages(c.GetVppConfig().GetAcls()))
 	check("linux_config.interfaces", cfgMessages(c.GetLinuxConfig().GetInterfaces()))
 	check("linux_config.arp_entries", cfgMessages(c.GetLinuxConfig().GetArpEntries()))
 	check("linux_config.routes", cfgMessages(c.GetLinuxConfig().GetRoutes()))

@@ -10,6 +10,7 @@
 //	config/vpp/l2/v2/bridge-domain/<name>
 //	config/vpp/v2/route/[if/<outgoing_interface>/]vrf/<vrf_id>/dst/<ip>/<prefix-len>[/gw/<next_hop_addr>]
 //	config/vpp/v2/arp/<interface>/<ip_address>
+//	config/vpp/acls/v2/acl/<name>
 //	config/linux/interfaces/v2/interface/<name>
 //	config/linux/l3/v2/route/<dst ip>/<prefix-len>/<outgoing_interface>
 //	config/linux/l3/v2/arp/<interface>/<ip_address>
@@ -59,8 +60,8 @@
 // between non-empty segments other than "." and "..": DPDK interfaces are
 // called GigabitEthernet0/8/0. Key parsing takes the fixed parts (addresses,
 // keywords) from the end of a key, so such names are never ambiguous. VPP
-// interface and bridge domain names are at most 63 bytes (they are the VPP
-// tag), and a name that is also a Linux interface name in the kernel
+// interface, bridge domain and ACL names are at most 63 bytes (they are the
+// VPP tag), and a name that is also a Linux interface name in the kernel
 // (host_if_name, or the name when that is empty) is at most 15 bytes without
 // "/" or ":". The logical name of a Linux interface (its key, and a veth's
 // peer_if_name) has no "/" at all: the agent marks the links it creates
@@ -96,6 +97,7 @@
 //	  bridge_domains: [...]
 //	  routes: [...]
 //	  arps: [...]
+//	  acls: [...]
 //	linux_config:
 //	  interfaces: [...]
 //	  arp_entries: [...]

@@ -12,6 +12,7 @@ import (
 	linuxif "github.com/netagent-io/netagent/proto/linux/interfaces"
 	linuxl3 "github.com/netagent-io/netagent/proto/linux/l3"
 	linuxns "github.com/netagent-io/netagent/proto/linux/namespace"
+	vppacl "github.com/netagent-io/netagent/proto/vpp/acl"
 	vppif "github.com/netagent-io/netagent/proto/vpp/interfaces"
 	vppl2 "github.com/netagent-io/netagent/proto/vpp/l2"
 	vppl3 "github.com/netagent-io/netagent/proto/vpp/l3"
@@ -348,6 +349,29 @@ var keyCases = []keyCase{
 		value: &vppl2.FIBEntry{PhysAddress: "de:ad:00:00:00:01", BridgeDomain: "x/mac/y", OutgoingInterface: "loop0", BridgedVirtualInterface: true},
 		key:   "config/vpp/l2/v2/fib/x/mac/y/mac/de:ad:00:00:00:01",
 		parts: models.KeyParts{"bridge_domain": "x/mac/y", "phys_address": "de:ad:00:00:00:01"},
+	},
+
+	// --- VPP ACL: config/vpp/acls/v2/acl/<name>
+	{
+		name:  "vpp acl",
+		model: models.VPPACL,
+		value: &vppacl.ACL{Name: "acl1", Rules: []*vppacl.ACL_Rule{{IpRule: &vppacl.ACL_Rule_IpRule{}}}},
+		key:   "config/vpp/acls/v2/acl/acl1",
+		parts: models.KeyParts{"name": "acl1"},
+	},
+	{
+		name:  "vpp MAC-IP acl with a slash",
+		model: models.VPPACL,
+		value: &vppacl.ACL{Name: "in/macip", Rules: []*vppacl.ACL_Rule{{MacipRule: &vppacl.ACL_Rule_MacIpRule{SourceAddress: "10.0.0.1"}}}},
+		key:   "config/vpp/acls/v2/acl/in/macip",
+		parts: models.KeyParts{"name": "in/macip"},
+	},
+	{
+		name:  "vpp acl named like a number",
+		model: models.VPPACL,
+		value: &vppacl.ACL{Name: "10-allow-dns", Rules: []*vppacl.ACL_Rule{{IpRule: &vppacl.ACL_Rule_IpRule{Udp: &vppacl.ACL_Rule_IpRule_Udp{}}}}},
+		key:   "config/vpp/acls/v2/acl/10-allow-dns",
+		parts: models.KeyParts{"name": "10-allow-dns"},
 	},
 }
 

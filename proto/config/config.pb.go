@@ -15,6 +15,7 @@ package configpb
 import (
 	interfaces1 "github.com/netagent-io/netagent/proto/linux/interfaces"
 	l31 "github.com/netagent-io/netagent/proto/linux/l3"
+	acl "github.com/netagent-io/netagent/proto/vpp/acl"
 	interfaces "github.com/netagent-io/netagent/proto/vpp/interfaces"
 	l2 "github.com/netagent-io/netagent/proto/vpp/l2"
 	l3 "github.com/netagent-io/netagent/proto/vpp/l3"
@@ -93,6 +94,7 @@ type VppConfig struct {
 	Routes        []*l3.Route             `protobuf:"bytes,3,rep,name=routes,proto3" json:"routes,omitempty"`
 	Arps          []*l3.ARPEntry          `protobuf:"bytes,4,rep,name=arps,proto3" json:"arps,omitempty"`
 	// The original's field numbers from here on (ligato.vpp.ConfigData).
+	Acls          []*acl.ACL         `protobuf:"bytes,20,rep,name=acls,proto3" json:"acls,omitempty"`
 	Fibs          []*l2.FIBEntry     `protobuf:"bytes,31,rep,name=fibs,proto3" json:"fibs,omitempty"`
 	XconnectPairs []*l2.XConnectPair `protobuf:"bytes,32,rep,name=xconnect_pairs,json=xconnectPairs,proto3" json:"xconnect_pairs,omitempty"`
 	Vrfs          []*l3.VrfTable     `protobuf:"bytes,44,rep,name=vrfs,proto3" json:"vrfs,omitempty"`
@@ -154,6 +156,13 @@ func (x *VppConfig) GetRoutes() []*l3.Route {
 func (x *VppConfig) GetArps() []*l3.ARPEntry {
 	if x != nil {
 		return x.Arps
+	}
+	return nil
+}
+
+func (x *VppConfig) GetAcls() []*acl.ACL {
+	if x != nil {
+		return x.Acls
 	}
 	return nil
 }
@@ -244,18 +253,19 @@ var File_config_config_proto protoreflect.FileDescriptor
 
 const file_config_config_proto_rawDesc = "" +
 	"\n" +
-	"\x13config/config.proto\x12\x0fnetagent.config\x1a\x1evpp/interfaces/interface.proto\x1a\x1avpp/l2/bridge_domain.proto\x1a\x12vpp/l3/route.proto\x1a\x10vpp/l3/arp.proto\x1a\x10vpp/l3/vrf.proto\x1a\x15vpp/l2/xconnect.proto\x1a\x10vpp/l2/fib.proto\x1a linux/interfaces/interface.proto\x1a\x14linux/l3/route.proto\x1a\x12linux/l3/arp.proto\"\x84\x01\n" +
+	"\x13config/config.proto\x12\x0fnetagent.config\x1a\x1evpp/interfaces/interface.proto\x1a\x1avpp/l2/bridge_domain.proto\x1a\x12vpp/l3/route.proto\x1a\x10vpp/l3/arp.proto\x1a\x10vpp/l3/vrf.proto\x1a\x15vpp/l2/xconnect.proto\x1a\x10vpp/l2/fib.proto\x1a\x11vpp/acl/acl.proto\x1a linux/interfaces/interface.proto\x1a\x14linux/l3/route.proto\x1a\x12linux/l3/arp.proto\"\x84\x01\n" +
 	"\x06Config\x129\n" +
 	"\n" +
 	"vpp_config\x18\x01 \x01(\v2\x1a.netagent.config.VppConfigR\tvppConfig\x12?\n" +
-	"\flinux_config\x18\x02 \x01(\v2\x1c.netagent.config.LinuxConfigR\vlinuxConfig\"\xd9\x02\n" +
+	"\flinux_config\x18\x02 \x01(\v2\x1c.netagent.config.LinuxConfigR\vlinuxConfig\"\xfb\x02\n" +
 	"\tVppConfig\x129\n" +
 	"\n" +
 	"interfaces\x18\x01 \x03(\v2\x19.vpp.interfaces.InterfaceR\n" +
 	"interfaces\x12;\n" +
 	"\x0ebridge_domains\x18\x02 \x03(\v2\x14.vpp.l2.BridgeDomainR\rbridgeDomains\x12%\n" +
 	"\x06routes\x18\x03 \x03(\v2\r.vpp.l3.RouteR\x06routes\x12$\n" +
-	"\x04arps\x18\x04 \x03(\v2\x10.vpp.l3.ARPEntryR\x04arps\x12$\n" +
+	"\x04arps\x18\x04 \x03(\v2\x10.vpp.l3.ARPEntryR\x04arps\x12 \n" +
+	"\x04acls\x18\x14 \x03(\v2\f.vpp.acl.ACLR\x04acls\x12$\n" +
 	"\x04fibs\x18\x1f \x03(\v2\x10.vpp.l2.FIBEntryR\x04fibs\x12;\n" +
 	"\x0exconnect_pairs\x18  \x03(\v2\x14.vpp.l2.XConnectPairR\rxconnectPairs\x12$\n" +
 	"\x04vrfs\x18, \x03(\v2\x10.vpp.l3.VrfTableR\x04vrfs\"\xa8\x01\n" +
@@ -288,12 +298,13 @@ var file_config_config_proto_goTypes = []any{
 	(*l2.BridgeDomain)(nil),       // 4: vpp.l2.BridgeDomain
 	(*l3.Route)(nil),              // 5: vpp.l3.Route
 	(*l3.ARPEntry)(nil),           // 6: vpp.l3.ARPEntry
-	(*l2.FIBEntry)(nil),           // 7: vpp.l2.FIBEntry
-	(*l2.XConnectPair)(nil),       // 8: vpp.l2.XConnectPair
-	(*l3.VrfTable)(nil),           // 9: vpp.l3.VrfTable
-	(*interfaces1.Interface)(nil), // 10: linux.interfaces.Interface
-	(*l31.ARPEntry)(nil),          // 11: linux.l3.ARPEntry
-	(*l31.Route)(nil),             // 12: linux.l3.Route
+	(*acl.ACL)(nil),               // 7: vpp.acl.ACL
+	(*l2.FIBEntry)(nil),           // 8: vpp.l2.FIBEntry
+	(*l2.XConnectPair)(nil),       // 9: vpp.l2.XConnectPair
+	(*l3.VrfTable)(nil),           // 10: vpp.l3.VrfTable
+	(*interfaces1.Interface)(nil), // 11: linux.interfaces.Interface
+	(*l31.ARPEntry)(nil),          // 12: linux.l3.ARPEntry
+	(*l31.Route)(nil),             // 13: linux.l3.Route
 }
 var file_config_config_proto_depIdxs = []int32{
 	1,  // 0: netagent.config.Config.vpp_config:type_name -> netagent.config.VppConfig
@@ -302,17 +313,18 @@ var file_config_config_proto_depIdxs = []int32{
 	4,  // 3: netagent.config.VppConfig.bridge_domains:type_name -> vpp.l2.BridgeDomain
 	5,  // 4: netagent.config.VppConfig.routes:type_name -> vpp.l3.Route
 	6,  // 5: netagent.config.VppConfig.arps:type_name -> vpp.l3.ARPEntry
-	7,  // 6: netagent.config.VppConfig.fibs:type_name -> vpp.l2.FIBEntry
-	8,  // 7: netagent.config.VppConfig.xconnect_pairs:type_name -> vpp.l2.XConnectPair
-	9,  // 8: netagent.config.VppConfig.vrfs:type_name -> vpp.l3.VrfTable
-	10, // 9: netagent.config.LinuxConfig.interfaces:type_name -> linux.interfaces.Interface
-	11, // 10: netagent.config.LinuxConfig.arp_entries:type_name -> linux.l3.ARPEntry
-	12, // 11: netagent.config.LinuxConfig.routes:type_name -> linux.l3.Route
-	12, // [12:12] is the sub-list for method output_type
-	12, // [12:12] is the sub-list for method input_type
-	12, // [12:12] is the sub-list for extension type_name
-	12, // [12:12] is the sub-list for extension extendee
-	0,  // [0:12] is the sub-list for field type_name
+	7,  // 6: netagent.config.VppConfig.acls:type_name -> vpp.acl.ACL
+	8,  // 7: netagent.config.VppConfig.fibs:type_name -> vpp.l2.FIBEntry
+	9,  // 8: netagent.config.VppConfig.xconnect_pairs:type_name -> vpp.l2.XConnectPair
+	10, // 9: netagent.config.VppConfig.vrfs:type_name -> vpp.l3.VrfTable
+	11, // 10: netagent.config.LinuxConfig.interfaces:type_name -> linux.interfaces.Interface
+	12, // 11: netagent.config.LinuxConfig.arp_entries:type_name -> linux.l3.ARPEntry
+	13, // 12: netagent.config.LinuxConfig.routes:type_name -> linux.l3.Route
+	13, // [13:13] is the sub-list for method output_type
+	13, // [13:13] is the sub-list for method input_type
+	13, // [13:13] is the sub-list for extension type_name
+	13, // [13:13] is the sub-list for extension extendee
+	0,  // [0:13] is the sub-list for field type_name
 }
 
 func init() { file_config_config_proto_init() }

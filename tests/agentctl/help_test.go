@@ -28,7 +28,8 @@ var commandGroups = []string{"config", "kvdb", "fleet", "completion"}
 // modelNames are the names of the built-in models (pkg/models).
 var modelNames = []string{
 	"linux.interfaces.interface", "linux.l3.arp", "linux.l3.route",
-	"vpp.arp", "vpp.interfaces", "vpp.l2.bridge-domain", "vpp.route",
+	"vpp.acls.acl", "vpp.arp", "vpp.interfaces", "vpp.l2.bridge-domain", "vpp.l2.fib", "vpp.l2.xconnect",
+	"vpp.route", "vpp.vrf-table",
 }
 
 // completions runs agentctl __complete args... and returns the candidates

@@ -12,6 +12,7 @@ package ligatovpp
 
 import (
 	interfaces1 "github.com/netagent-io/netagent/proto/ligato/vpp/interfaces"
+	acl "github.com/netagent-io/netagent/proto/vpp/acl"
 	interfaces "github.com/netagent-io/netagent/proto/vpp/interfaces"
 	l2 "github.com/netagent-io/netagent/proto/vpp/l2"
 	l3 "github.com/netagent-io/netagent/proto/vpp/l3"
@@ -38,6 +39,7 @@ type ConfigData struct {
 	BridgeDomains []*l2.BridgeDomain      `protobuf:"bytes,30,rep,name=bridge_domains,json=bridgeDomains,proto3" json:"bridge_domains,omitempty"`
 	Routes        []*l3.Route             `protobuf:"bytes,40,rep,name=routes,proto3" json:"routes,omitempty"`
 	Arps          []*l3.ARPEntry          `protobuf:"bytes,41,rep,name=arps,proto3" json:"arps,omitempty"`
+	Acls          []*acl.ACL              `protobuf:"bytes,20,rep,name=acls,proto3" json:"acls,omitempty"`
 	Fibs          []*l2.FIBEntry          `protobuf:"bytes,31,rep,name=fibs,proto3" json:"fibs,omitempty"`
 	XconnectPairs []*l2.XConnectPair      `protobuf:"bytes,32,rep,name=xconnect_pairs,json=xconnectPairs,proto3" json:"xconnect_pairs,omitempty"`
 	Vrfs          []*l3.VrfTable          `protobuf:"bytes,44,rep,name=vrfs,proto3" json:"vrfs,omitempty"`
@@ -99,6 +101,13 @@ func (x *ConfigData) GetRoutes() []*l3.Route {
 func (x *ConfigData) GetArps() []*l3.ARPEntry {
 	if x != nil {
 		return x.Arps
+	}
+	return nil
+}
+
+func (x *ConfigData) GetAcls() []*acl.ACL {
+	if x != nil {
+		return x.Acls
 	}
 	return nil
 }
@@ -174,7 +183,7 @@ var File_ligato_vpp_vpp_proto protoreflect.FileDescriptor
 const file_ligato_vpp_vpp_proto_rawDesc = "" +
 	"\n" +
 	"\x14ligato/vpp/vpp.proto\x12\n" +
-	"ligato.vpp\x1a\x1evpp/interfaces/interface.proto\x1a\x1avpp/l2/bridge_domain.proto\x1a\x12vpp/l3/route.proto\x1a\x10vpp/l3/arp.proto\x1a\x10vpp/l3/vrf.proto\x1a\x15vpp/l2/xconnect.proto\x1a\x10vpp/l2/fib.proto\x1a!ligato/vpp/interfaces/state.proto\"\x88\x06\n" +
+	"ligato.vpp\x1a\x1evpp/interfaces/interface.proto\x1a\x1avpp/l2/bridge_domain.proto\x1a\x12vpp/l3/route.proto\x1a\x10vpp/l3/arp.proto\x1a\x10vpp/l3/vrf.proto\x1a\x15vpp/l2/xconnect.proto\x1a\x10vpp/l2/fib.proto\x1a\x11vpp/acl/acl.proto\x1a!ligato/vpp/interfaces/state.proto\"\x9e\x06\n" +
 	"\n" +
 	"ConfigData\x129\n" +
 	"\n" +
@@ -183,10 +192,11 @@ const file_ligato_vpp_vpp_proto_rawDesc = "" +
 	"interfaces\x12;\n" +
 	"\x0ebridge_domains\x18\x1e \x03(\v2\x14.vpp.l2.BridgeDomainR\rbridgeDomains\x12%\n" +
 	"\x06routes\x18( \x03(\v2\r.vpp.l3.RouteR\x06routes\x12$\n" +
-	"\x04arps\x18) \x03(\v2\x10.vpp.l3.ARPEntryR\x04arps\x12$\n" +
+	"\x04arps\x18) \x03(\v2\x10.vpp.l3.ARPEntryR\x04arps\x12 \n" +
+	"\x04acls\x18\x14 \x03(\v2\f.vpp.acl.ACLR\x04acls\x12$\n" +
 	"\x04fibs\x18\x1f \x03(\v2\x10.vpp.l2.FIBEntryR\x04fibs\x12;\n" +
 	"\x0exconnect_pairs\x18  \x03(\v2\x14.vpp.l2.XConnectPairR\rxconnectPairs\x12$\n" +
-	"\x04vrfs\x18, \x03(\v2\x10.vpp.l3.VrfTableR\x04vrfsJ\x04\b\v\x10\fJ\x04\b\x14\x10\x15J\x04\b\x15\x10\x16J\x04\b*\x10+J\x04\b+\x10,J\x04\b-\x101J\x04\b2\x106J\x04\b<\x10?J\x04\bF\x10IJ\x04\bP\x10TJ\x04\bZ\x10]R\x05spansR\x04aclsR\x04abfsR\tproxy_arpR\x0fipscan_neighborR\vl3xconnectsR\fdhcp_proxiesR\fteib_entriesR\x06ip6ndsR\fnat44_globalR\adnat44sR\x10nat44_interfacesR\vnat44_poolsR\n" +
+	"\x04vrfs\x18, \x03(\v2\x10.vpp.l3.VrfTableR\x04vrfsJ\x04\b\v\x10\fJ\x04\b\x15\x10\x16J\x04\b*\x10+J\x04\b+\x10,J\x04\b-\x101J\x04\b2\x106J\x04\b<\x10?J\x04\bF\x10IJ\x04\bP\x10TJ\x04\bZ\x10]R\x05spansR\x04abfsR\tproxy_arpR\x0fipscan_neighborR\vl3xconnectsR\fdhcp_proxiesR\fteib_entriesR\x06ip6ndsR\fnat44_globalR\adnat44sR\x10nat44_interfacesR\vnat44_poolsR\n" +
 	"ipsec_spdsR\tipsec_sasR\x18ipsec_tunnel_protectionsR\x10punt_ipredirectsR\fpunt_tohostsR\x0fpunt_exceptionsR\vsrv6_globalR\x0esrv6_localsidsR\rsrv6_policiesR\x0esrv6_steeringsR\fipfix_globalR\x16ipfix_flowprobe_paramsR\x10ipfix_flowprobes\"Z\n" +
 	"\fNotification\x12J\n" +
 	"\tinterface\x18\x01 \x01(\v2,.ligato.vpp.interfaces.InterfaceNotificationR\tinterfaceB<Z:github.com/netagent-io/netagent/proto/ligato/vpp;ligatovppb\x06proto3"
@@ -211,25 +221,27 @@ var file_ligato_vpp_vpp_proto_goTypes = []any{
 	(*l2.BridgeDomain)(nil),                   // 3: vpp.l2.BridgeDomain
 	(*l3.Route)(nil),                          // 4: vpp.l3.Route
 	(*l3.ARPEntry)(nil),                       // 5: vpp.l3.ARPEntry
-	(*l2.FIBEntry)(nil),                       // 6: vpp.l2.FIBEntry
-	(*l2.XConnectPair)(nil),                   // 7: vpp.l2.XConnectPair
-	(*l3.VrfTable)(nil),                       // 8: vpp.l3.VrfTable
-	(*interfaces1.InterfaceNotification)(nil), // 9: ligato.vpp.interfaces.InterfaceNotification
+	(*acl.ACL)(nil),                           // 6: vpp.acl.ACL
+	(*l2.FIBEntry)(nil),                       // 7: vpp.l2.FIBEntry
+	(*l2.XConnectPair)(nil),                   // 8: vpp.l2.XConnectPair
+	(*l3.VrfTable)(nil),                       // 9: vpp.l3.VrfTable
+	(*interfaces1.InterfaceNotification)(nil), // 10: ligato.vpp.interfaces.InterfaceNotification
 }
 var file_ligato_vpp_vpp_proto_depIdxs = []int32{
-	2, // 0: ligato.vpp.ConfigData.interfaces:type_name -> vpp.interfaces.Interface
-	3, // 1: ligato.vpp.ConfigData.bridge_domains:type_name -> vpp.l2.BridgeDomain
-	4, // 2: ligato.vpp.ConfigData.routes:type_name -> vpp.l3.Route
-	5, // 3: ligato.vpp.ConfigData.arps:type_name -> vpp.l3.ARPEntry
-	6, // 4: ligato.vpp.ConfigData.fibs:type_name -> vpp.l2.FIBEntry
-	7, // 5: ligato.vpp.ConfigData.xconnect_pairs:type_name -> vpp.l2.XConnectPair
-	8, // 6: ligato.vpp.ConfigData.vrfs:type_name -> vpp.l3.VrfTable
-	9, // 7: ligato.vpp.Notification.interface:type_name -> ligato.vpp.interfaces.InterfaceNotification
-	8, // [8:8] is the sub-list for method output_type
-	8, // [8:8] is the sub-list for method input_type
-	8, // [8:8] is the sub-list for extension type_name
-	8, // [8:8] is the sub-list for extension extendee
-	0, // [0:8] is the sub-list for field type_name
+	2,  // 0: ligato.vpp.ConfigData.interfaces:type_name -> vpp.interfaces.Interface
+	3,  // 1: ligato.vpp.ConfigData.bridge_domains:type_name -> vpp.l2.BridgeDomain
+	4,  // 2: ligato.vpp.ConfigData.routes:type_name -> vpp.l3.Route
+	5,  // 3: ligato.vpp.ConfigData.arps:type_name -> vpp.l3.ARPEntry
+	6,  // 4: ligato.vpp.ConfigData.acls:type_name -> vpp.acl.ACL
+	7,  // 5: ligato.vpp.ConfigData.fibs:type_name -> vpp.l2.FIBEntry
+	8,  // 6: ligato.vpp.ConfigData.xconnect_pairs:type_name -> vpp.l2.XConnectPair
+	9,  // 7: ligato.vpp.ConfigData.vrfs:type_name -> vpp.l3.VrfTable
+	10, // 8: ligato.vpp.Notification.interface:type_name -> ligato.vpp.interfaces.InterfaceNotification
+	9,  // [9:9] is the sub-list for method output_type
+	9,  // [9:9] is the sub-list for method input_type
+	9,  // [9:9] is the sub-list for extension type_name
+	9,  // [9:9] is the sub-list for extension extendee
+	0,  // [0:9] is the sub-list for field type_name
 }
 
 func init() { file_ligato_vpp_vpp_proto_init() }

@@ -16,7 +16,7 @@ import (
 // netagent declares, read from the original's published .proto files
 // (ligato/configurator/configurator.proto, ligato/vpp/vpp.proto,
 // ligato/linux/linux.proto, ligato/vpp/interfaces/state.proto and the
-// models': interfaces, l2, l3, linux interfaces, l3 and namespace): by the
+// models': interfaces, l2, l3, acl, linux interfaces, l3 and namespace): by the
 // full name of netagent's message, "number name [repeated] kind" of each
 // field netagent declares of the original's. netagent's messages may
 // declare more (fields of later versions, its own above 100).
@@ -30,8 +30,21 @@ var originalMessages = map[string][]string{
 	"ligato.configurator.NotifyRequest":  {"1 idx uint32", "2 filters repeated message"},
 	"ligato.configurator.NotifyResponse": {"1 next_idx uint32", "2 notification message"},
 	"ligato.vpp.ConfigData": {"10 interfaces repeated message", "30 bridge_domains repeated message",
-		"40 routes repeated message", "41 arps repeated message"},
-	"ligato.vpp.Notification": {"1 interface message"},
+		"40 routes repeated message", "41 arps repeated message", "20 acls repeated message"},
+	"ligato.vpp.Notification":            {"1 interface message"},
+	"vpp.acl.ACL":                        {"1 name string", "2 rules repeated message", "3 interfaces message"},
+	"vpp.acl.ACL.Rule":                   {"1 action enum", "2 ip_rule message", "3 macip_rule message"},
+	"vpp.acl.ACL.Rule.IpRule":            {"1 ip message", "2 icmp message", "3 tcp message", "4 udp message"},
+	"vpp.acl.ACL.Rule.IpRule.Ip":         {"1 destination_network string", "2 source_network string", "3 protocol uint32"},
+	"vpp.acl.ACL.Rule.IpRule.Icmp":       {"1 icmpv6 bool", "2 icmp_code_range message", "3 icmp_type_range message"},
+	"vpp.acl.ACL.Rule.IpRule.Icmp.Range": {"1 first uint32", "2 last uint32"},
+	"vpp.acl.ACL.Rule.IpRule.PortRange":  {"1 lower_port uint32", "2 upper_port uint32"},
+	"vpp.acl.ACL.Rule.IpRule.Tcp": {"1 destination_port_range message", "2 source_port_range message",
+		"3 tcp_flags_mask uint32", "4 tcp_flags_value uint32"},
+	"vpp.acl.ACL.Rule.IpRule.Udp": {"1 destination_port_range message", "2 source_port_range message"},
+	"vpp.acl.ACL.Rule.MacIpRule": {"1 source_address string", "2 source_address_prefix uint32",
+		"3 source_mac_address string", "4 source_mac_address_mask string"},
+	"vpp.acl.ACL.Interfaces":  {"1 egress repeated string", "2 ingress repeated string"},
 	"ligato.linux.ConfigData": {"10 interfaces repeated message", "20 arp_entries repeated message", "21 routes repeated message"},
 	"ligato.vpp.interfaces.InterfaceState": {"1 name string", "2 internal_name string", "3 type enum", "4 if_index uint32",
 		"5 admin_status enum", "6 oper_status enum", "7 last_change int64", "8 phys_address string", "9 speed uint64",
@@ -77,6 +90,7 @@ var originalEnums = map[string][]string{
 	"vpp.l3.Route.RouteType":                                {"0 INTRA_VRF", "1 INTER_VRF", "2 DROP"},
 	"linux.interfaces.Interface.Type":                       {"0 UNDEFINED", "1 VETH", "2 TAP_TO_VPP", "3 LOOPBACK", "4 EXISTING"},
 	"linux.interfaces.VethLink.ChecksumOffloading":          {"0 CHKSM_OFFLOAD_DEFAULT", "1 CHKSM_OFFLOAD_ENABLED", "2 CHKSM_OFFLOAD_DISABLED"},
+	"vpp.acl.ACL.Rule.Action":                               {"0 DENY", "1 PERMIT", "2 REFLECT"},
 	"linux.l3.Route.Scope":                                  {"0 UNDEFINED", "1 GLOBAL", "2 SITE", "3 LINK", "4 HOST"},
 	"linux.namespace.NetNamespace.ReferenceType":            {"0 UNDEFINED", "1 NSID", "2 PID", "3 FD", "4 MICROSERVICE"},
 	"ligato.vpp.interfaces.InterfaceState.Status":           {"0 UNKNOWN_STATUS", "1 UP", "2 DOWN", "3 DELETED"},

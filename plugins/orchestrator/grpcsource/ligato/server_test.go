@@ -91,7 +91,7 @@ func TestUnsupportedModels(t *testing.T) {
 	ctx := ctxOf(t)
 	req := doc(loop("loop1"))
 	withUnknown(req.VppConfig, slices.Concat(
-		field(20, named("acl1")), field(20, named("acl2")), // acls
+		field(21, abfIndex(1)), field(21, abfIndex(2)), // abfs
 		field(50, protowire.AppendVarint(protowire.AppendTag(nil, 1, protowire.VarintType), 1)), // nat44_global
 		field(999, nil), // a field not even the original has
 	))
@@ -103,8 +103,8 @@ func TestUnsupportedModels(t *testing.T) {
 		t.Fatalf("update with unsupported models: %v, want per-key errors", err)
 	}
 	want := map[string]string{
-		"vpp_config.acls[0]":              "ligato.vpp.acl.ACL",
-		"vpp_config.acls[1]":              "ligato.vpp.acl.ACL",
+		"vpp_config.abfs[0]":              "ligato.vpp.abf.ABF",
+		"vpp_config.abfs[1]":              "ligato.vpp.abf.ABF",
 		"vpp_config.nat44_global":         "ligato.vpp.nat.Nat44Global",
 		"vpp_config.field 999":            "field 999 of ligato.vpp.ConfigData",
 		"netalloc_config.ip_addresses[0]": "ligato.netalloc.IPAllocation",
@@ -295,4 +295,9 @@ func TestRegister(t *testing.T) {
 		t.Errorf("methods %v, want %v", methods, want)
 	}
 	g.Stop()
+}
+
+// abfIndex is the original's ABF value with that index (field 1).
+func abfIndex(i uint64) []byte {
+	return protowire.AppendVarint(protowire.AppendTag(nil, 1, protowire.VarintType), i)
 }

@@ -65,7 +65,6 @@ var originalFields = map[protoreflect.FullName]map[protowire.Number]originalFiel
 	},
 	"ligato.vpp.ConfigData": {
 		11: {name: "spans", message: "ligato.vpp.interfaces.Span", list: true},
-		20: {name: "acls", message: "ligato.vpp.acl.ACL", list: true},
 		21: {name: "abfs", message: "ligato.vpp.abf.ABF", list: true},
 		42: {name: "proxy_arp", message: "ligato.vpp.l3.ProxyARP"},
 		43: {name: "ipscan_neighbor", message: "ligato.vpp.l3.IPScanNeighbor"},

@@ -36,7 +36,7 @@ func FuzzSetConfigItems(f *testing.F) {
 	}
 	seed(item("models.ligato.io/vpp.l3.Route", route))
 	seed(item("models.ligato.io/ligato.vpp.l3.Route", route), item("models.ligato.io/ligato.vpp.l3.Route", route))
-	seed(item("models.ligato.io/ligato.vpp.acl.ACL", []byte{10, 1, 'a'}))
+	seed(item("models.ligato.io/ligato.vpp.abf.ABF", []byte{8, 1}))
 	seed(&ligatogeneric.UpdateItem{Item: &ligatogeneric.Item{Id: &ligatogeneric.Item_ID{Model: models.VPPRoute.Name, Name: "vrf/0/dst/10.1.0.0/16"}}})
 	seed(item("x/", nil))
 	f.Fuzz(func(t *testing.T, data []byte) {

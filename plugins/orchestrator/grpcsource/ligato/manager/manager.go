@@ -46,7 +46,7 @@
 // PENDING, ..., and its details or error). What netagent does not support
 // is not applied and is reported per item, the rest of the request being
 // applied: an item of a model of the original's that netagent lacks (an
-// ACL, a NAT pool: UNIMPLEMENTED, the original's state of a value without
+// ABF, an IPsec SA: UNIMPLEMENTED, the original's state of a value without
 // a descriptor, without a key), and a value of a supported model with
 // fields netagent's model lacks (an interface's rx_modes: INVALID; with
 // overwrite_all the gRPC source keeps its current value of that key).
@@ -113,6 +113,7 @@ var OriginalMessages = map[string]protoreflect.FullName{
 	models.LinuxInterface.Name:  "ligato.linux.interfaces.Interface",
 	models.LinuxRoute.Name:      "ligato.linux.l3.Route",
 	models.LinuxARP.Name:        "ligato.linux.l3.ARPEntry",
+	models.VPPACL.Name:          "ligato.vpp.acl.ACL",
 	models.VPPVrfTable.Name:     "ligato.vpp.l3.VrfTable",
 	models.VPPXConnect.Name:     "ligato.vpp.l2.XConnectPair",
 	models.VPPL2FIB.Name:        "ligato.vpp.l2.FIBEntry",

@@ -20,6 +20,7 @@ import (
 	ligatogeneric "github.com/netagent-io/netagent/proto/ligato/generic"
 	linuxif "github.com/netagent-io/netagent/proto/linux/interfaces"
 	linuxl3 "github.com/netagent-io/netagent/proto/linux/l3"
+	vppacl "github.com/netagent-io/netagent/proto/vpp/acl"
 	vppif "github.com/netagent-io/netagent/proto/vpp/interfaces"
 	vppl2 "github.com/netagent-io/netagent/proto/vpp/l2"
 	vppl3 "github.com/netagent-io/netagent/proto/vpp/l3"
@@ -34,9 +35,11 @@ var samples = map[string]proto.Message{
 	models.LinuxInterface.Name:  &linuxif.Interface{Name: "dummy1", Type: linuxif.Interface_DUMMY, Enabled: true},
 	models.LinuxRoute.Name:      &linuxl3.Route{DstNetwork: "10.2.0.0/16", OutgoingInterface: "dummy1", GwAddr: "10.3.0.1"},
 	models.LinuxARP.Name:        &linuxl3.ARPEntry{Interface: "dummy1", IpAddress: "10.3.0.9", HwAddress: "02:00:00:00:00:0a"},
-	models.VPPVrfTable.Name:     &vppl3.VrfTable{Id: 3, Label: "blue"},
-	models.VPPXConnect.Name:     &vppl2.XConnectPair{ReceiveInterface: "loop1", TransmitInterface: "loop2"},
-	models.VPPL2FIB.Name:        &vppl2.FIBEntry{PhysAddress: "02:00:00:00:00:0b", BridgeDomain: "bd1", OutgoingInterface: "loop1", StaticConfig: true},
+	models.VPPACL.Name: &vppacl.ACL{Name: "acl1", Interfaces: &vppacl.ACL_Interfaces{Ingress: []string{"loop1"}},
+		Rules: []*vppacl.ACL_Rule{{Action: vppacl.ACL_Rule_PERMIT, IpRule: &vppacl.ACL_Rule_IpRule{Ip: &vppacl.ACL_Rule_IpRule_Ip{DestinationNetwork: "10.4.0.0/16"}}}}},
+	models.VPPVrfTable.Name: &vppl3.VrfTable{Id: 3, Label: "blue"},
+	models.VPPXConnect.Name: &vppl2.XConnectPair{ReceiveInterface: "loop1", TransmitInterface: "loop2"},
+	models.VPPL2FIB.Name:    &vppl2.FIBEntry{PhysAddress: "02:00:00:00:00:0b", BridgeDomain: "bd1", OutgoingInterface: "loop1", StaticConfig: true},
 }
 
 // Every model is known by netagent's message name and by the original's,
@@ -271,18 +274,18 @@ func TestSetConfigUnsupported(t *testing.T) {
 	if _, err := e.client.SetConfig(ctx, &ligatogeneric.SetConfigRequest{Updates: []*ligatogeneric.UpdateItem{set(t, "vpp.interfaces", held, "")}}); err != nil {
 		t.Fatal(err)
 	}
-	acl := &ligatogeneric.UpdateItem{Item: &ligatogeneric.Item{
-		Id: &ligatogeneric.Item_ID{Model: "vpp.acls.acl", Name: "acl1"},
+	abf := &ligatogeneric.UpdateItem{Item: &ligatogeneric.Item{
+		Id: &ligatogeneric.Item_ID{Model: "vpp.abfs.abf", Name: "1"},
 		Data: &ligatogeneric.Data{Union: &ligatogeneric.Data_Any{Any: &anypb.Any{
-			TypeUrl: manager.TypeURLPrefix + "ligato.vpp.acl.ACL",
-			Value:   protowire.AppendString(protowire.AppendTag(nil, 1, protowire.BytesType), "acl1"),
+			TypeUrl: manager.TypeURLPrefix + "ligato.vpp.abf.ABF",
+			Value:   protowire.AppendVarint(protowire.AppendTag(nil, 1, protowire.VarintType), 1),
 		}}},
 	}}
 	withRxModes := loop("loop2", "10.9.0.1/24")
 	withRxModes.ProtoReflect().SetUnknown(protowire.AppendBytes(protowire.AppendTag(nil, 12, protowire.BytesType), []byte{}))
 	ok := loop("loop1")
 	resp, err := e.client.SetConfig(ctx, &ligatogeneric.SetConfigRequest{OverwriteAll: true, Updates: []*ligatogeneric.UpdateItem{
-		acl, set(t, "vpp.interfaces", withRxModes, "ligato.vpp.interfaces.Interface"), set(t, "vpp.interfaces", ok, ""),
+		abf, set(t, "vpp.interfaces", withRxModes, "ligato.vpp.interfaces.Interface"), set(t, "vpp.interfaces", ok, ""),
 	}})
 	if err != nil {
 		t.Fatalf("SetConfig: %v", err)
@@ -291,9 +294,9 @@ func TestSetConfigUnsupported(t *testing.T) {
 	if len(rs) != 4 {
 		t.Fatalf("results %v: want the sequence number and 3 items", rs)
 	}
-	if r := rs[1]; r.GetStatus().GetStatus() != "UNIMPLEMENTED" || r.GetId().GetName() != "acl1" ||
-		!strings.Contains(r.GetStatus().GetMessage(), "ligato.vpp.acl.ACL") || !strings.Contains(r.GetStatus().GetMessage(), "vpp_config.acls") {
-		t.Errorf("result of the ACL: %v", r)
+	if r := rs[1]; r.GetStatus().GetStatus() != "UNIMPLEMENTED" || r.GetId().GetName() != "1" ||
+		!strings.Contains(r.GetStatus().GetMessage(), "ligato.vpp.abf.ABF") || !strings.Contains(r.GetStatus().GetMessage(), "vpp_config.abfs") {
+		t.Errorf("result of the ABF: %v", r)
 	}
 	if r := rs[2]; r.GetStatus().GetStatus() != "INVALID" || r.GetKey() != keyOf(t, held) || !strings.Contains(r.GetStatus().GetMessage(), "rx_modes (12)") {
 		t.Errorf("result of the interface with rx_modes: %v", r)
@@ -331,7 +334,7 @@ func TestSetConfigBadInput(t *testing.T) {
 		"invalid value":    {[]*ligatogeneric.UpdateItem{good, badIP}, "updates[1]:"},
 		"key twice":        {[]*ligatogeneric.UpdateItem{good, good}, "updates[1]: key config/vpp/v2/interfaces/loop1 is set by updates[0]"},
 		"labels":           {[]*ligatogeneric.UpdateItem{{Item: good.Item, Labels: map[string]string{"io.example.a": "b"}}}, "updates[0]: labels"},
-		"delete unknown":   {[]*ligatogeneric.UpdateItem{del("vpp.acls.acl", "a")}, `updates[0]: item.id.model "vpp.acls.acl"`},
+		"delete unknown":   {[]*ligatogeneric.UpdateItem{del("vpp.abfs.abf", "1")}, `updates[0]: item.id.model "vpp.abfs.abf"`},
 		"delete bad name":  {[]*ligatogeneric.UpdateItem{del("vpp.route", "nonsense")}, `updates[0]: item.id.name "nonsense"`},
 		"every bad listed": {[]*ligatogeneric.UpdateItem{{}, good, {}}, "updates[2]: no item"},
 	} {

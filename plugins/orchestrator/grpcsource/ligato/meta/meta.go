@@ -75,6 +75,7 @@ var nameTemplates = map[string]string{
 	models.LinuxRoute.Name: `{{with ipnet .DstNetwork}}{{printf "%s/%d" .IP .MaskSize}}` +
 		`{{else}}{{.DstNetwork}}{{end}}/{{.OutgoingInterface}}`,
 	models.LinuxARP.Name:    "{{.Interface}}/{{.IpAddress}}",
+	models.VPPACL.Name:      "{{.Name}}",
 	models.VPPVrfTable.Name: "id/{{.Id}}/protocol/{{.Protocol}}",
 	models.VPPXConnect.Name: "{{.ReceiveInterface}}",
 	models.VPPL2FIB.Name:    "{{.BridgeDomain}}/mac/{{.PhysAddress}}",

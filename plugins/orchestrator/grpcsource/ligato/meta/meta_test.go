@@ -24,6 +24,7 @@ import (
 	ligatovpp "github.com/netagent-io/netagent/proto/ligato/vpp"
 	linuxif "github.com/netagent-io/netagent/proto/linux/interfaces"
 	linuxl3 "github.com/netagent-io/netagent/proto/linux/l3"
+	vppacl "github.com/netagent-io/netagent/proto/vpp/acl"
 	vppif "github.com/netagent-io/netagent/proto/vpp/interfaces"
 	vppl2 "github.com/netagent-io/netagent/proto/vpp/l2"
 	vppl3 "github.com/netagent-io/netagent/proto/vpp/l3"
@@ -76,6 +77,7 @@ var want = []struct {
 	{"linux.interfaces", "interface", "linux.interfaces.Interface", "linux/interfaces/interface.proto", "*linuxif.Interface", "github.com/netagent-io/netagent/proto/linux/interfaces"},
 	{"linux.l3", "route", "linux.l3.Route", "linux/l3/route.proto", "*linuxl3.Route", "github.com/netagent-io/netagent/proto/linux/l3"},
 	{"linux.l3", "arp", "linux.l3.ARPEntry", "linux/l3/arp.proto", "*linuxl3.ARPEntry", "github.com/netagent-io/netagent/proto/linux/l3"},
+	{"vpp.acls", "acl", "vpp.acl.ACL", "vpp/acl/acl.proto", "*vppacl.ACL", "github.com/netagent-io/netagent/proto/vpp/acl"},
 	{"vpp", "vrf-table", "vpp.l3.VrfTable", "vpp/l3/vrf.proto", "*vppl3.VrfTable", "github.com/netagent-io/netagent/proto/vpp/l3"},
 	{"vpp.l2", "xconnect", "vpp.l2.XConnectPair", "vpp/l2/xconnect.proto", "*vppl2.XConnectPair", "github.com/netagent-io/netagent/proto/vpp/l2"},
 	{"vpp.l2", "fib", "vpp.l2.FIBEntry", "vpp/l2/fib.proto", "*vppl2.FIBEntry", "github.com/netagent-io/netagent/proto/vpp/l2"},
@@ -174,6 +176,7 @@ func TestNameTemplatesMakeNetagentsKeys(t *testing.T) {
 		"linux.interfaces.interface": {&linuxif.Interface{Name: "veth1"}},
 		"linux.l3.route":             {&linuxl3.Route{DstNetwork: "10.2.0.0/24", OutgoingInterface: "veth1"}},
 		"linux.l3.arp":               {&linuxl3.ARPEntry{Interface: "veth1", IpAddress: "10.2.0.5", HwAddress: "02:00:00:00:00:02"}},
+		"vpp.acls.acl":               {&vppacl.ACL{Name: "acl1", Rules: []*vppacl.ACL_Rule{{MacipRule: &vppacl.ACL_Rule_MacIpRule{SourceAddress: "10.0.0.1"}}}}},
 		"vpp.vrf-table":              {&vppl3.VrfTable{Id: 3}, &vppl3.VrfTable{Id: 3, Protocol: vppl3.VrfTable_IPV6, Label: "blue"}},
 		"vpp.l2.xconnect":            {&vppl2.XConnectPair{ReceiveInterface: "memif1/1", TransmitInterface: "loop1"}},
 		"vpp.l2.fib":                 {&vppl2.FIBEntry{BridgeDomain: "bd1", PhysAddress: "02:00:00:00:00:0a", OutgoingInterface: "loop1"}},
