@@ -106,7 +106,8 @@ var (
 // Builtin returns the models of netagent.
 func Builtin() []*Model {
 	return []*Model{VPPInterface, VPPBridgeDomain, VPPRoute, VPPARP, LinuxInterface, LinuxRoute, LinuxARP,
-		VPPVrfTable, VPPXConnect, VPPL2FIB, VPPACL}
+		VPPVrfTable, VPPXConnect, VPPL2FIB,
+		VPPNat44Global, VPPNat44Interface, VPPNat44AddressPool, VPPDNat44, VPPACL}
 }
 
 // Default is the registry of the built-in models.

@@ -124,12 +124,22 @@ func (r *Registry) ParseConfig(data []byte) ([]KV, error) {
 				continue
 			}
 			var items []json.RawMessage
-			if err := json.Unmarshal(fields[fieldName], &items); err != nil {
+			if !field.IsList() {
+				// The field of a model of one value holds that value.
+				if !isJSONObject(fields[fieldName]) {
+					errs = append(errs, fmt.Errorf("%s.%s: want one %s value (a mapping)", section.Name(), field.Name(), m.Name))
+					continue
+				}
+				items = []json.RawMessage{fields[fieldName]}
+			} else if err := json.Unmarshal(fields[fieldName], &items); err != nil {
 				errs = append(errs, fmt.Errorf("%s.%s: want a list of %s values", section.Name(), field.Name(), m.Name))
 				continue
 			}
 			for k, item := range items {
 				place := fmt.Sprintf("%s.%s[%d]", section.Name(), field.Name(), k)
+				if !field.IsList() {
+					place = fmt.Sprintf("%s.%s", section.Name(), field.Name())
+				}
 				v := m.New()
 				if err := UnmarshalJSON(item, v); err != nil {
 					errs = append(errs, fmt.Errorf("%s: %w", place, err))
@@ -222,7 +232,16 @@ func (r *Registry) BuildConfig(kvs []KV) (*configpb.Config, error) {
 		if _, err := r.modelOfConfigField(section, field); field == nil || err != nil {
 			return nil, fmt.Errorf("key %q: model %s has no place in a configuration document", kv.Key, m.Name)
 		}
-		cm.Mutable(section).Message().Mutable(field).List().Append(protoreflect.ValueOfMessage(proto.Clone(kv.Value).ProtoReflect()))
+		v := protoreflect.ValueOfMessage(proto.Clone(kv.Value).ProtoReflect())
+		sm := cm.Mutable(section).Message()
+		if !field.IsList() {
+			if sm.Has(field) {
+				return nil, fmt.Errorf("key %q: model %s has one value, and the document has it already", kv.Key, m.Name)
+			}
+			sm.Set(field, v)
+			continue
+		}
+		sm.Mutable(field).List().Append(v)
 	}
 	return c, nil
 }
@@ -251,23 +270,25 @@ func (r *Registry) ConfigKVs(c *configpb.Config) ([]KV, error) {
 				errs = append(errs, err)
 				continue
 			}
-			if !field.IsList() {
-				errs = append(errs, fmt.Errorf("%s.%s: want a list of %s values", section.Name(), field.Name(), m.Name))
-				continue
+			// A list, or the value of a model of one value.
+			n, item := 1, func(int) protoreflect.Message { return sm.Get(field).Message() }
+			if field.IsList() {
+				list := sm.Get(field).List()
+				n, item = list.Len(), func(k int) protoreflect.Message { return list.Get(k).Message() }
 			}
-			list := sm.Get(field).List()
-			for k := range list.Len() {
-				v := list.Get(k).Message().Interface()
-				if !list.Get(k).Message().IsValid() {
+			for k := range n {
+				vm := item(k)
+				v := vm.Interface()
+				if !vm.IsValid() {
 					v = m.New() // a nil entry is an empty value, as on the wire
 				}
 				key, err := m.Key(v)
 				if err != nil {
-					errs = append(errs, fmt.Errorf("%s.%s[%d]: %w", section.Name(), field.Name(), k, err))
+					errs = append(errs, fmt.Errorf("%s: %w", itemPlace{section.Name(), field.Name(), k}, err))
 					continue
 				}
 				if first, dup := where[key]; dup {
-					errs = append(errs, fmt.Errorf("%s.%s[%d]: key %q is already %s.%s[%d]", section.Name(), field.Name(), k, key, first.section, first.field, first.index))
+					errs = append(errs, fmt.Errorf("%s: key %q is already %s", itemPlace{section.Name(), field.Name(), k}, key, first))
 					continue
 				}
 				where[key] = itemPlace{section.Name(), field.Name(), k}
@@ -292,8 +313,11 @@ func CountConfigItems(c *configpb.Config) int {
 			return true
 		}
 		sm.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
-			if fd.IsList() {
+			switch {
+			case fd.IsList():
 				n += v.List().Len()
+			case fd.Message() != nil:
+				n++ // the value of a model of one value
 			}
 			return true
 		})
@@ -307,6 +331,17 @@ func CountConfigItems(c *configpb.Config) int {
 type itemPlace struct {
 	section, field protoreflect.Name
 	index          int
+}
+
+// String is section.field[index], section.field for the field of a model
+// of one value.
+func (p itemPlace) String() string {
+	if fd := configDesc.Fields().ByName(p.section); fd != nil {
+		if f := fd.Message().Fields().ByName(p.field); f != nil && !f.IsList() {
+			return fmt.Sprintf("%s.%s", p.section, p.field)
+		}
+	}
+	return fmt.Sprintf("%s.%s[%d]", p.section, p.field, p.index)
 }
 
 // sortedFields returns the fields of md in the order of their proto names.

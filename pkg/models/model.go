@@ -22,7 +22,8 @@ type Model struct {
 	// "vpp.interfaces" (module and type of the key).
 	Name string
 	// KeyPrefix starts every key of the model, e.g.
-	// "config/vpp/v2/interfaces/". It ends with "/".
+	// "config/vpp/v2/interfaces/". It ends with "/", except for a model of
+	// one value (Singleton), whose one key it is.
 	KeyPrefix string
 	// KeyTemplate documents the key, e.g. "config/vpp/v2/interfaces/<name>".
 	KeyTemplate string
@@ -47,7 +48,17 @@ type Model struct {
 	// omittable are the key parts that the original agent's keys of the
 	// model may lack while the value sets them (ResolveKey).
 	omittable []omittablePart
+	// singleton: the model has one value, under the key KeyPrefix (which
+	// does not end with "/"); its keySuffix is "", and parseSuffix
+	// accepts "" and the other spellings canonicalSuffix maps to "".
+	singleton bool
 }
+
+// Singleton tells whether the model has one value, under one key
+// (KeyPrefix), as the original agent's models without a name: the NAT44
+// global settings. In a configuration document its field holds a value,
+// not a list.
+func (m *Model) Singleton() bool { return m.singleton }
 
 // omittablePart is an optional key part that keys written for the original
 // agent may leave out although the value has it: the original kept a value

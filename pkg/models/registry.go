@@ -35,7 +35,9 @@ func NewRegistry(models ...*Model) (*Registry, error) {
 		switch {
 		case m.Name == "":
 			return nil, fmt.Errorf("model with key prefix %q has no name", m.KeyPrefix)
-		case !strings.HasSuffix(m.KeyPrefix, "/") || strings.HasPrefix(m.KeyPrefix, "/"):
+		case m.singleton && (strings.HasSuffix(m.KeyPrefix, "/") || strings.HasPrefix(m.KeyPrefix, "/")):
+			return nil, fmt.Errorf("model %s: the key %q of a model of one value must not start or end with /", m.Name, m.KeyPrefix)
+		case !m.singleton && (!strings.HasSuffix(m.KeyPrefix, "/") || strings.HasPrefix(m.KeyPrefix, "/")):
 			return nil, fmt.Errorf("model %s: key prefix %q must end with / and not start with one", m.Name, m.KeyPrefix)
 		case r.byName[m.Name] != nil:
 			return nil, fmt.Errorf("model %s registered twice", m.Name)
@@ -59,6 +61,12 @@ func NewRegistry(models ...*Model) (*Registry, error) {
 		r.byMessage[m.MessageName()] = m
 		r.byName[m.Name] = m
 		r.maxSegments = max(r.maxSegments, strings.Count(m.KeyPrefix, "/"))
+		if m.singleton {
+			// Its key is matched whole (ModelOfKey), and the spellings
+			// of it that go on with "/" by the prefix with that "/".
+			r.byPrefix[m.KeyPrefix+"/"] = m
+			r.maxSegments = max(r.maxSegments, strings.Count(m.KeyPrefix, "/")+1)
+		}
 	}
 	return r, nil
 }
@@ -78,6 +86,10 @@ func (r *Registry) ModelOfKey(key string) *Model {
 	for range r.maxSegments {
 		i := strings.IndexByte(key[end:], '/')
 		if i < 0 {
+			// The whole key: the key of a model of one value, or none.
+			if m := r.byPrefix[key]; m != nil && m.singleton {
+				return m
+			}
 			return nil
 		}
 		end += i + 1

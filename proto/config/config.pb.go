@@ -19,6 +19,7 @@ import (
 	interfaces "github.com/netagent-io/netagent/proto/vpp/interfaces"
 	l2 "github.com/netagent-io/netagent/proto/vpp/l2"
 	l3 "github.com/netagent-io/netagent/proto/vpp/l3"
+	nat "github.com/netagent-io/netagent/proto/vpp/nat"
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
 	reflect "reflect"
@@ -98,8 +99,13 @@ type VppConfig struct {
 	Fibs          []*l2.FIBEntry     `protobuf:"bytes,31,rep,name=fibs,proto3" json:"fibs,omitempty"`
 	XconnectPairs []*l2.XConnectPair `protobuf:"bytes,32,rep,name=xconnect_pairs,json=xconnectPairs,proto3" json:"xconnect_pairs,omitempty"`
 	Vrfs          []*l3.VrfTable     `protobuf:"bytes,44,rep,name=vrfs,proto3" json:"vrfs,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	// One value (the NAT44 global settings), not a list.
+	Nat44Global     *nat.Nat44Global        `protobuf:"bytes,50,opt,name=nat44_global,json=nat44Global,proto3" json:"nat44_global,omitempty"`
+	Dnat44S         []*nat.DNat44           `protobuf:"bytes,51,rep,name=dnat44s,proto3" json:"dnat44s,omitempty"`
+	Nat44Interfaces []*nat.Nat44Interface   `protobuf:"bytes,52,rep,name=nat44_interfaces,json=nat44Interfaces,proto3" json:"nat44_interfaces,omitempty"`
+	Nat44Pools      []*nat.Nat44AddressPool `protobuf:"bytes,53,rep,name=nat44_pools,json=nat44Pools,proto3" json:"nat44_pools,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *VppConfig) Reset() {
@@ -188,6 +194,34 @@ func (x *VppConfig) GetVrfs() []*l3.VrfTable {
 	return nil
 }
 
+func (x *VppConfig) GetNat44Global() *nat.Nat44Global {
+	if x != nil {
+		return x.Nat44Global
+	}
+	return nil
+}
+
+func (x *VppConfig) GetDnat44S() []*nat.DNat44 {
+	if x != nil {
+		return x.Dnat44S
+	}
+	return nil
+}
+
+func (x *VppConfig) GetNat44Interfaces() []*nat.Nat44Interface {
+	if x != nil {
+		return x.Nat44Interfaces
+	}
+	return nil
+}
+
+func (x *VppConfig) GetNat44Pools() []*nat.Nat44AddressPool {
+	if x != nil {
+		return x.Nat44Pools
+	}
+	return nil
+}
+
 // LinuxConfig holds the Linux values.
 type LinuxConfig struct {
 	state         protoimpl.MessageState   `protogen:"open.v1"`
@@ -253,11 +287,11 @@ var File_config_config_proto protoreflect.FileDescriptor
 
 const file_config_config_proto_rawDesc = "" +
 	"\n" +
-	"\x13config/config.proto\x12\x0fnetagent.config\x1a\x1evpp/interfaces/interface.proto\x1a\x1avpp/l2/bridge_domain.proto\x1a\x12vpp/l3/route.proto\x1a\x10vpp/l3/arp.proto\x1a\x10vpp/l3/vrf.proto\x1a\x15vpp/l2/xconnect.proto\x1a\x10vpp/l2/fib.proto\x1a\x11vpp/acl/acl.proto\x1a linux/interfaces/interface.proto\x1a\x14linux/l3/route.proto\x1a\x12linux/l3/arp.proto\"\x84\x01\n" +
+	"\x13config/config.proto\x12\x0fnetagent.config\x1a\x1evpp/interfaces/interface.proto\x1a\x1avpp/l2/bridge_domain.proto\x1a\x12vpp/l3/route.proto\x1a\x10vpp/l3/arp.proto\x1a\x10vpp/l3/vrf.proto\x1a\x15vpp/l2/xconnect.proto\x1a\x10vpp/l2/fib.proto\x1a\x11vpp/nat/nat.proto\x1a\x11vpp/acl/acl.proto\x1a linux/interfaces/interface.proto\x1a\x14linux/l3/route.proto\x1a\x12linux/l3/arp.proto\"\x84\x01\n" +
 	"\x06Config\x129\n" +
 	"\n" +
 	"vpp_config\x18\x01 \x01(\v2\x1a.netagent.config.VppConfigR\tvppConfig\x12?\n" +
-	"\flinux_config\x18\x02 \x01(\v2\x1c.netagent.config.LinuxConfigR\vlinuxConfig\"\xfb\x02\n" +
+	"\flinux_config\x18\x02 \x01(\v2\x1c.netagent.config.LinuxConfigR\vlinuxConfig\"\xdf\x04\n" +
 	"\tVppConfig\x129\n" +
 	"\n" +
 	"interfaces\x18\x01 \x03(\v2\x19.vpp.interfaces.InterfaceR\n" +
@@ -268,7 +302,12 @@ const file_config_config_proto_rawDesc = "" +
 	"\x04acls\x18\x14 \x03(\v2\f.vpp.acl.ACLR\x04acls\x12$\n" +
 	"\x04fibs\x18\x1f \x03(\v2\x10.vpp.l2.FIBEntryR\x04fibs\x12;\n" +
 	"\x0exconnect_pairs\x18  \x03(\v2\x14.vpp.l2.XConnectPairR\rxconnectPairs\x12$\n" +
-	"\x04vrfs\x18, \x03(\v2\x10.vpp.l3.VrfTableR\x04vrfs\"\xa8\x01\n" +
+	"\x04vrfs\x18, \x03(\v2\x10.vpp.l3.VrfTableR\x04vrfs\x127\n" +
+	"\fnat44_global\x182 \x01(\v2\x14.vpp.nat.Nat44GlobalR\vnat44Global\x12)\n" +
+	"\adnat44s\x183 \x03(\v2\x0f.vpp.nat.DNat44R\adnat44s\x12B\n" +
+	"\x10nat44_interfaces\x184 \x03(\v2\x17.vpp.nat.Nat44InterfaceR\x0fnat44Interfaces\x12:\n" +
+	"\vnat44_pools\x185 \x03(\v2\x19.vpp.nat.Nat44AddressPoolR\n" +
+	"nat44Pools\"\xa8\x01\n" +
 	"\vLinuxConfig\x12;\n" +
 	"\n" +
 	"interfaces\x18\x01 \x03(\v2\x1b.linux.interfaces.InterfaceR\n" +
@@ -302,9 +341,13 @@ var file_config_config_proto_goTypes = []any{
 	(*l2.FIBEntry)(nil),           // 8: vpp.l2.FIBEntry
 	(*l2.XConnectPair)(nil),       // 9: vpp.l2.XConnectPair
 	(*l3.VrfTable)(nil),           // 10: vpp.l3.VrfTable
-	(*interfaces1.Interface)(nil), // 11: linux.interfaces.Interface
-	(*l31.ARPEntry)(nil),          // 12: linux.l3.ARPEntry
-	(*l31.Route)(nil),             // 13: linux.l3.Route
+	(*nat.Nat44Global)(nil),       // 11: vpp.nat.Nat44Global
+	(*nat.DNat44)(nil),            // 12: vpp.nat.DNat44
+	(*nat.Nat44Interface)(nil),    // 13: vpp.nat.Nat44Interface
+	(*nat.Nat44AddressPool)(nil),  // 14: vpp.nat.Nat44AddressPool
+	(*interfaces1.Interface)(nil), // 15: linux.interfaces.Interface
+	(*l31.ARPEntry)(nil),          // 16: linux.l3.ARPEntry
+	(*l31.Route)(nil),             // 17: linux.l3.Route
 }
 var file_config_config_proto_depIdxs = []int32{
 	1,  // 0: netagent.config.Config.vpp_config:type_name -> netagent.config.VppConfig
@@ -317,14 +360,18 @@ var file_config_config_proto_depIdxs = []int32{
 	8,  // 7: netagent.config.VppConfig.fibs:type_name -> vpp.l2.FIBEntry
 	9,  // 8: netagent.config.VppConfig.xconnect_pairs:type_name -> vpp.l2.XConnectPair
 	10, // 9: netagent.config.VppConfig.vrfs:type_name -> vpp.l3.VrfTable
-	11, // 10: netagent.config.LinuxConfig.interfaces:type_name -> linux.interfaces.Interface
-	12, // 11: netagent.config.LinuxConfig.arp_entries:type_name -> linux.l3.ARPEntry
-	13, // 12: netagent.config.LinuxConfig.routes:type_name -> linux.l3.Route
-	13, // [13:13] is the sub-list for method output_type
-	13, // [13:13] is the sub-list for method input_type
-	13, // [13:13] is the sub-list for extension type_name
-	13, // [13:13] is the sub-list for extension extendee
-	0,  // [0:13] is the sub-list for field type_name
+	11, // 10: netagent.config.VppConfig.nat44_global:type_name -> vpp.nat.Nat44Global
+	12, // 11: netagent.config.VppConfig.dnat44s:type_name -> vpp.nat.DNat44
+	13, // 12: netagent.config.VppConfig.nat44_interfaces:type_name -> vpp.nat.Nat44Interface
+	14, // 13: netagent.config.VppConfig.nat44_pools:type_name -> vpp.nat.Nat44AddressPool
+	15, // 14: netagent.config.LinuxConfig.interfaces:type_name -> linux.interfaces.Interface
+	16, // 15: netagent.config.LinuxConfig.arp_entries:type_name -> linux.l3.ARPEntry
+	17, // 16: netagent.config.LinuxConfig.routes:type_name -> linux.l3.Route
+	17, // [17:17] is the sub-list for method output_type
+	17, // [17:17] is the sub-list for method input_type
+	17, // [17:17] is the sub-list for extension type_name
+	17, // [17:17] is the sub-list for extension extendee
+	0,  // [0:17] is the sub-list for field type_name
 }
 
 func init() { file_config_config_proto_init() }

@@ -448,6 +448,10 @@ func (s *Server) items(c *configpb.Config) ([]docItem, error) {
 				errs = append(errs, fmt.Errorf("%s.%s: no model registered for it", sfd.Name(), fd.Name()))
 				continue
 			}
+			if !fd.IsList() { // a model of one value
+				out = append(out, docItem{place: fmt.Sprintf("%s.%s", sfd.Name(), fd.Name()), model: m, value: sm.Get(fd).Message().Interface()})
+				continue
+			}
 			list := sm.Get(fd).List()
 			for k := range list.Len() {
 				out = append(out, docItem{

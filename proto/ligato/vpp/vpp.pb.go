@@ -16,6 +16,7 @@ import (
 	interfaces "github.com/netagent-io/netagent/proto/vpp/interfaces"
 	l2 "github.com/netagent-io/netagent/proto/vpp/l2"
 	l3 "github.com/netagent-io/netagent/proto/vpp/l3"
+	nat "github.com/netagent-io/netagent/proto/vpp/nat"
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
 	reflect "reflect"
@@ -34,17 +35,21 @@ const (
 // with netagent's messages; the numbers of the original's others are
 // reserved (a client sending them gets per-key errors).
 type ConfigData struct {
-	state         protoimpl.MessageState  `protogen:"open.v1"`
-	Interfaces    []*interfaces.Interface `protobuf:"bytes,10,rep,name=interfaces,proto3" json:"interfaces,omitempty"`
-	BridgeDomains []*l2.BridgeDomain      `protobuf:"bytes,30,rep,name=bridge_domains,json=bridgeDomains,proto3" json:"bridge_domains,omitempty"`
-	Routes        []*l3.Route             `protobuf:"bytes,40,rep,name=routes,proto3" json:"routes,omitempty"`
-	Arps          []*l3.ARPEntry          `protobuf:"bytes,41,rep,name=arps,proto3" json:"arps,omitempty"`
-	Acls          []*acl.ACL              `protobuf:"bytes,20,rep,name=acls,proto3" json:"acls,omitempty"`
-	Fibs          []*l2.FIBEntry          `protobuf:"bytes,31,rep,name=fibs,proto3" json:"fibs,omitempty"`
-	XconnectPairs []*l2.XConnectPair      `protobuf:"bytes,32,rep,name=xconnect_pairs,json=xconnectPairs,proto3" json:"xconnect_pairs,omitempty"`
-	Vrfs          []*l3.VrfTable          `protobuf:"bytes,44,rep,name=vrfs,proto3" json:"vrfs,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state           protoimpl.MessageState  `protogen:"open.v1"`
+	Interfaces      []*interfaces.Interface `protobuf:"bytes,10,rep,name=interfaces,proto3" json:"interfaces,omitempty"`
+	BridgeDomains   []*l2.BridgeDomain      `protobuf:"bytes,30,rep,name=bridge_domains,json=bridgeDomains,proto3" json:"bridge_domains,omitempty"`
+	Routes          []*l3.Route             `protobuf:"bytes,40,rep,name=routes,proto3" json:"routes,omitempty"`
+	Arps            []*l3.ARPEntry          `protobuf:"bytes,41,rep,name=arps,proto3" json:"arps,omitempty"`
+	Acls            []*acl.ACL              `protobuf:"bytes,20,rep,name=acls,proto3" json:"acls,omitempty"`
+	Fibs            []*l2.FIBEntry          `protobuf:"bytes,31,rep,name=fibs,proto3" json:"fibs,omitempty"`
+	XconnectPairs   []*l2.XConnectPair      `protobuf:"bytes,32,rep,name=xconnect_pairs,json=xconnectPairs,proto3" json:"xconnect_pairs,omitempty"`
+	Vrfs            []*l3.VrfTable          `protobuf:"bytes,44,rep,name=vrfs,proto3" json:"vrfs,omitempty"`
+	Nat44Global     *nat.Nat44Global        `protobuf:"bytes,50,opt,name=nat44_global,json=nat44Global,proto3" json:"nat44_global,omitempty"`
+	Dnat44S         []*nat.DNat44           `protobuf:"bytes,51,rep,name=dnat44s,proto3" json:"dnat44s,omitempty"`
+	Nat44Interfaces []*nat.Nat44Interface   `protobuf:"bytes,52,rep,name=nat44_interfaces,json=nat44Interfaces,proto3" json:"nat44_interfaces,omitempty"`
+	Nat44Pools      []*nat.Nat44AddressPool `protobuf:"bytes,53,rep,name=nat44_pools,json=nat44Pools,proto3" json:"nat44_pools,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *ConfigData) Reset() {
@@ -133,6 +138,34 @@ func (x *ConfigData) GetVrfs() []*l3.VrfTable {
 	return nil
 }
 
+func (x *ConfigData) GetNat44Global() *nat.Nat44Global {
+	if x != nil {
+		return x.Nat44Global
+	}
+	return nil
+}
+
+func (x *ConfigData) GetDnat44S() []*nat.DNat44 {
+	if x != nil {
+		return x.Dnat44S
+	}
+	return nil
+}
+
+func (x *ConfigData) GetNat44Interfaces() []*nat.Nat44Interface {
+	if x != nil {
+		return x.Nat44Interfaces
+	}
+	return nil
+}
+
+func (x *ConfigData) GetNat44Pools() []*nat.Nat44AddressPool {
+	if x != nil {
+		return x.Nat44Pools
+	}
+	return nil
+}
+
 // Notification is a VPP notification.
 type Notification struct {
 	state         protoimpl.MessageState             `protogen:"open.v1"`
@@ -183,7 +216,7 @@ var File_ligato_vpp_vpp_proto protoreflect.FileDescriptor
 const file_ligato_vpp_vpp_proto_rawDesc = "" +
 	"\n" +
 	"\x14ligato/vpp/vpp.proto\x12\n" +
-	"ligato.vpp\x1a\x1evpp/interfaces/interface.proto\x1a\x1avpp/l2/bridge_domain.proto\x1a\x12vpp/l3/route.proto\x1a\x10vpp/l3/arp.proto\x1a\x10vpp/l3/vrf.proto\x1a\x15vpp/l2/xconnect.proto\x1a\x10vpp/l2/fib.proto\x1a\x11vpp/acl/acl.proto\x1a!ligato/vpp/interfaces/state.proto\"\x9e\x06\n" +
+	"ligato.vpp\x1a\x1evpp/interfaces/interface.proto\x1a\x1avpp/l2/bridge_domain.proto\x1a\x12vpp/l3/route.proto\x1a\x10vpp/l3/arp.proto\x1a\x10vpp/l3/vrf.proto\x1a\x15vpp/l2/xconnect.proto\x1a\x10vpp/l2/fib.proto\x1a\x11vpp/nat/nat.proto\x1a\x11vpp/acl/acl.proto\x1a!ligato/vpp/interfaces/state.proto\"\xc6\a\n" +
 	"\n" +
 	"ConfigData\x129\n" +
 	"\n" +
@@ -196,7 +229,12 @@ const file_ligato_vpp_vpp_proto_rawDesc = "" +
 	"\x04acls\x18\x14 \x03(\v2\f.vpp.acl.ACLR\x04acls\x12$\n" +
 	"\x04fibs\x18\x1f \x03(\v2\x10.vpp.l2.FIBEntryR\x04fibs\x12;\n" +
 	"\x0exconnect_pairs\x18  \x03(\v2\x14.vpp.l2.XConnectPairR\rxconnectPairs\x12$\n" +
-	"\x04vrfs\x18, \x03(\v2\x10.vpp.l3.VrfTableR\x04vrfsJ\x04\b\v\x10\fJ\x04\b\x15\x10\x16J\x04\b*\x10+J\x04\b+\x10,J\x04\b-\x101J\x04\b2\x106J\x04\b<\x10?J\x04\bF\x10IJ\x04\bP\x10TJ\x04\bZ\x10]R\x05spansR\x04abfsR\tproxy_arpR\x0fipscan_neighborR\vl3xconnectsR\fdhcp_proxiesR\fteib_entriesR\x06ip6ndsR\fnat44_globalR\adnat44sR\x10nat44_interfacesR\vnat44_poolsR\n" +
+	"\x04vrfs\x18, \x03(\v2\x10.vpp.l3.VrfTableR\x04vrfs\x127\n" +
+	"\fnat44_global\x182 \x01(\v2\x14.vpp.nat.Nat44GlobalR\vnat44Global\x12)\n" +
+	"\adnat44s\x183 \x03(\v2\x0f.vpp.nat.DNat44R\adnat44s\x12B\n" +
+	"\x10nat44_interfaces\x184 \x03(\v2\x17.vpp.nat.Nat44InterfaceR\x0fnat44Interfaces\x12:\n" +
+	"\vnat44_pools\x185 \x03(\v2\x19.vpp.nat.Nat44AddressPoolR\n" +
+	"nat44PoolsJ\x04\b\v\x10\fJ\x04\b\x15\x10\x16J\x04\b*\x10+J\x04\b+\x10,J\x04\b-\x101J\x04\b<\x10?J\x04\bF\x10IJ\x04\bP\x10TJ\x04\bZ\x10]R\x05spansR\x04abfsR\tproxy_arpR\x0fipscan_neighborR\vl3xconnectsR\fdhcp_proxiesR\fteib_entriesR\x06ip6ndsR\n" +
 	"ipsec_spdsR\tipsec_sasR\x18ipsec_tunnel_protectionsR\x10punt_ipredirectsR\fpunt_tohostsR\x0fpunt_exceptionsR\vsrv6_globalR\x0esrv6_localsidsR\rsrv6_policiesR\x0esrv6_steeringsR\fipfix_globalR\x16ipfix_flowprobe_paramsR\x10ipfix_flowprobes\"Z\n" +
 	"\fNotification\x12J\n" +
 	"\tinterface\x18\x01 \x01(\v2,.ligato.vpp.interfaces.InterfaceNotificationR\tinterfaceB<Z:github.com/netagent-io/netagent/proto/ligato/vpp;ligatovppb\x06proto3"
@@ -225,7 +263,11 @@ var file_ligato_vpp_vpp_proto_goTypes = []any{
 	(*l2.FIBEntry)(nil),                       // 7: vpp.l2.FIBEntry
 	(*l2.XConnectPair)(nil),                   // 8: vpp.l2.XConnectPair
 	(*l3.VrfTable)(nil),                       // 9: vpp.l3.VrfTable
-	(*interfaces1.InterfaceNotification)(nil), // 10: ligato.vpp.interfaces.InterfaceNotification
+	(*nat.Nat44Global)(nil),                   // 10: vpp.nat.Nat44Global
+	(*nat.DNat44)(nil),                        // 11: vpp.nat.DNat44
+	(*nat.Nat44Interface)(nil),                // 12: vpp.nat.Nat44Interface
+	(*nat.Nat44AddressPool)(nil),              // 13: vpp.nat.Nat44AddressPool
+	(*interfaces1.InterfaceNotification)(nil), // 14: ligato.vpp.interfaces.InterfaceNotification
 }
 var file_ligato_vpp_vpp_proto_depIdxs = []int32{
 	2,  // 0: ligato.vpp.ConfigData.interfaces:type_name -> vpp.interfaces.Interface
@@ -236,12 +278,16 @@ var file_ligato_vpp_vpp_proto_depIdxs = []int32{
 	7,  // 5: ligato.vpp.ConfigData.fibs:type_name -> vpp.l2.FIBEntry
 	8,  // 6: ligato.vpp.ConfigData.xconnect_pairs:type_name -> vpp.l2.XConnectPair
 	9,  // 7: ligato.vpp.ConfigData.vrfs:type_name -> vpp.l3.VrfTable
-	10, // 8: ligato.vpp.Notification.interface:type_name -> ligato.vpp.interfaces.InterfaceNotification
-	9,  // [9:9] is the sub-list for method output_type
-	9,  // [9:9] is the sub-list for method input_type
-	9,  // [9:9] is the sub-list for extension type_name
-	9,  // [9:9] is the sub-list for extension extendee
-	0,  // [0:9] is the sub-list for field type_name
+	10, // 8: ligato.vpp.ConfigData.nat44_global:type_name -> vpp.nat.Nat44Global
+	11, // 9: ligato.vpp.ConfigData.dnat44s:type_name -> vpp.nat.DNat44
+	12, // 10: ligato.vpp.ConfigData.nat44_interfaces:type_name -> vpp.nat.Nat44Interface
+	13, // 11: ligato.vpp.ConfigData.nat44_pools:type_name -> vpp.nat.Nat44AddressPool
+	14, // 12: ligato.vpp.Notification.interface:type_name -> ligato.vpp.interfaces.InterfaceNotification
+	13, // [13:13] is the sub-list for method output_type
+	13, // [13:13] is the sub-list for method input_type
+	13, // [13:13] is the sub-list for extension type_name
+	13, // [13:13] is the sub-list for extension extendee
+	0,  // [0:13] is the sub-list for field type_name
 }
 
 func init() { file_ligato_vpp_vpp_proto_init() }

@@ -42,8 +42,16 @@ func TestConversionCoversTheDocument(t *testing.T) {
 		for j := range fields.Len() {
 			fd := fields.Get(j)
 			lfd := lsfd.Message().Fields().ByName(fd.Name())
-			if lfd == nil || lfd.Message() == nil || lfd.Message().FullName() != fd.Message().FullName() || !lfd.IsList() {
-				t.Errorf("%s.%s (%s) has no list of the same message in %s", sfd.Name(), fd.Name(), fd.Message().FullName(), lsfd.Message().FullName())
+			if lfd == nil || lfd.Message() == nil || lfd.Message().FullName() != fd.Message().FullName() || lfd.IsList() != fd.IsList() {
+				t.Errorf("%s.%s (%s) has no field of the same message and cardinality in %s", sfd.Name(), fd.Name(), fd.Message().FullName(), lsfd.Message().FullName())
+				continue
+			}
+			if !fd.IsList() { // the value of a model of one value
+				v := sm.Mutable(fd).Message()
+				if !setFirstString(v, fmt.Sprintf("v%d", n)) {
+					setFirstBool(v)
+				}
+				n++
 				continue
 			}
 			// One value with a field set, told apart from the others.
@@ -71,12 +79,24 @@ func TestConversionCoversTheDocument(t *testing.T) {
 	}
 }
 
-// setFirstString sets the first string field of m.
-func setFirstString(m protoreflect.Message, s string) {
+// setFirstString sets the first string field of m; false when it has none.
+func setFirstString(m protoreflect.Message, s string) bool {
 	fields := m.Descriptor().Fields()
 	for i := range fields.Len() {
 		if fd := fields.Get(i); fd.Kind() == protoreflect.StringKind && !fd.IsList() {
 			m.Set(fd, protoreflect.ValueOfString(s))
+			return true
+		}
+	}
+	return false
+}
+
+// setFirstBool sets the first bool field of m.
+func setFirstBool(m protoreflect.Message) {
+	fields := m.Descriptor().Fields()
+	for i := range fields.Len() {
+		if fd := fields.Get(i); fd.Kind() == protoreflect.BoolKind && !fd.IsList() {
+			m.Set(fd, protoreflect.ValueOfBool(true))
 			return
 		}
 	}

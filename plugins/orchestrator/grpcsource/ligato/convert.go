@@ -24,14 +24,21 @@ func toConfig(c *ligatocfg.Config, skip map[string]bool) *configpb.Config {
 	out := &configpb.Config{}
 	if v := c.GetVppConfig(); v != nil {
 		out.VppConfig = &configpb.VppConfig{
-			Interfaces:    keep(v.GetInterfaces(), "vpp_config.interfaces", skip),
-			BridgeDomains: keep(v.GetBridgeDomains(), "vpp_config.bridge_domains", skip),
-			Routes:        keep(v.GetRoutes(), "vpp_config.routes", skip),
-			Arps:          keep(v.GetArps(), "vpp_config.arps", skip),
-			Acls:          keep(v.GetAcls(), "vpp_config.acls", skip),
-			Fibs:          keep(v.GetFibs(), "vpp_config.fibs", skip),
-			XconnectPairs: keep(v.GetXconnectPairs(), "vpp_config.xconnect_pairs", skip),
-			Vrfs:          keep(v.GetVrfs(), "vpp_config.vrfs", skip),
+			Interfaces:      keep(v.GetInterfaces(), "vpp_config.interfaces", skip),
+			BridgeDomains:   keep(v.GetBridgeDomains(), "vpp_config.bridge_domains", skip),
+			Routes:          keep(v.GetRoutes(), "vpp_config.routes", skip),
+			Arps:            keep(v.GetArps(), "vpp_config.arps", skip),
+			Acls:            keep(v.GetAcls(), "vpp_config.acls", skip),
+			Fibs:            keep(v.GetFibs(), "vpp_config.fibs", skip),
+			XconnectPairs:   keep(v.GetXconnectPairs(), "vpp_config.xconnect_pairs", skip),
+			Vrfs:            keep(v.GetVrfs(), "vpp_config.vrfs", skip),
+			Nat44Global:     v.GetNat44Global(),
+			Dnat44S:         keep(v.GetDnat44S(), "vpp_config.dnat44s", skip),
+			Nat44Interfaces: keep(v.GetNat44Interfaces(), "vpp_config.nat44_interfaces", skip),
+			Nat44Pools:      keep(v.GetNat44Pools(), "vpp_config.nat44_pools", skip),
+		}
+		if skip["vpp_config.nat44_global"] {
+			out.VppConfig.Nat44Global = nil
 		}
 	}
 	if l := c.GetLinuxConfig(); l != nil {
@@ -68,14 +75,18 @@ func fromConfig(c *configpb.Config) *ligatocfg.Config {
 	out := &ligatocfg.Config{}
 	if v := c.GetVppConfig(); v != nil {
 		out.VppConfig = &ligatovpp.ConfigData{
-			Interfaces:    v.GetInterfaces(),
-			BridgeDomains: v.GetBridgeDomains(),
-			Routes:        v.GetRoutes(),
-			Arps:          v.GetArps(),
-			Acls:          v.GetAcls(),
-			Fibs:          v.GetFibs(),
-			XconnectPairs: v.GetXconnectPairs(),
-			Vrfs:          v.GetVrfs(),
+			Interfaces:      v.GetInterfaces(),
+			BridgeDomains:   v.GetBridgeDomains(),
+			Routes:          v.GetRoutes(),
+			Arps:            v.GetArps(),
+			Acls:            v.GetAcls(),
+			Fibs:            v.GetFibs(),
+			XconnectPairs:   v.GetXconnectPairs(),
+			Vrfs:            v.GetVrfs(),
+			Nat44Global:     v.GetNat44Global(),
+			Dnat44S:         v.GetDnat44S(),
+			Nat44Interfaces: v.GetNat44Interfaces(),
+			Nat44Pools:      v.GetNat44Pools(),
 		}
 	}
 	if l := c.GetLinuxConfig(); l != nil {
@@ -94,5 +105,9 @@ func appendValue(c *configpb.Config, m *models.Model, v proto.Message) {
 	section := cm.Descriptor().Fields().ByName(protoreflect.Name(m.ConfigSection))
 	sm := cm.Mutable(section).Message()
 	field := sm.Descriptor().Fields().ByName(protoreflect.Name(m.ConfigField))
+	if !field.IsList() { // a model of one value
+		sm.Set(field, protoreflect.ValueOfMessage(v.ProtoReflect()))
+		return
+	}
 	sm.Mutable(field).List().Append(protoreflect.ValueOfMessage(v.ProtoReflect()))
 }

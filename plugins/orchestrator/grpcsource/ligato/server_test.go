@@ -92,7 +92,7 @@ func TestUnsupportedModels(t *testing.T) {
 	req := doc(loop("loop1"))
 	withUnknown(req.VppConfig, slices.Concat(
 		field(21, abfIndex(1)), field(21, abfIndex(2)), // abfs
-		field(50, protowire.AppendVarint(protowire.AppendTag(nil, 1, protowire.VarintType), 1)), // nat44_global
+		field(42, protowire.AppendVarint(protowire.AppendTag(nil, 1, protowire.VarintType), 1)), // proxy_arp
 		field(999, nil), // a field not even the original has
 	))
 	netalloc := slices.Concat(field(10, named("net1")), field(10, named("net2")))
@@ -105,7 +105,7 @@ func TestUnsupportedModels(t *testing.T) {
 	want := map[string]string{
 		"vpp_config.abfs[0]":              "ligato.vpp.abf.ABF",
 		"vpp_config.abfs[1]":              "ligato.vpp.abf.ABF",
-		"vpp_config.nat44_global":         "ligato.vpp.nat.Nat44Global",
+		"vpp_config.proxy_arp":            "ligato.vpp.l3.ProxyARP",
 		"vpp_config.field 999":            "field 999 of ligato.vpp.ConfigData",
 		"netalloc_config.ip_addresses[0]": "ligato.netalloc.IPAllocation",
 		"netalloc_config.ip_addresses[1]": "ligato.netalloc.IPAllocation",

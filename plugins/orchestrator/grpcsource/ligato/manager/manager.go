@@ -106,17 +106,21 @@ const SeqNumKey = "seqnum"
 // netagent's models, by model name: the same fields and numbers under the
 // original's package.
 var OriginalMessages = map[string]protoreflect.FullName{
-	models.VPPInterface.Name:    "ligato.vpp.interfaces.Interface",
-	models.VPPBridgeDomain.Name: "ligato.vpp.l2.BridgeDomain",
-	models.VPPRoute.Name:        "ligato.vpp.l3.Route",
-	models.VPPARP.Name:          "ligato.vpp.l3.ARPEntry",
-	models.LinuxInterface.Name:  "ligato.linux.interfaces.Interface",
-	models.LinuxRoute.Name:      "ligato.linux.l3.Route",
-	models.LinuxARP.Name:        "ligato.linux.l3.ARPEntry",
-	models.VPPACL.Name:          "ligato.vpp.acl.ACL",
-	models.VPPVrfTable.Name:     "ligato.vpp.l3.VrfTable",
-	models.VPPXConnect.Name:     "ligato.vpp.l2.XConnectPair",
-	models.VPPL2FIB.Name:        "ligato.vpp.l2.FIBEntry",
+	models.VPPInterface.Name:        "ligato.vpp.interfaces.Interface",
+	models.VPPBridgeDomain.Name:     "ligato.vpp.l2.BridgeDomain",
+	models.VPPRoute.Name:            "ligato.vpp.l3.Route",
+	models.VPPARP.Name:              "ligato.vpp.l3.ARPEntry",
+	models.LinuxInterface.Name:      "ligato.linux.interfaces.Interface",
+	models.LinuxRoute.Name:          "ligato.linux.l3.Route",
+	models.LinuxARP.Name:            "ligato.linux.l3.ARPEntry",
+	models.VPPACL.Name:              "ligato.vpp.acl.ACL",
+	models.VPPVrfTable.Name:         "ligato.vpp.l3.VrfTable",
+	models.VPPXConnect.Name:         "ligato.vpp.l2.XConnectPair",
+	models.VPPL2FIB.Name:            "ligato.vpp.l2.FIBEntry",
+	models.VPPNat44Global.Name:      "ligato.vpp.nat.Nat44Global",
+	models.VPPNat44Interface.Name:   "ligato.vpp.nat.Nat44Interface",
+	models.VPPNat44AddressPool.Name: "ligato.vpp.nat.Nat44AddressPool",
+	models.VPPDNat44.Name:           "ligato.vpp.nat.DNat44",
 }
 
 // Options are the optional settings of New.

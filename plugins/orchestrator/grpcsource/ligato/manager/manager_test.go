@@ -24,6 +24,7 @@ import (
 	vppif "github.com/netagent-io/netagent/proto/vpp/interfaces"
 	vppl2 "github.com/netagent-io/netagent/proto/vpp/l2"
 	vppl3 "github.com/netagent-io/netagent/proto/vpp/l3"
+	vppnat "github.com/netagent-io/netagent/proto/vpp/nat"
 )
 
 // samples are a valid value of every model, by model name.
@@ -37,9 +38,14 @@ var samples = map[string]proto.Message{
 	models.LinuxARP.Name:        &linuxl3.ARPEntry{Interface: "dummy1", IpAddress: "10.3.0.9", HwAddress: "02:00:00:00:00:0a"},
 	models.VPPACL.Name: &vppacl.ACL{Name: "acl1", Interfaces: &vppacl.ACL_Interfaces{Ingress: []string{"loop1"}},
 		Rules: []*vppacl.ACL_Rule{{Action: vppacl.ACL_Rule_PERMIT, IpRule: &vppacl.ACL_Rule_IpRule{Ip: &vppacl.ACL_Rule_IpRule_Ip{DestinationNetwork: "10.4.0.0/16"}}}}},
-	models.VPPVrfTable.Name: &vppl3.VrfTable{Id: 3, Label: "blue"},
-	models.VPPXConnect.Name: &vppl2.XConnectPair{ReceiveInterface: "loop1", TransmitInterface: "loop2"},
-	models.VPPL2FIB.Name:    &vppl2.FIBEntry{PhysAddress: "02:00:00:00:00:0b", BridgeDomain: "bd1", OutgoingInterface: "loop1", StaticConfig: true},
+	models.VPPVrfTable.Name:         &vppl3.VrfTable{Id: 3, Label: "blue"},
+	models.VPPXConnect.Name:         &vppl2.XConnectPair{ReceiveInterface: "loop1", TransmitInterface: "loop2"},
+	models.VPPL2FIB.Name:            &vppl2.FIBEntry{PhysAddress: "02:00:00:00:00:0b", BridgeDomain: "bd1", OutgoingInterface: "loop1", StaticConfig: true},
+	models.VPPNat44Global.Name:      &vppnat.Nat44Global{Forwarding: true},
+	models.VPPNat44Interface.Name:   &vppnat.Nat44Interface{Name: "loop1", NatInside: true},
+	models.VPPNat44AddressPool.Name: &vppnat.Nat44AddressPool{FirstIp: "192.0.2.1", LastIp: "192.0.2.9"},
+	models.VPPDNat44.Name: &vppnat.DNat44{Label: "web", StMappings: []*vppnat.DNat44_StaticMapping{{ExternalIp: "192.0.2.1", ExternalPort: 80,
+		LocalIps: []*vppnat.DNat44_StaticMapping_LocalIP{{LocalIp: "10.0.0.1", LocalPort: 8080}}}}},
 }
 
 // Every model is known by netagent's message name and by the original's,

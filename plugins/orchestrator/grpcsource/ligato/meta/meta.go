@@ -79,6 +79,12 @@ var nameTemplates = map[string]string{
 	models.VPPVrfTable.Name: "id/{{.Id}}/protocol/{{.Protocol}}",
 	models.VPPXConnect.Name: "{{.ReceiveInterface}}",
 	models.VPPL2FIB.Name:    "{{.BridgeDomain}}/mac/{{.PhysAddress}}",
+	// A model of one value has no name (its key is its prefix).
+	models.VPPNat44Global.Name:    "",
+	models.VPPNat44Interface.Name: "{{.Name}}",
+	models.VPPNat44AddressPool.Name: "{{if .Name}}{{.Name}}{{else}}vrf/{{.VrfId}}/address/{{.FirstIp}}" +
+		"{{if and .LastIp (ne .FirstIp .LastIp)}}-{{.LastIp}}{{end}}{{end}}",
+	models.VPPDNat44.Name: "{{.Label}}",
 }
 
 // Server is the MetaService of a model registry.
@@ -189,10 +195,11 @@ func detail(m *models.Model) (*ligatogeneric.ModelDetail, error) {
 }
 
 // specOf is the original's spec of m, from its key prefix
-// "<class>/<module path>/<version>/<type>/".
+// "<class>/<module path>/<version>/<type>/" (without the last "/" for a
+// model of one value, as the original's keys of models without a name).
 func specOf(m *models.Model) (*ligatogeneric.ModelSpec, error) {
 	parts := strings.Split(strings.TrimSuffix(m.KeyPrefix, "/"), "/")
-	if len(parts) < 4 || parts[0] != ClassConfig || !strings.HasSuffix(m.KeyPrefix, "/") {
+	if len(parts) < 4 || parts[0] != ClassConfig || strings.HasSuffix(m.KeyPrefix, "/") == m.Singleton() {
 		return nil, fmt.Errorf("model %s: key prefix %q is not %s/<module path>/<version>/<type>/", m.Name, m.KeyPrefix, ClassConfig)
 	}
 	n := len(parts)

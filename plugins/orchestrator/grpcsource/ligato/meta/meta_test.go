@@ -28,6 +28,7 @@ import (
 	vppif "github.com/netagent-io/netagent/proto/vpp/interfaces"
 	vppl2 "github.com/netagent-io/netagent/proto/vpp/l2"
 	vppl3 "github.com/netagent-io/netagent/proto/vpp/l3"
+	vppnat "github.com/netagent-io/netagent/proto/vpp/nat"
 )
 
 func TestMain(m *testing.M) {
@@ -81,6 +82,10 @@ var want = []struct {
 	{"vpp", "vrf-table", "vpp.l3.VrfTable", "vpp/l3/vrf.proto", "*vppl3.VrfTable", "github.com/netagent-io/netagent/proto/vpp/l3"},
 	{"vpp.l2", "xconnect", "vpp.l2.XConnectPair", "vpp/l2/xconnect.proto", "*vppl2.XConnectPair", "github.com/netagent-io/netagent/proto/vpp/l2"},
 	{"vpp.l2", "fib", "vpp.l2.FIBEntry", "vpp/l2/fib.proto", "*vppl2.FIBEntry", "github.com/netagent-io/netagent/proto/vpp/l2"},
+	{"vpp.nat", "nat44-global", "vpp.nat.Nat44Global", "vpp/nat/nat.proto", "*vppnat.Nat44Global", "github.com/netagent-io/netagent/proto/vpp/nat"},
+	{"vpp.nat", "nat44-interface", "vpp.nat.Nat44Interface", "vpp/nat/nat.proto", "*vppnat.Nat44Interface", "github.com/netagent-io/netagent/proto/vpp/nat"},
+	{"vpp.nat", "nat44-pool", "vpp.nat.Nat44AddressPool", "vpp/nat/nat.proto", "*vppnat.Nat44AddressPool", "github.com/netagent-io/netagent/proto/vpp/nat"},
+	{"vpp.nat", "dnat44", "vpp.nat.DNat44", "vpp/nat/nat.proto", "*vppnat.DNat44", "github.com/netagent-io/netagent/proto/vpp/nat"},
 }
 
 func option(d *ligatogeneric.ModelDetail, key string) (string, bool) {
@@ -125,8 +130,13 @@ func TestKnownModels(t *testing.T) {
 			t.Errorf("model %d: no model named %s.%s", i, spec.GetModule(), spec.GetType())
 			continue
 		}
-		// The original's clients: "config/" + module with "/" + version + type.
-		if prefix := "config/" + strings.ReplaceAll(spec.GetModule(), ".", "/") + "/" + spec.GetVersion() + "/" + spec.GetType() + "/"; prefix != m.KeyPrefix {
+		// The original's clients: "config/" + module with "/" + version +
+		// type, and a "/" when the model has a name template.
+		prefix := "config/" + strings.ReplaceAll(spec.GetModule(), ".", "/") + "/" + spec.GetVersion() + "/" + spec.GetType()
+		if tmpl, _ := option(d, "nameTemplate"); tmpl != "" {
+			prefix += "/"
+		}
+		if prefix != m.KeyPrefix {
 			t.Errorf("model %s: key prefix from the spec %q, netagent's %q", m.Name, prefix, m.KeyPrefix)
 		}
 		if d.GetProtoName() != w.protoName {
@@ -180,6 +190,15 @@ func TestNameTemplatesMakeNetagentsKeys(t *testing.T) {
 		"vpp.vrf-table":              {&vppl3.VrfTable{Id: 3}, &vppl3.VrfTable{Id: 3, Protocol: vppl3.VrfTable_IPV6, Label: "blue"}},
 		"vpp.l2.xconnect":            {&vppl2.XConnectPair{ReceiveInterface: "memif1/1", TransmitInterface: "loop1"}},
 		"vpp.l2.fib":                 {&vppl2.FIBEntry{BridgeDomain: "bd1", PhysAddress: "02:00:00:00:00:0a", OutgoingInterface: "loop1"}},
+		"vpp.nat.nat44-global":       {&vppnat.Nat44Global{Forwarding: true}},
+		"vpp.nat.nat44-interface":    {&vppnat.Nat44Interface{Name: "memif1/1", NatInside: true}},
+		"vpp.nat.nat44-pool": {
+			&vppnat.Nat44AddressPool{Name: "pool1", FirstIp: "10.0.0.1"},
+			&vppnat.Nat44AddressPool{FirstIp: "10.0.0.1", VrfId: 3},
+			&vppnat.Nat44AddressPool{FirstIp: "10.0.0.1", LastIp: "10.0.0.1"},
+			&vppnat.Nat44AddressPool{FirstIp: "10.0.0.1", LastIp: "10.0.0.9", VrfId: ^uint32(0), TwiceNat: true},
+		},
+		"vpp.nat.dnat44": {&vppnat.DNat44{Label: "tenant/web"}},
 	}
 	// ipnet is the original's template function, written here from its
 	// documented result: the network's address and prefix length.
