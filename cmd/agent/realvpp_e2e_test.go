@@ -22,6 +22,7 @@ import (
 	vppif "github.com/netagent-io/netagent/proto/vpp/interfaces"
 	vppl2 "github.com/netagent-io/netagent/proto/vpp/l2"
 	vppl3 "github.com/netagent-io/netagent/proto/vpp/l3"
+	vppnat "github.com/netagent-io/netagent/proto/vpp/nat"
 	"github.com/netagent-io/netagent/tests/testsupport"
 	"github.com/netagent-io/netagent/tests/vpprun"
 )
@@ -157,8 +158,9 @@ func (v *e2eVPP) bridgeDomainMembers(id string) []string {
 // configuration vpp-agent users run: memifs (ethernet master, IP-mode
 // slave), a bridge domain with a BVI and members in split-horizon groups,
 // routes (via a next hop, out an interface, DROP, IPv6), ARP entries, an
-// AF_PACKET interface on a veth made by the agent's Linux side, and an
-// unnumbered interface. Restarted on that in-sync VPP, the agent's first
+// AF_PACKET interface on a veth made by the agent's Linux side, an
+// unnumbered interface, and NAT44 (interface features, a pool, static,
+// load-balanced and identity mappings). Restarted on that in-sync VPP, the agent's first
 // full resync (and the resync when it connects to VPP) executes nothing.
 // Taking an interface out of the bridge domain takes it out in VPP (as
 // vppctl shows it), and deleting every key leaves VPP with local0 only.
@@ -204,6 +206,18 @@ func TestE2ERealVPPRestartInSync(t *testing.T) {
 		kv.put(&vppl3.ARPEntry{Interface: "loop1", IpAddress: "10.90.1.5", PhysAddress: "02:00:00:00:90:05", Static: true}),
 		kv.put(&vppl3.ARPEntry{Interface: "afp1", IpAddress: "10.90.5.9", PhysAddress: "02:00:00:00:90:09", Static: true}),
 		kv.put(&linuxl3.Route{OutgoingInterface: n.peer, DstNetwork: "10.90.0.0/16", GwAddr: "10.90.5.1"}),
+		// NAT44: the global settings, interface features, a pool and a
+		// DNat44 with static, load-balanced and identity mappings.
+		kv.put(&vppnat.Nat44Global{Forwarding: true}),
+		kv.put(&vppnat.Nat44Interface{Name: "loop1", NatInside: true}),
+		kv.put(&vppnat.Nat44Interface{Name: "afp1", NatOutside: true}),
+		kv.put(&vppnat.Nat44AddressPool{Name: "rs-pool", FirstIp: "10.94.0.1", LastIp: "10.94.0.3"}),
+		kv.put(&vppnat.DNat44{Label: "rs-dnat", StMappings: []*vppnat.DNat44_StaticMapping{
+			{ExternalIp: "10.94.1.1", ExternalPort: 80, LocalIps: []*vppnat.DNat44_StaticMapping_LocalIP{{LocalIp: "10.90.1.10", LocalPort: 8080}}},
+			{ExternalIp: "10.94.1.2", ExternalPort: 53, Protocol: vppnat.DNat44_UDP, LocalIps: []*vppnat.DNat44_StaticMapping_LocalIP{
+				{LocalIp: "10.90.1.11", LocalPort: 53, Probability: 1}, {LocalIp: "10.90.1.12", LocalPort: 53, Probability: 1}}},
+			{ExternalInterface: "afp1", ExternalPort: 2222, LocalIps: []*vppnat.DNat44_StaticMapping_LocalIP{{LocalIp: "10.90.1.13", LocalPort: 22}}},
+		}, IdMappings: []*vppnat.DNat44_IdentityMapping{{Interface: "afp1", Port: 22}}}),
 	}
 	for _, key := range keys {
 		a.waitState(key, "CONFIGURED")
@@ -273,7 +287,7 @@ func TestE2ERealVPPRestartInSync(t *testing.T) {
 		return len(all) == 1 && all[0].Name == "local0" && len(v.bridgeDomainIDs()) == 0,
 			fmt.Sprintf("interfaces %v, bridge domains %v", all, v.bridgeDomainIDs())
 	})
-	for _, show := range [][]string{{"show", "ip", "fib", "10.91.0.0/16"}, {"show", "ip", "neighbors"}} {
+	for _, show := range [][]string{{"show", "ip", "fib", "10.91.0.0/16"}, {"show", "ip", "neighbors"}, {"show", "nat44", "static", "mappings"}, {"show", "nat44", "addresses"}} {
 		out := v.cli(show...)
 		if strings.Contains(out, "10.90.") {
 			t.Errorf("vppctl %s after every key was deleted:\n%s", strings.Join(show, " "), out)

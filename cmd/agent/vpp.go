@@ -16,12 +16,13 @@ import (
 	vppif "github.com/netagent-io/netagent/plugins/vpp/ifplugin"
 	vppl2 "github.com/netagent-io/netagent/plugins/vpp/l2plugin"
 	vppl3 "github.com/netagent-io/netagent/plugins/vpp/l3plugin"
+	vppnat "github.com/netagent-io/netagent/plugins/vpp/natplugin"
 	"github.com/netagent-io/netagent/plugins/vpp/vppconn"
 )
 
 // vppPart is the VPP side: the connection manager (VPP is connected in the
 // background; while it is away the operations of VPP values fail with "VPP
-// is not connected"), the descriptors of the interface, L2, L3 and ACL plugins
+// is not connected"), the descriptors of the interface, L2, L3, ACL and NAT44 plugins
 // (registered by newVPPPart), the link state watcher (which also reports
 // the agent's interfaces deleted or set to another admin state outside the
 // agent: ifplugin's package doc, "Drift"), and the resync that
@@ -60,10 +61,12 @@ func newVPPPart(cfg Config, s *kvscheduler.Scheduler, o *orchestrator.Orchestrat
 	l3.SetInterfaceLister(vppif.SchedulerInterfaceNames(s))
 	acl := vppacl.New(p.conn, vppif.SchedulerInterfaces(s), log)
 	acl.SetInterfaceLister(vppif.SchedulerInterfaceNames(s))
-	for _, a := range append(vif.Areas(), l2.Area(), l3.Area(), acl.Area()) {
+	nat := vppnat.New(p.conn, vppif.SchedulerInterfaces(s), log)
+	nat.SetInterfaceLister(vppif.SchedulerInterfaceNames(s))
+	for _, a := range append(vif.Areas(), l2.Area(), l3.Area(), acl.Area(), nat.Area()) {
 		p.conn.AddArea(a)
 	}
-	for _, ds := range [][]*api.KVDescriptor{vif.Descriptors(), l2.Descriptors(), l3.Descriptors(), acl.Descriptors()} {
+	for _, ds := range [][]*api.KVDescriptor{vif.Descriptors(), l2.Descriptors(), l3.Descriptors(), acl.Descriptors(), nat.Descriptors()} {
 		if err := s.RegisterKVDescriptor(ds...); err != nil {
 			return nil, err
 		}

@@ -94,6 +94,14 @@
 //	             macip_acl_dump, macip_acl_interface_add_del,
 //	             macip_acl_interface_get, macip_acl_interface_list_dump
 //	vxlan        vxlan_add_del_tunnel_v3, vxlan_tunnel_v2_dump
+//	nat44_ed     nat44_show_running_config, nat44_ed_plugin_enable_disable,
+//	             nat44_forwarding_enable_disable, nat44_interface_add_del_feature,
+//	             nat44_interface_dump, nat44_ed_add_del_output_interface,
+//	             nat44_ed_output_interface_get (+ details, then the reply),
+//	             nat44_add_del_address_range, nat44_address_dump,
+//	             nat44_add_del_static_mapping_v2, nat44_static_mapping_dump,
+//	             nat44_add_del_lb_static_mapping, nat44_lb_static_mapping_dump,
+//	             nat44_add_del_identity_mapping, nat44_identity_mapping_dump
 //
 // with their replies and details (X -> X_reply, X_dump -> X_details).
 //
@@ -290,6 +298,38 @@
 // 02:fe MAC (none with is_l3), admin up at creation, link while admin up,
 // MTU 9000; it holds its encap table. vxlan_tunnel_v2_dump of ~0 lists the
 // tunnels in pool order, of an index that tunnel or nothing.
+//
+// NAT44 (h_nat.go, nat44-ed): loaded disabled; while disabled the
+// configuration messages are UNSUPPORTED (after INVALID_SW_IF_INDEX for an
+// interface message), forwarding is taken, the dumps are empty, and
+// nat44_show_running_config reports sessions 0. Enabling (sessions 0: 64512;
+// static-mapping-only or connection-tracking: UNSUPPORTED;
+// FEATURE_ALREADY_ENABLED when enabled) resets forwarding; disabling
+// (FEATURE_ALREADY_DISABLED when disabled) removes every NAT setting.
+// Interface features: adding one the interface has is success; the output
+// feature excludes the inside and outside ones both ways (VALUE_EXIST);
+// deleting from an interface without features is NO_SUCH_ENTRY, deleting
+// either feature of an interface with one takes that one off. Addresses
+// are two vectors (plain, twice-NAT), added and deleted address by address
+// up to the first failure (VALUE_EXIST, NO_SUCH_ENTRY), a deleted
+// address's place taken by the last one; a last address below the first is
+// nothing. Static, load-balanced and identity mappings share one key, the
+// external endpoint (address alone for an address mapping): a second is
+// VALUE_EXIST; identity mappings hold a VRF per entry under the first
+// entry's tag. A mapping with an interface (any index but ~0, unchecked)
+// is a record to resolve, kept until deleted (the interface deleted too),
+// dumped after the mappings with the interface, no address and only its
+// twice-NAT and address-only flags; while its interface has an IPv4
+// address the dumps also list the mapping of that address (the first
+// one), which holds the endpoint. Load-balanced mappings need two locals
+// (INVALID_VALUE) and out2in-only or the address in the plain pool
+// (NO_SUCH_ENTRY); their affinity is not dumped. Deleting a static mapping
+// goes by external endpoint (success, nothing deleted, for a load-balanced
+// one); deleting a load-balanced one that is static is INVALID_VALUE.
+// Deleting an interface takes its features off. vppsim checks the
+// external endpoint of a mapping only (VPP also checks the local one of a
+// mapping that is not out2in-only), dumps interfaces in index order, and
+// has no sessions.
 //
 // # Limits
 //

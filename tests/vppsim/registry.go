@@ -14,6 +14,7 @@ import (
 	"go.fd.io/govpp/binapi/l2"
 	"go.fd.io/govpp/binapi/memclnt"
 	"go.fd.io/govpp/binapi/memif"
+	nat "go.fd.io/govpp/binapi/nat44_ed"
 	"go.fd.io/govpp/binapi/tapv2"
 	"go.fd.io/govpp/binapi/vpe"
 	"go.fd.io/govpp/binapi/vxlan"
@@ -145,6 +146,28 @@ func definitions() []*msgDef {
 		// vxlan (h_vxlan.go)
 		rpc(new(vxlan.VxlanAddDelTunnelV3), new(vxlan.VxlanAddDelTunnelV3Reply), vxlanAddDelTunnelV3),
 		dump(new(vxlan.VxlanTunnelV2Dump), new(vxlan.VxlanTunnelV2Details), vxlanTunnelV2Dump),
+		// nat44-ed (h_nat.go)
+		rpc(new(nat.Nat44ShowRunningConfig), new(nat.Nat44ShowRunningConfigReply), nat44ShowRunningConfig),
+		rpc(new(nat.Nat44EdPluginEnableDisable), new(nat.Nat44EdPluginEnableDisableReply), nat44EdPluginEnableDisable),
+		rpc(new(nat.Nat44ForwardingEnableDisable), new(nat.Nat44ForwardingEnableDisableReply), nat44ForwardingEnableDisable),
+		rpc(new(nat.Nat44InterfaceAddDelFeature), new(nat.Nat44InterfaceAddDelFeatureReply), nat44InterfaceAddDelFeature),
+		dump(new(nat.Nat44InterfaceDump), new(nat.Nat44InterfaceDetails), nat44InterfaceDump),
+		rpc(new(nat.Nat44EdAddDelOutputInterface), new(nat.Nat44EdAddDelOutputInterfaceReply), nat44EdAddDelOutputInterface),
+		{ // details, then the reply (no control_ping)
+			name: "nat44_ed_output_interface_get", req: new(nat.Nat44EdOutputInterfaceGet), reply: new(nat.Nat44EdOutputInterfaceGetReply),
+			others: []api.Message{new(nat.Nat44EdOutputInterfaceDetails)},
+			handle: func(c *call, m api.Message) []api.Message {
+				return nat44EdOutputInterfaceGet(c, m.(*nat.Nat44EdOutputInterfaceGet))
+			},
+		},
+		rpc(new(nat.Nat44AddDelAddressRange), new(nat.Nat44AddDelAddressRangeReply), nat44AddDelAddressRange),
+		dump(new(nat.Nat44AddressDump), new(nat.Nat44AddressDetails), nat44AddressDump),
+		rpc(new(nat.Nat44AddDelStaticMappingV2), new(nat.Nat44AddDelStaticMappingV2Reply), nat44AddDelStaticMappingV2),
+		dump(new(nat.Nat44StaticMappingDump), new(nat.Nat44StaticMappingDetails), nat44StaticMappingDump),
+		rpc(new(nat.Nat44AddDelLbStaticMapping), new(nat.Nat44AddDelLbStaticMappingReply), nat44AddDelLbStaticMapping),
+		dump(new(nat.Nat44LbStaticMappingDump), new(nat.Nat44LbStaticMappingDetails), nat44LbStaticMappingDump),
+		rpc(new(nat.Nat44AddDelIdentityMapping), new(nat.Nat44AddDelIdentityMappingReply), nat44AddDelIdentityMapping),
+		dump(new(nat.Nat44IdentityMappingDump), new(nat.Nat44IdentityMappingDetails), nat44IdentityMappingDump),
 	}
 }
 

@@ -57,6 +57,7 @@ type state struct {
 	acl       aclState           // the acl plugin's (h_acl.go)
 	vxlan     vxlanState         // the vxlan plugin's (h_vxlan.go)
 	l2x       l2xState           // cross-connects and the L2 FIB (h_l2x.go)
+	nat       natState           // the nat plugin's NAT44 (h_nat.go)
 }
 
 const defaultMemifSocket = "/run/vpp/memif.sock"
@@ -213,6 +214,7 @@ func (st *state) deleteIf(idx uint32) []uint32 {
 	st.removeFromBridge(i)
 	st.ipInterfaceDeleted(idx)
 	st.acl.aclInterfaceDeleted(idx)
+	st.nat.natInterfaceDeleted(idx)
 	for _, o := range st.ifs {
 		if o.Unnumbered && o.UnnumberedFrom == idx {
 			o.Unnumbered, o.UnnumberedFrom = false, 0
