@@ -11,6 +11,10 @@
 //	config/vpp/v2/route/[if/<outgoing_interface>/]vrf/<vrf_id>/dst/<ip>/<prefix-len>[/gw/<next_hop_addr>]
 //	config/vpp/v2/arp/<interface>/<ip_address>
 //	config/vpp/acls/v2/acl/<name>
+//	config/vpp/nat/v2/nat44-global                  (one value: Model.Singleton)
+//	config/vpp/nat/v2/nat44-interface/<name>
+//	config/vpp/nat/v2/nat44-pool/{<name>|vrf/<vrf_id>/address/<first_ip>[-<last_ip>]}
+//	config/vpp/nat/v2/dnat44/<label>
 //	config/linux/interfaces/v2/interface/<name>
 //	config/linux/l3/v2/route/<dst ip>/<prefix-len>/<outgoing_interface>
 //	config/linux/l3/v2/arp/<interface>/<ip_address>
