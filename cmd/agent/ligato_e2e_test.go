@@ -31,7 +31,7 @@ import (
 // netagent's copies of the original's protos) configures the kernel and VPP
 // through the agent's gRPC listener: Update with wait_done applies a veth
 // pair with a route and a VPP loopback with an address and a route, and
-// reports the ACL of the same request (a model netagent lacks) as a
+// reports the ABF policy of the same request (a model netagent lacks) as a
 // per-key error; Get and Dump answer in the original's containers; Notify
 // tells the loopback's states as they change, filtered ones only those a
 // filter names; Delete removes it all from the kernel and VPP.
@@ -75,17 +75,18 @@ func TestE2EVPPLigatoConfigurator(t *testing.T) {
 			LinuxConfig: &ligatolinux.ConfigData{Interfaces: []*linuxif.Interface{host, peer}, Routes: []*linuxl3.Route{lroute}},
 		}
 	}
-	// An ACL (the original's vpp_config.acls, field 20: name "acl1").
-	withACL := doc()
-	acl := protowire.AppendString(protowire.AppendTag(nil, 1, protowire.BytesType), "acl1")
-	withACL.VppConfig.ProtoReflect().SetUnknown(protowire.AppendBytes(protowire.AppendTag(nil, 20, protowire.BytesType), acl))
+	// An ABF policy (the original's vpp_config.abfs, field 21: index 1),
+	// a model this agent does not have.
+	withABF := doc()
+	abf := protowire.AppendVarint(protowire.AppendTag(nil, 1, protowire.VarintType), 1)
+	withABF.VppConfig.ProtoReflect().SetUnknown(protowire.AppendBytes(protowire.AppendTag(nil, 21, protowire.BytesType), abf))
 
-	up, err := c.Update(ctx, &ligatocfg.UpdateRequest{Update: withACL, WaitDone: true})
+	up, err := c.Update(ctx, &ligatocfg.UpdateRequest{Update: withABF, WaitDone: true})
 	if err != nil {
 		t.Fatalf("Update: %v", err)
 	}
-	if errs := up.GetErrors(); len(errs) != 1 || errs[0].GetKey() != "vpp_config.acls[0]" || !strings.Contains(errs[0].GetError(), "ligato.vpp.acl.ACL") {
-		t.Errorf("Update errors: %v, want the ACL's only", errs)
+	if errs := up.GetErrors(); len(errs) != 1 || errs[0].GetKey() != "vpp_config.abfs[0]" || !strings.Contains(errs[0].GetError(), "ligato.vpp.abf.ABF") {
+		t.Errorf("Update errors: %v, want the ABF policy's only", errs)
 	}
 
 	// The kernel and VPP have it when Update returns.

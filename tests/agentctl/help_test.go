@@ -29,6 +29,7 @@ var commandGroups = []string{"config", "kvdb", "fleet", "completion"}
 var modelNames = []string{
 	"linux.interfaces.interface", "linux.l3.arp", "linux.l3.route",
 	"vpp.acls.acl", "vpp.arp", "vpp.interfaces", "vpp.l2.bridge-domain", "vpp.l2.fib", "vpp.l2.xconnect",
+	"vpp.nat.dnat44", "vpp.nat.nat44-global", "vpp.nat.nat44-interface", "vpp.nat.nat44-pool",
 	"vpp.route", "vpp.vrf-table",
 }
 

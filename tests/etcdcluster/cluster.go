@@ -39,6 +39,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"net"
 	"net/url"
 	"path/filepath"
@@ -134,14 +135,26 @@ func Start(t testing.TB, opts Options) *Cluster {
 	return c
 }
 
-// freeAddr returns a loopback address with a port free at the time.
+// freeAddr returns a loopback address with a port free at the time,
+// below the kernel's ephemeral range (32768 and up by default): the
+// members keep their ports for the cluster's life (the peer URLs are in
+// the initial cluster, a restarted member listens again), and a port
+// from the ephemeral range, which listen(:0) and every outgoing
+// connection draw from, would be taken by another test or connection
+// before the member binds it, or while it is stopped.
 func freeAddr(t testing.TB) string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("etcd cluster: no free port: %v", err)
+	for range 1000 {
+		port := 10000 + rand.IntN(22000)
+		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+		if err != nil {
+			continue
+		}
+		addr := l.Addr().String()
+		l.Close()
+		return addr
 	}
-	defer l.Close()
-	return l.Addr().String()
+	t.Fatalf("etcd cluster: no free port below the ephemeral range")
+	return ""
 }
 
 // config is member m's etcd configuration.
