@@ -16,13 +16,11 @@ import (
 	"github.com/netagent-io/netagent/pkg/models"
 	"github.com/netagent-io/netagent/plugins/kvscheduler"
 	"github.com/netagent-io/netagent/plugins/kvscheduler/api"
-	linuxifplugin "github.com/netagent-io/netagent/plugins/linux/ifplugin"
 	"github.com/netagent-io/netagent/plugins/orchestrator/probe"
 	"github.com/netagent-io/netagent/plugins/vpp/ifplugin"
 	"github.com/netagent-io/netagent/plugins/vpp/internal/vpptest"
 	"github.com/netagent-io/netagent/plugins/vpp/l2plugin"
 	"github.com/netagent-io/netagent/plugins/vpp/vppconn"
-	linuxif "github.com/netagent-io/netagent/proto/linux/interfaces"
 	vppif "github.com/netagent-io/netagent/proto/vpp/interfaces"
 	vppl2 "github.com/netagent-io/netagent/proto/vpp/l2"
 	"github.com/netagent-io/netagent/tests/vpprun"
@@ -78,8 +76,8 @@ func TestVxlanTrafficBetweenTwoVPPs(t *testing.T) {
 	b.commit(t, afPacket("underlay", uB, "192.168.77.2/24"), afPacket("overlay", oB), tunnel("192.168.77.2", "192.168.77.1"), bridge())
 	for _, x := range []*trafficAgent{a, b} {
 		for _, k := range []string{ifplugin.InterfaceKey("vx"), ifplugin.InterfaceKey("underlay"), ifplugin.InterfaceKey("overlay"), l2plugin.BDInterfaceKey("bd-vx", "vx")} {
-			if st := vpptest.State(x.s, k); st != api.ValueStateConfigured {
-				t.Fatalf("VPP %s: %s is %v, want CONFIGURED (%v)", x.vpp.RunDir, k, st, vpptest.Status(x.s, k))
+			if st := vpptest.State(x.S, k); st != api.ValueStateConfigured {
+				t.Fatalf("VPP %s: %s is %v, want CONFIGURED (%v)", x.VPP.RunDir, k, st, vpptest.Status(x.S, k))
 			}
 		}
 	}
@@ -93,9 +91,9 @@ func TestVxlanTrafficBetweenTwoVPPs(t *testing.T) {
 	}
 	for _, x := range []*trafficAgent{a, b} {
 		rx, tx := x.tunnelCounters(t)
-		t.Logf("VPP %s: the tunnel counted rx %d, tx %d packets", x.vpp.RunDir, rx, tx)
+		t.Logf("VPP %s: the tunnel counted rx %d, tx %d packets", x.VPP.RunDir, rx, tx)
 		if rx == 0 || tx == 0 {
-			t.Errorf("VPP %s: the tunnel counted rx %d, tx %d packets; want both: the ping went through it\n%s", x.vpp.RunDir, rx, tx, x.show(t))
+			t.Errorf("VPP %s: the tunnel counted rx %d, tx %d packets; want both: the ping went through it\n%s", x.VPP.RunDir, rx, tx, x.show(t))
 		}
 	}
 
@@ -112,8 +110,8 @@ func TestVxlanTrafficBetweenTwoVPPs(t *testing.T) {
 	// Each agent deletes what it made; the VPPs stop at the end.
 	for _, x := range []*trafficAgent{a, b} {
 		x.del(t, models.VPPBridgeDomain.KeyPrefix+"bd-vx", ifplugin.InterfaceKey("vx"), ifplugin.InterfaceKey("overlay"), ifplugin.InterfaceKey("underlay"))
-		if out, err := x.vpp.CLI("show", "vxlan", "tunnel"); err != nil || strings.Contains(out, "vni") {
-			t.Errorf("VPP %s after the deletes: show vxlan tunnel %q (%v), want none", x.vpp.RunDir, out, err)
+		if out, err := x.VPP.CLI("show", "vxlan", "tunnel"); err != nil || strings.Contains(out, "vni") {
+			t.Errorf("VPP %s after the deletes: show vxlan tunnel %q (%v), want none", x.VPP.RunDir, out, err)
 		}
 	}
 }
@@ -135,89 +133,28 @@ func bridge() *vppl2.BridgeDomain {
 		Interfaces: []*vppl2.BridgeDomain_Interface{{Name: "overlay"}, {Name: "vx"}}}
 }
 
-// trafficAgent is a VPP of its own and an agent configuring it: a
-// scheduler with the interface and L2 descriptors.
-type trafficAgent struct {
-	vpp *vpprun.VPP
-	m   *vppconn.Manager
-	s   *kvscheduler.Scheduler
-}
+// trafficAgent is a VPP of its own and an agent configuring it
+// (vpptest.TrafficAgent) with the l2 plugin.
+type trafficAgent struct{ *vpptest.TrafficAgent }
 
-// startTrafficAgent starts a VPP from the build dir in a run directory of
-// its own and an agent for it, told that the host interfaces exist (as
-// the Linux interface watcher would); everything stops at the end of the
-// test.
+// startTrafficAgent starts a VPP in a run directory of its own under dir
+// and an agent for it, told that the host interfaces exist.
 func startTrafficAgent(t *testing.T, dir string, hostIfs ...string) *trafficAgent {
 	t.Helper()
-	v, err := vpprun.Start(dir, "")
-	if err != nil {
-		t.Fatalf("starting a VPP: %v", err)
+	more := func(m *vppconn.Manager, s *kvscheduler.Scheduler) (vppconn.Area, []*api.KVDescriptor) {
+		p := l2plugin.New(m, ifplugin.SchedulerInterfaces(s), quiet)
+		p.SetInterfaceLister(ifplugin.SchedulerInterfaceNames(s))
+		return p.Area(), p.Descriptors()
 	}
-	t.Cleanup(func() { _ = v.Stop() })
-	x := &trafficAgent{vpp: v}
-	x.m = vppconn.New(vppconn.Options{Socket: v.Socket, CallTimeout: 5 * time.Second, Log: quiet})
-	ip := ifplugin.New(x.m, quiet)
-	for _, area := range ip.Areas() {
-		x.m.AddArea(area)
-	}
-	x.s = kvscheduler.New(kvscheduler.Options{Logger: quiet})
-	l2 := l2plugin.New(x.m, ifplugin.SchedulerInterfaces(x.s), quiet)
-	l2.SetInterfaceLister(ifplugin.SchedulerInterfaceNames(x.s))
-	x.m.AddArea(l2.Area())
-	if err := x.s.RegisterKVDescriptor(append(ip.Descriptors(), l2.Descriptors()...)...); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); x.m.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
-	t.Cleanup(x.s.Close)
-	vpptest.WaitConnected(t, x.m, nil)
-	for _, h := range hostIfs {
-		if err := x.s.PushSBNotification(api.KVWithMetadata{Key: linuxifplugin.HostNameKey(h), Value: &linuxif.Interface{Name: h}}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	x.s.TransactionBarrier()
-	return x
+	return &trafficAgent{vpptest.StartTrafficAgent(t, dir, quiet, []vpptest.More{more}, hostIfs...)}
 }
 
-func (x *trafficAgent) commit(t *testing.T, vs ...proto.Message) {
-	t.Helper()
-	txn := x.s.StartNBTransaction()
-	for _, v := range vs {
-		key, err := models.Default.Key(v)
-		if err != nil {
-			t.Fatal(err)
-		}
-		txn.SetValue(key, v)
-	}
-	if _, err := txn.Commit(context.Background(), api.TxnOptions{}); err != nil {
-		t.Fatalf("VPP %s: commit: %v", x.vpp.RunDir, err)
-	}
-}
+func (x *trafficAgent) commit(t *testing.T, vs ...proto.Message) { t.Helper(); x.Commit(t, vs...) }
+func (x *trafficAgent) del(t *testing.T, keys ...string)         { t.Helper(); x.Delete(t, keys...) }
 
-func (x *trafficAgent) del(t *testing.T, keys ...string) {
-	t.Helper()
-	txn := x.s.StartNBTransaction()
-	for _, k := range keys {
-		txn.SetValue(k, nil)
-	}
-	if _, err := txn.Commit(context.Background(), api.TxnOptions{}); err != nil {
-		t.Fatalf("VPP %s: delete: %v", x.vpp.RunDir, err)
-	}
-}
-
-// show is what VPP's console says of its interfaces, tunnels and bridge
-// domain, for the failure messages.
-func (x *trafficAgent) show(t *testing.T) string {
-	t.Helper()
-	var b strings.Builder
-	for _, cmd := range [][]string{{"show", "interface"}, {"show", "vxlan", "tunnel"}, {"show", "bridge-domain", "1", "detail"}, {"show", "ip", "neighbors"}} {
-		out, err := x.vpp.CLI(cmd...)
-		fmt.Fprintf(&b, "%s: %s%v\n", strings.Join(cmd, " "), out, err)
-	}
-	return b.String()
+// show is what VPP's console says, for the failure messages.
+func (x *trafficAgent) show(*testing.T) string {
+	return x.Show([]string{"show", "interface"}, []string{"show", "vxlan", "tunnel"}, []string{"show", "bridge-domain", "1", "detail"}, []string{"show", "ip", "neighbors"})
 }
 
 var packetCounter = regexp.MustCompile(`(rx|tx) packets\s+(\d+)`)
@@ -225,11 +162,11 @@ var packetCounter = regexp.MustCompile(`(rx|tx) packets\s+(\d+)`)
 // tunnelCounters are the rx and tx packet counters of the tunnel vx.
 func (x *trafficAgent) tunnelCounters(t *testing.T) (rx, tx uint64) {
 	t.Helper()
-	md, ok := x.s.GetMetadataMap(ifplugin.InterfaceDescriptorName).GetValue("vx")
+	md, ok := x.S.GetMetadataMap(ifplugin.InterfaceDescriptorName).GetValue("vx")
 	if !ok {
-		t.Fatalf("VPP %s: no metadata of vx", x.vpp.RunDir)
+		t.Fatalf("VPP %s: no metadata of vx", x.VPP.RunDir)
 	}
-	out, err := x.vpp.CLI("show", "interface", md.(*ifplugin.Metadata).InternalName)
+	out, err := x.VPP.CLI("show", "interface", md.(*ifplugin.Metadata).InternalName)
 	if err != nil {
 		t.Fatal(err)
 	}

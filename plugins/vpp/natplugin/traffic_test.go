@@ -19,12 +19,10 @@ import (
 	"github.com/netagent-io/netagent/pkg/models"
 	"github.com/netagent-io/netagent/plugins/kvscheduler"
 	"github.com/netagent-io/netagent/plugins/kvscheduler/api"
-	linuxifplugin "github.com/netagent-io/netagent/plugins/linux/ifplugin"
 	"github.com/netagent-io/netagent/plugins/vpp/ifplugin"
 	"github.com/netagent-io/netagent/plugins/vpp/internal/vpptest"
 	"github.com/netagent-io/netagent/plugins/vpp/natplugin"
 	"github.com/netagent-io/netagent/plugins/vpp/vppconn"
-	linuxif "github.com/netagent-io/netagent/proto/linux/interfaces"
 	vppif "github.com/netagent-io/netagent/proto/vpp/interfaces"
 	vppnat "github.com/netagent-io/netagent/proto/vpp/nat"
 	"github.com/netagent-io/netagent/tests/vpprun"
@@ -103,8 +101,8 @@ func TestTrafficThroughStaticMapping(t *testing.T) {
 
 	a.commit(t, web)
 	for _, k := range []string{models.VPPDNat44.KeyPrefix + "web", natplugin.StaticMappingKey("web", web.StMappings[0]), natplugin.StaticMappingKey("web", web.StMappings[1])} {
-		if st := vpptest.State(a.s, k); st != api.ValueStateConfigured {
-			t.Fatalf("%s is %v, want CONFIGURED (%v)", k, st, vpptest.Status(a.s, k))
+		if st := vpptest.State(a.S, k); st != api.ValueStateConfigured {
+			t.Fatalf("%s is %v, want CONFIGURED (%v)", k, st, vpptest.Status(a.S, k))
 		}
 	}
 	for _, c := range []struct{ target, want string }{
@@ -119,7 +117,7 @@ func TestTrafficThroughStaticMapping(t *testing.T) {
 			t.Errorf("the listener reached through %s saw %q, want %q", c.target, got, c.want)
 		}
 	}
-	if out, err := a.vpp.CLI("show", "nat44", "sessions"); err != nil || !strings.Contains(out, "203.0.113.10") {
+	if out, err := a.VPP.CLI("show", "nat44", "sessions"); err != nil || !strings.Contains(out, "203.0.113.10") {
 		t.Errorf("VPP's NAT44 sessions %q (%v), want the connection through 203.0.113.10", out, err)
 	}
 
@@ -223,88 +221,28 @@ func dialIn(ns, target string, timeout time.Duration) (string, error) {
 	}
 }
 
-// trafficAgent is a VPP of its own and an agent configuring it: a
-// scheduler with the interface and NAT44 descriptors.
-type trafficAgent struct {
-	vpp *vpprun.VPP
-	m   *vppconn.Manager
-	s   *kvscheduler.Scheduler
-}
+// trafficAgent is a VPP of its own and an agent configuring it
+// (vpptest.TrafficAgent) with the NAT44 plugin.
+type trafficAgent struct{ *vpptest.TrafficAgent }
 
-// startTrafficAgent starts a VPP from the build dir in a run directory of
-// its own and an agent for it, told that the host interfaces exist (as the
-// Linux interface watcher would); everything stops at the end of the test.
+// startTrafficAgent starts a VPP in a run directory of its own under dir
+// and an agent for it, told that the host interfaces exist.
 func startTrafficAgent(t *testing.T, dir string, hostIfs ...string) *trafficAgent {
 	t.Helper()
-	v, err := vpprun.Start(dir, "")
-	if err != nil {
-		t.Fatalf("starting a VPP: %v", err)
-	}
-	t.Cleanup(func() { _ = v.Stop() })
 	quiet := logger(t, 8)
-	x := &trafficAgent{vpp: v}
-	x.m = vppconn.New(vppconn.Options{Socket: v.Socket, CallTimeout: 5 * time.Second, Log: quiet})
-	ip := ifplugin.New(x.m, quiet)
-	for _, area := range ip.Areas() {
-		x.m.AddArea(area)
+	more := func(m *vppconn.Manager, s *kvscheduler.Scheduler) (vppconn.Area, []*api.KVDescriptor) {
+		p := natplugin.New(m, ifplugin.SchedulerInterfaces(s), quiet)
+		p.SetInterfaceLister(ifplugin.SchedulerInterfaceNames(s))
+		return p.Area(), p.Descriptors()
 	}
-	x.s = kvscheduler.New(kvscheduler.Options{Logger: quiet})
-	nat := natplugin.New(x.m, ifplugin.SchedulerInterfaces(x.s), quiet)
-	nat.SetInterfaceLister(ifplugin.SchedulerInterfaceNames(x.s))
-	x.m.AddArea(nat.Area())
-	if err := x.s.RegisterKVDescriptor(append(ip.Descriptors(), nat.Descriptors()...)...); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); x.m.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
-	t.Cleanup(x.s.Close)
-	vpptest.WaitConnected(t, x.m, nil)
-	for _, h := range hostIfs {
-		if err := x.s.PushSBNotification(api.KVWithMetadata{Key: linuxifplugin.HostNameKey(h), Value: &linuxif.Interface{Name: h}}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	x.s.TransactionBarrier()
-	return x
+	return &trafficAgent{vpptest.StartTrafficAgent(t, dir, quiet, []vpptest.More{more}, hostIfs...)}
 }
 
-func (x *trafficAgent) commit(t *testing.T, vs ...proto.Message) {
-	t.Helper()
-	txn := x.s.StartNBTransaction()
-	for _, v := range vs {
-		key, err := models.Default.Key(v)
-		if err != nil {
-			t.Fatal(err)
-		}
-		txn.SetValue(key, v)
-	}
-	if _, err := txn.Commit(context.Background(), api.TxnOptions{}); err != nil {
-		t.Fatalf("commit: %v", err)
-	}
-}
+func (x *trafficAgent) commit(t *testing.T, vs ...proto.Message) { t.Helper(); x.Commit(t, vs...) }
+func (x *trafficAgent) del(t *testing.T, keys ...string)         { t.Helper(); x.Delete(t, keys...) }
 
-func (x *trafficAgent) del(t *testing.T, keys ...string) {
-	t.Helper()
-	txn := x.s.StartNBTransaction()
-	for _, k := range keys {
-		txn.SetValue(k, nil)
-	}
-	if _, err := txn.Commit(context.Background(), api.TxnOptions{}); err != nil {
-		t.Fatalf("delete: %v", err)
-	}
-}
-
-// show is what VPP's console says of its interfaces and NAT44, for the
-// failure messages.
-func (x *trafficAgent) show(t *testing.T) string {
-	t.Helper()
-	var b strings.Builder
-	for _, cmd := range [][]string{{"show", "interface"}, {"show", "nat44", "interfaces"}, {"show", "nat44", "static", "mappings"},
-		{"show", "nat44", "sessions"}, {"show", "ip", "neighbors"}, {"show", "errors"}} {
-		out, err := x.vpp.CLI(cmd...)
-		fmt.Fprintf(&b, "%s: %s%v\n", strings.Join(cmd, " "), out, err)
-	}
-	return b.String()
+// show is what VPP's console says, for the failure messages.
+func (x *trafficAgent) show(*testing.T) string {
+	return x.Show([]string{"show", "interface"}, []string{"show", "nat44", "interfaces"}, []string{"show", "nat44", "static", "mappings"},
+		[]string{"show", "nat44", "sessions"}, []string{"show", "ip", "neighbors"}, []string{"show", "errors"})
 }
