@@ -220,16 +220,9 @@ func (p *Plugin) newMetadataMap() api.MetadataMapRW {
 // Nothing is sent once ctx has ended: GoVPP would send the request and give
 // up its reply, and VPP would carry it out unseen.
 func (p *Plugin) call(ctx context.Context, f func(ctx context.Context, c l2.RPCService, conn govppapi.Connection) error) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	conn, err := p.m.Conn(AreaName)
-	if err != nil {
-		return err
-	}
-	ctx, cancel := p.m.CallContext(ctx)
-	defer cancel()
-	return f(ctx, l2.NewServiceClient(conn), conn)
+	return p.m.Do(ctx, AreaName, func(ctx context.Context, conn govppapi.Connection) error {
+		return f(ctx, l2.NewServiceClient(conn), conn)
+	})
 }
 
 // isRetriable is the IsRetriableFailure of both descriptors: a VPP that

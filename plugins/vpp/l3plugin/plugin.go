@@ -111,16 +111,7 @@ func (p *Plugin) Descriptors() []*api.KVDescriptor {
 // send the request and give up its reply, and VPP would carry it out
 // unseen.
 func (p *Plugin) call(ctx context.Context, f func(ctx context.Context, conn govppapi.Connection) error) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	conn, err := p.m.Conn(AreaName)
-	if err != nil {
-		return err
-	}
-	ctx, cancel := p.m.CallContext(ctx)
-	defer cancel()
-	return f(ctx, conn)
+	return p.m.Do(ctx, AreaName, f)
 }
 
 // isRetriable is the IsRetriableFailure of both descriptors: a VPP that

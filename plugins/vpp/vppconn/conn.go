@@ -313,6 +313,24 @@ func (m *Manager) CallContext(ctx context.Context) (context.Context, context.Can
 	return withCallBudget(ctx, m.opts.CallTimeout)
 }
 
+// Do runs f with the connection of area (Conn) and ctx bounded by the
+// call timeout (CallContext): the way a plugin makes one call or one
+// batch. Nothing is sent once ctx has ended (f is not called): GoVPP
+// would send the request and give up its reply, and VPP would carry it
+// out unseen.
+func (m *Manager) Do(ctx context.Context, area string, f func(ctx context.Context, conn api.Connection) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	conn, err := m.Conn(area)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := m.CallContext(ctx)
+	defer cancel()
+	return f(ctx, conn)
+}
+
 // IncompatibleError: VPP lacks (or has other versions of) messages of an
 // area.
 type IncompatibleError struct {

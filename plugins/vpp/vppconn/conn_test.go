@@ -291,3 +291,20 @@ func gauge(t *testing.T, reg *prometheus.Registry, name string) float64 {
 	}
 	return -1
 }
+
+func TestDoSendsNothingItCannot(t *testing.T) {
+	m := vppconn.New(vppconn.Options{Socket: filepath.Join(t.TempDir(), "api.sock")})
+	called := false
+	f := func(context.Context, api.Connection) error { called = true; return nil }
+	if err := m.Do(context.Background(), "interfaces", f); !errors.Is(err, vppconn.ErrNotConnected) {
+		t.Errorf("Do before any connection: %v, want ErrNotConnected", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := m.Do(ctx, "interfaces", f); !errors.Is(err, context.Canceled) {
+		t.Errorf("Do with an ended context: %v, want context.Canceled", err)
+	}
+	if called {
+		t.Error("Do called f without a connection")
+	}
+}

@@ -142,16 +142,7 @@ func (h *handler) call(ctx context.Context, msg string, f func(ctx context.Conte
 // its reply, and VPP would carry it out unseen (a loopback made that no one
 // tags, or deletes).
 func (h *handler) callIn(ctx context.Context, area, msg string, f func(ctx context.Context, conn govppapi.Connection) error) error {
-	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("%s: %w", msg, err)
-	}
-	conn, err := h.m.Conn(area)
-	if err != nil {
-		return fmt.Errorf("%s: %w", msg, err)
-	}
-	cctx, cancel := h.m.CallContext(ctx)
-	defer cancel()
-	if err := f(cctx, conn); err != nil {
+	if err := h.m.Do(ctx, area, f); err != nil {
 		return fmt.Errorf("%s: %w", msg, err)
 	}
 	return nil

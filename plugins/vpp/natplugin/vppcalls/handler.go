@@ -54,16 +54,9 @@ func NewHandler(m *vppconn.Manager) Handler { return &handler{m: m} }
 // deadline. Nothing is sent once ctx has ended: GoVPP would send the
 // request and give up its reply, and VPP would carry it out unseen.
 func (h *handler) call(ctx context.Context, f func(ctx context.Context, c nat.RPCService, conn govppapi.Connection) error) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	conn, err := h.m.Conn(AreaName)
-	if err != nil {
-		return err
-	}
-	ctx, cancel := h.m.CallContext(ctx)
-	defer cancel()
-	return f(ctx, nat.NewServiceClient(conn), conn)
+	return h.m.Do(ctx, AreaName, func(ctx context.Context, conn govppapi.Connection) error {
+		return f(ctx, nat.NewServiceClient(conn), conn)
+	})
 }
 
 func dump[T govppapi.Message](ctx context.Context, h *handler, req govppapi.Message) ([]T, error) {
