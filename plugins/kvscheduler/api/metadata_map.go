@@ -47,6 +47,23 @@ func (m *MemMetadataMap) ListLabels() []string {
 	return labels
 }
 
+// Snapshot returns a copy of the map's entries (nil for a nil map: a
+// descriptor's map before the scheduler made it), for a plugin that reads
+// them all while the scheduler may write.
+func (m *MemMetadataMap) Snapshot() map[string]any {
+	if m == nil {
+		return nil
+	}
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	out := make(map[string]any, m.items.Len())
+	m.items.All(func(l string, v any) bool {
+		out[l] = v
+		return true
+	})
+	return out
+}
+
 // Put implements MetadataMapRW.
 func (m *MemMetadataMap) Put(label string, metadata any) {
 	m.mu.Lock()

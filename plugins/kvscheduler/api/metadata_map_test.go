@@ -101,3 +101,23 @@ func TestMemMetadataMapRebuildKeepsContent(t *testing.T) {
 		t.Error("the map was never rebuilt")
 	}
 }
+
+func TestMemMetadataMapSnapshot(t *testing.T) {
+	var none *MemMetadataMap
+	if got := none.Snapshot(); got != nil {
+		t.Errorf("nil map: %v", got)
+	}
+	m := NewMetadataMap()
+	m.Put("a", 1)
+	m.Put("b", 2)
+	m.Put("c", 3)
+	m.Delete("b")
+	got := m.Snapshot()
+	if len(got) != 2 || got["a"] != 1 || got["c"] != 3 {
+		t.Fatalf("snapshot %v, want a=1 c=3", got)
+	}
+	got["d"] = 4 // a copy: the map is not touched
+	if _, ok := m.GetValue("d"); ok {
+		t.Error("a write to the snapshot reached the map")
+	}
+}

@@ -72,7 +72,7 @@ type Plugin struct {
 	log    *slog.Logger
 
 	mu      sync.Mutex
-	aclMeta *metadataMap // the ACL descriptor's, once registered
+	aclMeta *api.MemMetadataMap // the ACL descriptor's, once registered
 }
 
 // New returns the plugin calling VPP over m: ifaces maps logical interface
@@ -130,7 +130,7 @@ func (p *Plugin) aclMetadata(name string) (*ACLMetadata, bool) {
 	return md, ok && md != nil
 }
 
-func (p *Plugin) metadata() *metadataMap {
+func (p *Plugin) metadata() *api.MemMetadataMap {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.aclMeta
@@ -164,45 +164,8 @@ func (p *Plugin) ours() ours {
 	return o
 }
 
-// metadataMap is the ACL descriptor's metadata map (the scheduler writes
-// it; the assignment descriptor reads the ACL indexes from it).
-type metadataMap struct {
-	mu sync.RWMutex
-	m  map[string]any
-}
-
-func (m *metadataMap) GetValue(label string) (any, bool) {
-	m.mu.RLock()
-	defer m.mu.RUnlock()
-	v, ok := m.m[label]
-	return v, ok
-}
-
-func (m *metadataMap) ListLabels() []string {
-	m.mu.RLock()
-	defer m.mu.RUnlock()
-	out := make([]string, 0, len(m.m))
-	for l := range m.m {
-		out = append(out, l)
-	}
-	sort.Strings(out)
-	return out
-}
-
-func (m *metadataMap) Put(label string, md any) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.m[label] = md
-}
-
-func (m *metadataMap) Delete(label string) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	delete(m.m, label)
-}
-
 func (p *Plugin) newMetadataMap() api.MetadataMapRW {
-	mm := &metadataMap{m: map[string]any{}}
+	mm := api.NewMetadataMap()
 	p.mu.Lock()
 	p.aclMeta = mm
 	p.mu.Unlock()

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"sort"
 	"strings"
 	"sync"
 
@@ -65,7 +64,7 @@ type Plugin struct {
 	log    *slog.Logger
 
 	mu     sync.Mutex
-	bdMeta *metadataMap // the bridge domain descriptor's, once registered
+	bdMeta *api.MemMetadataMap // the bridge domain descriptor's, once registered
 }
 
 // New returns the plugin: m carries the calls to VPP, ifaces maps logical
@@ -150,7 +149,7 @@ func (p *Plugin) usedIndexes() map[uint32]bool {
 	if mm == nil {
 		return out
 	}
-	for _, v := range mm.values() {
+	for _, v := range mm.Snapshot() {
 		if md, ok := v.(*BridgeDomainMetadata); ok && md != nil {
 			out[md.Index] = true
 		}
@@ -158,55 +157,8 @@ func (p *Plugin) usedIndexes() map[uint32]bool {
 	return out
 }
 
-// metadataMap is the bridge domain descriptor's metadata map (the
-// scheduler writes it; the binding descriptor reads the bd_id from it).
-type metadataMap struct {
-	mu sync.RWMutex
-	m  map[string]any
-}
-
-func (m *metadataMap) GetValue(label string) (any, bool) {
-	m.mu.RLock()
-	defer m.mu.RUnlock()
-	v, ok := m.m[label]
-	return v, ok
-}
-
-func (m *metadataMap) ListLabels() []string {
-	m.mu.RLock()
-	defer m.mu.RUnlock()
-	out := make([]string, 0, len(m.m))
-	for l := range m.m {
-		out = append(out, l)
-	}
-	sort.Strings(out)
-	return out
-}
-
-func (m *metadataMap) Put(label string, md any) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.m[label] = md
-}
-
-func (m *metadataMap) Delete(label string) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	delete(m.m, label)
-}
-
-func (m *metadataMap) values() []any {
-	m.mu.RLock()
-	defer m.mu.RUnlock()
-	out := make([]any, 0, len(m.m))
-	for _, v := range m.m {
-		out = append(out, v)
-	}
-	return out
-}
-
 func (p *Plugin) newMetadataMap() api.MetadataMapRW {
-	mm := &metadataMap{m: map[string]any{}}
+	mm := api.NewMetadataMap()
 	p.mu.Lock()
 	p.bdMeta = mm
 	p.mu.Unlock()

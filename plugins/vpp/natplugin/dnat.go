@@ -119,7 +119,7 @@ func (p *Plugin) dnatDescriptor() *api.TypedDescriptor[*vppnat.DNat44, *vppnat.D
 		KeyLabel:     dnatLabel,
 		WithMetadata: true,
 		MetadataMapFactory: func() api.MetadataMapRW {
-			mm := newMetadataMap()
+			mm := api.NewMetadataMap()
 			p.mu.Lock()
 			p.dnatMeta = mm
 			p.mu.Unlock()
@@ -291,7 +291,7 @@ func (p *Plugin) expectedDNats() map[string]*vppnat.DNat44 {
 	mm := p.dnatMeta
 	p.mu.Unlock()
 	out := map[string]*vppnat.DNat44{}
-	for label, md := range mm.snapshot() {
+	for label, md := range mm.Snapshot() {
 		if d, ok := md.(*vppnat.DNat44); ok && d != nil {
 			out[label] = d
 		}

@@ -49,8 +49,8 @@ type Plugin struct {
 	log    *slog.Logger
 
 	mu       sync.Mutex
-	poolMeta *metadataMap // the address pool descriptor's, once registered
-	dnatMeta *metadataMap // the DNat44 descriptor's, once registered
+	poolMeta *api.MemMetadataMap // the address pool descriptor's, once registered
+	dnatMeta *api.MemMetadataMap // the DNat44 descriptor's, once registered
 }
 
 // New returns the plugin calling VPP over m: ifaces maps logical interface
@@ -171,56 +171,4 @@ type missingInterfaceError struct{ name string }
 func (e *missingInterfaceError) Error() string {
 	return "interface " + e.name + " has no sw_if_index in the VPP connected now (no metadata of " +
 		ifplugin.InterfaceDescriptorName + ", or that of a VPP that has restarted since)"
-}
-
-// metadataMap is a descriptor's metadata map that the plugin reads too.
-type metadataMap struct {
-	mu sync.RWMutex
-	m  map[string]any
-}
-
-func newMetadataMap() *metadataMap { return &metadataMap{m: map[string]any{}} }
-
-func (m *metadataMap) GetValue(label string) (any, bool) {
-	m.mu.RLock()
-	defer m.mu.RUnlock()
-	v, ok := m.m[label]
-	return v, ok
-}
-
-func (m *metadataMap) ListLabels() []string {
-	m.mu.RLock()
-	defer m.mu.RUnlock()
-	out := make([]string, 0, len(m.m))
-	for l := range m.m {
-		out = append(out, l)
-	}
-	sort.Strings(out)
-	return out
-}
-
-func (m *metadataMap) Put(label string, md any) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.m[label] = md
-}
-
-func (m *metadataMap) Delete(label string) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	delete(m.m, label)
-}
-
-// snapshot returns the map's entries.
-func (m *metadataMap) snapshot() map[string]any {
-	if m == nil {
-		return nil
-	}
-	m.mu.RLock()
-	defer m.mu.RUnlock()
-	out := make(map[string]any, len(m.m))
-	for k, v := range m.m {
-		out[k] = v
-	}
-	return out
 }

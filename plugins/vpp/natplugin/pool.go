@@ -91,7 +91,7 @@ func (p *Plugin) poolDescriptor() *api.TypedDescriptor[*vppnat.Nat44AddressPool,
 		KeyLabel:     poolLabel,
 		WithMetadata: true,
 		MetadataMapFactory: func() api.MetadataMapRW {
-			mm := newMetadataMap()
+			mm := api.NewMetadataMap()
 			p.mu.Lock()
 			p.poolMeta = mm
 			p.mu.Unlock()
@@ -136,7 +136,7 @@ func (p *Plugin) appliedPools() map[string]*vppnat.Nat44AddressPool {
 	mm := p.poolMeta
 	p.mu.Unlock()
 	out := map[string]*vppnat.Nat44AddressPool{}
-	for label, md := range mm.snapshot() {
+	for label, md := range mm.Snapshot() {
 		if v, ok := md.(*vppnat.Nat44AddressPool); ok && v != nil {
 			out[label] = v
 		}
