@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Installs what building, testing and regenerating code need, at pinned versions.
 # Safe to run again: it installs only what is missing or at another version.
-#   scripts/install-tools.sh          test dependencies (graphviz, iproute2, ping)
+#   scripts/install-tools.sh          test dependencies (graphviz, iproute2, ping,
+#                                     chromium and chromium-driver for the
+#                                     browser tests of the web view)
 #   scripts/install-tools.sh proto    also protoc and protoc-gen-go
 # With a VPP build beside the project (NETAGENT_VPP_DIR, default
 # ../shared/vpp), also the Debian packages of VPP's runtime libraries that
@@ -18,6 +20,10 @@ need_apt=()
 command -v dot >/dev/null 2>&1 || need_apt+=(graphviz)
 command -v ip >/dev/null 2>&1 || need_apt+=(iproute2)
 command -v ping >/dev/null 2>&1 || need_apt+=(iputils-ping)
+# The browser tests (tests/browser) drive Debian's headless Chromium through
+# its chromedriver, at the paths those packages install.
+[ -x /usr/bin/chromium ] || need_apt+=(chromium)
+[ -x /usr/bin/chromedriver ] || need_apt+=(chromium-driver)
 vpp_dir=${NETAGENT_VPP_DIR:-$(dirname "$0")/../../shared/vpp}
 if [ -x "$vpp_dir/start.sh" ]; then
   for pkg in libunwind8 liblzma5 libssl3 libnl-3-200 libnl-route-3-200; do
