@@ -26,8 +26,10 @@
 // the NB intends (nil when the NB does not ask for the key), the value applied
 // in the SB as far as the scheduler knows (nil when absent), the metadata the
 // descriptor returned, and the status (state, last operation, error, details).
-// The details of an NB value end with the note the NB gave with it, if any
-// (api.NotedTxn): kept beside the graph, only while some value has one.
+// The details of a valid intended value end with what its descriptor notes
+// about it (api.KVDescriptor.Notes, asked when the status is read), then
+// with the note the NB gave with it, if any (api.NotedTxn): kept beside the
+// graph, only while some value has one.
 // Reconciling a node means making the applied value equal to the intended one:
 //
 //   - intended, not applied, dependencies met: Create (then its derived values,

@@ -3,6 +3,8 @@ package kvscheduler
 import (
 	"slices"
 
+	"google.golang.org/protobuf/proto"
+
 	"github.com/netagent-io/netagent/plugins/kvscheduler/api"
 )
 
@@ -79,4 +81,19 @@ func (s *Scheduler) withNote(bs *api.BaseValueStatus) *api.BaseValueStatus {
 		bs.Value.Details = append(slices.Clip(bs.Value.Details), note)
 	}
 	return bs
+}
+
+// descriptorNotes appends to the details of a value what its descriptor
+// says about its intended value (api.KVDescriptor.Notes), if anything: not
+// for an INVALID value, whose error says what matters.
+func descriptorNotes(desc *descriptorInfo, key string, intended proto.Message, state api.ValueState, details []string) []string {
+	if desc == nil || desc.d.Notes == nil || intended == nil || state == api.ValueStateInvalid {
+		return details
+	}
+	notes, err := pure(func() []string { return desc.d.Notes(key, intended) })
+	if err != nil || len(notes) == 0 {
+		return details
+	}
+	// Clipped: the details may be the node's own slice.
+	return append(slices.Clip(details), notes...)
 }

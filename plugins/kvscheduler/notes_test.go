@@ -2,6 +2,7 @@ package kvscheduler_test
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -183,4 +184,39 @@ func TestNoteChangeIsWatched(t *testing.T) {
 	st := e.status("iface/a")
 	st.Details[0] = strings.ToUpper(st.Details[0])
 	e.expectDetails("iface/a", "x")
+}
+
+// A descriptor's notes (api.KVDescriptor.Notes) end the details of a valid
+// intended value, before the NB's note, and follow the value.
+func TestDescriptorNotes(t *testing.T) {
+	e := newEnv(t)
+	d := e.sb.Descriptor(mocksb.Options{Name: "global", Prefix: "global", NB: true, Validate: func(_ string, v proto.Message) error {
+		if strings.Contains(mocksb.Text(v), "bad") {
+			return api.NewInvalidValueError(errors.New("bad"), "text")
+		}
+		return nil
+	}})
+	d.Notes = func(_ string, v proto.Message) []string {
+		if strings.Contains(mocksb.Text(v), "ignored") {
+			return []string{"field ignored: nothing in the SB"}
+		}
+		return nil
+	}
+	if err := e.s.RegisterKVDescriptor(d); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	e.commitNoted(ctx, noted{"global", mocksb.Str("a"), ""})
+	e.expectDetails("global")
+	e.commitNoted(ctx, noted{"global", mocksb.Str("a ignored"), "nb note"})
+	e.expectState("global", api.ValueStateConfigured)
+	e.expectDetails("global", "field ignored: nothing in the SB", "nb note")
+	// Not for an invalid value: its error says what matters (its details
+	// name the invalid fields).
+	if _, err := e.s.StartNBTransaction().SetValue("global", mocksb.Str("bad ignored")).Commit(ctx, api.TxnOptions{}); err == nil {
+		t.Fatal("no error for an invalid value")
+	}
+	e.expectDetails("global", "text")
+	e.commitNoted(ctx, noted{"global", mocksb.Str("b"), ""})
+	e.expectDetails("global")
 }

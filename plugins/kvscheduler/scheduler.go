@@ -794,7 +794,7 @@ func valueStatus(n *node) *api.ValueStatus {
 		Key:            n.key,
 		State:          n.state,
 		LastOperation:  n.lastOp,
-		Details:        n.details,
+		Details:        descriptorNotes(n.desc, n.key, n.intended, n.state, n.details),
 		DescriptorName: n.descName(),
 		Derived:        n.base != nil,
 	}

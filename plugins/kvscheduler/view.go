@@ -263,7 +263,7 @@ func statusOfThen(n *node, t *nodeThen) *api.ValueStatus {
 		Key:           n.key,
 		State:         t.state,
 		LastOperation: t.lastOp,
-		Details:       t.details,
+		Details:       descriptorNotes(t.desc, n.key, t.intended, t.state, t.details),
 		Derived:       n.base != nil,
 	}
 	if t.desc != nil {

@@ -261,6 +261,14 @@ type KVDescriptor struct {
 	// the failure.
 	Unique func(key string, value proto.Message) []UniqueName
 
+	// Notes, optional, is what the descriptor has to say about a value it
+	// accepts, for the operator: a field it takes and ignores, say ("X
+	// ignored: VPP 25.10 has no such setting"). The notes end the value's
+	// status details (before the NB's note, see NotedTxn) while the value
+	// is intended and not INVALID. Pure, like Validate: called when a
+	// status is read, for the value intended then.
+	Notes func(key string, value proto.Message) []string
+
 	// RetrieveDependencies names the descriptors whose values must be
 	// retrieved before this one's (e.g. interfaces before routes, to map
 	// interface indexes to names).

@@ -42,6 +42,7 @@ type TypedDescriptor[V proto.Message, M any] struct {
 	DerivedValues        func(key string, value V) []KeyValuePair
 	Dependencies         func(key string, value V) []Dependency
 	Unique               func(key string, value V) []UniqueName
+	Notes                func(key string, value V) []string
 	RetrieveDependencies []string
 }
 
@@ -168,6 +169,15 @@ func (d *TypedDescriptor[V, M]) KVDescriptor() *KVDescriptor {
 	}
 	if f := d.Unique; f != nil {
 		kv.Unique = func(key string, value proto.Message) []UniqueName {
+			v, ok := value.(V)
+			if !ok {
+				return nil
+			}
+			return f(key, v)
+		}
+	}
+	if f := d.Notes; f != nil {
+		kv.Notes = func(key string, value proto.Message) []string {
 			v, ok := value.(V)
 			if !ok {
 				return nil
