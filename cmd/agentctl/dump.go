@@ -116,17 +116,30 @@ var (
 	graphExtensions = map[string]string{".dot": "dot", ".gv": "dot", ".svg": "svg", ".mmd": "mermaid", ".mermaid": "mermaid", ".json": "json"}
 )
 
+// graphFormatsList names the formats of graphFormats for messages.
+const graphFormatsList = "dot, svg, mermaid or json"
+
 // extensionsList names the extensions of graphExtensions for messages.
 const extensionsList = ".svg, .dot or .gv, .json, .mmd or .mermaid"
 
-// graphFormat returns the format of the graph: --format, else the one the
-// extension of the output file stands for, else dot. An extension that
-// stands for no format the agent renders (.png, .pdf...) is an error unless
-// --format is given, and --format must not contradict the extension.
-func graphFormat(format, file string) (string, error) {
-	if format != "" && !slices.Contains(graphFormats, format) {
-		return "", fmt.Errorf("--format %q: want %s", format, strings.Join(graphFormats, ", "))
+// checkGraphFormat checks the format given to flag (-o, or --format as
+// before -o was the format). A file name there is what -o was before it
+// was the format, as in every other command: its error says to use --file.
+func checkGraphFormat(flag, format string) error {
+	switch {
+	case format == "" || slices.Contains(graphFormats, format):
+		return nil
+	case strings.ContainsRune(format, '/') || filepath.Ext(format) != "":
+		return fmt.Errorf("%s %q: -o is the format of the graph (%s), as in every command; --file %s writes the graph to that file", flag, format, graphFormatsList, format)
 	}
+	return fmt.Errorf("%s %q: want %s (--file FILE writes the graph to a file)", flag, format, graphFormatsList)
+}
+
+// graphFormat returns the format of the graph: -o, else the one the
+// extension of the file stands for, else dot. An extension that stands for
+// no format the agent renders (.png, .pdf...) is an error unless -o is
+// given, and -o must not contradict the extension.
+func graphFormat(format, file string) (string, error) {
 	ext := strings.ToLower(filepath.Ext(file))
 	if file == "" || file == "-" || ext == "" {
 		if format == "" {
@@ -139,19 +152,19 @@ func graphFormat(format, file string) (string, error) {
 	case known && format == "":
 		return byExt, nil
 	case known && format != byExt:
-		return "", fmt.Errorf("--format %s contradicts -o %s (a %s file name): drop --format, or name the file for %s (%s)", format, file, byExt, format, extensionsList)
+		return "", fmt.Errorf("-o %s contradicts --file %s (a %s file name): drop -o, or name the file for %s (%s)", format, file, byExt, format, extensionsList)
 	case known || format != "":
 		return format, nil
 	case ext == ".png" || ext == ".jpg" || ext == ".jpeg" || ext == ".gif" || ext == ".pdf":
-		return "", fmt.Errorf("-o %s: the agent renders the graph as %s, not %s; name the file %s, or convert the DOT text: agentctl graph | dot -T%s > %s",
+		return "", fmt.Errorf("--file %s: the agent renders the graph as %s, not %s; name the file %s, or convert the DOT text: agentctl graph | dot -T%s > %s",
 			file, strings.Join(graphFormats, ", "), strings.TrimPrefix(ext, "."), extensionsList, strings.TrimPrefix(ext, "."), file)
 	}
-	return "", fmt.Errorf("-o %s: no graph format is known for %s: name the file %s, or give --format (%s)", file, ext, extensionsList, strings.Join(graphFormats, ", "))
+	return "", fmt.Errorf("--file %s: no graph format is known for %s: name the file %s, or give -o (%s)", file, ext, extensionsList, graphFormatsList)
 }
 
 func (a *app) graphCommand() *cobra.Command {
 	var txn uint64
-	var format, file, keyPrefix string
+	var format, oldFormat, file, keyPrefix string
 	c := &cobra.Command{
 		Use:   "graph",
 		Short: "The dependency graph of the values, as DOT, SVG, Mermaid or JSON",
@@ -161,21 +174,34 @@ to the values under a prefix and the values they touch (their bases and
 derived values, what they depend on, what depends on them): Graphviz takes
 long to lay out thousands of values, and a picture of them is hard to read.
 
---format dot (default) prints Graphviz DOT text; svg renders it in the agent
-(which needs Graphviz's dot there); mermaid and json are also available.
--o FILE writes the graph to FILE instead of standard output, in the format
-its extension names unless --format is given: .svg, .dot or .gv, .json,
-.mmd or .mermaid (without extension: DOT). The agent renders no PNG or PDF:
-convert the DOT text with Graphviz (see the examples). (In this command -o
-is the output file, not the output format.)`,
+-o (--output) is the format, as in every command: dot (default) prints
+Graphviz DOT text; svg renders it in the agent (which needs Graphviz's dot
+there); mermaid and json are also available. --file FILE (-f) writes the
+graph to FILE instead of standard output, in the format its extension names
+unless -o is given: .svg, .dot or .gv, .json, .mmd or .mermaid (without
+extension: DOT). The agent renders no PNG or PDF: convert the DOT text with
+Graphviz (see the examples).`,
 		Example: `  agentctl graph > graph.dot
-  agentctl graph -o graph.svg
-  agentctl graph --txn 12 -o txn12.svg
-  agentctl graph --key-prefix config/vpp/v2/interfaces/loop1 -o loop1.svg
-  agentctl graph -o graph.mmd
+  agentctl graph --file graph.svg
+  agentctl graph -o json | jq '.nodes | length'
+  agentctl graph --txn 12 --file txn12.svg
+  agentctl graph --key-prefix config/vpp/v2/interfaces/loop1 --file loop1.svg
+  agentctl graph -o mermaid
   agentctl graph | dot -Tpng > graph.png`,
 		Args: argsNamed(),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkGraphFormat("-o", format); err != nil {
+				return err
+			}
+			if err := checkGraphFormat("--format", oldFormat); err != nil {
+				return err
+			}
+			switch {
+			case format == "":
+				format = oldFormat
+			case oldFormat != "" && oldFormat != format:
+				return fmt.Errorf("-o %s and --format %s: give one (--format is the old name of -o)", format, oldFormat)
+			}
 			format, err := graphFormat(format, file)
 			if err != nil {
 				return err
@@ -211,8 +237,13 @@ is the output file, not the output format.)`,
 	}
 	c.Flags().Uint64Var(&txn, "txn", 0, "the graph as it was after transaction N")
 	c.Flags().StringVar(&keyPrefix, "key-prefix", "", "only the values whose keys start with this, and the values they touch")
-	c.Flags().StringVar(&format, "format", "", "dot, svg, mermaid or json (default: from the -o file's extension, else dot)")
-	c.Flags().StringVarP(&file, "output", "o", "", "write the graph to this file (.svg, .dot, .gv, .json, .mmd, .mermaid)")
+	c.Flags().StringVarP(&format, "output", "o", "", "format: dot, svg, mermaid or json (default: from the --file extension, else dot)")
+	c.Flags().StringVarP(&file, "file", "f", "", "write the graph to this file (.svg, .dot, .gv, .json, .mmd, .mermaid; - is standard output)")
+	// --format was the format when -o was the file: kept for the scripts
+	// of then, out of the help.
+	c.Flags().StringVar(&oldFormat, "format", "", "the old name of -o")
+	_ = c.Flags().MarkHidden("format")
+	_ = c.RegisterFlagCompletionFunc("output", fixedCompletion(graphFormats...))
 	_ = c.RegisterFlagCompletionFunc("format", fixedCompletion(graphFormats...))
 	return c
 }

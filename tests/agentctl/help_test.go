@@ -162,6 +162,7 @@ func TestAgentctlCompletion(t *testing.T) {
 		{[]string{"values", "--state", ""}, []string{"CONFIGURED", "OBTAINED", "DISCOVERED", "PENDING", "UNIMPLEMENTED", "RETRYING", "FAILED", "INVALID", "MISSING", "REMOVED"}, ":4"},
 		{[]string{"status", "-o", ""}, []string{"table", "yaml", "json"}, ":4"},
 		{[]string{"graph", "--format", ""}, []string{"dot", "svg", "mermaid", "json"}, ":4"},
+		{[]string{"graph", "-o", ""}, []string{"dot", "svg", "mermaid", "json"}, ":4"},
 		{[]string{"config", ""}, []string{"confirm", "delete", "get", "history", "plan", "resync", "status", "update", "watch"}, ":4"},
 		{[]string{"kvdb", ""}, []string{"del", "get", "list", "put"}, ":4"},
 		// FILE: files with these extensions (ShellCompDirectiveFilterFileExt).

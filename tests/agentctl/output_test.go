@@ -196,13 +196,13 @@ func TestAgentctlOutput(t *testing.T) {
 				State string `json:"state"`
 			} `json:"nodes"`
 		}
-		parseJSON(t, "graph --format json", mustCtl(t, env, "graph", "--format", "json"), &graph)
+		parseJSON(t, "graph -o json", mustCtl(t, env, "graph", "-o", "json"), &graph)
 		found := false
 		for _, node := range graph.Nodes {
 			found = found || node.Key == "config/vpp/v2/interfaces/loop8" && node.State == "UNIMPLEMENTED"
 		}
 		if !graph.Current || !found {
-			t.Errorf("graph --format json: %+v, want the current graph with loop8 UNIMPLEMENTED", graph)
+			t.Errorf("graph -o json: %+v, want the current graph with loop8 UNIMPLEMENTED", graph)
 		}
 	})
 }

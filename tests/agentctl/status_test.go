@@ -274,18 +274,18 @@ func TestAgentctlStatus(t *testing.T) {
 		}
 
 		svgFile := filepath.Join(t.TempDir(), "graph.svg")
-		stdout, stderr, code := agentctl(t, env, "graph", "-o", svgFile)
+		stdout, stderr, code := agentctl(t, env, "graph", "--file", svgFile)
 		if code != 0 || stdout != "" || !strings.HasPrefix(stderr, "graph written to "+svgFile+" (svg, ") {
-			t.Fatalf("graph -o %s: exit %d, stdout %q, stderr %q", svgFile, code, stdout, stderr)
+			t.Fatalf("graph --file %s: exit %d, stdout %q, stderr %q", svgFile, code, stdout, stderr)
 		}
 		svg, err := os.ReadFile(svgFile)
 		if err != nil || !strings.Contains(string(svg), "<svg") || !strings.Contains(string(svg), "</svg>") {
-			t.Errorf("graph -o %s: %v, want an SVG document: %q", svgFile, err, testsupport.Tail(string(svg), 300))
+			t.Errorf("graph --file %s: %v, want an SVG document: %q", svgFile, err, testsupport.Tail(string(svg), 300))
 		}
-		if out := mustCtl(t, env, "graph", "--format", "svg"); !strings.Contains(out, "<svg") {
-			t.Errorf("graph --format svg: %q, want SVG", testsupport.Tail(out, 300))
+		if out := mustCtl(t, env, "graph", "-o", "svg"); !strings.Contains(out, "<svg") {
+			t.Errorf("graph -o svg: %q, want SVG", testsupport.Tail(out, 300))
 		}
-		// The format of -o FILE is its extension's.
+		// The format of --file FILE is its extension's.
 		dir := t.TempDir()
 		for _, c := range []struct{ file, format, want string }{
 			{"graph.dot", "dot", "digraph kvscheduler {"},
@@ -296,34 +296,35 @@ func TestAgentctlStatus(t *testing.T) {
 			{"graph", "dot", "digraph kvscheduler {"},
 		} {
 			file := filepath.Join(dir, c.file)
-			_, stderr, code := agentctl(t, env, "graph", "--output", file)
+			_, stderr, code := agentctl(t, env, "graph", "-f", file)
 			b, err := os.ReadFile(file)
 			if code != 0 || err != nil || !strings.Contains(string(b), c.want) || !strings.HasPrefix(stderr, "graph written to "+file+" ("+c.format+", ") {
-				t.Errorf("graph --output %s: exit %d, %q, %v, want %s with %q", file, code, stderr, err, c.format, c.want)
+				t.Errorf("graph -f %s: exit %d, %q, %v, want %s with %q", file, code, stderr, err, c.format, c.want)
 			}
 			if c.format == "json" && !json.Valid(b) {
-				t.Errorf("graph --output %s: not JSON: %q", file, testsupport.Tail(string(b), 300))
+				t.Errorf("graph -f %s: not JSON: %q", file, testsupport.Tail(string(b), 300))
 			}
 		}
-		// An extension the agent does not render, or one --format
-		// contradicts, is refused and nothing is written.
+		// An extension the agent does not render, or one -o contradicts,
+		// or a file given to -o (the format), is refused and nothing is written.
 		for _, c := range []struct {
 			args  []string
 			wants []string
 		}{
-			{[]string{"-o", filepath.Join(dir, "g.png")}, []string{"g.png: the agent renders the graph as dot, svg, mermaid, json, not png", ".svg, .dot or .gv, .json, .mmd or .mermaid", "agentctl graph | dot -Tpng"}},
-			{[]string{"-o", filepath.Join(dir, "g.pdf")}, []string{"not pdf"}},
-			{[]string{"-o", filepath.Join(dir, "g.txt")}, []string{"no graph format is known for .txt", "--format"}},
-			{[]string{"--format", "dot", "-o", filepath.Join(dir, "g.svg")}, []string{"--format dot contradicts -o", "g.svg (a svg file name)"}},
-			{[]string{"--format", "json", "-o", filepath.Join(dir, "g.mmd")}, []string{"--format json contradicts -o"}},
+			{[]string{"--file", filepath.Join(dir, "g.png")}, []string{"g.png: the agent renders the graph as dot, svg, mermaid, json, not png", ".svg, .dot or .gv, .json, .mmd or .mermaid", "agentctl graph | dot -Tpng"}},
+			{[]string{"--file", filepath.Join(dir, "g.pdf")}, []string{"not pdf"}},
+			{[]string{"--file", filepath.Join(dir, "g.txt")}, []string{"no graph format is known for .txt", "give -o"}},
+			{[]string{"-o", "dot", "--file", filepath.Join(dir, "g.svg")}, []string{"-o dot contradicts --file", "g.svg (a svg file name)"}},
+			{[]string{"-o", "json", "--file", filepath.Join(dir, "g.mmd")}, []string{"-o json contradicts --file"}},
+			{[]string{"-o", filepath.Join(dir, "g.dot")}, []string{"-o is the format of the graph", "--file " + filepath.Join(dir, "g.dot")}},
 		} {
 			wantError(t, env, "", append([]string{"graph"}, c.args...), c.wants...)
 			if file := c.args[len(c.args)-1]; fileExists(file) {
 				t.Errorf("graph %s wrote %s", strings.Join(c.args, " "), file)
 			}
 		}
-		if out := mustCtl(t, env, "graph", "--format", "mermaid", "-o", "-"); !strings.Contains(out, "flowchart LR") {
-			t.Errorf("graph --format mermaid -o -: %q", testsupport.Tail(out, 300))
+		if out := mustCtl(t, env, "graph", "-o", "mermaid", "--file", "-"); !strings.Contains(out, "flowchart LR") {
+			t.Errorf("graph -o mermaid --file -: %q", testsupport.Tail(out, 300))
 		}
 		// --key-prefix: the route and what it touches, not the ARP entry.
 		if focused := mustCtl(t, env, "graph", "--key-prefix", routeKey); !strings.Contains(focused, routeKey) ||
@@ -348,8 +349,8 @@ func TestAgentctlStatus(t *testing.T) {
 		if !strings.Contains(past, "graph after transaction #"+seq+" at ") || strings.Contains(past, "(current)") || !strings.Contains(past, routeKey) {
 			t.Errorf("graph --txn %s: not the graph as of #%s:\n%s", seq, seq, testsupport.Tail(past, 2000))
 		}
-		if out := mustCtl(t, env, "graph", "--txn", seq, "--format", "svg"); !strings.Contains(out, "<svg") {
-			t.Errorf("graph --txn %s --format svg: %q", seq, testsupport.Tail(out, 300))
+		if out := mustCtl(t, env, "graph", "--txn", seq, "-o", "svg"); !strings.Contains(out, "<svg") {
+			t.Errorf("graph --txn %s -o svg: %q", seq, testsupport.Tail(out, 300))
 		}
 		// A transaction not in the history: where it starts and ends (the
 		// newest as it was between the two reads of the history around).
