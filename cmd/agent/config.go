@@ -304,11 +304,15 @@ func loadConfig(args []string, getenv func(string) string) (Config, error) {
 	txnLog := fs.String("txn-log", "", "stderr to print the boxed transaction log, off otherwise")
 	vppSocket := fs.String("vpp-socket", "", "VPP binary API socket (default /run/vpp/api.sock; off: no VPP plugins)")
 	stateDir := fs.String("state-dir", "", "state directory: keeps a change pending confirmation over a restart (default /var/lib/netagent)")
+	showVersion := fs.Bool("version", false, "print the version (commit, build date, Go, the VPP release it targets) and exit")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return cfg, errHelp
 		}
 		return cfg, err
+	}
+	if *showVersion {
+		return cfg, errVersion
 	}
 	if fs.NArg() > 0 {
 		return cfg, fmt.Errorf("unexpected arguments: %v", fs.Args())

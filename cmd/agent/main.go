@@ -18,17 +18,24 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"runtime"
 	"runtime/debug"
 	"syscall"
 	"time"
+
+	"github.com/netagent-io/netagent/plugins/vpp/vppconn"
 )
 
 func main() {
 	cfg, err := loadConfig(os.Args[1:], os.Getenv)
 	if errors.Is(err, errHelp) {
+		os.Exit(0)
+	}
+	if errors.Is(err, errVersion) {
+		writeVersion(os.Stdout, versionInfo())
 		os.Exit(0)
 	}
 	if err != nil {
@@ -48,14 +55,21 @@ func main() {
 	}
 }
 
-var errHelp = errors.New("help")
+var (
+	errHelp    = errors.New("help")
+	errVersion = errors.New("version")
+)
 
 // version is set with -ldflags "-X main.version=...", else read from the
 // build information.
 var version = ""
 
+// buildVersion is what the binary knows of its build: its version, Go
+// version, commit (vcs.revision, vcs.time, vcs.modified, when built from a
+// checkout), and the VPP release it targets (vpp) with the GoVPP version
+// of its bindings (govpp).
 func buildVersion() map[string]string {
-	info := map[string]string{"version": version}
+	info := map[string]string{"version": version, "vpp": vppconn.TargetVPP, "govpp": vppconn.GoVPPVersion()}
 	if bi, ok := debug.ReadBuildInfo(); ok {
 		if info["version"] == "" {
 			info["version"] = bi.Main.Version
@@ -68,6 +82,30 @@ func buildVersion() map[string]string {
 		}
 	}
 	return info
+}
+
+// writeVersion prints the answer of agent --version: the fields of info
+// (versionInfo, as GET /info/version answers) a person reads.
+func writeVersion(w io.Writer, info map[string]any) {
+	str := func(k string) string {
+		if s, _ := info[k].(string); s != "" {
+			return s
+		}
+		return "unknown"
+	}
+	commit := str("vcs.revision")
+	if info["vcs.modified"] == "true" {
+		commit += " (with uncommitted changes)"
+	}
+	built := str("vcs.time")
+	if built != "unknown" {
+		built += " (commit time)"
+	}
+	fmt.Fprintf(w, "netagent %s\n", str("version"))
+	fmt.Fprintf(w, "  commit:   %s\n", commit)
+	fmt.Fprintf(w, "  built:    %s\n", built)
+	fmt.Fprintf(w, "  go:       %s\n", str("go"))
+	fmt.Fprintf(w, "  vpp:      VPP %s binary API (GoVPP %s); checked at connect\n", str("vpp"), str("govpp"))
 }
 
 // versionInfo is the answer of GET /info/version: buildVersion, and the
