@@ -186,7 +186,8 @@ func (a *app) rootCommand() *cobra.Command {
 	pf.IntVar(&a.grpcPort, "grpc-port", 9111, "agent gRPC port")
 	pf.IntVar(&a.restPort, "rest-port", 9191, "agent REST port")
 	pf.StringVarP(&a.label, "label", "l", models.DefaultLabel, "microservice label: etcd keys are under /vnf-agent/<label>/")
-	pf.StringSliceVar(&a.etcdEndpoints, "etcd-endpoints", []string{"127.0.0.1:2379"}, "etcd endpoints, comma separated (kvdb, fleet)")
+	a.etcdEndpoints = []string{"127.0.0.1:2379"}
+	pf.Var(&listFlag{list: &a.etcdEndpoints}, "etcd-endpoints", "etcd endpoints, comma separated (kvdb, fleet); given twice, the last counts")
 	pf.StringVar(&a.token, "token", "", "bearer token sent with changes")
 	pf.StringVar(&a.tokenFile, "token-file", "", "file holding the bearer token")
 	pf.StringVar(&a.etcdUser, "etcd-user", "", "USER:PASSWORD for etcd (kvdb, fleet; default with a token: root and the token, as an agent's embedded etcd wants)")
@@ -289,15 +290,10 @@ func (a *app) resolve(pf *pflag.FlagSet) error {
 		if fl == nil || fl.Changed || !set || v == "" {
 			continue
 		}
-		if fl.Value.Type() == "stringSlice" {
-			// A stringSlice flag appends on Set; the environment replaces
-			// the default.
-			if err := fl.Value.(pflag.SliceValue).Replace(splitList(v)); err != nil {
+		if err := fl.Value.Set(v); err != nil {
+			if _, isList := fl.Value.(*listFlag); isList {
 				return fmt.Errorf("%s=%q: %v", f.env, v, err)
 			}
-			continue
-		}
-		if err := fl.Value.Set(v); err != nil {
 			return fmt.Errorf("%s=%q: not a valid %s for --%s", f.env, v, fl.Value.Type(), f.flag)
 		}
 	}
@@ -355,6 +351,32 @@ func (a *app) resolve(pf *pflag.FlagSet) error {
 	}
 	return nil
 }
+
+// listFlag is a flag of a comma-separated list that a value given later
+// replaces, as with any other flag (pflag's string slice appends the
+// second --etcd-endpoints to the first): the flag, else the environment,
+// else the default.
+type listFlag struct {
+	list *[]string
+}
+
+func (f *listFlag) Set(v string) error {
+	items := splitList(v)
+	if len(items) == 0 {
+		return errors.New("want at least one item")
+	}
+	*f.list = items
+	return nil
+}
+
+func (f *listFlag) String() string {
+	if f.list == nil {
+		return ""
+	}
+	return strings.Join(*f.list, ",")
+}
+
+func (f *listFlag) Type() string { return "list" }
 
 func splitList(s string) []string {
 	var out []string
