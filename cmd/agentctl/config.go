@@ -591,6 +591,10 @@ changed since, and refuses it otherwise. Revisions count the changes of the
 agent's state since it started (any transaction that changed anything:
 updates, etcd, events in the dataplane, retries).
 
+A plan is not a transaction of the agent's history ("config history" does not
+list it, however many plans are made): the agent keeps the last few plans
+apart, and "config history SEQ" still shows one of them by its number.
+
 Exit codes: 0 no changes, 2 changes, 1 an error (also when an operation of
 the plan would fail, e.g. an invalid value, or when a value of the document
 is in error in the agent and stays so).

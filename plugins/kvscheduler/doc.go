@@ -175,7 +175,9 @@
 // state and Commit returns the error.
 //
 // TxnOptions.DryRun computes and records the plan and executes nothing
-// (see Revision below for binding a later commit to the plan).
+// (see Revision below for binding a later commit to the plan). The records
+// of the last DryRunsKept dry runs are kept apart from the history (see
+// History below).
 // Options are validated before anything is queued (api.OptionError names
 // the field).
 //
@@ -312,6 +314,15 @@
 // its flags (DERIVED, PROPERTY, NOOP, REVERT, RETRY, RECREATE, WAS-PENDING,
 // IS-PENDING, FIXED), and the values verification after apply found not
 // held (VerifyFailed).
+//
+// Dry runs (plans) are not in the history: a plan changes nothing, and
+// plans made in a loop (a CI job running agentctl config plan) would push
+// the transactions out of it. The records of the last DryRunsKept dry runs
+// are kept apart, within the same byte and age limits, for
+// GetRecordedTransaction (the caller of a plan reads its operations there).
+// Their sequence numbers are gaps in the history. A dry-run resync whose
+// refresh found the SB changed is in the history, as it advanced the
+// revision.
 //
 // Key timelines (GetKeyTimeline) and graph snapshots (GetGraphSnapshot at a
 // time, GetGraphAsOf a transaction) are computed from the kept records when

@@ -14,6 +14,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
+	"github.com/netagent-io/netagent/plugins/kvscheduler"
 	"github.com/netagent-io/netagent/plugins/kvscheduler/api"
 	"github.com/netagent-io/netagent/plugins/kvscheduler/internal/mocksb"
 )
@@ -237,6 +238,65 @@ func TestDryRun(t *testing.T) {
 	}
 	e.mustCommit(ctx, set("iface/a", "a"), set("route/r", "r dep=iface/a"))
 	e.expectOps("real run after the dry run", "create iface/a=a", "create route/r=r dep=iface/a")
+}
+
+// Dry runs (plans) stay out of the transaction history: N plans leave it
+// as it was (records, count, trimming), the newest plans' records are
+// still found by their sequence number (a plan's caller reads it there),
+// and only the last kvscheduler.DryRunsKept are kept. A dry-run resync whose refresh
+// found the SB changed is in the history: it changed the state (the
+// revision), and the history explains every revision.
+func TestDryRunsStayOutOfTheHistory(t *testing.T) {
+	e := newEnv(t)
+	e.register(ifaces(), routes())
+	ctx := context.Background()
+	e.mustCommit(ctx, set("iface/a", "a"))
+	seqs := func() []uint64 {
+		var out []uint64
+		for _, r := range e.s.GetTransactionHistory(time.Time{}, time.Time{}) {
+			out = append(out, r.SeqNum)
+		}
+		return out
+	}
+	before, infoBefore := seqs(), e.s.GetHistoryInfo()
+
+	const plans = 3 * kvscheduler.DryRunsKept
+	var planSeqs []uint64
+	for i := range plans {
+		seq := e.mustCommit(withOpts(ctx, api.TxnOptions{DryRun: true, Description: "plan"}),
+			set("iface/b", "b"), set("route/r", fmt.Sprintf("r%d dep=iface/b", i)))
+		planSeqs = append(planSeqs, seq)
+	}
+	if after := seqs(); !slices.Equal(after, before) {
+		t.Errorf("history after %d plans: %v, want %v as before them", plans, after, before)
+	}
+	if info := e.s.GetHistoryInfo(); info != infoBefore {
+		t.Errorf("history info after %d plans: %+v, want %+v", plans, info, infoBefore)
+	}
+	for i, seq := range planSeqs {
+		rec := e.s.GetRecordedTransaction(seq)
+		kept := i >= plans-kvscheduler.DryRunsKept
+		switch {
+		case kept && (rec == nil || !rec.DryRun || len(rec.Planned) != 2):
+			t.Errorf("plan %d (#%d): record %+v, want the dry run with its 2 planned operations", i, seq, rec)
+		case !kept && rec != nil:
+			t.Errorf("plan %d (#%d) is still kept, want only the last %d plans", i, seq, kvscheduler.DryRunsKept)
+		}
+	}
+
+	// A dry-run resync that finds the SB changed changes the state.
+	e.sb.Remove("iface/a")
+	rev := e.s.CurrentRevision()
+	seq, err := e.s.StartNBTransaction().SetValue("iface/a", mocksb.Str("a")).Commit(ctx, api.TxnOptions{Resync: api.FullResync, DryRun: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.s.CurrentRevision() == rev {
+		t.Fatalf("the dry-run resync's refresh changed nothing (revision %d)", rev)
+	}
+	if after := seqs(); after[len(after)-1] != seq {
+		t.Errorf("history %v lacks the dry-run resync #%d that changed the state", after, seq)
+	}
 }
 
 // Retries back off exponentially and stop after the maximum count: FAILED.

@@ -427,3 +427,10 @@ func (h *history) infoLocked() api.HistoryInfo {
 	}
 	return info
 }
+
+// DryRunsKept is how many records of dry runs (plans) the scheduler keeps,
+// apart from the history (and within its byte and age limits): enough for
+// the callers that plan and then read the plan's record
+// (GetRecordedTransaction), and plans never push transactions out of the
+// history.
+const DryRunsKept = 16

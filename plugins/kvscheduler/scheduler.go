@@ -175,6 +175,10 @@ type Scheduler struct {
 	retryTimers   map[*retryTicket]func() bool
 
 	history *history
+	// dryRuns keeps the records of the latest dry runs (plans) apart from
+	// history, so that plans do not fill it: GetRecordedTransaction finds
+	// them, GetTransactionHistory does not list them (DryRunsKept).
+	dryRuns *history
 	watch   *watchers
 
 	// revision is the revision of the state (api.KVScheduler.CurrentRevision):
@@ -226,6 +230,7 @@ func New(opts Options) *Scheduler {
 		workerEnd:   make(chan struct{}),
 		retryTimers: make(map[*retryTicket]func() bool),
 		history:     newHistory(opts.HistorySize, opts.HistoryMaxBytes, opts.HistoryMaxAge),
+		dryRuns:     newHistory(DryRunsKept, opts.HistoryMaxBytes, opts.HistoryMaxAge),
 		watch:       newWatchers(),
 		txnCounts:   map[api.TxnType]uint64{},
 	}
@@ -830,9 +835,13 @@ func (s *Scheduler) GetTransactionHistory(since, until time.Time) []*api.Recorde
 	return s.history.between(since, until)
 }
 
-// GetRecordedTransaction implements api.KVScheduler.
+// GetRecordedTransaction implements api.KVScheduler: a record of the
+// history, or of one of the last DryRunsKept dry runs.
 func (s *Scheduler) GetRecordedTransaction(seqNum uint64) *api.RecordedTxn {
-	return s.history.get(seqNum)
+	if rec := s.history.get(seqNum); rec != nil {
+		return rec
+	}
+	return s.dryRuns.get(seqNum)
 }
 
 // DumpValuesByDescriptor implements api.KVScheduler.

@@ -138,10 +138,18 @@ func (s *Scheduler) processTxn(qt *queuedTxn) error {
 	// stays), an operation executed (a reverted transaction undid its
 	// operations, and the SB saw them), a note changed.
 	rec.Revision = s.revision.Load()
-	if rt.changed() || len(rec.Executed) > 0 || notesChanged {
+	changedState := rt.changed() || len(rec.Executed) > 0 || notesChanged
+	if changedState {
 		s.advanceRevision(rec)
 	}
-	s.history.add(rec)
+	if qt.dryRun && !changedState {
+		// A plan: kept apart, so that plans do not push the transactions
+		// out of the history. A dry-run resync whose refresh changed the
+		// graph goes into the history: it explains a revision.
+		s.dryRuns.add(rec)
+	} else {
+		s.history.add(rec)
+	}
 	var kvErrs []api.KeyWithError
 	kvErrs = append(kvErrs, initErrs...)
 	if f := qt.driftFound; f != nil && len(f.roots) > 0 {

@@ -93,7 +93,11 @@ type TxnOptions struct {
 	Description string
 	// DryRun computes and records the plan without executing anything: no
 	// descriptor is called and the graph is left as it was. The plan is in
-	// the transaction record (GetRecordedTransaction).
+	// the transaction record (GetRecordedTransaction), which is kept apart
+	// from the transaction history (GetTransactionHistory does not list
+	// it; the scheduler keeps the latest few), so that plans do not push
+	// transactions out of the history. A dry-run resync whose refresh
+	// found the SB changed is recorded in the history: it changed the state.
 	DryRun bool
 	// NonBlocking makes Commit return as soon as the transaction is
 	// queued, with its sequence number (api.ErrTxnQueueFull when the queue
