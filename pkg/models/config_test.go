@@ -142,7 +142,11 @@ func cfgFullKVs() []models.KV {
 			Link: &vppif.Interface_Vxlan{Vxlan: &vppif.VxlanLink{SrcAddress: "192.168.42.1", DstAddress: "239.1.1.1", Vni: 13, Multicast: "loop1",
 				Gpe: &vppif.VxlanLink_Gpe{DecapVrfId: 2, Protocol: vppif.VxlanLink_Gpe_IP4}}}}},
 		// vpp_config.nat44_global
-		{Key: "config/vpp/nat/v2/nat44-global", Value: &vppnat.Nat44Global{Forwarding: true}},
+		{Key: "config/vpp/nat/v2/nat44-global", Value: &vppnat.Nat44Global{Forwarding: true,
+			NatInterfaces:     []*vppnat.Nat44Global_Interface{{Name: "tap1", IsInside: true}, {Name: "tap2", OutputFeature: true}},
+			AddressPool:       []*vppnat.Nat44Global_Address{{Address: "192.0.2.200", VrfId: 3, TwiceNat: true}},
+			VirtualReassembly: &vppnat.VirtualReassembly{Timeout: 4, MaxReassemblies: 2048, MaxFragments: 10, DropFragments: true},
+		}},
 		// vpp_config.nat44_interfaces
 		{Key: "config/vpp/nat/v2/nat44-interface/loop1", Value: &vppnat.Nat44Interface{Name: "loop1", NatInside: true}},
 		{Key: "config/vpp/nat/v2/nat44-interface/memif1/1", Value: &vppnat.Nat44Interface{Name: "memif1/1", NatOutside: true, OutputFeature: true}},
@@ -302,8 +306,7 @@ func TestParseConfigEveryField(t *testing.T) {
 	}
 	// Fields of the original's messages that Validate refuses (a valid
 	// document cannot set them; vpp_nat_test.go checks the refusals).
-	refused := []string{"vpp.nat.Nat44Global.nat_interfaces", "vpp.nat.Nat44Global.address_pool",
-		"vpp.nat.Nat44Global.virtual_reassembly", "vpp.nat.Nat44Global.endpoint_independent"}
+	refused := []string{"vpp.nat.Nat44Global.endpoint_independent"}
 	missing = slices.DeleteFunc(missing, func(name string) bool {
 		return slices.ContainsFunc(refused, func(r string) bool { return name == r || strings.HasPrefix(name, r+".") })
 	})

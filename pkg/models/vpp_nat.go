@@ -86,14 +86,41 @@ const NatPoolMaxAddresses = 1 << 16
 
 func validateNat44Global(v proto.Message, errs *fieldErrors) {
 	g := v.(*vppnat.Nat44Global)
-	if len(g.GetNatInterfaces()) > 0 {
-		errs.add("nat_interfaces", "the original agent's deprecated list of NAT interfaces is not supported: write one Nat44Interface value per interface (%s)", VPPNat44Interface.KeyTemplate)
+	// The original's deprecated lists are taken as it took them: each entry
+	// does what a Nat44Interface or a one-address Nat44AddressPool would.
+	// Entries of one interface add up (the original's example gives one
+	// interface inside and outside in two entries).
+	output := map[string]int{} // name -> the first entry, with its output_feature
+	for k, i := range g.GetNatInterfaces() {
+		at := fmt.Sprintf("nat_interfaces[%d]", k)
+		errs.name(at+".name", i.GetName())
+		if len(i.GetName()) > vppTagLen {
+			errs.add(at+".name", "%q is longer than %d bytes (it is a VPP interface's logical name)", i.GetName(), vppTagLen)
+		}
+		if first, ok := output[i.GetName()]; !ok {
+			output[i.GetName()] = k
+		} else if g.GetNatInterfaces()[first].GetOutputFeature() != i.GetOutputFeature() {
+			errs.add(at+".output_feature", "%v, but %v in nat_interfaces[%d] of the same interface %q: VPP's output feature excludes the inside and outside features",
+				i.GetOutputFeature(), !i.GetOutputFeature(), first, i.GetName())
+		}
 	}
-	if len(g.GetAddressPool()) > 0 {
-		errs.add("address_pool", "the original agent's deprecated list of NAT addresses is not supported: write Nat44AddressPool values (%s)", VPPNat44AddressPool.KeyTemplate)
+	type listAddr struct {
+		addr  netip.Addr
+		twice bool
 	}
-	if g.GetVirtualReassembly() != nil {
-		errs.add("virtual_reassembly", "not supported: VPP 25.10's NAT44 has no reassembly settings of its own (it reassembles fragments before NAT by itself, with the IP reassembly settings)")
+	addrs := map[listAddr]int{}
+	for k, a := range g.GetAddressPool() {
+		at := fmt.Sprintf("address_pool[%d]", k)
+		ip, ok := ipv4Field(errs, at+".address", a.GetAddress(), true)
+		if !ok {
+			continue
+		}
+		la := listAddr{ip, a.GetTwiceNat()}
+		if first, dup := addrs[la]; dup {
+			errs.add(at+".address", "%s is address_pool[%d] again (VPP keeps an address once in a list)", ip, first)
+			continue
+		}
+		addrs[la] = k
 	}
 	if g.GetEndpointIndependent() {
 		errs.add("endpoint_independent", "not supported: netagent drives VPP's endpoint-dependent NAT44 (the nat44-ed plugin); endpoint-independent NAT is VPP's other plugin (nat44-ei)")

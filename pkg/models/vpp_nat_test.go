@@ -94,9 +94,13 @@ func TestNatValidation(t *testing.T) {
 		value  proto.Message
 		fields []string
 	}{
-		{"global: deprecated interfaces", models.VPPNat44Global, &vppnat.Nat44Global{NatInterfaces: []*vppnat.Nat44Global_Interface{{Name: "if1"}}}, []string{"nat_interfaces"}},
-		{"global: deprecated pool", models.VPPNat44Global, &vppnat.Nat44Global{AddressPool: []*vppnat.Nat44Global_Address{{Address: "10.0.0.1"}}}, []string{"address_pool"}},
-		{"global: virtual reassembly", models.VPPNat44Global, &vppnat.Nat44Global{VirtualReassembly: &vppnat.VirtualReassembly{Timeout: 10}}, []string{"virtual_reassembly"}},
+		{"global: an interface without a name", models.VPPNat44Global, &vppnat.Nat44Global{NatInterfaces: []*vppnat.Nat44Global_Interface{{Name: "if1"}, {IsInside: true}}}, []string{"nat_interfaces[1].name"}},
+		{"global: an interface with and without the output feature", models.VPPNat44Global, &vppnat.Nat44Global{NatInterfaces: []*vppnat.Nat44Global_Interface{
+			{Name: "if1", OutputFeature: true}, {Name: "if2"}, {Name: "if1", IsInside: true}}}, []string{"nat_interfaces[2].output_feature"}},
+		{"global: an address twice in a list", models.VPPNat44Global, &vppnat.Nat44Global{AddressPool: []*vppnat.Nat44Global_Address{
+			{Address: "10.0.0.1"}, {Address: "10.0.0.1", TwiceNat: true}, {Address: "10.0.0.1", VrfId: 2}}}, []string{"address_pool[2].address"}},
+		{"global: an IPv6 address", models.VPPNat44Global, &vppnat.Nat44Global{AddressPool: []*vppnat.Nat44Global_Address{{Address: "2001:db8::1"}}}, []string{"address_pool[0].address"}},
+		{"global: no address", models.VPPNat44Global, &vppnat.Nat44Global{AddressPool: []*vppnat.Nat44Global_Address{{VrfId: 1}}}, []string{"address_pool[0].address"}},
 		{"global: endpoint-independent", models.VPPNat44Global, &vppnat.Nat44Global{EndpointIndependent: true}, []string{"endpoint_independent"}},
 		{"interface: no name", models.VPPNat44Interface, &vppnat.Nat44Interface{NatInside: true}, []string{"name"}},
 		{"interface: output feature on both sides", models.VPPNat44Interface, &vppnat.Nat44Interface{Name: "if1", NatInside: true, NatOutside: true, OutputFeature: true}, []string{"output_feature"}},

@@ -12,6 +12,9 @@
 //
 //	descriptor                  key                                                     VPP
 //	vpp-nat44-global            config/vpp/nat/v2/nat44-global (one value)              nat44_ed_plugin_enable_disable, nat44_forwarding_enable_disable
+//	vpp-nat44-global-interface  vpp/nat44/global/interface/<name> (derived)             as vpp-nat44-interface
+//	vpp-nat44-global-address    vpp/nat44/global/address/<address>[/twice-nat] (derived)
+//	                                                                                    as vpp-nat44-address-pool
 //	vpp-nat44-interface         config/vpp/nat/v2/nat44-interface/<name>                nat44_interface_add_del_feature, nat44_ed_add_del_output_interface
 //	vpp-nat44-address-pool      config/vpp/nat/v2/nat44-pool/{<name>|vrf/<vrf>/address/<first>[-<last>]}
 //	                                                                                    nat44_add_del_address_range
@@ -46,13 +49,41 @@
 // (OBTAINED: the agent's other NAT values use it, and the agent never
 // disables it).
 //
-// Of the original's global settings only forwarding applies to VPP 25.10's
-// NAT44-ED; the others are refused by Validate, naming the field:
-// endpoint_independent (VPP's other plugin, nat44-ei, which netagent does
-// not drive), virtual_reassembly (VPP 25.10's NAT has no reassembly
-// settings of its own: it reassembles before NAT by itself) and the
-// original's deprecated nat_interfaces and address_pool lists (write
-// Nat44Interface and Nat44AddressPool values).
+// Of the original's global settings, forwarding is VPP's, and
+// endpoint_independent is refused by Validate, naming the field (VPP's
+// other plugin, nat44-ei, which netagent does not drive).
+// virtual_reassembly is accepted and ignored, as the original ignored it
+// with VPPs since 20.05: VPP 25.10's NAT44-ED has no reassembly settings
+// of its own (it reassembles before NAT by itself); the value's status
+// details say so (KVDescriptor.Notes).
+//
+// # The global settings' deprecated lists
+//
+// The original's deprecated nat_interfaces and address_pool lists are taken
+// as the original took them, as derived values of the global value (shown
+// under it in its status and in the graph): one per interface of
+// nat_interfaces (its entries add up: is_inside gives the inside feature,
+// otherwise the outside one, output_feature the output feature, as a
+// Nat44Interface with those fields; an interface with the output feature
+// in one entry and not in another is INVALID), which waits for its
+// interface; one per address of address_pool, a pool of that one address
+// (vrf_id, twice_nat). A change of the lists changes only the entries that
+// change (the global value's own Update finds nothing to do in VPP).
+// Their Retrieves report what VPP has of the lists of the global value the
+// NB expects, so an in-sync resync executes nothing and drift is repaired.
+//
+// An interface in nat_interfaces and in a Nat44Interface value is a
+// conflict, not a merge (the two would fight over one interface's
+// features, and VPP's output feature excludes the others): both name the
+// unique name "NAT44 features of VPP interface <name>"
+// (api.KVDescriptor.Unique), so the one applied first keeps the interface
+// and the other is INVALID, its error naming the holder's key, until the
+// holder goes (then it is applied). When both come in one transaction (an
+// agent's first resync), the Nat44Interface gets it (its key comes first).
+// The Nat44Interface Retrieve leaves the interfaces of the lists to their
+// own Retrieve, but those a valid Nat44Interface holds. An address of
+// address_pool counts as an applied pool: a pool overlapping it fails,
+// naming it, and the reverse.
 //
 // # Interfaces
 //

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	govppapi "go.fd.io/govpp/api"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/netagent-io/netagent/pkg/models"
 	"github.com/netagent-io/netagent/plugins/kvscheduler/api"
@@ -13,31 +14,64 @@ import (
 	vppnat "github.com/netagent-io/netagent/proto/vpp/nat"
 )
 
-func (p *Plugin) globalDescriptor() *api.TypedDescriptor[*vppnat.Nat44Global, any] {
-	return &api.TypedDescriptor[*vppnat.Nat44Global, any]{
-		Name:        GlobalDescriptorName,
-		NBKeyPrefix: GlobalKey,
-		KeySelector: func(key string) bool { return key == GlobalKey },
+func (p *Plugin) globalDescriptor() *api.TypedDescriptor[*vppnat.Nat44Global, *vppnat.Nat44Global] {
+	apply := func(ctx context.Context, g *vppnat.Nat44Global) (*vppnat.Nat44Global, error) {
+		if err := p.applyGlobal(ctx, g); err != nil {
+			return nil, err
+		}
+		return proto.Clone(g).(*vppnat.Nat44Global), nil
+	}
+	return &api.TypedDescriptor[*vppnat.Nat44Global, *vppnat.Nat44Global]{
+		Name:         GlobalDescriptorName,
+		NBKeyPrefix:  GlobalKey,
+		KeySelector:  func(key string) bool { return key == GlobalKey },
+		WithMetadata: true,
+		MetadataMapFactory: func() api.MetadataMapRW {
+			mm := api.NewMetadataMap()
+			p.mu.Lock()
+			p.globalMeta = mm
+			p.mu.Unlock()
+			return mm
+		},
+		// The deprecated lists compare as the derived values they make
+		// (their order, and entries that add up to the same, do not
+		// matter); virtual_reassembly does not count (VPP has no such
+		// setting).
+		ValueComparator: func(_ string, a, b *vppnat.Nat44Global) bool {
+			return a.GetForwarding() == b.GetForwarding() && a.GetEndpointIndependent() == b.GetEndpointIndependent() &&
+				sameDerived(globalDerivedValues(GlobalKey, a), globalDerivedValues(GlobalKey, b))
+		},
 		Validate: func(key string, g *vppnat.Nat44Global) error {
 			if err := models.VPPNat44Global.CheckKey(key, g); err != nil {
 				return validate.Invalid(err)
 			}
 			return nil
 		},
-		Create: func(ctx context.Context, _ string, g *vppnat.Nat44Global) (any, error) {
-			return nil, p.applyGlobal(ctx, g)
+		Create: func(ctx context.Context, _ string, g *vppnat.Nat44Global) (*vppnat.Nat44Global, error) {
+			return apply(ctx, g)
 		},
-		Update: func(ctx context.Context, _ string, _, g *vppnat.Nat44Global, _ any) (any, error) {
-			return nil, p.applyGlobal(ctx, g)
+		Update: func(ctx context.Context, _ string, _, g *vppnat.Nat44Global, _ *vppnat.Nat44Global) (*vppnat.Nat44Global, error) {
+			return apply(ctx, g)
 		},
-		Delete: func(ctx context.Context, _ string, _ *vppnat.Nat44Global, _ any) error {
+		Delete: func(ctx context.Context, _ string, _ *vppnat.Nat44Global, _ *vppnat.Nat44Global) error {
 			return p.disable(ctx)
 		},
-		Retrieve: func(ctx context.Context, _ []api.TypedKV[*vppnat.Nat44Global, any]) ([]api.TypedKV[*vppnat.Nat44Global, any], error) {
-			return vppconn.Retrieved(p.retrieveGlobal(ctx))
+		Retrieve: func(ctx context.Context, c []api.TypedKV[*vppnat.Nat44Global, *vppnat.Nat44Global]) ([]api.TypedKV[*vppnat.Nat44Global, *vppnat.Nat44Global], error) {
+			return vppconn.Retrieved(p.retrieveGlobal(ctx, c))
 		},
+		DerivedValues:      globalDerivedValues,
+		Notes:              globalNotes,
 		IsRetriableFailure: isRetriable,
 	}
+}
+
+// globalNotes says what the global settings ask for that VPP 25.10 has no
+// setting for.
+func globalNotes(_ string, g *vppnat.Nat44Global) []string {
+	if g.GetVirtualReassembly() != nil {
+		return []string{"virtual_reassembly ignored: VPP 25.10's NAT44-ED reassembles fragments itself and has no NAT reassembly settings"}
+	}
+	return nil
 }
 
 // applyGlobal enables NAT44 (unless VPP has it enabled: an interrupted
@@ -77,12 +111,23 @@ func (p *Plugin) disable(ctx context.Context) error {
 // unknown origin: VPP cannot tell who enabled it, so the scheduler takes
 // them for the NB's when the NB asks for them or the agent enabled NAT44,
 // and for someone else's otherwise (OBTAINED: never disabled by the agent).
-func (p *Plugin) retrieveGlobal(ctx context.Context) ([]api.TypedKV[*vppnat.Nat44Global, any], error) {
+// The deprecated lists and virtual_reassembly are those of the expected
+// value: the lists are the derived values, retrieved on their own, and
+// VPP has no reassembly setting. The metadata is the value, for the
+// Retrieves of the derived values.
+func (p *Plugin) retrieveGlobal(ctx context.Context, correlate []api.TypedKV[*vppnat.Nat44Global, *vppnat.Nat44Global]) ([]api.TypedKV[*vppnat.Nat44Global, *vppnat.Nat44Global], error) {
 	g, err := p.h.Global(ctx)
 	if err != nil || !g.Enabled {
 		return nil, err
 	}
-	return []api.TypedKV[*vppnat.Nat44Global, any]{{
-		Key: GlobalKey, Value: &vppnat.Nat44Global{Forwarding: g.Forwarding}, Origin: api.UnknownOrigin,
+	v := &vppnat.Nat44Global{}
+	for _, c := range correlate {
+		if c.Key == GlobalKey && c.Value != nil {
+			v = proto.Clone(c.Value).(*vppnat.Nat44Global)
+		}
+	}
+	v.Forwarding = g.Forwarding
+	return []api.TypedKV[*vppnat.Nat44Global, *vppnat.Nat44Global]{{
+		Key: GlobalKey, Value: v, Metadata: proto.Clone(v).(*vppnat.Nat44Global), Origin: api.UnknownOrigin,
 	}}, nil
 }

@@ -75,6 +75,9 @@ func (p *Plugin) interfaceDescriptor() *api.TypedDescriptor[*vppnat.Nat44Interfa
 		Dependencies: func(_ string, i *vppnat.Nat44Interface) []api.Dependency {
 			return []api.Dependency{globalDependency, {Label: "interface " + i.GetName(), Key: ifplugin.InterfaceKey(i.GetName())}}
 		},
+		Unique: func(_ string, i *vppnat.Nat44Interface) []api.UniqueName {
+			return []api.UniqueName{{Field: "name", Name: featuresName(i.GetName())}}
+		},
 		IsRetriableFailure:   isRetriable,
 		RetrieveDependencies: []string{ifplugin.InterfaceDescriptorName, GlobalDescriptorName},
 	}
@@ -147,6 +150,8 @@ func (p *Plugin) syncInterface(ctx context.Context, name string, want features) 
 // does not ask for) and those of other interfaces are left alone. An
 // expected value without features is reported as it is when VPP has none.
 // A value equivalent to the expected one is returned as the expected one.
+// The interfaces of the global settings' nat_interfaces are left to their
+// Retrieve (retrieveGlobalInterfaces) but those a Nat44Interface holds.
 func (p *Plugin) retrieveInterfaces(ctx context.Context, correlate []api.TypedKV[*vppnat.Nat44Interface, any]) ([]api.TypedKV[*vppnat.Nat44Interface, any], error) {
 	expected := map[string]*vppnat.Nat44Interface{}
 	configured := map[string]bool{}
@@ -156,6 +161,23 @@ func (p *Plugin) retrieveInterfaces(ctx context.Context, correlate []api.TypedKV
 			configured[c.Value.GetName()] = true
 		}
 	}
+	// The interfaces of the global settings' nat_interfaces are the
+	// global's (its derived values, retrieved after this), unless a valid
+	// Nat44Interface of the interface holds them: the one already applied
+	// keeps them, and when both come together (a restart) the
+	// Nat44Interface gets them (the first key, see featuresName).
+	claimed := map[string]bool{}
+	global := p.globalInterfaces()
+	view := api.ViewOf(ctx)
+	for name := range global {
+		if exp := expected[name]; exp != nil && view.GetValueStatus(models.VPPNat44Interface.KeyPrefix+name).GetValue().GetState() != api.ValueStateInvalid {
+			claimed[name] = true
+		}
+		configured[name] = true
+	}
+	p.mu.Lock()
+	p.claimed = claimed
+	p.mu.Unlock()
 	all, err := p.h.Interfaces(ctx)
 	if err != nil {
 		return nil, err
@@ -165,7 +187,7 @@ func (p *Plugin) retrieveInterfaces(ctx context.Context, correlate []api.TypedKV
 	var out []api.TypedKV[*vppnat.Nat44Interface, any]
 	for sw, f := range all {
 		name, ok := nm.name(sw)
-		if !ok {
+		if !ok || (global[name] != nil && !claimed[name]) {
 			continue
 		}
 		v := &vppnat.Nat44Interface{Name: name, NatInside: f.Inside, NatOutside: f.Outside}
@@ -179,7 +201,7 @@ func (p *Plugin) retrieveInterfaces(ctx context.Context, correlate []api.TypedKV
 		out = append(out, api.TypedKV[*vppnat.Nat44Interface, any]{Key: models.VPPNat44Interface.KeyPrefix + name, Value: v, Origin: api.FromNB})
 	}
 	for name, exp := range expected {
-		if !seen[name] && wantedFeatures(exp) == (features{}) {
+		if !seen[name] && wantedFeatures(exp) == (features{}) && (global[name] == nil || claimed[name]) {
 			if _, ok := p.ifaces(ctx, name); ok {
 				out = append(out, api.TypedKV[*vppnat.Nat44Interface, any]{Key: models.VPPNat44Interface.KeyPrefix + name, Value: proto.Clone(exp).(*vppnat.Nat44Interface), Origin: api.FromNB})
 			}

@@ -17,6 +17,8 @@ import (
 // Descriptor names.
 const (
 	GlobalDescriptorName          = "vpp-nat44-global"
+	GlobalInterfaceDescriptorName = "vpp-nat44-global-interface"
+	GlobalAddressDescriptorName   = "vpp-nat44-global-address"
 	InterfaceDescriptorName       = "vpp-nat44-interface"
 	AddressPoolDescriptorName     = "vpp-nat44-address-pool"
 	DNat44DescriptorName          = "vpp-dnat44"
@@ -48,9 +50,14 @@ type Plugin struct {
 	names  func(ctx context.Context) []string
 	log    *slog.Logger
 
-	mu       sync.Mutex
-	poolMeta *api.MemMetadataMap // the address pool descriptor's, once registered
-	dnatMeta *api.MemMetadataMap // the DNat44 descriptor's, once registered
+	mu         sync.Mutex
+	globalMeta *api.MemMetadataMap // the global descriptor's, once registered
+	poolMeta   *api.MemMetadataMap // the address pool descriptor's, once registered
+	dnatMeta   *api.MemMetadataMap // the DNat44 descriptor's, once registered
+	// claimed are the interfaces of the global's nat_interfaces whose
+	// features the last Nat44Interface Retrieve reported as a
+	// Nat44Interface's (see retrieveInterfaces).
+	claimed map[string]bool
 }
 
 // New returns the plugin calling VPP over m: ifaces maps logical interface
@@ -81,12 +88,15 @@ func (p *Plugin) Area() vppconn.Area { return vppcalls.Area() }
 
 // Descriptors returns the plugin's descriptors, to register after the VPP
 // interface descriptor: the global settings, interfaces, address pools,
-// DNat44 values and their static and identity mappings.
+// the global settings' deprecated lists (derived values), DNat44 values and
+// their static and identity mappings.
 func (p *Plugin) Descriptors() []*api.KVDescriptor {
 	return []*api.KVDescriptor{
 		p.globalDescriptor().KVDescriptor(),
 		p.interfaceDescriptor().KVDescriptor(),
 		p.poolDescriptor().KVDescriptor(),
+		p.globalInterfaceDescriptor().KVDescriptor(),
+		p.globalAddressDescriptor().KVDescriptor(),
 		p.dnatDescriptor().KVDescriptor(),
 		p.staticMappingDescriptor().KVDescriptor(),
 		p.identityMappingDescriptor().KVDescriptor(),

@@ -153,7 +153,9 @@ func (p *Plugin) appliedPools() map[string]*vppnat.Nat44AddressPool {
 // sharing addresses would take them from each other. VPP adds and deletes
 // a range address by address and stops at the first that fails: the
 // calls are made on runs of addresses that can all pass. It returns the
-// metadata (a copy of v).
+// metadata (a copy of v). label is a pool's label, or the key of an
+// address of the global settings' address_pool; the global settings'
+// addresses count as applied pools.
 func (p *Plugin) syncPool(ctx context.Context, label string, old, v *vppnat.Nat44AddressPool) (*vppnat.Nat44AddressPool, error) {
 	var want, had *addrRange
 	if v != nil {
@@ -162,12 +164,14 @@ func (p *Plugin) syncPool(ctx context.Context, label string, old, v *vppnat.Nat4
 			return nil, err
 		}
 		want = &r
-		for other, ov := range p.appliedPools() {
-			if other == label {
-				continue
-			}
+		others := p.appliedPools()
+		for key, a := range p.globalAddresses() {
+			others[key] = a
+		}
+		delete(others, label)
+		for other, ov := range others {
 			if o, err := poolRange(ov); err == nil && o.twice == r.twice && o.first <= r.last && r.first <= o.last {
-				return nil, fmt.Errorf("NAT44 address pool %s (%s): its addresses overlap those of pool %s (%s), applied (VPP keeps an address once)", label, r, other, o)
+				return nil, fmt.Errorf("%s (%s): its addresses overlap those of %s (%s), applied (VPP keeps an address once)", poolName(label), r, poolName(other), o)
 			}
 		}
 	}
@@ -180,7 +184,7 @@ func (p *Plugin) syncPool(ctx context.Context, label string, old, v *vppnat.Nat4
 	}
 	vpp, err := p.dumpAddresses(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("NAT44 address pool %s: %w", label, err)
+		return nil, fmt.Errorf("%s: %w", poolName(label), err)
 	}
 	inWant := func(twice bool, a uint32) bool {
 		return want != nil && want.twice == twice && want.first <= a && a <= want.last
@@ -226,7 +230,7 @@ func (p *Plugin) syncPool(ctx context.Context, label string, old, v *vppnat.Nat4
 	for _, d := range dels {
 		for _, run := range runs(d.addrs) {
 			if err := p.h.AddDelAddresses(ctx, addrOf(run[0]), addrOf(run[1]), 0, d.twice, false); err != nil && !vppconn.IsVPPError(err, govppapi.NO_SUCH_ENTRY) {
-				return nil, fmt.Errorf("NAT44 address pool %s: deleting %s-%s: %w", label, addrOf(run[0]), addrOf(run[1]), err)
+				return nil, fmt.Errorf("%s: deleting %s-%s: %w", poolName(label), addrOf(run[0]), addrOf(run[1]), err)
 			}
 		}
 	}
@@ -235,7 +239,7 @@ func (p *Plugin) syncPool(ctx context.Context, label string, old, v *vppnat.Nat4
 	}
 	for _, run := range runs(add) {
 		if err := p.h.AddDelAddresses(ctx, addrOf(run[0]), addrOf(run[1]), want.vrf, want.twice, true); err != nil {
-			return nil, fmt.Errorf("NAT44 address pool %s: adding %s-%s: %w", label, addrOf(run[0]), addrOf(run[1]), err)
+			return nil, fmt.Errorf("%s: adding %s-%s: %w", poolName(label), addrOf(run[0]), addrOf(run[1]), err)
 		}
 	}
 	return proto.Clone(v).(*vppnat.Nat44AddressPool), nil

@@ -140,18 +140,22 @@ type Nat44Global struct {
 	// forwarding lets packets that match no session or mapping pass
 	// untranslated (VPP's nat44 forwarding).
 	Forwarding bool `protobuf:"varint,1,opt,name=forwarding,proto3" json:"forwarding,omitempty"`
-	// nat_interfaces is deprecated in the original and refused here: use
-	// Nat44Interface values.
+	// nat_interfaces is deprecated in the original (write Nat44Interface
+	// values) and taken as it took it: each interface gets what a
+	// Nat44Interface would give it (inside when is_inside, else outside; the
+	// output feature), entries of one interface adding up.
 	//
 	// Deprecated: Marked as deprecated in vpp/nat/nat.proto.
 	NatInterfaces []*Nat44Global_Interface `protobuf:"bytes,2,rep,name=nat_interfaces,json=natInterfaces,proto3" json:"nat_interfaces,omitempty"`
-	// address_pool is deprecated in the original and refused here: use
-	// Nat44AddressPool values.
+	// address_pool is deprecated in the original (write Nat44AddressPool
+	// values) and taken as it took it: each entry is a pool of one address.
 	//
 	// Deprecated: Marked as deprecated in vpp/nat/nat.proto.
 	AddressPool []*Nat44Global_Address `protobuf:"bytes,3,rep,name=address_pool,json=addressPool,proto3" json:"address_pool,omitempty"`
 	// virtual_reassembly was the NAT plugin's own reassembly, which VPP has
-	// no longer (it reassembles before NAT by itself): refused when set.
+	// no longer (its NAT44-ED reassembles before NAT by itself): accepted and
+	// ignored, as the original ignored it with VPPs since 20.05 (the value's
+	// status details say so).
 	VirtualReassembly *VirtualReassembly `protobuf:"bytes,4,opt,name=virtual_reassembly,json=virtualReassembly,proto3" json:"virtual_reassembly,omitempty"`
 	// endpoint_independent asks for VPP's other NAT44 plugin (nat44-ei),
 	// which netagent does not drive: refused when true.
@@ -227,7 +231,7 @@ func (x *Nat44Global) GetEndpointIndependent() bool {
 	return false
 }
 
-// VirtualReassembly is the original's reassembly settings (refused).
+// VirtualReassembly is the original's reassembly settings (ignored).
 type VirtualReassembly struct {
 	state           protoimpl.MessageState `protogen:"open.v1"`
 	Timeout         uint32                 `protobuf:"varint,1,opt,name=timeout,proto3" json:"timeout,omitempty"`
