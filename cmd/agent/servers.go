@@ -25,6 +25,7 @@ import (
 	"github.com/netagent-io/netagent/pkg/models"
 	"github.com/netagent-io/netagent/plugins/kvscheduler/api"
 	"github.com/netagent-io/netagent/plugins/kvscheduler/rest"
+	"github.com/netagent-io/netagent/plugins/kvscheduler/webui"
 	"github.com/netagent-io/netagent/plugins/orchestrator/grpcsource"
 	"github.com/netagent-io/netagent/plugins/orchestrator/grpcsource/ligato"
 	ligatomanager "github.com/netagent-io/netagent/plugins/orchestrator/grpcsource/ligato/manager"
@@ -150,12 +151,16 @@ func (a *Agent) buildServers() error {
 	return nil
 }
 
-// restHandler is the REST API. The probes, the metrics and the info answer
-// GET (and HEAD) only; other methods get 405.
+// restHandler is the REST API, and the web view under /ui/. The probes, the
+// metrics, the info and the web view answer GET (and HEAD) only; other
+// methods get 405. The web view only reads, and is under the token rule of
+// the REST API all the same: without the token (when one is set) a
+// request other than GET or HEAD gets 401.
 func (a *Agent) restHandler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("/scheduler/", requireToken(a.cfg.Token, rest.NewHandler(a.sched, rest.Options{
 		TxnLogMaxItems: a.cfg.Scheduler.TxnLogMaxItems, OriginalMessageNames: originalMessageNames(models.Default)})))
+	mux.Handle("/ui/", requireToken(a.cfg.Token, webui.NewHandler(a.sched, webui.Options{Health: a.healthChecks})))
 	livez := func(w http.ResponseWriter, r *http.Request) { writeJSON(w, 200, map[string]string{"status": "alive"}) }
 	readyz := func(w http.ResponseWriter, r *http.Request) {
 		code, body := a.readyz()
