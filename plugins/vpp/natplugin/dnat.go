@@ -400,6 +400,16 @@ func (p *Plugin) vppMappings(ctx context.Context, expected map[string]*vppnat.DN
 			idResolve[idKey{im.Tag, im.Protocol, im.Port, im.AddrOnly, im.VrfID}] = true
 		}
 	}
+	// VPP keeps one identity mapping per address (or interface), port and
+	// protocol, its VRFs entries of it under the tag of the first: an
+	// entry of another expected DNat44 (its Exclusive dependency makes it
+	// the only one) is that DNat44's.
+	idOwner := map[string]string{}
+	for label, d := range expected {
+		for id := range identityByID(d) {
+			idOwner[id] = label
+		}
+	}
 	for _, im := range identities {
 		if !isOurTag(im.Tag) {
 			continue
@@ -422,14 +432,18 @@ func (p *Plugin) vppMappings(ctx context.Context, expected map[string]*vppnat.DN
 			m.Protocol, m.Port = proto, uint32(im.Port)
 		}
 		id, _ := models.IdentityMappingID(m)
-		exp := identityByID(expected[im.Tag])[id]
+		label := im.Tag
+		exp := identityByID(expected[label])[id]
+		if owner, ok := idOwner[id]; exp == nil && ok {
+			label, exp = owner, identityByID(expected[owner])[id]
+		}
 		if im.SwIfIndex == vppcalls.NoIndex && idResolve[idKey{im.Tag, im.Protocol, im.Port, im.AddrOnly, im.VrfID}] && exp == nil {
 			continue // the mapping of the address of an interface (not one the label expects)
 		}
 		if exp != nil && m.Interface != "" {
 			m.IpAddress = exp.GetIpAddress() // the original's rule: the interface is preferred
 		}
-		d := get(im.Tag)
+		d := get(label)
 		d.IdMappings = append(d.IdMappings, m)
 	}
 	return out, nil

@@ -171,10 +171,14 @@
 //     an IPv4 address, as a mapping of that address too: the first is
 //     reported (named by the interface's logical name), the second left
 //     out (unless the label's value has a mapping of that address: VPP
-//     cannot tell them apart). What VPP does not report (the affinity of a load-balanced
-//     mapping, the twice-NAT pool address, self twice-NAT of a mapping on
-//     an interface without an address) is taken from the expected value:
-//     a change of those behind the agent's back is not seen.
+//     cannot tell them apart). What VPP 25.10 does not report (the
+//     affinity of a load-balanced mapping: its details' field is never
+//     set; the twice-NAT pool address: no dump has it; self twice-NAT of a
+//     mapping on an interface without an address: the record to resolve
+//     has the twice-NAT flag only) is taken from the expected value: a
+//     change of those behind the agent's back is not seen
+//     (docs/vpp-25.10.md; TestVPPNATBehaviour checks VPP still does not
+//     report them).
 //
 // A resync of an in-sync VPP executes nothing; drift (a feature, address or
 // mapping removed or added behind the agent's back, NAT44 disabled) is
@@ -202,9 +206,10 @@
 //     index of the deleted interface, unreported (the index maps to no
 //     name).
 //   - An identity mapping of one address, port and protocol in several
-//     VRFs is one mapping in VPP, tagged with the first label: when two
-//     DNat44 values share one, the second's entry is reported under the
-//     first's label.
+//     VRFs is one mapping in VPP, tagged with the first label (the dump
+//     lists one detail per VRF, all with that tag): the Retrieve gives an
+//     entry to the DNat44 that expects it whatever its tag; an entry no
+//     DNat44 expects is its tag's.
 //   - A foreign mapping that carries one of the agent's labels as its tag
 //     is taken for the agent's.
 package natplugin

@@ -513,3 +513,32 @@ func TestVPPRestart(t *testing.T) {
 	}
 	wantList(t, "after the restart", state(), before)
 }
+
+// Identity mappings of two DNat44 values on one address, port and protocol
+// (in two VRFs) are one VPP mapping with one tag, the first's: the
+// Retrieve gives each entry to the DNat44 that expects it, so an in-sync
+// resync executes nothing (before, it deleted the second's entry as the
+// first's and created it again, every time).
+func TestIdentityMappingsOfTwoLabelsOnOneAddress(t *testing.T) {
+	e := newEnv(t)
+	id := func(label string, vrf uint32) kv {
+		return dnat(&vppnat.DNat44{Label: label, IdMappings: []*vppnat.DNat44_IdentityMapping{
+			{IpAddress: "10.60.0.1", Port: 22, Protocol: vppnat.DNat44_TCP, VrfId: vrf}}})
+	}
+	a, b := id("a", 0), id("b", 3)
+	nb := []kv{global(false), a, b}
+	e.mustCommit(nb...)
+	wantList(t, "identity mappings", e.identityMappings(), []string{"a: 6 10.60.0.1:22 vrf 0", "a: 6 10.60.0.1:22 vrf 3"})
+	e.wantNoOps("an in-sync resync", e.mustResync(nb...))
+	e.startScheduler()
+	e.wantNoOps("the first resync of a restarted agent", e.mustResync(nb...))
+
+	seq := e.mustCommit(del(a.key))
+	wantList(t, "a deleted", e.executed(seq), []string{
+		"DELETE " + dnatKey("a") + " []", "DELETE vpp/nat44/identity-mapping/a/vrf/0/tcp/22/ip/10.60.0.1 [DERIVED]",
+	})
+	wantList(t, "identity mappings without a", e.identityMappings(), []string{"a: 6 10.60.0.1:22 vrf 3"})
+	e.wantNoOps("an in-sync resync without a", e.mustResync(global(false), b))
+	e.mustCommit(del(b.key))
+	wantList(t, "identity mappings without a and b", e.identityMappings(), nil)
+}

@@ -186,8 +186,40 @@ func TestVPPNATBehaviour(t *testing.T) {
 		"t1: 6 10.9.0.5:8080 -> 10.1.0.1:80 NAT_IS_OUT2IN_ONLY",
 		"t3: 0 10.9.0.8:0 -> 10.1.0.4:0 NAT_IS_OUT2IN_ONLY|NAT_IS_ADDR_ONLY",
 	})
+	// The dump's affinity field stays 0: VPP 25.10's
+	// send_nat44_lb_static_mapping_details never sets it (the agent keeps
+	// the expected value's; docs/vpp-25.10.md).
+	for _, d := range natDump[*nat.Nat44LbStaticMappingDetails](e, &nat.Nat44LbStaticMappingDump{}) {
+		if d.Tag == "lb" && d.Affinity != 0 {
+			t.Errorf("nat44_lb_static_mapping_details reports affinity %d: read it back (dnat.go fillStatic)", d.Affinity)
+		}
+	}
 	expect("deleting a static mapping as load-balanced", lb(false, nat.Nat44AddDelLbStaticMapping{ExternalAddr: ip("10.9.0.5"), ExternalPort: 8080, Protocol: 6}), govppapi.INVALID_VALUE)
 	expect("deleting load-balanced", lb(false, nat.Nat44AddDelLbStaticMapping{ExternalAddr: ip("10.9.0.30"), ExternalPort: 80, Protocol: 6}), 0)
+
+	// The twice-NAT pool address of a static mapping (match_pool,
+	// pool_ip_address) is not in nat44_static_mapping_details (nor in any
+	// other dump of VPP 25.10): the details of a mapping with one are
+	// those of the mapping without.
+	twiceDetails := func(m nat.Nat44AddDelStaticMappingV2) *nat.Nat44StaticMappingDetails {
+		t.Helper()
+		expect("a twice-NAT mapping", static(true, m), 0)
+		defer func() { expect("deleting the twice-NAT mapping", static(false, m), 0) }()
+		for _, d := range natDump[*nat.Nat44StaticMappingDetails](e, &nat.Nat44StaticMappingDump{}) {
+			if d.Tag == "pool" {
+				return d
+			}
+		}
+		t.Fatal("the twice-NAT mapping is not dumped")
+		return nil
+	}
+	twice := nat.Nat44AddDelStaticMappingV2{Flags: out2in | nat_types.NAT_IS_TWICE_NAT, ExternalSwIfIndex: none, LocalIPAddress: ip("10.1.0.7"),
+		ExternalIPAddress: ip("10.9.0.70"), Protocol: 6, LocalPort: 80, ExternalPort: 80, Tag: "pool"}
+	withPool := twice
+	withPool.MatchPool, withPool.PoolIPAddress = true, ip("10.9.0.1")
+	if a, b := twiceDetails(withPool), twiceDetails(twice); *a != *b {
+		t.Errorf("nat44_static_mapping_details tells a twice-NAT pool address: %+v with it, %+v without: read it back (dnat.go fillStatic)", a, b)
+	}
 
 	// Identity mappings.
 	id := nat.Nat44AddDelIdentityMapping{IPAddress: ip("10.9.0.40"), Protocol: 6, Port: 7777, SwIfIndex: none, Tag: "id1"}
@@ -200,7 +232,7 @@ func TestVPPNATBehaviour(t *testing.T) {
 	expect("on an interface with an address", identity(true, nat.Nat44AddDelIdentityMapping{Protocol: 6, Port: 22, SwIfIndex: lo2, Tag: "id2"}), 0)
 	wantList(t, "identity mappings", e.identityMappings(), []string{
 		"id1: 6 10.9.0.40:7777 vrf 0",
-		"id1: 6 10.9.0.40:7777 vrf 3", // the first entry's tag
+		"id1: 6 10.9.0.40:7777 vrf 3", // the first entry's tag: VPP keeps one tag per mapping, its VRFs are entries of it
 		"id2: 6 10.50.0.1:22 vrf 0",
 		"id2: 6 if" + itoa(lo2) + ":22 vrf 0",
 	})
