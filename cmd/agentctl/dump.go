@@ -46,7 +46,7 @@ func (a *app) dumpCommand() *cobra.Command {
 The table shows each key, where the value comes from (origin: from-NB, or
 from-SB for values found in the dataplane) and the value as JSON.
 
-Models: ` + strings.Join(modelNames(), ", "),
+` + modelsHelp(),
 		Example: `  agentctl dump vpp.interfaces
   agentctl dump linux.interfaces.interface --view SB
   agentctl dump vpp.route --view NB -o yaml`,

@@ -428,6 +428,14 @@ func modelNames() []string {
 	return names
 }
 
+// modelsHelp lists the models in the help of the commands that take one.
+func modelsHelp() string {
+	return "Models (the original agent's names, as every answer shows them): " + strings.Join(modelNames(), ", ") + `.
+Other spellings are accepted where they name one model: its message's name
+(vpp.interfaces.interface), vpp.l3.route as linux.l3.route, linux.route as
+vpp.route, a module of one model (linux.interfaces); in any case.`
+}
+
 // modelArg completes a MODEL argument.
 func modelArg(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
 	if len(args) > 0 {
@@ -436,10 +444,9 @@ func modelArg(cmd *cobra.Command, args []string, toComplete string) ([]string, c
 	return modelNames(), cobra.ShellCompDirectiveNoFileComp
 }
 
-// findModel returns the model named name.
+// findModel returns the model a user means by name: its name or an alias
+// that names it alone (models.Registry.Lookup); otherwise the error lists
+// the models it may mean.
 func findModel(name string) (*models.Model, error) {
-	if m := models.Default.ModelByName(name); m != nil {
-		return m, nil
-	}
-	return nil, fmt.Errorf("unknown model %q (known: %s)", name, strings.Join(modelNames(), ", "))
+	return models.Default.Lookup(name)
 }

@@ -355,7 +355,7 @@ followed by its derived values (indented), with its state, last operation,
 and its error or what it waits for. --state keeps the values (base or
 derived) in the given states.
 
-Models: ` + strings.Join(modelNames(), ", "),
+` + modelsHelp(),
 		Example: `  agentctl values
   agentctl values vpp.interfaces
   agentctl values --state FAILED,INVALID,PENDING

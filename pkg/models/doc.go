@@ -117,4 +117,17 @@
 // segment of the longest key prefix, whatever the number of models;
 // ModelOfMessage and ModelByName are map lookups. A registry is immutable
 // once built and safe for concurrent use.
+//
+// # Model names
+//
+// A model's name is the original agent's: module.type of its key, which
+// makes "vpp.interfaces" beside "linux.interfaces.interface" (the
+// original's modules are "vpp" and "linux.interfaces"). Every answer shows
+// that name (the CLI, REST, the original's MetaService and ManagerService).
+// Registry.Lookup, for what users type, also takes a model's aliases: its
+// message's full name ("vpp.interfaces.interface"), its message's package
+// and type ("vpp.l3.route", as "linux.l3.route"), the first segment of its
+// module and its type ("linux.route", as "vpp.route") and its module when
+// the module has one model ("linux.interfaces"), in any case. An alias of
+// several models ("vpp.l2", "linux.l3") is an error naming them.
 package models

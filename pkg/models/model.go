@@ -18,8 +18,12 @@ type KeyParts map[string]string
 // Model describes one kind of configuration item: its message, its key and
 // where it sits in a configuration document.
 type Model struct {
-	// Name identifies the model in the CLI and the REST API, e.g.
-	// "vpp.interfaces" (module and type of the key).
+	// Name identifies the model in the CLI, the REST API and the original
+	// agent's gRPC services: the original's model name, module.type of the
+	// key ("vpp.interfaces": module vpp, type interfaces;
+	// "linux.interfaces.interface": module linux.interfaces, type
+	// interface). Registry.Lookup also takes the aliases users type for
+	// it.
 	Name string
 	// KeyPrefix starts every key of the model, e.g.
 	// "config/vpp/v2/interfaces/". It ends with "/", except for a model of

@@ -2,6 +2,7 @@ package models
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -16,6 +17,9 @@ type Registry struct {
 	byPrefix  map[string]*Model
 	byMessage map[protoreflect.FullName]*Model
 	byName    map[string]*Model
+	// byAlias are the models of each alias of a model name (lowercase;
+	// see Lookup), several when the alias is ambiguous.
+	byAlias map[string][]*Model
 	// maxSegments is the largest number of "/"-separated segments of a key
 	// prefix: ModelOfKey tries at most that many prefixes of a key.
 	maxSegments int
@@ -29,6 +33,7 @@ func NewRegistry(models ...*Model) (*Registry, error) {
 		byPrefix:  map[string]*Model{},
 		byMessage: map[protoreflect.FullName]*Model{},
 		byName:    map[string]*Model{},
+		byAlias:   map[string][]*Model{},
 	}
 	config := map[string]*Model{}
 	for _, m := range models {
@@ -68,7 +73,106 @@ func NewRegistry(models ...*Model) (*Registry, error) {
 			r.maxSegments = max(r.maxSegments, strings.Count(m.KeyPrefix, "/")+1)
 		}
 	}
+	for _, m := range r.models {
+		for _, alias := range aliasesOf(m) {
+			if r.byName[alias] == nil && !slices.Contains(r.byAlias[alias], m) {
+				r.byAlias[alias] = append(r.byAlias[alias], m)
+			}
+		}
+	}
 	return r, nil
+}
+
+// aliasesOf are the other spellings of m's name users type (lowercase):
+// its module, when the module has this one model ("linux.interfaces");
+// the first segment of its module and its type ("linux.route", as
+// "vpp.route"); the package of its message and its type ("vpp.l3.route",
+// as "linux.l3.route"); the full name of its message
+// ("vpp.interfaces.interface", as "linux.interfaces.interface"). The
+// model's name is module.type, as the original agent's, and the type is
+// the last segment of its key prefix.
+func aliasesOf(m *Model) []string {
+	name := strings.ToLower(m.Name)
+	prefix := strings.TrimSuffix(m.KeyPrefix, "/")
+	typ := strings.ToLower(prefix[strings.LastIndexByte(prefix, '/')+1:])
+	module, ok := strings.CutSuffix(name, "."+typ)
+	if !ok {
+		return nil // a name not of the original's form has no aliases
+	}
+	area, _, _ := strings.Cut(module, ".")
+	msg := m.MessageName()
+	var out []string
+	for _, a := range []string{module, area + "." + typ, strings.ToLower(string(msg.Parent())) + "." + typ, strings.ToLower(string(msg))} {
+		if a != name && !slices.Contains(out, a) {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// Lookup returns the model a user means by name: the model of that name
+// (the original agent's: module.type, e.g. "vpp.interfaces",
+// "linux.interfaces.interface"), else the one model that has name as an
+// alias (see aliasesOf: "vpp.interfaces.interface", "linux.interfaces",
+// "vpp.l3.route"...). Case does not matter. A name that is neither, or the
+// alias of several models ("vpp.l2"), is a *ModelNameError listing the
+// candidates.
+func (r *Registry) Lookup(name string) (*Model, error) {
+	lower := strings.ToLower(name)
+	if m := r.byName[lower]; m != nil {
+		return m, nil
+	}
+	switch ms := r.byAlias[lower]; len(ms) {
+	case 0:
+		return nil, &ModelNameError{Name: name, Candidates: r.Names()}
+	case 1:
+		return ms[0], nil
+	default:
+		var names []string
+		for _, m := range ms {
+			names = append(names, m.Name)
+		}
+		sort.Strings(names)
+		return nil, &ModelNameError{Name: name, Candidates: names, Ambiguous: true}
+	}
+}
+
+// Aliases returns the aliases Lookup finds m by (those that name m only),
+// sorted.
+func (r *Registry) Aliases(m *Model) []string {
+	var out []string
+	for alias, ms := range r.byAlias {
+		if len(ms) == 1 && ms[0] == m {
+			out = append(out, alias)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Names returns the names of the models, sorted.
+func (r *Registry) Names() []string {
+	var out []string
+	for _, m := range r.Models() {
+		out = append(out, m.Name)
+	}
+	return out
+}
+
+// ModelNameError is a name that names no model, or several (Ambiguous).
+type ModelNameError struct {
+	Name string
+	// Candidates are the names of the models an ambiguous name may mean,
+	// or of every model for an unknown name; sorted.
+	Candidates []string
+	Ambiguous  bool
+}
+
+func (e *ModelNameError) Error() string {
+	if e.Ambiguous {
+		return fmt.Sprintf("model name %q is ambiguous: it may be %s", e.Name, strings.Join(e.Candidates, ", "))
+	}
+	return fmt.Sprintf("unknown model %q (known: %s)", e.Name, strings.Join(e.Candidates, ", "))
 }
 
 // Models returns the registered models, sorted by name.
@@ -108,7 +212,8 @@ func (r *Registry) ModelOfMessage(v proto.Message) *Model {
 	return r.byMessage[v.ProtoReflect().Descriptor().FullName()]
 }
 
-// ModelByName returns the model with that name, or nil.
+// ModelByName returns the model with exactly that name, or nil; Lookup
+// also takes the aliases a user may type.
 func (r *Registry) ModelByName(name string) *Model { return r.byName[name] }
 
 // Key returns the model key of a value of any registered model.

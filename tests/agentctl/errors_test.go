@@ -73,6 +73,7 @@ func TestAgentctlErrors(t *testing.T) {
 		// Unknown models, commands, flags.
 		{name: "values: unknown model", args: []string{"values", "bogus.model"}, wants: []string{`unknown model "bogus.model"`, "linux.l3.route", "vpp.interfaces"}},
 		{name: "dump: unknown model", args: []string{"dump", "bogus.model"}, wants: []string{`unknown model "bogus.model"`, "linux.interfaces.interface"}},
+		{name: "dump: ambiguous model", args: []string{"dump", "linux.l3"}, wants: []string{`model name "linux.l3" is ambiguous`, "linux.l3.arp, linux.l3.route"}},
 		{name: "unknown command", args: []string{"stauts"}, wants: []string{`unknown command "stauts" for "agentctl"`, "did you mean status?", "agentctl --help"}},
 		{name: "unknown config command", args: []string{"config", "udpate", "x.yaml"}, wants: []string{`unknown command "udpate" for "agentctl config"`, "did you mean update?"}},
 		{name: "unknown kvdb command", args: []string{"kvdb", "bogus"}, wants: []string{`unknown command "bogus" for "agentctl kvdb"`, "agentctl kvdb --help"}},
