@@ -38,7 +38,12 @@ there (agentctl values --state INVALID; config plan reports it beforehand).
 The embedded etcd of an agent with a token takes no request without
 credentials: with a token (--token, --token-file or NETAGENT_TOKEN) kvdb
 authenticates as user root with the token as password. Another etcd with
-authentication takes --etcd-user USER:PASSWORD (AGENTCTL_ETCD_USER).`,
+authentication takes --etcd-user USER:PASSWORD (AGENTCTL_ETCD_USER).
+
+An agent labelled otherwise does not read these keys: when the agent at
+--host and --rest-port uses the same etcd under another label (its GET
+/info/status, asked on the side for at most a second), kvdb warns on stderr
+and names the --label to give.`,
 		Example: `  agentctl kvdb list
   agentctl kvdb list config/linux/
   agentctl kvdb get config/vpp/v2/interfaces/loop1
@@ -48,6 +53,13 @@ authentication takes --etcd-user USER:PASSWORD (AGENTCTL_ETCD_USER).`,
   agentctl kvdb list --token-file /run/secrets/netagent   # an agent's embedded etcd, with its token`,
 	}
 	c.AddCommand(a.kvdbList(), a.kvdbGet(), a.kvdbPut(), a.kvdbDel())
+	for _, sub := range c.Commands() {
+		run := sub.RunE
+		sub.RunE = func(cmd *cobra.Command, args []string) error {
+			a.agent = a.probeAgent(cmd.Context())
+			return a.withLabelCheck(run(cmd, args))
+		}
+	}
 	return c
 }
 

@@ -34,10 +34,13 @@ func (e *exitCodeError) Error() string { return e.msg }
 
 // app holds the global flags and the streams of one run.
 type app struct {
-	host          string
-	grpcPort      int
-	restPort      int
-	label         string
+	host     string
+	grpcPort int
+	restPort int
+	label    string
+	// labelFrom says where the label came from: "--label",
+	// "MICROSERVICE_LABEL" or "the default".
+	labelFrom     string
 	etcdEndpoints []string
 	token         string
 	tokenFile     string
@@ -59,6 +62,10 @@ type app struct {
 	// limit it gives, in bytes.
 	grpcMaxMsgSize string
 	grpcMaxMsg     int
+
+	// agent is the look at the agent's status that the commands on its
+	// etcd keys make on the side (kvdb).
+	agent *agentProbe
 
 	stdin          io.Reader
 	stdout, stderr io.Writer
@@ -317,6 +324,14 @@ func (a *app) resolve(pf *pflag.FlagSet) error {
 	a.grpcMaxMsg = size
 	if err := models.ValidLabel(a.label); err != nil {
 		return fmt.Errorf("--label: %v", err)
+	}
+	switch {
+	case pf.Changed("label"):
+		a.labelFrom = "--label"
+	case os.Getenv(envOf("label")) != "":
+		a.labelFrom = envOf("label")
+	default:
+		a.labelFrom = "the default"
 	}
 	switch {
 	case a.token != "" && pf.Changed("token"):
