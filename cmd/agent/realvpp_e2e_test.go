@@ -159,9 +159,13 @@ func (v *e2eVPP) bridgeDomainMembers(id string) []string {
 // slave), a bridge domain with a BVI and members in split-horizon groups,
 // routes (via a next hop, out an interface, DROP, IPv6), ARP entries, an
 // AF_PACKET interface on a veth made by the agent's Linux side, an
-// unnumbered interface, and NAT44 (interface features, a pool, static,
-// load-balanced and identity mappings). Restarted on that in-sync VPP, the agent's first
-// full resync (and the resync when it connects to VPP) executes nothing.
+// unnumbered interface, NAT44 (interface features, a pool, static,
+// load-balanced and identity mappings), VRF tables (IPv4 and IPv6, with an
+// interface, a route and a VXLAN tunnel's encapsulation in them), L2
+// cross-connects and a static L2 FIB entry, all written to etcd; VPP's
+// binary-API dumps show them. Restarted on that in-sync VPP, the agent's
+// first full resync (and the resync when it connects to VPP) executes
+// nothing, and the dumps are unchanged.
 // Taking an interface out of the bridge domain takes it out in VPP (as
 // vppctl shows it), and deleting every key leaves VPP with local0 only.
 func TestE2ERealVPPRestartInSync(t *testing.T) {
@@ -218,6 +222,21 @@ func TestE2ERealVPPRestartInSync(t *testing.T) {
 				{LocalIp: "10.90.1.11", LocalPort: 53, Probability: 1}, {LocalIp: "10.90.1.12", LocalPort: 53, Probability: 1}}},
 			{ExternalInterface: "afp1", ExternalPort: 2222, LocalIps: []*vppnat.DNat44_StaticMapping_LocalIP{{LocalIp: "10.90.1.13", LocalPort: 22}}},
 		}, IdMappings: []*vppnat.DNat44_IdentityMapping{{Interface: "afp1", Port: 22}}}),
+		// VRF tables of both IP versions, an interface, a route and a
+		// VXLAN tunnel (its encap VRF) in them.
+		kv.put(&vppl3.VrfTable{Id: 10, Protocol: vppl3.VrfTable_IPV4, Label: "rs-vrf4"}),
+		kv.put(&vppl3.VrfTable{Id: 10, Protocol: vppl3.VrfTable_IPV6, Label: "rs-vrf6"}),
+		kv.put(&vppif.Interface{Name: "loop4", Type: vppif.Interface_SOFTWARE_LOOPBACK, Enabled: true, Vrf: 10,
+			IpAddresses: []string{"10.96.0.1/24", "2001:db8:96::1/64"}}),
+		kv.put(&vppl3.Route{VrfId: 10, DstNetwork: "10.97.0.0/24", NextHopAddr: "10.96.0.2"}),
+		kv.put(&vppif.Interface{Name: "vxlan1", Type: vppif.Interface_VXLAN_TUNNEL, Enabled: true, Vrf: 10,
+			Link: &vppif.Interface_Vxlan{Vxlan: &vppif.VxlanLink{SrcAddress: "10.96.0.1", DstAddress: "10.96.0.9", Vni: 5000}}}),
+		// An L2 cross-connect both ways, and a static L2 FIB entry.
+		kv.put(&vppif.Interface{Name: "loop5", Type: vppif.Interface_SOFTWARE_LOOPBACK, Enabled: true}),
+		kv.put(&vppif.Interface{Name: "loop6", Type: vppif.Interface_SOFTWARE_LOOPBACK, Enabled: true}),
+		kv.put(&vppl2.XConnectPair{ReceiveInterface: "loop5", TransmitInterface: "loop6"}),
+		kv.put(&vppl2.XConnectPair{ReceiveInterface: "loop6", TransmitInterface: "loop5"}),
+		kv.put(&vppl2.FIBEntry{PhysAddress: "02:00:00:00:90:77", BridgeDomain: "bd-rs", OutgoingInterface: "memif1", StaticConfig: true}),
 	}
 	for _, key := range keys {
 		a.waitState(key, "CONFIGURED")
@@ -225,6 +244,23 @@ func TestE2ERealVPPRestartInSync(t *testing.T) {
 	if rec := a.downstreamResync(); len(executedOps(rec)) != 0 {
 		t.Errorf("a downstream resync right after the values were applied executed %v", executedOps(rec))
 	}
+	// VPP's dumps of the VRF tables, cross-connects, FIB and VXLAN.
+	l2l3 := func() []string {
+		loop4, loop5, loop6 := v.mustTagged("loop4"), v.mustTagged("loop5"), v.mustTagged("loop6")
+		bdID := v.bridgeDomainIDs()
+		out := slices.Concat(v.vrfTables(), v.routesOfTable(10), v.xconnects(), v.staticFIB(), v.vxlanTunnels(),
+			[]string{fmt.Sprintf("loop4 tables %d %d", v.interfaceTable(loop4, false), v.interfaceTable(loop4, true))})
+		want := []string{"10 ipv4 rs-vrf4", "10 ipv6 rs-vrf6", "10.97.0.0/24 via 10.96.0.2",
+			fmt.Sprintf("%d -> %d", loop5, loop6), fmt.Sprintf("%d -> %d", loop6, loop5),
+			fmt.Sprintf("%s 02:00:00:00:90:77 -> %d", strings.Join(bdID, ","), v.mustTagged("memif1")),
+			fmt.Sprintf("%d 10.96.0.1 -> 10.96.0.9 vni 5000 encap-vrf 10", v.mustTagged("vxlan1")),
+			"loop4 tables 10 10"}
+		if !slices.Equal(slices.Sorted(slices.Values(out)), slices.Sorted(slices.Values(want))) {
+			t.Errorf("VRF tables, routes of table 10, cross-connects, static FIB, VXLAN tunnels in VPP:\n got  %q\n want %q", out, want)
+		}
+		return out
+	}
+	l2l3Before := l2l3()
 	ids := v.bridgeDomainIDs()
 	if len(ids) != 1 {
 		t.Fatalf("bridge domains in VPP: %v, want one\n%s", ids, v.cli("show", "bridge-domain"))
@@ -265,6 +301,9 @@ func TestE2ERealVPPRestartInSync(t *testing.T) {
 			t.Errorf("after the restart %s: %+v", key, st.Value)
 		}
 	}
+	if after := l2l3(); !slices.Equal(after, l2l3Before) {
+		t.Errorf("VPP's VRF tables, cross-connects, FIB and VXLAN changed with the restart: %q, were %q", after, l2l3Before)
+	}
 
 	// loop3 leaves the bridge domain: VPP no longer has it there.
 	bd.Interfaces = slices.DeleteFunc(bd.Interfaces, func(i *vppl2.BridgeDomain_Interface) bool { return i.Name == "loop3" })
@@ -284,8 +323,8 @@ func TestE2ERealVPPRestartInSync(t *testing.T) {
 	}
 	eventually(t, "VPP left with local0 only", func() (bool, string) {
 		all := v.interfaces()
-		return len(all) == 1 && all[0].Name == "local0" && len(v.bridgeDomainIDs()) == 0,
-			fmt.Sprintf("interfaces %v, bridge domains %v", all, v.bridgeDomainIDs())
+		return len(all) == 1 && all[0].Name == "local0" && len(v.bridgeDomainIDs()) == 0 && len(v.vrfTables()) == 0,
+			fmt.Sprintf("interfaces %v, bridge domains %v, tables %v", all, v.bridgeDomainIDs(), v.vrfTables())
 	})
 	for _, show := range [][]string{{"show", "ip", "fib", "10.91.0.0/16"}, {"show", "ip", "neighbors"}, {"show", "nat44", "static", "mappings"}, {"show", "nat44", "addresses"}} {
 		out := v.cli(show...)
