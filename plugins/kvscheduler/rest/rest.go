@@ -22,6 +22,10 @@
 // for bad input. An SVG graph needs Graphviz's `dot`; without it
 // format=svg gets 501 saying how to install it, and the default format falls
 // back to DOT text.
+//
+// For a person with a browser, package webui serves the same state as HTML
+// pages under /ui/ (values filtered and paginated on the server, one value
+// with its neighbourhood, the transactions), on the same listener.
 package rest
 
 import (

@@ -35,6 +35,8 @@ type index struct {
 	entries []entry
 	byState map[api.ValueState][]int32
 	byGroup map[string][]int32
+	// groupStates counts the values of each group by state.
+	groupStates map[string]map[api.ValueState]int
 	// groups are the registered descriptors in registration order, then
 	// the other groups that have values.
 	groups []string
@@ -124,11 +126,16 @@ func buildIndex(s Scheduler, rev uint64) *index {
 			}
 		}
 	}
-	idx := &index{rev: rev, entries: entries, byState: map[api.ValueState][]int32{}, byGroup: map[string][]int32{}}
+	idx := &index{rev: rev, entries: entries, byState: map[api.ValueState][]int32{}, byGroup: map[string][]int32{},
+		groupStates: map[string]map[api.ValueState]int{}}
 	for i := range entries {
 		e := &entries[i]
 		idx.byState[e.state] = append(idx.byState[e.state], int32(i))
 		idx.byGroup[e.group] = append(idx.byGroup[e.group], int32(i))
+		if idx.groupStates[e.group] == nil {
+			idx.groupStates[e.group] = map[api.ValueState]int{}
+		}
+		idx.groupStates[e.group][e.state]++
 	}
 	idx.groups = s.GetRegisteredDescriptors()
 	var extra []string

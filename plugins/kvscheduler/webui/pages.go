@@ -62,14 +62,9 @@ func (h *Handler) summary(w http.ResponseWriter, r *http.Request) {
 		d.ByState = append(d.ByState, stateCount{st.String(), len(ix.byState[st])})
 	}
 	for _, g := range ix.groups {
-		pos := ix.byGroup[g]
-		gc := groupCount{Name: g, Count: len(pos)}
-		byState := map[api.ValueState]int{}
-		for _, p := range pos {
-			byState[ix.entries[p].state]++
-		}
+		gc := groupCount{Name: g, Count: len(ix.byGroup[g])}
 		for _, st := range states {
-			if n := byState[st]; n > 0 {
+			if n := ix.groupStates[g][st]; n > 0 {
 				gc.States = append(gc.States, stateCount{st.String(), n})
 			}
 		}
