@@ -159,7 +159,8 @@ func (a *Agent) buildServers() error {
 func (a *Agent) restHandler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("/scheduler/", requireToken(a.cfg.Token, rest.NewHandler(a.sched, rest.Options{
-		TxnLogMaxItems: a.cfg.Scheduler.TxnLogMaxItems, OriginalMessageNames: originalMessageNames(models.Default)})))
+		TxnLogMaxItems: a.cfg.Scheduler.TxnLogMaxItems, OriginalMessageNames: originalMessageNames(models.Default),
+		Disabled: a.disabledReason, ModelKeyPrefix: modelKeyPrefix})))
 	mux.Handle("/ui/", requireToken(a.cfg.Token, webui.NewHandler(a.sched, webui.Options{Health: a.healthChecks})))
 	livez := func(w http.ResponseWriter, r *http.Request) { writeJSON(w, 200, map[string]string{"status": "alive"}) }
 	readyz := func(w http.ResponseWriter, r *http.Request) {
@@ -175,6 +176,16 @@ func (a *Agent) restHandler() http.Handler {
 	mux.HandleFunc("GET /info/version", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, 200, versionInfo()) })
 	mux.HandleFunc("GET /info/status", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, 200, a.status()) })
 	return mux
+}
+
+// modelKeyPrefix is rest.Options.ModelKeyPrefix: the key prefix of the
+// model a name or an alias names (models.Registry.Lookup).
+func modelKeyPrefix(name string) (string, error) {
+	m, err := models.Default.Lookup(name)
+	if err != nil {
+		return "", err
+	}
+	return m.KeyPrefix, nil
 }
 
 // serve starts the servers (and the gRPC health's follower of the

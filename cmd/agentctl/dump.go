@@ -44,7 +44,9 @@ func (a *app) dumpCommand() *cobra.Command {
   --view NB      the desired values
 
 The table shows each key, where the value comes from (origin: from-NB, or
-from-SB for values found in the dataplane) and the value as JSON.
+from-SB for values found in the dataplane) and the value as JSON. A model
+whose part of the agent is disabled in its configuration (VPP's models with
+vpp.disabled: true) is an error saying so, not an empty table.
 
 ` + modelsHelp(),
 		Example: `  agentctl dump vpp.interfaces
@@ -73,6 +75,10 @@ from-SB for values found in the dataplane) and the value as JSON.
 			body, _, err := a.rest(ctx, "GET", "/scheduler/dump", q)
 			var re *restError
 			partial := err != nil && errors.As(err, &re) && re.status == 502
+			if err != nil && re != nil && re.status == http.StatusConflict {
+				// The part of the agent that would have them is disabled.
+				return fmt.Errorf("dump %s: %s", m.Name, restMessage(body, re.status))
+			}
 			if err != nil && !partial {
 				return err
 			}

@@ -210,9 +210,16 @@ func TestAgentctlStatus(t *testing.T) {
 	})
 
 	t.Run("dump", func(t *testing.T) {
-		golden(t, "status/dump", squeezeColumns(normalize(mustCtl(t, env, "dump", "linux.interfaces.interface"), ph...)))
-		if out := mustCtl(t, env, "dump", "vpp.interfaces", "--view", "SB"); out != "No vpp.interfaces values in the SB view.\n" {
-			t.Errorf("dump vpp.interfaces --view SB without VPP: %q", out)
+		dump := mustCtl(t, env, "dump", "linux.interfaces.interface")
+		golden(t, "status/dump", squeezeColumns(normalize(dump, ph...)))
+		// An alias of the model dumps the same.
+		if out := mustCtl(t, env, "dump", "linux.interfaces"); out != dump {
+			t.Errorf("dump linux.interfaces:\n%s\nwant what dump linux.interfaces.interface shows:\n%s", out, dump)
+		}
+		// The agent runs without VPP: a dump of a VPP model says so (not
+		// "no values"), under the model's name or an alias, in every view.
+		for _, args := range [][]string{{"dump", "vpp.interfaces", "--view", "SB"}, {"dump", "vpp.interfaces.interface"}, {"dump", "vpp.l3.route", "--view", "NB", "-o", "json"}} {
+			wantError(t, env, "", args, "VPP is disabled in this agent's configuration", "vpp.disabled: true", "nothing to dump")
 		}
 
 		// Behind the agent's back, the route goes: the drift watcher reports

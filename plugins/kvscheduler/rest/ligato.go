@@ -345,13 +345,17 @@ func (h *Handler) ligatoDump(w http.ResponseWriter, r *http.Request) {
 		ligatoFail(w, err)
 		return
 	}
+	if err := h.dumpDisabled(q.Get("descriptor"), q.Get("key-prefix")); err != nil {
+		ligatoFail(w, err)
+		return
+	}
 	var kvs []api.KVWithMetadata
 	switch {
 	case q.Has("descriptor") && q.Has("key-prefix"):
 		ligatoFail(w, badRequest("give descriptor or key-prefix, not both"))
 		return
 	case q.Get("descriptor") != "":
-		kvs, err = h.s.DumpValuesByDescriptor(q.Get("descriptor"), view)
+		kvs, err = h.dumpDescriptor(q.Get("descriptor"), view)
 	case q.Has("key-prefix"):
 		kvs, err = h.s.DumpValuesByKeyPrefix(q.Get("key-prefix"), view)
 	default:

@@ -6,7 +6,7 @@
 //	GET  /scheduler/key-timeline         ?key= [&time=] [&format=json|text]
 //	GET  /scheduler/graph-snapshot       [?time=]
 //	GET  /scheduler/graph                [?txn=] [&key-prefix=] [&format=svg|dot|mermaid|json]
-//	GET  /scheduler/dump                 ?descriptor= | ?key-prefix= [&view=SB|NB|cached]; no arguments: an index
+//	GET  /scheduler/dump                 ?descriptor= | ?key-prefix= | ?model= [&view=SB|NB|cached]; no arguments: an index
 //	GET  /scheduler/status               [?key= | ?descriptor= | ?key-prefix=]
 //	GET  /scheduler/stats
 //	POST /scheduler/downstream-resync    [?retry=true|false] [&verbose=true|false]
@@ -17,7 +17,8 @@
 // "Ligato-Client/...") to txn-history, dump, status and downstream-resync
 // get the original's JSON instead (see OriginalClient and ligato.go). A
 // malformed or unknown argument gets 400, something that does not exist
-// (a key, a descriptor, a transaction the history does not hold) 404, each
+// (a key, a descriptor, a transaction the history does not hold) 404, a
+// dump of values whose part of the agent is disabled 409 (Options.Disabled), each
 // with a JSON body {"error": "..."} that names the problem; never a 500
 // for bad input. An SVG graph needs Graphviz's `dot`; without it
 // format=svg gets 501 saying how to install it, and the default format falls
@@ -69,6 +70,17 @@ type Options struct {
 	// answers to the original's agentctl (ligato.go). A value of another
 	// message is given to that client as google.protobuf.Empty.
 	OriginalMessageNames map[protoreflect.FullName]protoreflect.FullName
+	// Disabled, when set, tells why the values of a descriptor or under a
+	// key prefix cannot be in the agent: the part that would handle them
+	// is disabled in its configuration ("VPP is disabled in this agent's
+	// configuration ..."); "" when nothing keeps them away. A dump of them
+	// is answered 409 with the reason, not with an empty list that reads
+	// as "there are none".
+	Disabled func(descriptor, keyPrefix string) string
+	// ModelKeyPrefix, when set, resolves the model names of dump?model=
+	// (and their aliases) to the models' key prefixes; its error (an
+	// unknown or ambiguous name, listing the candidates) is a 400.
+	ModelKeyPrefix func(name string) (string, error)
 }
 
 // Handler serves /scheduler/*.
@@ -408,7 +420,7 @@ func (h *Handler) index(w http.ResponseWriter, r *http.Request) {
 		"GET /scheduler/key-timeline?key=&time=&format=json|text",
 		"GET /scheduler/graph-snapshot?time=",
 		"GET /scheduler/graph?txn=&key-prefix=&format=svg|dot|mermaid|json",
-		"GET /scheduler/dump?descriptor=|key-prefix=&view=SB|NB|cached",
+		"GET /scheduler/dump?descriptor=|key-prefix=|model=&view=SB|NB|cached",
 		"GET /scheduler/status?key=|descriptor=|key-prefix=",
 		"GET /scheduler/stats",
 		"POST /scheduler/downstream-resync?retry=&verbose=",
@@ -707,7 +719,7 @@ func metadataJSON(md any) any {
 }
 
 func (h *Handler) dump(w http.ResponseWriter, r *http.Request) {
-	q, err := query(r, "descriptor", "key-prefix", "view")
+	q, err := query(r, "descriptor", "key-prefix", "model", "view")
 	if err != nil {
 		fail(w, err)
 		return
@@ -717,28 +729,49 @@ func (h *Handler) dump(w http.ResponseWriter, r *http.Request) {
 		fail(w, err)
 		return
 	}
+	if q.Has("model") {
+		if q.Has("descriptor") || q.Has("key-prefix") {
+			fail(w, badRequest("give model, descriptor or key-prefix, one of them"))
+			return
+		}
+		if h.opts.ModelKeyPrefix == nil {
+			fail(w, badRequest("model: this agent has no model names (give key-prefix)"))
+			return
+		}
+		prefix, err := h.opts.ModelKeyPrefix(q.Get("model"))
+		if err != nil {
+			fail(w, badRequest("model: %v", err))
+			return
+		}
+		q.Del("model")
+		q.Set("key-prefix", prefix)
+	}
 	descriptor, prefix := q.Get("descriptor"), q.Get("key-prefix")
+	if err := h.dumpDisabled(descriptor, prefix); err != nil {
+		fail(w, err)
+		return
+	}
 	var kvs []api.KVWithMetadata
 	switch {
 	case q.Has("descriptor") && q.Has("key-prefix"):
 		fail(w, badRequest("give descriptor or key-prefix, not both"))
 		return
 	case descriptor != "":
-		kvs, err = h.s.DumpValuesByDescriptor(descriptor, view)
+		kvs, err = h.dumpDescriptor(descriptor, view)
 	case q.Has("key-prefix"):
 		kvs, err = h.s.DumpValuesByKeyPrefix(prefix, view)
 	case q.Has("descriptor"):
 		fail(w, badRequest("descriptor is empty"))
 		return
 	case q.Has("view"):
-		fail(w, badRequest("view needs descriptor or key-prefix"))
+		fail(w, badRequest("view needs descriptor, key-prefix or model"))
 		return
 	default:
 		writeJSON(w, map[string]any{
 			"descriptors":     h.s.GetRegisteredDescriptors(),
 			"nb_key_prefixes": h.s.GetRegisteredNBKeyPrefixes(),
 			"views":           []string{"SB", "NB", "cached"},
-			"usage":           "GET /scheduler/dump?descriptor=<name>|key-prefix=<prefix>&view=SB|NB|cached",
+			"usage":           "GET /scheduler/dump?descriptor=<name>|key-prefix=<prefix>|model=<name>&view=SB|NB|cached",
 		})
 		return
 	}
@@ -759,6 +792,28 @@ func (h *Handler) dump(w http.ResponseWriter, r *http.Request) {
 		out.Values = append(out.Values, dumpJSON{Key: kv.Key, Value: jsonValue(kv.Value), Origin: kv.Origin.String(), Metadata: metadataJSON(kv.Metadata)})
 	}
 	writeJSON(w, out)
+}
+
+// dumpDisabled is the 409 of a dump of a descriptor or key prefix whose
+// part of the agent is disabled (Options.Disabled), nil otherwise.
+func (h *Handler) dumpDisabled(descriptor, keyPrefix string) error {
+	if h.opts.Disabled == nil || (descriptor == "" && keyPrefix == "") {
+		return nil
+	}
+	if reason := h.opts.Disabled(descriptor, keyPrefix); reason != "" {
+		return &httpError{http.StatusConflict, reason}
+	}
+	return nil
+}
+
+// dumpDescriptor dumps a descriptor's values; the error of an unknown
+// descriptor (a 404) names the registered ones.
+func (h *Handler) dumpDescriptor(descriptor string, view api.View) ([]api.KVWithMetadata, error) {
+	kvs, err := h.s.DumpValuesByDescriptor(descriptor, view)
+	if errors.Is(err, api.ErrUnknownDescriptor) {
+		return nil, fmt.Errorf("%w (registered: %s)", err, strings.Join(h.s.GetRegisteredDescriptors(), ", "))
+	}
+	return kvs, err
 }
 
 var statusJSON = protojson.MarshalOptions{UseProtoNames: true, EmitUnpopulated: false}

@@ -1374,7 +1374,7 @@ func TestBadRequests(t *testing.T) {
 		// Combinations and missing arguments.
 		{"dump?descriptor=iface&key-prefix=route/", 400, []string{"descriptor or key-prefix, not both"}},
 		{"dump?descriptor=", 400, []string{`argument "descriptor" is empty`}},
-		{"dump?view=SB", 400, []string{"view needs descriptor or key-prefix"}},
+		{"dump?view=SB", 400, []string{"view needs descriptor, key-prefix or model"}},
 		{"status?key=", 400, []string{`argument "key" is empty`}},
 		{"graph?txn=", 400, []string{`argument "txn" is empty`}},
 		{"nope", 404, []string{"no such endpoint"}},
