@@ -604,7 +604,7 @@ func (a *app) fleetStatusCommand() *cobra.Command {
 			if !cmd.Flags().Changed("limit") && a.output != "table" {
 				limit = 0 // JSON and YAML: everything unless asked otherwise
 			}
-			cli, err := a.etcd()
+			cli, err := a.etcd("fleet status")
 			if err != nil {
 				return err
 			}

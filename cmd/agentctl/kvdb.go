@@ -13,7 +13,9 @@ import (
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/connectivity"
+	"google.golang.org/grpc/status"
 	"sigs.k8s.io/yaml"
 
 	"github.com/netagent-io/netagent/pkg/models"
@@ -43,7 +45,11 @@ authentication takes --etcd-user USER:PASSWORD (AGENTCTL_ETCD_USER).
 An agent labelled otherwise does not read these keys: when the agent at
 --host and --rest-port uses the same etcd under another label (its GET
 /info/status, asked on the side for at most a second), kvdb warns on stderr
-and names the --label to give.`,
+and names the --label to give.
+
+A connection to etcd is given 3 s (--timeout, when given): what is at an
+endpoint that is not etcd is said (nothing: connection refused; the
+agent's gRPC or REST port; a listener that does not answer gRPC).`,
 		Example: `  agentctl kvdb list
   agentctl kvdb list config/linux/
   agentctl kvdb get config/vpp/v2/interfaces/loop1
@@ -85,26 +91,30 @@ func (a *app) etcdConfig(dialTimeout time.Duration) (clientv3.Config, error) {
 	return cc, nil
 }
 
-// etcd returns an etcd client for the endpoints. With credentials it
-// authenticates at once: a wrong password, or no connection within
-// --timeout, is its error.
-func (a *app) etcd() (*clientv3.Client, error) {
-	cc, err := a.etcdConfig(a.timeout)
+// etcd returns an etcd client for the endpoints, connected: op's error
+// says what is at the endpoints when it gets no connection within
+// etcdConnectBound (nothing, another API of the agent, a listener that
+// never answers). With credentials it authenticates at once: a wrong
+// password is its error.
+func (a *app) etcd(op string) (*clientv3.Client, error) {
+	bound := a.etcdConnectBound()
+	cc, err := a.etcdConfig(bound)
 	if err != nil {
 		return nil, err
 	}
 	c, err := clientv3.New(cc)
+	if errors.Is(err, rpctypes.ErrAuthFailed) {
+		return nil, fmt.Errorf("%s: etcd at %s rejected user %s: %s", op, strings.Join(a.etcdEndpoints, ","), cc.Username, a.etcdPasswordHint())
+	}
 	if err == nil {
-		return c, nil
+		if err = etcdConnected(c, bound); err != nil {
+			_ = c.Close()
+		}
 	}
-	endpoints := strings.Join(a.etcdEndpoints, ",")
-	switch {
-	case errors.Is(err, rpctypes.ErrAuthFailed):
-		return nil, fmt.Errorf("etcd at %s rejected user %s: %s", endpoints, cc.Username, a.etcdPasswordHint())
-	case isTimeout(err):
-		return nil, fmt.Errorf("no connection to etcd at %s within %v (is it running? --etcd-endpoints or ETCD_ENDPOINTS)", endpoints, a.timeout)
+	if err != nil {
+		return nil, a.etcdUnreachable(op, err)
 	}
-	return nil, fmt.Errorf("etcd client for %s: %v (--etcd-endpoints or ETCD_ENDPOINTS)", endpoints, err)
+	return c, nil
 }
 
 // etcdPasswordHint says where the rejected etcd password came from.
@@ -117,8 +127,8 @@ func (a *app) etcdPasswordHint() string {
 
 // etcdCall returns an etcd client, a context bounded by --timeout and the
 // function that releases both.
-func (a *app) etcdCall(ctx context.Context) (*clientv3.Client, context.Context, func(), error) {
-	cli, err := a.etcd()
+func (a *app) etcdCall(ctx context.Context, op string) (*clientv3.Client, context.Context, func(), error) {
+	cli, err := a.etcd(op)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -136,6 +146,10 @@ func (a *app) etcdError(cli *clientv3.Client, op string, err error) error {
 		return fmt.Errorf("%s: etcd at %s wants a user and password: the embedded etcd of an agent with a token takes the token (--token, --token-file or NETAGENT_TOKEN); another etcd, --etcd-user USER:PASSWORD", op, endpoints)
 	case errors.Is(err, rpctypes.ErrPermissionDenied):
 		return fmt.Errorf("%s: etcd at %s: user %s may not do this (permission denied)", op, endpoints, cli.Username)
+	}
+	if status.Code(err) == codes.Unimplemented {
+		// A gRPC server answers, not etcd: the agent's gRPC port?
+		return a.etcdUnreachable(op, err)
 	}
 	if errors.Is(err, context.DeadlineExceeded) {
 		if cli.ActiveConnection().GetState() == connectivity.Ready {
@@ -179,7 +193,7 @@ func (a *app) keyCompletion(cmd *cobra.Command, args []string, toComplete string
 			out = append(out, m.KeyPrefix)
 		}
 	}
-	cli, err := a.etcd()
+	cli, err := a.etcd("completion")
 	if err != nil {
 		return out, cobra.ShellCompDirectiveNoFileComp | cobra.ShellCompDirectiveNoSpace
 	}
@@ -230,7 +244,7 @@ func (a *app) kvdbList() *cobra.Command {
 				}
 				prefix = ek
 			}
-			cli, ctx, done, err := a.etcdCall(cmd.Context())
+			cli, ctx, done, err := a.etcdCall(cmd.Context(), "kvdb list")
 			if err != nil {
 				return err
 			}
@@ -292,7 +306,7 @@ func (a *app) kvdbGet() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			cli, ctx, done, err := a.etcdCall(cmd.Context())
+			cli, ctx, done, err := a.etcdCall(cmd.Context(), "kvdb get")
 			if err != nil {
 				return err
 			}
@@ -370,7 +384,7 @@ written and shows INVALID in "agentctl values".`,
 			if err != nil {
 				return fmt.Errorf("refused: key %q: %v", mk, err)
 			}
-			cli, ctx, done, err := a.etcdCall(cmd.Context())
+			cli, ctx, done, err := a.etcdCall(cmd.Context(), "kvdb put")
 			if err != nil {
 				return err
 			}
@@ -402,7 +416,7 @@ func (a *app) kvdbDel() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			cli, ctx, done, err := a.etcdCall(cmd.Context())
+			cli, ctx, done, err := a.etcdCall(cmd.Context(), "kvdb del")
 			if err != nil {
 				return err
 			}

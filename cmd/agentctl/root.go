@@ -57,6 +57,9 @@ type app struct {
 	tlsKey       string
 	tlsInsecure  bool
 	timeout      time.Duration
+	// timeoutGiven: --timeout or AGENTCTL_TIMEOUT was given (it then
+	// bounds the connection to etcd too).
+	timeoutGiven bool
 	output       string
 	// grpcMaxMsgSize is --grpc-max-msg-size as given; grpcMaxMsg the
 	// limit it gives, in bytes.
@@ -158,7 +161,8 @@ used when the flag is not given:
   --tls-ca          AGENTCTL_TLS_CA       CA bundle that signed the agent's certificate
   --tls-cert/-key   AGENTCTL_TLS_CERT/KEY client certificate and key
   --tls-insecure    AGENTCTL_TLS_INSECURE skip verifying the agent's certificate
-  --timeout         AGENTCTL_TIMEOUT      limit of each request (default 10s)
+  --timeout         AGENTCTL_TIMEOUT      limit of each request (default 10s), and
+                                          of the connection to etcd (default 3s)
   --grpc-max-msg-size AGENTCTL_GRPC_MAX_MSG_SIZE
                                           largest gRPC message sent or taken
                                           (default 64MiB: a 100k-route document
@@ -203,7 +207,7 @@ func (a *app) rootCommand() *cobra.Command {
 	pf.StringVar(&a.tlsCert, "tls-cert", "", "PEM client certificate (implies --tls)")
 	pf.StringVar(&a.tlsKey, "tls-key", "", "PEM key of the client certificate")
 	pf.BoolVar(&a.tlsInsecure, "tls-insecure", false, "do not verify the agent's certificate (implies --tls)")
-	pf.DurationVar(&a.timeout, "timeout", 10*time.Second, "limit of each request")
+	pf.DurationVar(&a.timeout, "timeout", 10*time.Second, "limit of each request (and, when given, of the connection to etcd: 3s otherwise)")
 	pf.StringVar(&a.grpcMaxMsgSize, "grpc-max-msg-size", msglimit.FormatLimit(msglimit.Default), "largest gRPC message agentctl sends or takes (64MiB, 8MB or bytes)")
 	pf.StringVarP(&a.output, "output", "o", "table", "output format: table, yaml or json")
 	_ = root.RegisterFlagCompletionFunc("output", fixedCompletion("table", "yaml", "json"))
@@ -314,6 +318,7 @@ func (a *app) resolve(pf *pflag.FlagSet) error {
 			return fmt.Errorf("--%s %d: want a port from 1 to 65535", name, port)
 		}
 	}
+	a.timeoutGiven = pf.Changed("timeout") || os.Getenv(envOf("timeout")) != ""
 	if a.timeout <= 0 {
 		return fmt.Errorf("--timeout %v: want a positive duration such as 10s", a.timeout)
 	}

@@ -41,7 +41,11 @@ func TestAgentctlErrors(t *testing.T) {
 		{name: "gRPC: agent not running", args: []string{"config", "get", "--grpc-port", strconv.Itoa(free[1])},
 			wants: []string{"gRPC API", "connection refused", "is the agent running?", "--grpc-port", "AGENT_GRPC_PORT"}},
 		{name: "etcd not running", args: []string{"kvdb", "list", "--etcd-endpoints", "127.0.0.1:" + strconv.Itoa(free[0]), "--timeout", "1s"},
-			wants: []string{"kvdb list", "no connection to etcd", "within 1s", "--etcd-endpoints or ETCD_ENDPOINTS"}},
+			wants: []string{"kvdb list: no etcd at 127.0.0.1:" + strconv.Itoa(free[0]) + " (connection refused)", "--etcd-endpoints or ETCD_ENDPOINTS"}},
+		{name: "etcd endpoint is the agent's gRPC port", args: []string{"kvdb", "list", "--etcd-endpoints", "127.0.0.1:" + strconv.Itoa(a.GRPCPort)},
+			wants: []string{"kvdb list: 127.0.0.1:" + strconv.Itoa(a.GRPCPort) + " is the agent's gRPC port (--grpc-port), not etcd", "the agent uses etcd at " + a.EtcdEndpoint, "--etcd-endpoints"}},
+		{name: "etcd endpoint is the agent's REST port", args: []string{"kvdb", "get", "config/x", "--etcd-endpoints", "127.0.0.1:" + strconv.Itoa(a.RESTPort)},
+			wants: []string{"kvdb get: 127.0.0.1:" + strconv.Itoa(a.RESTPort) + " is the agent's REST port (--rest-port), not etcd", "the agent uses etcd at " + a.EtcdEndpoint}},
 		// Wrong ports: another listener of the agent.
 		{name: "REST port is the gRPC port", args: []string{"values", "--rest-port", strconv.Itoa(a.GRPCPort)},
 			wants: []string{"REST API", "not HTTP", "gRPC port", "--rest-port"}},

@@ -366,7 +366,7 @@ func TestAgentctlFleetErrors(t *testing.T) {
 		wants []string
 	}{
 		{"nothing listening", []string{"--etcd-endpoints", "127.0.0.1:" + dead, "--timeout", "1s"},
-			[]string{"no connection to etcd at 127.0.0.1:" + dead + " within 1s", "--etcd-endpoints or ETCD_ENDPOINTS"}},
+			[]string{"fleet status: no etcd at 127.0.0.1:" + dead + " (connection refused)", "--etcd-endpoints or ETCD_ENDPOINTS"}},
 		{"a listener that never answers", []string{"--etcd-endpoints", "127.0.0.1:" + silent, "--timeout", "1s"},
 			[]string{"no connection to etcd at 127.0.0.1:" + silent + " within 1s"}},
 		{"an etcd that never answers a read", []string{"--etcd-endpoints", "127.0.0.1:" + slowKV, "--timeout", "2s"},

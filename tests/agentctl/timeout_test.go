@@ -85,7 +85,7 @@ func TestAgentctlTimeouts(t *testing.T) {
 		{name: "etcd: connected, no answer", args: []string{"kvdb", "list", "--etcd-endpoints", "127.0.0.1:" + slowKV, "--timeout", "2s"},
 			wants: []string{"kvdb list: etcd at 127.0.0.1:" + slowKV + " did not answer within 2s (raise --timeout)"}},
 		{name: "etcd: no connection", args: []string{"kvdb", "list", "--etcd-endpoints", "127.0.0.1:" + silent, "--timeout", "500ms"},
-			wants: []string{"kvdb list: no connection to etcd at 127.0.0.1:" + silent + " within 500ms", "is it running?"}},
+			wants: []string{"kvdb list: no connection to etcd at 127.0.0.1:" + silent + " within 500ms", "does not answer gRPC"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			line := wantError(t, nil, "", c.args, c.wants...)
