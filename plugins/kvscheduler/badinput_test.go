@@ -771,7 +771,7 @@ func TestNonBlockingCommitRunsAfterItsContextEnds(t *testing.T) {
 // descriptor call blocks (a hung SB), every reader answers at once with the
 // state as of the last finished transaction (never ahead of the SB: the
 // graph already shows what the plan leads to): statuses, listings, stats,
-// NB and cached dumps, graph snapshots and key timelines. An SB-view dump
+// NB and cached dumps, graph snapshots and neighbours, and key timelines. An SB-view dump
 // waits for the call (callbacks are never concurrent).
 func TestReadersDoNotWaitForTheRunningTransaction(t *testing.T) {
 	e := newEnv(t)
@@ -849,6 +849,15 @@ func TestReadersDoNotWaitForTheRunningTransaction(t *testing.T) {
 		}
 		if err != nil || strings.Join(got, " ") != "iface/c=CONFIGURED iface/x=CONFIGURED" {
 			t.Errorf("graph snapshot during the transaction: %v %v", got, err)
+		}
+	})
+	read("GetGraphNeighbours", func() {
+		var got []string
+		for _, nb := range e.s.GetGraphNeighbours("iface/a", "iface/b", "iface/c", "iface/x") {
+			got = append(got, nb.Node.Key+"="+nb.Node.State.String()+"="+mocksb.Text(nb.Node.Value))
+		}
+		if strings.Join(got, " ") != "iface/c=CONFIGURED=c1 iface/x=CONFIGURED=x" {
+			t.Errorf("graph neighbours during the transaction: %v", got)
 		}
 	})
 	read("GetKeyTimeline", func() {

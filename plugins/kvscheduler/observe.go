@@ -2,6 +2,7 @@ package kvscheduler
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -185,6 +186,140 @@ func (s *Scheduler) GetGraphAsOf(seq uint64) (*api.GraphSnapshot, error) {
 	}
 	sort.Strings(snap.Changed)
 	return s.finishSnapshot(snap, nodes, selectors), nil
+}
+
+// GetGraphNeighbours implements api.KVScheduler. It resolves dependencies
+// as finishSnapshot does, from the nodes readers see, but only those of
+// keys: Key dependencies by lookup, AnyOf ones by a scan of their prefixes
+// (at most maxTargets targets), Exclusive ones by the claims on their
+// resource. Dependents come from the graph's reverse edges (the waiters of
+// a key, the AnyOf index, the claims).
+func (s *Scheduler) GetGraphNeighbours(keys ...string) []api.GraphNeighbours {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	v := s.settledView()
+	descs := s.descs.Load()
+	available := func(n *node) bool {
+		if n == nil {
+			return false
+		}
+		st := v.of(n).state
+		return st == api.ValueStateConfigured || st == api.ValueStateObtained || st == api.ValueStateDiscovered
+	}
+	var out []api.GraphNeighbours
+	for _, key := range keys {
+		n := v.lookup(s.g, key)
+		if n == nil {
+			continue
+		}
+		t := v.of(n)
+		gn := api.GraphNode{Key: key, Descriptor: t.descName(), Value: t.value(), State: t.state,
+			LastOp: t.lastOp, Error: errText(t.err), Derived: n.base != nil, Obtained: t.obtained}
+		if n.base != nil {
+			gn.Base = n.base.key
+		}
+		gn.Dependencies = dependenciesOf(descs, key, gn.Value)
+		for j := range gn.Dependencies {
+			s.resolveDependency(v, n, &gn.Dependencies[j], available)
+		}
+		nb := api.GraphNeighbours{Node: gn, Dependents: s.dependentKeys(v, n, available)}
+		for _, d := range t.derived {
+			nb.Derived = append(nb.Derived, d.key)
+		}
+		out = append(out, nb)
+	}
+	return out
+}
+
+// resolveDependency fills the targets of d, a dependency of n, and whether
+// it is met (see finishSnapshot).
+func (s *Scheduler) resolveDependency(v *settled, n *node, d *api.DependencyInfo, available func(*node) bool) {
+	switch {
+	case d.Exclusive != "":
+		for x := s.g.claims[d.Exclusive]; x != nil; x = x.next {
+			if o := x.owner; o != n && v.visible(o) && available(o) && !slices.Contains(d.Targets, o.key) {
+				d.Targets = append(d.Targets, o.key)
+			}
+		}
+		sort.Strings(d.Targets)
+		d.Satisfied = len(d.Targets) == 0
+	case d.Key != "":
+		t := v.lookup(s.g, d.Key)
+		if t != nil {
+			d.Targets = []string{d.Key}
+		}
+		d.Satisfied = available(t)
+	default:
+		var sel api.KeySelector
+		for i := range n.deps {
+			if n.deps[i].dep.Label == d.Label {
+				sel = n.deps[i].dep.AnyOf.KeySelector
+			}
+		}
+		prefixes := d.AnyOfPrefixes
+		if len(prefixes) == 0 {
+			prefixes = []string{""}
+		}
+		for _, p := range prefixes {
+			v.scan(s.g, p, func(m *node) bool {
+				if m != n && (sel == nil || sel(m.key)) && available(m) {
+					d.Satisfied = true
+					d.Targets = append(d.Targets, m.key)
+				}
+				return len(d.Targets) < maxTargets
+			})
+		}
+	}
+}
+
+// dependentKeys returns the keys of the values readers see with a
+// dependency that n satisfies or would satisfy, sorted. It reads the
+// reverse edges without graph.dependents' scratch marks, which only the
+// worker may write.
+func (s *Scheduler) dependentKeys(v *settled, n *node, available func(*node) bool) []string {
+	seen := map[*node]bool{}
+	var out []string
+	add := func(o *node) {
+		if o != n && !seen[o] && v.visible(o) {
+			seen[o] = true
+			out = append(out, o.key)
+		}
+	}
+	head := n.waiters
+	if !n.inGraph {
+		head = s.g.waiters[n.key]
+	}
+	for e := head; e != nil; e = e.next {
+		add(e.owner)
+	}
+	check := func(en *anyOfEntry) {
+		for ; en != nil; en = en.next {
+			if sel := en.edge.dep.AnyOf.KeySelector; sel == nil || sel(n.key) {
+				add(en.edge.owner)
+			}
+		}
+	}
+	for _, l := range s.g.lens {
+		if l > len(n.key) {
+			break
+		}
+		check(s.g.anyOf[n.key[:l]])
+	}
+	check(s.g.anyOf[""])
+	// The values competing with n for a resource n holds.
+	if available(n) {
+		for i := range n.deps {
+			if e := &n.deps[i]; e.isClaim() {
+				for x := s.g.claims[e.dep.Exclusive]; x != nil; x = x.next {
+					if x.isClaim() {
+						add(x.owner)
+					}
+				}
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
 }
 
 // currentNodes copies the graph's nodes, and the AnyOf selectors of their

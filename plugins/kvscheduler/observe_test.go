@@ -3,6 +3,7 @@ package kvscheduler_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -428,5 +429,103 @@ func TestStatsGroupsPropertiesAndUnclaimedValues(t *testing.T) {
 	}
 	if _, ok := st.ValuesByDescriptor[""]; ok {
 		t.Errorf("a group without a name: %v", st.ValuesByDescriptor)
+	}
+}
+
+// TestGraphNeighboursAgreeWithTheSnapshot: what GetGraphNeighbours says of
+// each value (its resolved dependencies, its dependents, its derived
+// values) is what a current snapshot says, for Key dependencies on present
+// and missing keys, AnyOf dependencies with and without a selector,
+// Exclusive ones held and waited for, and derived values.
+func TestGraphNeighboursAgreeWithTheSnapshot(t *testing.T) {
+	e := newEnv(t)
+	registerExclusive(e)
+	e.register(mocksb.Options{Name: "route", Prefix: "rt/", NB: true,
+		Deps: func(key string, v proto.Message) []api.Dependency {
+			var deps []api.Dependency
+			for _, f := range strings.Fields(mocksb.Text(v)) {
+				switch name, arg, _ := strings.Cut(f, "="); name {
+				case "via":
+					deps = append(deps, api.Dependency{Label: "via " + arg, Key: "if/" + arg})
+				case "any":
+					deps = append(deps, api.Dependency{Label: "any " + arg, AnyOf: api.AnyOfDependency{KeyPrefixes: []string{arg}}})
+				case "anykey": // no prefix: the selector alone
+					deps = append(deps, api.Dependency{Label: "any key " + arg, AnyOf: api.AnyOfDependency{
+						KeySelector: func(k string) bool { return k == arg }}})
+				case "anyb":
+					deps = append(deps, api.Dependency{Label: "an interface b*", AnyOf: api.AnyOfDependency{KeyPrefixes: []string{"if/"},
+						KeySelector: func(k string) bool { return strings.HasPrefix(k, "if/b") }}})
+				}
+			}
+			return deps
+		}})
+	ctx := context.Background()
+	e.mustCommit(ctx, set("if/a", "a"), set("if/b1", "b1"), set("if/b2", "b2"),
+		set("bd/1", "bd ifaces=a,b1"), set("bd/2", "bd ifaces=a"),
+		set("rt/1", "via=a"), set("rt/2", "via=missing"), set("rt/3", "any=if/ anyb"), set("rt/4", "any=nothing/ via=b2"), set("rt/5", "anykey=if/b2"))
+
+	snap, err := e.s.GetGraphSnapshot(time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys := []string{"if/missing"} // no value: left out
+	dependents := map[string][]string{}
+	derived := map[string][]string{}
+	for _, n := range snap.Nodes {
+		keys = append(keys, n.Key)
+		if n.Base != "" {
+			derived[n.Base] = append(derived[n.Base], n.Key)
+		}
+		for _, d := range n.Dependencies {
+			targets := d.Targets
+			if d.Key != "" {
+				targets = []string{d.Key}
+			}
+			for _, tk := range targets {
+				if !slices.Contains(dependents[tk], n.Key) {
+					dependents[tk] = append(dependents[tk], n.Key)
+				}
+			}
+		}
+	}
+	got := e.s.GetGraphNeighbours(keys...)
+	if len(got) != len(snap.Nodes) {
+		t.Fatalf("neighbours of %d keys (one missing): %d, want %d", len(keys), len(got), len(snap.Nodes))
+	}
+	for i, nb := range got {
+		want := snap.Nodes[i]
+		if fmt.Sprintf("%+v", nb.Node) != fmt.Sprintf("%+v", want) {
+			t.Errorf("node %s:\n got %+v\nwant %+v", want.Key, nb.Node, want)
+		}
+		// The snapshot counts as dependents of a key only the values its
+		// dependencies resolve to; the reverse edges also know those that
+		// wait for it (an AnyOf accepting it, a Key on it): compare with
+		// what the snapshot can tell.
+		wantDeps := dependents[want.Key]
+		slices.Sort(wantDeps)
+		if !slices.Equal(nb.Dependents, wantDeps) {
+			t.Errorf("dependents of %s: %q, want %q", want.Key, nb.Dependents, wantDeps)
+		}
+		gotDerived := slices.Sorted(slices.Values(nb.Derived))
+		if !slices.Equal(gotDerived, derived[want.Key]) {
+			t.Errorf("derived of %s: %q, want %q", want.Key, gotDerived, derived[want.Key])
+		}
+	}
+	// Spot checks that make the comparison meaningful.
+	byKey := map[string]api.GraphNeighbours{}
+	for _, nb := range got {
+		byKey[nb.Node.Key] = nb
+	}
+	if d := byKey["if/a"].Dependents; !slices.Equal(d, []string{"bd/1/if/a", "bd/2/if/a", "rt/1", "rt/3"}) {
+		t.Errorf("if/a dependents: %q", d)
+	}
+	if d := byKey["if/b2"].Dependents; !slices.Equal(d, []string{"rt/3", "rt/4", "rt/5"}) {
+		t.Errorf("if/b2 dependents: %q", d)
+	}
+	if d := byKey["bd/1/if/a"].Dependents; !slices.Equal(d, []string{"bd/2/if/a"}) {
+		t.Errorf("the holder of member/a: dependents %q, want the binding waiting for it", d)
+	}
+	if deps := byKey["rt/2"].Node.Dependencies; len(deps) != 1 || deps[0].Satisfied || len(deps[0].Targets) != 0 {
+		t.Errorf("rt/2 via a missing interface: %+v", deps)
 	}
 }

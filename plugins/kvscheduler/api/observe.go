@@ -119,6 +119,21 @@ type GraphNode struct {
 	Dependencies []DependencyInfo `json:",omitempty"`
 }
 
+// GraphNeighbours is one value of the current graph and the values next to
+// it (GetGraphNeighbours).
+type GraphNeighbours struct {
+	// Node has its dependencies resolved as in a current snapshot.
+	Node GraphNode
+	// Dependents are the keys of the values with a dependency that this
+	// value satisfies, or would satisfy if it were available (a Key
+	// dependency on it, an AnyOf one that accepts it, an Exclusive one on
+	// a resource it holds), sorted.
+	Dependents []string
+	// Derived are the keys of its derived values, in the order its
+	// descriptor derives them.
+	Derived []string
+}
+
 // The groups of SchedulerStats.ValuesByDescriptor that are not descriptors.
 const (
 	StatsProperties   = "(properties)"

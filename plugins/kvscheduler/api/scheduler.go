@@ -96,6 +96,14 @@ type KVScheduler interface {
 	// when the record is not kept.
 	GetGraphAsOf(seq uint64) (*GraphSnapshot, error)
 
+	// GetGraphNeighbours returns, for each of keys that names a value of
+	// the current graph (others are left out), its node with dependencies
+	// resolved as in a current snapshot, the keys of the values that depend
+	// on it and those of its derived values. Unlike a snapshot it costs
+	// what the values' own edges cost, not the size of the graph: for a
+	// view that walks the graph from one value.
+	GetGraphNeighbours(keys ...string) []GraphNeighbours
+
 	// GetStats returns counters of values, the queue and the history.
 	GetStats() SchedulerStats
 
