@@ -212,6 +212,39 @@ func TestAgentctlStatus(t *testing.T) {
 	t.Run("dump", func(t *testing.T) {
 		dump := mustCtl(t, env, "dump", "linux.interfaces.interface")
 		golden(t, "status/dump", squeezeColumns(normalize(dump, ph...)))
+		// YAML and JSON show the metadata as the values: proto names
+		// (ip_addresses, host_name, not Go's HostName or the oneof
+		// wrapper Link) and enums by name (type: VETH, not type: 1).
+		dumpYAML := mustCtl(t, env, "dump", "linux.interfaces.interface", "-o", "yaml")
+		for _, bad := range []*regexp.Regexp{regexp.MustCompile(`(?m)^[ -]*[A-Z]\w*:`), regexp.MustCompile(`(?m)^[ -]*type: \d+$`)} {
+			if m := bad.FindString(dumpYAML); m != "" {
+				t.Errorf("dump -o yaml shows %q (a Go field name or an enum number):\n%s", m, dumpYAML)
+			}
+		}
+		var fromYAML, fromJSON struct {
+			Values []struct {
+				Key      string         `json:"key"`
+				Metadata map[string]any `json:"metadata"`
+			} `json:"values"`
+		}
+		parseYAML(t, "dump -o yaml", dumpYAML, &fromYAML)
+		parseJSON(t, "dump -o json", mustCtl(t, env, "dump", "linux.interfaces.interface", "-o", "json"), &fromJSON)
+		if !reflect.DeepEqual(fromYAML, fromJSON) {
+			t.Errorf("dump: -o yaml %+v, -o json %+v: want the same", fromYAML, fromJSON)
+		}
+		peerMetadata := map[string]any{}
+		for _, v := range fromYAML.Values {
+			if strings.HasSuffix(v.Key, "/"+n.Peer) {
+				peerMetadata = v.Metadata
+			}
+		}
+		peerValue, _ := peerMetadata["value"].(map[string]any)
+		if peerMetadata["host_name"] != "eth0" || peerMetadata["type"] != "VETH" ||
+			!reflect.DeepEqual(peerMetadata["namespace"], map[string]any{"type": "NSID", "reference": n.NS}) ||
+			peerValue["type"] != "VETH" || !reflect.DeepEqual(peerValue["ip_addresses"], []any{"172.30.72.2/24"}) ||
+			!reflect.DeepEqual(peerValue["veth"], map[string]any{"peer_if_name": n.Host}) {
+			t.Errorf("dump -o yaml: metadata of %s: %v", n.Peer, peerMetadata)
+		}
 		// An alias of the model dumps the same.
 		if out := mustCtl(t, env, "dump", "linux.interfaces"); out != dump {
 			t.Errorf("dump linux.interfaces:\n%s\nwant what dump linux.interfaces.interface shows:\n%s", out, dump)
@@ -253,10 +286,10 @@ func TestAgentctlStatus(t *testing.T) {
 		if out := mustCtl(t, env, "dump", "linux.l3.route", "--view", "SB"); out != "No linux.l3.route values in the SB view.\n" {
 			t.Errorf("dump linux.l3.route --view SB after the route was deleted: %q", out)
 		}
-		var fromYAML dumpJSON
-		parseYAML(t, "dump -o yaml", mustCtl(t, env, "dump", "linux.l3.route", "--view", "NB", "-o", "yaml"), &fromYAML)
-		if fromYAML.View != "NB" || len(fromYAML.Values) != 1 || fromYAML.Values[0].Value.Value["dst_network"] != "10.200.0.0/16" {
-			t.Errorf("dump --view NB -o yaml: %+v", fromYAML)
+		var routeYAML dumpJSON
+		parseYAML(t, "dump -o yaml", mustCtl(t, env, "dump", "linux.l3.route", "--view", "NB", "-o", "yaml"), &routeYAML)
+		if routeYAML.View != "NB" || len(routeYAML.Values) != 1 || routeYAML.Values[0].Value.Value["dst_network"] != "10.200.0.0/16" {
+			t.Errorf("dump --view NB -o yaml: %+v", routeYAML)
 		}
 		// It stays so (report only) until a resync.
 		if out, err := ip("-n", n.NS, "route", "show", "proto", "181"); err != nil || strings.Contains(out, "10.200.0.0/16") {

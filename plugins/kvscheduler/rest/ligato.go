@@ -376,9 +376,21 @@ func (h *Handler) ligatoDump(w http.ResponseWriter, r *http.Request) {
 	out := make([]ligatoKVWithMetadata, 0, len(kvs))
 	for _, kv := range kvs {
 		out = append(out, ligatoKVWithMetadata{ligatoKV: ligatoKV{Key: kv.Key, Value: h.ligatoValue(kv.Value), Origin: kv.Origin},
-			Metadata: metadataJSON(kv.Metadata)})
+			Metadata: ligatoMetadata(kv.Metadata)})
 	}
 	writeJSON(w, out)
+}
+
+// ligatoMetadata is metadata as the original gives it: encoding/json of
+// the Go value (Go field names, enum numbers), else text.
+func ligatoMetadata(md any) any {
+	if md == nil {
+		return nil
+	}
+	if _, err := json.Marshal(md); err == nil {
+		return md
+	}
+	return fmt.Sprintf("%+v", md)
 }
 
 // ligatoDownstreamResync runs a downstream resync as ours does and answers

@@ -31,17 +31,20 @@ package rest
 
 import (
 	"context"
+	"encoding"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
 	"net/http"
 	"net/url"
+	"reflect"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
@@ -707,15 +710,120 @@ type dumpJSON struct {
 	Metadata any    `json:"metadata,omitempty"`
 }
 
-// metadataJSON is metadata as JSON when it encodes, else as text.
+// metadataJSON is metadata as the values are shown: the proto messages in
+// it as protojson with proto field names, enums by name, the fields of Go
+// structs in snake_case (or as their json tag names them; "-" leaves one
+// out), lists and maps likewise. encoding/json would show Go field names,
+// oneof wrappers and enum numbers. Metadata that does not encode is text.
 func metadataJSON(md any) any {
 	if md == nil {
 		return nil
 	}
-	if _, err := json.Marshal(md); err == nil {
-		return md
+	out, err := metadataValue(reflect.ValueOf(md), 0)
+	if err != nil {
+		return fmt.Sprintf("%+v", md)
 	}
-	return fmt.Sprintf("%+v", md)
+	if _, err := json.Marshal(out); err != nil {
+		return fmt.Sprintf("%+v", md)
+	}
+	return out
+}
+
+var (
+	protoMessageType  = reflect.TypeFor[proto.Message]()
+	protoEnumType     = reflect.TypeFor[protoreflect.Enum]()
+	jsonMarshalerType = reflect.TypeFor[json.Marshaler]()
+	textMarshalerType = reflect.TypeFor[encoding.TextMarshaler]()
+)
+
+// metadataDepth bounds the nesting metadataValue follows (a cycle of
+// pointers).
+const metadataDepth = 32
+
+// metadataValue is v for metadataJSON.
+func metadataValue(v reflect.Value, depth int) (any, error) {
+	if depth > metadataDepth {
+		return nil, errors.New("metadata nested too deep")
+	}
+	if !v.IsValid() || (v.Kind() == reflect.Pointer || v.Kind() == reflect.Interface || v.Kind() == reflect.Map || v.Kind() == reflect.Slice) && v.IsNil() {
+		return nil, nil
+	}
+	t := v.Type()
+	switch {
+	case t.Implements(protoMessageType):
+		data, err := protoJSON.Marshal(v.Interface().(proto.Message))
+		return json.RawMessage(data), err
+	case t.Implements(protoEnumType):
+		e := v.Interface().(protoreflect.Enum)
+		if ev := e.Descriptor().Values().ByNumber(e.Number()); ev != nil {
+			return string(ev.Name()), nil
+		}
+		return int32(e.Number()), nil
+	case t.Implements(jsonMarshalerType) || t.Implements(textMarshalerType):
+		return v.Interface(), nil
+	}
+	switch v.Kind() {
+	case reflect.Pointer, reflect.Interface:
+		return metadataValue(v.Elem(), depth+1)
+	case reflect.Struct:
+		out := map[string]any{}
+		for i := range t.NumField() {
+			f := t.Field(i)
+			if !f.IsExported() {
+				continue
+			}
+			name := snakeCase(f.Name)
+			if tag, _, _ := strings.Cut(f.Tag.Get("json"), ","); tag == "-" {
+				continue
+			} else if tag != "" {
+				name = tag
+			}
+			fv, err := metadataValue(v.Field(i), depth+1)
+			if err != nil {
+				return nil, err
+			}
+			out[name] = fv
+		}
+		return out, nil
+	case reflect.Slice, reflect.Array:
+		if t.Elem().Kind() == reflect.Uint8 {
+			return v.Interface(), nil // bytes: base64, as encoding/json
+		}
+		out := make([]any, v.Len())
+		for i := range v.Len() {
+			ev, err := metadataValue(v.Index(i), depth+1)
+			if err != nil {
+				return nil, err
+			}
+			out[i] = ev
+		}
+		return out, nil
+	case reflect.Map:
+		out := make(map[string]any, v.Len())
+		for it := v.MapRange(); it.Next(); {
+			ev, err := metadataValue(it.Value(), depth+1)
+			if err != nil {
+				return nil, err
+			}
+			out[fmt.Sprint(it.Key().Interface())] = ev
+		}
+		return out, nil
+	}
+	return v.Interface(), nil
+}
+
+// snakeCase is a Go field name in snake_case: SwIfIndex sw_if_index,
+// HostName host_name, BdID bd_id (a run of capitals is one word).
+func snakeCase(name string) string {
+	r := []rune(name)
+	var b strings.Builder
+	for i, c := range r {
+		if unicode.IsUpper(c) && i > 0 && (!unicode.IsUpper(r[i-1]) || i+1 < len(r) && unicode.IsLower(r[i+1])) {
+			b.WriteByte('_')
+		}
+		b.WriteRune(unicode.ToLower(c))
+	}
+	return b.String()
 }
 
 func (h *Handler) dump(w http.ResponseWriter, r *http.Request) {
