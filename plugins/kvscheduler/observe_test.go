@@ -441,6 +441,12 @@ func TestGraphNeighboursAgreeWithTheSnapshot(t *testing.T) {
 	e := newEnv(t)
 	registerExclusive(e)
 	e.register(mocksb.Options{Name: "route", Prefix: "rt/", NB: true,
+		Validate: func(_ string, v proto.Message) error {
+			if strings.Contains(mocksb.Text(v), "invalid") {
+				return errors.New("invalid route")
+			}
+			return nil
+		},
 		Deps: func(key string, v proto.Message) []api.Dependency {
 			var deps []api.Dependency
 			for _, f := range strings.Fields(mocksb.Text(v)) {
@@ -463,6 +469,9 @@ func TestGraphNeighboursAgreeWithTheSnapshot(t *testing.T) {
 	e.mustCommit(ctx, set("if/a", "a"), set("if/b1", "b1"), set("if/b2", "b2"),
 		set("bd/1", "bd ifaces=a,b1"), set("bd/2", "bd ifaces=a"),
 		set("rt/1", "via=a"), set("rt/2", "via=missing"), set("rt/3", "any=if/ anyb"), set("rt/4", "any=nothing/ via=b2"), set("rt/5", "anykey=if/b2"))
+	if _, err := e.commit(ctx, set("rt/6", "via=a invalid")); err == nil {
+		t.Fatal("the invalid rt/6 was accepted")
+	}
 
 	snap, err := e.s.GetGraphSnapshot(time.Time{})
 	if err != nil {
@@ -475,6 +484,9 @@ func TestGraphNeighboursAgreeWithTheSnapshot(t *testing.T) {
 		keys = append(keys, n.Key)
 		if n.Base != "" {
 			derived[n.Base] = append(derived[n.Base], n.Key)
+		}
+		if n.State == api.ValueStateInvalid {
+			continue // not a dependent of anything (see GraphNeighbours)
 		}
 		for _, d := range n.Dependencies {
 			targets := d.Targets
@@ -524,6 +536,9 @@ func TestGraphNeighboursAgreeWithTheSnapshot(t *testing.T) {
 	}
 	if d := byKey["bd/1/if/a"].Dependents; !slices.Equal(d, []string{"bd/2/if/a"}) {
 		t.Errorf("the holder of member/a: dependents %q, want the binding waiting for it", d)
+	}
+	if deps := byKey["rt/6"].Node.Dependencies; byKey["rt/6"].Node.State != api.ValueStateInvalid || len(deps) != 1 || deps[0].Key != "if/a" || !deps[0].Satisfied {
+		t.Errorf("the invalid rt/6 via if/a: %s %+v", byKey["rt/6"].Node.State, deps)
 	}
 	if deps := byKey["rt/2"].Node.Dependencies; len(deps) != 1 || deps[0].Satisfied || len(deps[0].Targets) != 0 {
 		t.Errorf("rt/2 via a missing interface: %+v", deps)

@@ -127,7 +127,9 @@ type GraphNeighbours struct {
 	// Dependents are the keys of the values with a dependency that this
 	// value satisfies, or would satisfy if it were available (a Key
 	// dependency on it, an AnyOf one that accepts it, an Exclusive one on
-	// a resource it holds), sorted.
+	// a resource it holds), sorted. INVALID values are not among them:
+	// their dependencies are not in force until they are fixed (a
+	// snapshot still resolves them, and so does Node of an INVALID value).
 	Dependents []string
 	// Derived are the keys of its derived values, in the order its
 	// descriptor derives them.

@@ -1,64 +1,100 @@
 package webui
 
 import (
-	"cmp"
-	"slices"
-	"sync"
-	"time"
-
 	"github.com/netagent-io/netagent/plugins/kvscheduler/api"
 )
 
-// graphIndex is the current graph snapshot of one revision with its reverse
-// edges: who depends on each key. The scheduler's API gives a value's
-// dependencies (with their targets and whether they are met) only in
-// snapshots, and its dependents nowhere, so the value page reads this
-// index. A snapshot resolves every dependency of the graph, which is the
-// slowest read the view makes (see docs/benchmarks.md), so it is built only
-// for value pages, once per revision.
-type graphIndex struct {
-	rev   uint64
-	nodes []api.GraphNode // sorted by key
-	// dependents: key -> positions of the nodes with a dependency on it
-	// (a Key dependency, or an AnyOf one that it satisfies), in key order.
-	dependents map[string][]int32
-	// derived: base key -> positions of its derived values.
-	derived map[string][]int32
+// localGraph is the part of the graph one value page shows, read from the
+// scheduler value by value (api.KVScheduler.GetGraphNeighbours) as the page
+// walks it: a value's dependencies resolved as in a snapshot, its
+// dependents and derived values. It costs what the shown values' edges
+// cost, whatever the size of the graph (a snapshot resolves every
+// dependency of the graph: ~250 ms at 100k values). One page reads it from
+// one request; the reads are not one atomic view, and a transaction
+// finishing in between can show in the later ones.
+type localGraph struct {
+	s Scheduler
+	// read holds every key asked for: nil when no value has it.
+	read map[string]*api.GraphNeighbours
 }
 
-type graphCache struct {
-	mu  sync.Mutex
-	idx *graphIndex
+func newLocalGraph(s Scheduler) *localGraph {
+	return &localGraph{s: s, read: map[string]*api.GraphNeighbours{}}
 }
 
-// get returns the graph index of the current revision (see indexCache.get).
-func (c *graphCache) get(s Scheduler) (*graphIndex, error) {
-	rev := s.CurrentRevision()
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.idx != nil && c.idx.rev == rev {
-		return c.idx, nil
-	}
-	snap, err := s.GetGraphSnapshot(time.Time{})
-	if err != nil {
-		return nil, err
-	}
-	gi := &graphIndex{rev: rev, nodes: snap.Nodes, dependents: map[string][]int32{}, derived: map[string][]int32{}}
-	for i := range gi.nodes {
-		n := &gi.nodes[i]
-		if n.Base != "" {
-			gi.derived[n.Base] = append(gi.derived[n.Base], int32(i))
+// fetch reads the keys not read yet, in one call.
+func (g *localGraph) fetch(keys []string) {
+	var missing []string
+	for _, k := range keys {
+		if _, ok := g.read[k]; !ok {
+			missing = append(missing, k)
+			g.read[k] = nil
 		}
-		for _, d := range n.Dependencies {
-			for _, t := range dependencyTargets(d) {
-				if l := gi.dependents[t]; len(l) == 0 || l[len(l)-1] != int32(i) {
-					gi.dependents[t] = append(l, int32(i))
-				}
+	}
+	if len(missing) == 0 {
+		return
+	}
+	for _, nb := range g.s.GetGraphNeighbours(missing...) {
+		g.read[nb.Node.Key] = &nb
+	}
+}
+
+// neighbours returns what the graph has of key, or nil.
+func (g *localGraph) neighbours(key string) *api.GraphNeighbours {
+	g.fetch([]string{key})
+	return g.read[key]
+}
+
+// node returns the node of key, or nil.
+func (g *localGraph) node(key string) *api.GraphNode {
+	if nb := g.neighbours(key); nb != nil {
+		return &nb.Node
+	}
+	return nil
+}
+
+// nodes returns the nodes of the keys that have a value, in their order.
+func (g *localGraph) nodes(keys []string) []*api.GraphNode {
+	g.fetch(keys)
+	out := make([]*api.GraphNode, 0, len(keys))
+	for _, k := range keys {
+		if nb := g.read[k]; nb != nil {
+			out = append(out, &nb.Node)
+		}
+	}
+	return out
+}
+
+// dependentKeys returns the keys of the values that depend on key.
+func (g *localGraph) dependentKeys(key string) []string {
+	if nb := g.neighbours(key); nb != nil {
+		return nb.Dependents
+	}
+	return nil
+}
+
+// derivedKeys returns the keys of the values derived from key.
+func (g *localGraph) derivedKeys(key string) []string {
+	if nb := g.neighbours(key); nb != nil {
+		return nb.Derived
+	}
+	return nil
+}
+
+// dependencyKeys returns the keys a node depends on, each once, in the
+// order of its dependencies (missing keys included: nodes leaves them out).
+func dependencyKeys(n *api.GraphNode) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, d := range n.Dependencies {
+		for _, t := range dependencyTargets(d) {
+			if !seen[t] {
+				seen[t] = true
+				out = append(out, t)
 			}
 		}
 	}
-	c.idx = gi
-	return gi, nil
+	return out
 }
 
 // dependencyTargets are the keys a dependency points to: its Key (whether
@@ -69,32 +105,4 @@ func dependencyTargets(d api.DependencyInfo) []string {
 		return []string{d.Key}
 	}
 	return d.Targets
-}
-
-// node returns the node of a key, or nil.
-func (gi *graphIndex) node(key string) *api.GraphNode {
-	i, ok := slices.BinarySearchFunc(gi.nodes, key, func(n api.GraphNode, k string) int { return cmp.Compare(n.Key, k) })
-	if !ok {
-		return nil
-	}
-	return &gi.nodes[i]
-}
-
-// dependentsOf returns the keys of the values that depend on key.
-func (gi *graphIndex) dependentsOf(key string) []*api.GraphNode {
-	pos := gi.dependents[key]
-	out := make([]*api.GraphNode, len(pos))
-	for i, p := range pos {
-		out[i] = &gi.nodes[p]
-	}
-	return out
-}
-
-func (gi *graphIndex) derivedOf(key string) []*api.GraphNode {
-	pos := gi.derived[key]
-	out := make([]*api.GraphNode, len(pos))
-	for i, p := range pos {
-		out[i] = &gi.nodes[p]
-	}
-	return out
 }

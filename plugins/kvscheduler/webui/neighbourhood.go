@@ -20,7 +20,7 @@ const (
 	rowPitch    = 34
 	columnPitch = 300
 	margin      = 10
-	labelRunes  = 34
+	labelRunes  = 30 // what fits in nodeWidth at 12px monospace
 )
 
 type svgNode struct {
@@ -31,7 +31,9 @@ type svgNode struct {
 
 type svgEdge struct {
 	X1, Y1, X2, Y2 int
-	Derived        bool
+	// Derived: from a value to one derived from it; Back: from a
+	// dependency left of its dependent (drawn left to right).
+	Derived, Back bool
 }
 
 // svgMore is the "N more" line under a capped column.
@@ -49,69 +51,68 @@ type neighbourhood struct {
 	More          []svgMore
 }
 
-// column is the keys of one layer, capped, and how many it left out.
+// column is the nodes of one layer, capped, and how many it left out.
 type column struct {
 	nodes  []*api.GraphNode
 	hidden int
 	anchor string
 }
 
-func capColumn(nodes []*api.GraphNode, anchor string) column {
-	c := column{nodes: nodes, anchor: anchor}
-	if len(nodes) > maxColumn {
-		c.nodes, c.hidden = nodes[:maxColumn], len(nodes)-maxColumn
+// capColumn makes a column of the first maxColumn of keys that have a
+// value (only those are read).
+func capColumn(g *localGraph, keys []string, anchor string) column {
+	c := column{anchor: anchor}
+	if len(keys) > maxColumn {
+		c.hidden = len(keys) - maxColumn
+		keys = keys[:maxColumn]
 	}
+	c.nodes = g.nodes(keys)
 	return c
 }
 
-// dependencyNodes returns the nodes a node depends on (those in the graph),
-// each once, in the order of its dependencies.
-func dependencyNodes(gi *graphIndex, n *api.GraphNode) []*api.GraphNode {
-	var out []*api.GraphNode
-	seen := map[string]bool{}
-	for _, d := range n.Dependencies {
-		for _, t := range dependencyTargets(d) {
-			if tn := gi.node(t); tn != nil && !seen[t] {
-				seen[t] = true
-				out = append(out, tn)
-			}
-		}
-	}
-	return out
-}
-
-// secondHop returns the neighbours (by next) of the shown nodes that are
+// secondHop returns the keys next (by next) to the shown nodes that are
 // not shown already, each once.
-func secondHop(shown []*api.GraphNode, exclude map[string]bool, next func(*api.GraphNode) []*api.GraphNode) []*api.GraphNode {
-	var out []*api.GraphNode
+func secondHop(shown []*api.GraphNode, exclude map[string]bool, next func(*api.GraphNode) []string) []string {
+	var out []string
 	seen := map[string]bool{}
 	for _, n := range shown {
-		for _, m := range next(n) {
-			if !exclude[m.Key] && !seen[m.Key] {
-				seen[m.Key] = true
-				out = append(out, m)
+		for _, k := range next(n) {
+			if !exclude[k] && !seen[k] {
+				seen[k] = true
+				out = append(out, k)
 			}
 		}
 	}
 	return out
 }
 
-// layoutNeighbourhood lays out the neighbourhood of center.
-func layoutNeighbourhood(gi *graphIndex, center *api.GraphNode) *neighbourhood {
-	deps := capColumn(dependencyNodes(gi, center), "dependencies")
-	dependents := capColumn(gi.dependentsOf(center.Key), "dependents")
-	derived := capColumn(gi.derivedOf(center.Key), "derived")
+// without returns keys without those in exclude.
+func without(keys []string, exclude map[string]bool) []string {
+	out := make([]string, 0, len(keys))
+	for _, k := range keys {
+		if !exclude[k] {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// layoutNeighbourhood lays out the neighbourhood of center. A value that is
+// both a dependency and a dependent of the centre (the two ends of a veth
+// pair) is drawn once, among the dependencies, with an edge each way.
+func layoutNeighbourhood(g *localGraph, center *api.GraphNode) *neighbourhood {
 	shown := map[string]bool{center.Key: true}
-	for _, c := range []column{deps, dependents, derived} {
+	mark := func(c column) column {
 		for _, n := range c.nodes {
 			shown[n.Key] = true
 		}
+		return c
 	}
-	deps2 := capColumn(secondHop(deps.nodes, shown, func(n *api.GraphNode) []*api.GraphNode { return dependencyNodes(gi, n) }), "dependencies")
-	for _, n := range deps2.nodes {
-		shown[n.Key] = true
-	}
-	dependents2 := capColumn(secondHop(dependents.nodes, shown, func(n *api.GraphNode) []*api.GraphNode { return gi.dependentsOf(n.Key) }), "dependents")
+	deps := mark(capColumn(g, without(dependencyKeys(center), shown), "dependencies"))
+	derived := mark(capColumn(g, without(g.derivedKeys(center.Key), shown), "derived"))
+	dependents := mark(capColumn(g, without(g.dependentKeys(center.Key), shown), "dependents"))
+	deps2 := mark(capColumn(g, secondHop(deps.nodes, shown, dependencyKeys), "dependencies"))
+	dependents2 := mark(capColumn(g, secondHop(dependents.nodes, shown, func(n *api.GraphNode) []string { return g.dependentKeys(n.Key) }), "dependents"))
 
 	// The centre column: the value, then its derived values.
 	middle := column{nodes: append([]*api.GraphNode{center}, derived.nodes...), hidden: derived.hidden, anchor: "derived"}
@@ -146,17 +147,22 @@ func layoutNeighbourhood(gi *graphIndex, center *api.GraphNode) *neighbourhood {
 			nb.More = append(nb.More, svgMore{X: x + 8, Y: y0 + len(c.nodes)*rowPitch + nodeHeight/2 + 4, N: c.hidden, Anchor: c.anchor})
 		}
 	}
-	// Edges go from a value to what it depends on (right to left).
+	// Edges go from a value to what it depends on: right to left, or left
+	// to right (back) for a dependency drawn left of its dependent's
+	// column, such as the centre's dependency that depends on it too.
 	edge := func(from, to string) {
 		f, okF := pos[from]
 		t, okT := pos[to]
-		if !okF || !okT || f[0] <= t[0] {
-			return
+		switch {
+		case !okF || !okT || f[0] == t[0]:
+		case f[0] > t[0]:
+			nb.Edges = append(nb.Edges, svgEdge{X1: f[0], Y1: f[1] + nodeHeight/2, X2: t[0] + nodeWidth, Y2: t[1] + nodeHeight/2})
+		default:
+			nb.Edges = append(nb.Edges, svgEdge{X1: f[0] + nodeWidth, Y1: f[1] + nodeHeight/2 + 6, X2: t[0], Y2: t[1] + nodeHeight/2 + 6, Back: true})
 		}
-		nb.Edges = append(nb.Edges, svgEdge{X1: f[0], Y1: f[1] + nodeHeight/2, X2: t[0] + nodeWidth, Y2: t[1] + nodeHeight/2})
 	}
 	for _, n := range nb.Nodes {
-		gn := gi.node(n.Key)
+		gn := g.node(n.Key)
 		for _, d := range gn.Dependencies {
 			for _, t := range dependencyTargets(d) {
 				edge(n.Key, t)

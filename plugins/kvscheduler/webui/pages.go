@@ -221,13 +221,9 @@ func (h *Handler) valuePage(w http.ResponseWriter, r *http.Request) {
 			Flags: strings.Join(rev.Flags, " "), Value: valueJSON(rev.Value)}
 		d.Timeline = append(d.Timeline, ev)
 	}
-	gi, err := h.graph.get(h.s)
-	if err != nil {
-		h.fail(w, err)
-		return
-	}
-	d.Revision = gi.rev
-	n := gi.node(key)
+	d.Revision = h.s.CurrentRevision()
+	g := newLocalGraph(h.s)
+	n := g.node(key)
 	if n == nil {
 		msg := fmt.Sprintf("no value with the key %q", key)
 		if len(d.Timeline) > 0 {
@@ -274,14 +270,14 @@ func (h *Handler) valuePage(w http.ResponseWriter, r *http.Request) {
 		}
 		for _, t := range targets {
 			l := link{Key: t, Label: dep.Label, Satisfied: dep.Satisfied, Note: note}
-			if tn := gi.node(t); tn != nil {
+			if tn := g.node(t); tn != nil {
 				l.State = tn.State.String()
 			}
 			d.Deps = append(d.Deps, l)
 		}
 	}
-	dependents := gi.dependentsOf(key)
-	for _, dn := range dependents[:min(len(dependents), maxListed)] {
+	dependents := g.dependentKeys(key)
+	for _, dn := range g.nodes(dependents[:min(len(dependents), maxListed)]) {
 		l := link{Key: dn.Key, State: dn.State.String()}
 		for _, dep := range dn.Dependencies {
 			if slices.Contains(dependencyTargets(dep), key) {
@@ -291,7 +287,7 @@ func (h *Handler) valuePage(w http.ResponseWriter, r *http.Request) {
 		d.Dependents = append(d.Dependents, l)
 	}
 	d.MoreDeps = len(dependents) - len(d.Dependents)
-	d.Graph = layoutNeighbourhood(gi, n)
+	d.Graph = layoutNeighbourhood(g, n)
 	h.render(w, http.StatusOK, "value", layout{Title: key, Nav: "nav-values", Body: d})
 }
 

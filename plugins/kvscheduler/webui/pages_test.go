@@ -327,6 +327,26 @@ func TestValuePage(t *testing.T) {
 	if got := text(p.mustID(t, "status")); !strings.Contains(got, "descriptor (none)") {
 		t.Errorf("status of a property: %q", got)
 	}
+	keyLink(t, p.mustID(t, "base"), "iface/a")
+}
+
+// TestValuePageMutualDependencies: two values that depend on each other
+// (the ends of a veth pair) are each drawn once in the other's graph, with
+// an edge each way, one of them drawn back (left to right).
+func TestValuePageMutualDependencies(t *testing.T) {
+	e := newEnv(t, webui.Options{})
+	e.commit(api.TxnOptions{}, "route/m1", "dep=route/m2", "route/m2", "dep=route/m1", "route/m3", "dep=route/m1")
+	p := e.ok("/ui/value?key=route%2Fm1")
+	svg := p.mustID(t, "neighbourhood")
+	wantList(t, "graph of route/m1", attrs(find(svg, sel("a", "node")), "data-key"), []string{"route/m2", "route/m1", "route/m3"})
+	var classes []string
+	for _, l := range find(svg, func(n *html.Node) bool { return n.Type == html.ElementNode && n.Data == "line" }) {
+		c, _ := attr(l, "class")
+		classes = append(classes, c)
+	}
+	slices.Sort(classes)
+	wantList(t, "edges of route/m1's graph", classes, []string{"edge", "edge", "edge back"})
+	wantList(t, "dependents of route/m1", attrs(find(p.mustID(t, "dependents"), sel("a", "dependent-link")), "data-key"), []string{"route/m2", "route/m3"})
 }
 
 func TestValueUnknown(t *testing.T) {

@@ -25,8 +25,9 @@
 // At 100k values every page must answer within 200 ms: values are filtered
 // and paginated on the server, from an index built once per revision of
 // the scheduler's state (KVScheduler.CurrentRevision) and shared by the
-// requests until the next change (index.go); the value page reads a graph
-// snapshot, also once per revision (graphindex.go). A bad query parameter
+// requests until the next change (index.go); the value page reads only the
+// values it shows, with their edges (KVScheduler.GetGraphNeighbours,
+// graphindex.go), never the whole graph. A bad query parameter
 // gets 400 with a page whose <p id="error"> names it; an unknown key or
 // transaction gets 404; never a silent fallback.
 package webui
@@ -87,7 +88,6 @@ type Handler struct {
 	opts   Options
 	mux    *http.ServeMux
 	values indexCache
-	graph  graphCache
 }
 
 //go:embed templates/*.html
