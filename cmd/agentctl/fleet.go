@@ -638,7 +638,11 @@ func (a *app) fleetStatusCommand() *cobra.Command {
 				return a.printData(fs)
 			}
 			if len(fs.Agents) == 0 {
-				fmt.Fprintf(a.stdout, "All %s OK.\n", count(all, "agent is", "agents are"))
+				if all == 1 {
+					fmt.Fprintln(a.stdout, "The agent is OK.")
+				} else {
+					fmt.Fprintf(a.stdout, "All %d agents are OK.\n", all)
+				}
 				return nil
 			}
 			return printFleet(a.stdout, fs, time.Now())

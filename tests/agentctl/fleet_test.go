@@ -270,6 +270,9 @@ func TestAgentctlFleet(t *testing.T) {
 		if out := mustCtl(t, env, "fleet", "status", "--problems", plain.Label, stopped.Label); out != "All 2 agents are OK.\n" {
 			t.Errorf("fleet status --problems of the agents OK: %q", out)
 		}
+		if out := mustCtl(t, env, "fleet", "status", "--problems", plain.Label); out != "The agent is OK.\n" {
+			t.Errorf("fleet status --problems of one agent OK: %q", out)
+		}
 		wantError(t, env, "", []string{"fleet", "status", "nomatch*", "x?"}, `fleet status: no label matches nomatch* x?`,
 			"labels in etcd at "+etcd.endpoint+": "+strings.Join(labels, ", "))
 	})

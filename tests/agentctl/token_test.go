@@ -26,7 +26,7 @@ func TestAgentctlToken(t *testing.T) {
 	tokenFile := writeFile(t, "token", token+"\n")
 
 	t.Run("reads need no token", func(t *testing.T) {
-		for _, args := range [][]string{{"status"}, {"values"}, {"config", "get"}, {"config", "history"}, {"dump", "vpp.interfaces"}} {
+		for _, args := range [][]string{{"status"}, {"values"}, {"config", "get"}, {"config", "history"}, {"dump", "linux.interfaces"}} {
 			mustCtl(t, noToken, args...)
 		}
 	})
