@@ -9,12 +9,14 @@ import (
 	"testing"
 
 	"github.com/netagent-io/netagent/pkg/models"
+	vppif "github.com/netagent-io/netagent/proto/vpp/interfaces"
 )
 
 // TestE2EDumpOfADisabledPart: an agent with VPP disabled answers a dump of
-// VPP's values (by key prefix, descriptor or model name, in every view,
-// for our clients and the original's) with 409 saying VPP is disabled,
-// not with an empty list that reads as "there are none". An unknown
+// VPP's values (by key prefix, descriptor or model name, in the SB and
+// cached views, for our clients and the original's) with 409 saying VPP is
+// disabled, not with an empty list that reads as "there are none"; the NB
+// view of a key prefix lists the values the NB asks for. An unknown
 // descriptor is 404 naming the registered ones; an unknown or ambiguous
 // model name is 400 naming the candidates; a model by any of its names
 // dumps under the model's key prefix.
@@ -42,7 +44,7 @@ func TestE2EDumpOfADisabledPart(t *testing.T) {
 		header map[string]string
 	}{
 		{"key-prefix=" + url.QueryEscape(models.VPPInterface.KeyPrefix) + "&view=SB", nil},
-		{"key-prefix=" + url.QueryEscape(models.VPPRoute.KeyPrefix) + "&view=NB", nil},
+		{"key-prefix=" + url.QueryEscape(models.VPPRoute.KeyPrefix) + "&view=cached", nil},
 		{"key-prefix=vpp/interface/", nil},
 		{"descriptor=vpp-interface&view=cached", nil},
 		{"model=vpp.interfaces&view=SB", nil},
@@ -53,6 +55,19 @@ func TestE2EDumpOfADisabledPart(t *testing.T) {
 		if code, msg := get(c.query, c.header); code != http.StatusConflict || msg != vppDisabled {
 			t.Errorf("dump?%s (original client: %v): %d %q, want 409 %q", c.query, c.header != nil, code, msg, vppDisabled)
 		}
+	}
+
+	// The NB view of a key prefix lists what the NB asks for all the same
+	// (UNIMPLEMENTED: no descriptor), for both clients.
+	kv := newEtcdClient(t, cfg.Etcd.EmbeddedClientURL)
+	key := kv.put(&vppif.Interface{Name: "disabled-e2e1", Type: vppif.Interface_SOFTWARE_LOOPBACK, Enabled: true})
+	a.waitState(key, "UNIMPLEMENTED")
+	nbQuery := "key-prefix=" + url.QueryEscape(models.VPPInterface.KeyPrefix) + "&view=NB"
+	if code, body := get(nbQuery, nil); code != http.StatusOK || !strings.Contains(body, key) {
+		t.Errorf("dump?%s: %d %s, want 200 listing %s", nbQuery, code, body, key)
+	}
+	if code, body := get(nbQuery, original); code != http.StatusOK || !strings.Contains(body, key) {
+		t.Errorf("dump?%s (original client): %d %s, want 200 listing %s", nbQuery, code, body, key)
 	}
 
 	code, msg := get("descriptor=bogus", nil)

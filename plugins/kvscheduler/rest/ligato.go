@@ -345,7 +345,7 @@ func (h *Handler) ligatoDump(w http.ResponseWriter, r *http.Request) {
 		ligatoFail(w, err)
 		return
 	}
-	if err := h.dumpDisabled(q.Get("descriptor"), q.Get("key-prefix")); err != nil {
+	if err := h.dumpDisabled(q.Get("descriptor"), q.Get("key-prefix"), view); err != nil {
 		ligatoFail(w, err)
 		return
 	}

@@ -77,8 +77,9 @@ type Options struct {
 	// key prefix cannot be in the agent: the part that would handle them
 	// is disabled in its configuration ("VPP is disabled in this agent's
 	// configuration ..."); "" when nothing keeps them away. A dump of them
-	// is answered 409 with the reason, not with an empty list that reads
-	// as "there are none".
+	// (SB or cached view, or by descriptor) is answered 409 with the
+	// reason, not with an empty list that reads as "there are none"; the
+	// NB view of a key prefix lists the values asked for.
 	Disabled func(descriptor, keyPrefix string) string
 	// ModelKeyPrefix, when set, resolves the model names of dump?model=
 	// (and their aliases) to the models' key prefixes; its error (an
@@ -855,7 +856,7 @@ func (h *Handler) dump(w http.ResponseWriter, r *http.Request) {
 		q.Set("key-prefix", prefix)
 	}
 	descriptor, prefix := q.Get("descriptor"), q.Get("key-prefix")
-	if err := h.dumpDisabled(descriptor, prefix); err != nil {
+	if err := h.dumpDisabled(descriptor, prefix, view); err != nil {
 		fail(w, err)
 		return
 	}
@@ -903,9 +904,11 @@ func (h *Handler) dump(w http.ResponseWriter, r *http.Request) {
 }
 
 // dumpDisabled is the 409 of a dump of a descriptor or key prefix whose
-// part of the agent is disabled (Options.Disabled), nil otherwise.
-func (h *Handler) dumpDisabled(descriptor, keyPrefix string) error {
-	if h.opts.Disabled == nil || (descriptor == "" && keyPrefix == "") {
+// part of the agent is disabled (Options.Disabled), nil otherwise. The NB
+// view of a key prefix is answered all the same: the values asked for
+// (UNIMPLEMENTED without their descriptors) are there.
+func (h *Handler) dumpDisabled(descriptor, keyPrefix string, view api.View) error {
+	if h.opts.Disabled == nil || (descriptor == "" && keyPrefix == "") || (descriptor == "" && view == api.NBView) {
 		return nil
 	}
 	if reason := h.opts.Disabled(descriptor, keyPrefix); reason != "" {

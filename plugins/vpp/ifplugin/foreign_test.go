@@ -346,8 +346,8 @@ func TestLocal0InDumps(t *testing.T) {
 	if err := json.Unmarshal(ans.Values[k].Metadata, &restMD); err != nil {
 		t.Fatal(err)
 	}
-	if restMD["DevType"] != "local" || ans.Values[k].Origin != "from-SB" {
-		t.Errorf("local0 in the REST dump: origin %s, metadata %s; want from-SB and DevType local", ans.Values[k].Origin, ans.Values[k].Metadata)
+	if restMD["dev_type"] != "local" || ans.Values[k].Origin != "from-SB" {
+		t.Errorf("local0 in the REST dump: origin %s, metadata %s; want from-SB and dev_type local", ans.Values[k].Origin, ans.Values[k].Metadata)
 	}
 	if _, ok := restMD["Value"]; ok {
 		t.Errorf("local0's REST metadata repeats the value: %s", ans.Values[k].Metadata)
