@@ -3,7 +3,9 @@ package main
 import (
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/netagent-io/netagent/pkg/models"
@@ -71,4 +73,34 @@ func dirUsage(t *testing.T, dir string) (int64, int) {
 		t.Fatal(err)
 	}
 	return size, wals
+}
+
+// TestMakeRunKeepsItsEtcdDataInTheRunDir: make run's script gives the agent
+// its run directory's etcd/ (NETAGENT_RUN_DIR, default .run), not a new
+// directory in /tmp that each run left behind. The agent is run with
+// --version, so it stops before starting anything: what is checked is
+// what the script decides.
+func TestMakeRunKeepsItsEtcdDataInTheRunDir(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("scripts/run-example.sh runs as root (it may install packages)")
+	}
+	before, _ := filepath.Glob("/tmp/netagent-etcd.*")
+	runDir := t.TempDir()
+	cmd := exec.Command("../../scripts/run-example.sh", "--version")
+	cmd.Env = append(os.Environ(), "NETAGENT_RUN_DIR="+runDir)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("run-example.sh --version: %v\n%s", err, out)
+	}
+	data := filepath.Join(runDir, "etcd")
+	if !strings.Contains(string(out), "etcd data in "+data) {
+		t.Errorf("run-example.sh does not say it uses %s:\n%s", data, out)
+	}
+	if st, err := os.Stat(data); err != nil || !st.IsDir() {
+		t.Errorf("%s: %v", data, err)
+	}
+	after, _ := filepath.Glob("/tmp/netagent-etcd.*")
+	if len(after) > len(before) {
+		t.Errorf("run-example.sh left a directory in /tmp: before %q, after %q", before, after)
+	}
 }
