@@ -250,9 +250,18 @@ func TestAgentctlStatus(t *testing.T) {
 			t.Errorf("dump linux.interfaces:\n%s\nwant what dump linux.interfaces.interface shows:\n%s", out, dump)
 		}
 		// The agent runs without VPP: a dump of a VPP model says so (not
-		// "no values"), under the model's name or an alias, in every view.
-		for _, args := range [][]string{{"dump", "vpp.interfaces", "--view", "SB"}, {"dump", "vpp.interfaces.interface"}, {"dump", "vpp.l3.route", "--view", "NB", "-o", "json"}} {
+		// "no values"), under the model's name or an alias, in the SB and
+		// cached views; the NB view lists what the NB asks for (nothing
+		// here).
+		for _, args := range [][]string{{"dump", "vpp.interfaces", "--view", "SB"}, {"dump", "vpp.interfaces.interface"}, {"dump", "vpp.l3.route", "--view", "cached", "-o", "json"}} {
 			wantError(t, env, "", args, "VPP is disabled in this agent's configuration", "vpp.disabled: true", "nothing to dump")
+		}
+		var nbDump struct {
+			View   string            `json:"view"`
+			Values []json.RawMessage `json:"values"`
+		}
+		if out := mustCtl(t, env, "dump", "vpp.l3.route", "--view", "NB", "-o", "json"); json.Unmarshal([]byte(out), &nbDump) != nil || nbDump.View != "NB" || nbDump.Values == nil || len(nbDump.Values) != 0 {
+			t.Errorf("dump vpp.l3.route --view NB -o json: %s, want the NB view with no values", out)
 		}
 
 		// Behind the agent's back, the route goes: the drift watcher reports
