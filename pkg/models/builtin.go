@@ -407,7 +407,12 @@ func validateBridgeDomain(v proto.Message, errs *fieldErrors) {
 
 func validateVPPRoute(v proto.Message, errs *fieldErrors) {
 	r := v.(*vppl3.Route)
-	checkEnums(r.ProtoReflect(), "", errs)
+	// type is a Route's one enum and it has no message field
+	// (TestRouteChecksEveryEnum): checked directly, without checkEnums'
+	// reflection, a third of this check's time for bulk route updates.
+	if t := r.GetType(); vppl3.Route_RouteType_name[int32(t)] == "" {
+		errs.add("type", "%d is not a value of %s", t, t.Descriptor().FullName())
+	}
 	dst, dstOK := errs.cidr("dst_network", r.GetDstNetwork())
 	if nh := r.GetNextHopAddr(); nh != "" {
 		if a, ok := errs.ip("next_hop_addr", nh); ok && dstOK && a.Is4() != dst.Addr().Is4() {

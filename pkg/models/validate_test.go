@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/netagent-io/netagent/pkg/models"
 	linuxif "github.com/netagent-io/netagent/proto/linux/interfaces"
@@ -328,6 +329,20 @@ func TestValidateBridgeDomain(t *testing.T) {
 				&vppl2.BridgeDomain_ArpTerminationEntry{IpAddress: "2001:DB8:0::1", PhysAddress: "02:00:00:00:00:03"})
 		}), fields: []string{"arp_termination_table[2].ip_address"}, want: "2001:db8::1 is already arp_termination_table[1]"},
 	})
+}
+
+// TestRouteChecksEveryEnum: the VPP route's check tests its type directly
+// instead of walking the message for enums; that holds while type is its
+// only enum and it has no message field. A new one fails here: check it
+// in validateVPPRoute too (or go back to checkEnums).
+func TestRouteChecksEveryEnum(t *testing.T) {
+	fields := (&vppl3.Route{}).ProtoReflect().Descriptor().Fields()
+	for i := range fields.Len() {
+		fd := fields.Get(i)
+		if (fd.Kind() == protoreflect.EnumKind || fd.Kind() == protoreflect.MessageKind) && fd.Name() != "type" {
+			t.Errorf("vpp.l3.Route.%s is a %s field: validateVPPRoute does not check its enums", fd.Name(), fd.Kind())
+		}
+	}
 }
 
 func TestValidateVPPRoute(t *testing.T) {
