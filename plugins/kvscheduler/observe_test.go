@@ -14,40 +14,18 @@ import (
 
 	"github.com/netagent-io/netagent/plugins/kvscheduler"
 	"github.com/netagent-io/netagent/plugins/kvscheduler/api"
+	"github.com/netagent-io/netagent/plugins/kvscheduler/api/apitest"
 	"github.com/netagent-io/netagent/plugins/kvscheduler/internal/mocksb"
 )
-
-// manualClock is a clock the test moves by hand. Retry timers are not used
-// by these tests.
-type manualClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *manualClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *manualClock) advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
-
-func (c *manualClock) AfterFunc(d time.Duration, f func()) func() bool {
-	return time.AfterFunc(d, f).Stop
-}
 
 var t0 = time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
 
 // newObsEnv is an env with a manual clock and the interface and route
 // descriptors of the observability tests: route values depend on the key
 // named by "dep=".
-func newObsEnv(t *testing.T, opts kvscheduler.Options) (*env, *manualClock) {
+func newObsEnv(t *testing.T, opts kvscheduler.Options) (*env, *apitest.Clock) {
 	t.Helper()
-	clock := &manualClock{now: t0}
+	clock := apitest.NewClock(t0)
 	opts.Clock = clock
 	if opts.Logger == nil {
 		opts.Logger = testLogger(t)
@@ -73,9 +51,9 @@ func TestKeyTimelinePendingThenConfigured(t *testing.T) {
 	e, clock := newObsEnv(t, kvscheduler.Options{})
 	ctx := context.Background()
 	seq1 := e.mustCommit(ctx, set("route/r1", "via a dep=iface/a"))
-	clock.advance(time.Second)
+	clock.Advance(time.Second)
 	seq2 := e.mustCommit(ctx, set("iface/a", "a"))
-	clock.advance(time.Second)
+	clock.Advance(time.Second)
 	seq3 := e.mustCommit(ctx, del("iface/a"))
 
 	revs := e.s.GetKeyTimeline("route/r1")
@@ -111,7 +89,7 @@ func TestGraphAsOfAnOldTransaction(t *testing.T) {
 	e, clock := newObsEnv(t, kvscheduler.Options{})
 	ctx := context.Background()
 	seq1 := e.mustCommit(ctx, set("route/r1", "via a dep=iface/a"))
-	clock.advance(time.Second)
+	clock.Advance(time.Second)
 	seq2 := e.mustCommit(ctx, set("iface/a", "a"))
 
 	old, err := e.s.GetGraphAsOf(seq1)
@@ -152,9 +130,9 @@ func TestGraphAsOfAnOldTransaction(t *testing.T) {
 func TestGraphSnapshotAtTime(t *testing.T) {
 	e, clock := newObsEnv(t, kvscheduler.Options{})
 	ctx := context.Background()
-	clock.advance(time.Minute)
+	clock.Advance(time.Minute)
 	e.mustCommit(ctx, set("iface/a", "a"))
-	clock.advance(time.Minute)
+	clock.Advance(time.Minute)
 	e.mustCommit(ctx, set("iface/a", "a2"), set("iface/b", "b"))
 
 	snap, err := e.s.GetGraphSnapshot(t0.Add(90 * time.Second))
@@ -177,7 +155,7 @@ func TestHistoryRetentionIsReported(t *testing.T) {
 	e, clock := newObsEnv(t, kvscheduler.Options{HistorySize: 3})
 	ctx := context.Background()
 	for i := range 5 {
-		clock.advance(time.Second)
+		clock.Advance(time.Second)
 		e.mustCommit(ctx, set("iface/a", strings.Repeat("x", i+1)))
 	}
 	info := e.s.GetHistoryInfo()
@@ -201,7 +179,7 @@ func TestTransactionHistoryRange(t *testing.T) {
 	e, clock := newObsEnv(t, kvscheduler.Options{})
 	ctx := context.Background()
 	for i := range 6 {
-		clock.advance(10 * time.Second)
+		clock.Advance(10 * time.Second)
 		e.mustCommit(ctx, set("iface/a", strings.Repeat("y", i+1)))
 	}
 	seqs := func(recs []*api.RecordedTxn) []uint64 {
@@ -379,7 +357,7 @@ func TestKeyTimelineOfDerivedValuesEndsRemoved(t *testing.T) {
 	e.expectState(bindingC, api.ValueStateConfigured)
 
 	// bd1 no longer lists b (PENDING) nor c (applied): both go.
-	clock.advance(time.Second)
+	clock.Advance(time.Second)
 	e.mustCommit(ctx, set(bd, "bd ifaces=a"))
 	e.expectGone(bindingB)
 	e.expectGone(bindingC)
@@ -392,7 +370,7 @@ func TestKeyTimelineOfDerivedValuesEndsRemoved(t *testing.T) {
 
 	// bd1 deleted: its applied binding is deleted with it, REMOVED at once
 	// (not PENDING: nothing will create it again).
-	clock.advance(time.Second)
+	clock.Advance(time.Second)
 	seq := e.mustCommit(ctx, del(bd))
 	e.expectGone(bindingA)
 	states := revStates(e.s.GetKeyTimeline(bindingA))

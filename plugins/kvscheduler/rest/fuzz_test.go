@@ -11,6 +11,7 @@ import (
 
 	"github.com/netagent-io/netagent/plugins/kvscheduler"
 	"github.com/netagent-io/netagent/plugins/kvscheduler/api"
+	"github.com/netagent-io/netagent/plugins/kvscheduler/api/apitest"
 	"github.com/netagent-io/netagent/plugins/kvscheduler/internal/mocksb"
 	"github.com/netagent-io/netagent/plugins/kvscheduler/rest"
 )
@@ -31,7 +32,7 @@ var fuzzEndpoints = []struct{ method, path string }{
 // FuzzQuery: whatever the query, every endpoint answers 200, 400, 404 or
 // 501 (never 500, never a panic), and a JSON answer is valid JSON.
 func FuzzQuery(f *testing.F) {
-	clock := &testClock{now: t0}
+	clock := apitest.NewClock(t0)
 	s := kvscheduler.New(kvscheduler.Options{Clock: clock, Logger: discardLogger(), HistorySize: 50})
 	f.Cleanup(s.Close)
 	sb := mocksb.New()
@@ -46,7 +47,7 @@ func FuzzQuery(f *testing.F) {
 		{"iface/a": "a"},
 		{"iface/b": "b", "route/r2": "dep=iface/zzz"},
 	} {
-		clock.advance(time.Second)
+		clock.Advance(time.Second)
 		txn := s.StartNBTransaction()
 		for k, v := range step {
 			txn.SetValue(k, mocksb.Str(v))

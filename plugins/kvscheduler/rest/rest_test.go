@@ -26,6 +26,7 @@ import (
 
 	"github.com/netagent-io/netagent/plugins/kvscheduler"
 	"github.com/netagent-io/netagent/plugins/kvscheduler/api"
+	"github.com/netagent-io/netagent/plugins/kvscheduler/api/apitest"
 	"github.com/netagent-io/netagent/plugins/kvscheduler/internal/mocksb"
 	"github.com/netagent-io/netagent/plugins/kvscheduler/rest"
 )
@@ -36,28 +37,6 @@ func TestMain(m *testing.M) {
 
 // ---------------------------------------------------------------------------
 // Environment
-
-// testClock is a clock the test moves by hand.
-type testClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *testClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *testClock) advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
-
-func (c *testClock) AfterFunc(d time.Duration, f func()) func() bool {
-	return time.AfterFunc(d, f).Stop
-}
 
 // t0 is the clock's start; the k-th transaction run by env.txn starts (and,
 // the clock standing still meanwhile, ends) at t0 + k seconds.
@@ -75,7 +54,7 @@ type env struct {
 	t     *testing.T
 	s     *kvscheduler.Scheduler
 	sb    *mocksb.SB
-	clock *testClock
+	clock *apitest.Clock
 	srv   *httptest.Server
 
 	mu        sync.Mutex
@@ -88,7 +67,7 @@ func discardLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Disca
 // its REST API; both are closed when the test ends.
 func newEnv(t *testing.T, opts kvscheduler.Options) *env {
 	t.Helper()
-	e := &env{t: t, sb: mocksb.New(), clock: &testClock{now: t0}, retrieves: map[string]int{}}
+	e := &env{t: t, sb: mocksb.New(), clock: apitest.NewClock(t0), retrieves: map[string]int{}}
 	opts.Clock = e.clock
 	opts.Logger = discardLogger()
 	e.s = kvscheduler.New(opts)
@@ -136,7 +115,7 @@ func (e *env) commit(opts api.TxnOptions, changes ...kv) (uint64, error) {
 // txn moves the clock by a second and runs a transaction that must succeed.
 func (e *env) txn(changes ...kv) uint64 {
 	e.t.Helper()
-	e.clock.advance(time.Second)
+	e.clock.Advance(time.Second)
 	seq, err := e.commit(api.TxnOptions{}, changes...)
 	if err != nil {
 		e.t.Fatalf("commit: %v", err)
@@ -634,7 +613,7 @@ func TestTxnHistoryRevertedTransaction(t *testing.T) {
 	e := newEnv(t, kvscheduler.Options{})
 	e.txn(set("iface/a", "a"))
 	e.sb.Fail("create", "route/r2", nil, 1)
-	e.clock.advance(time.Second)
+	e.clock.Advance(time.Second)
 	seq, err := e.commit(api.TxnOptions{Revert: true}, set("iface/a", "a2"), set("route/r2", "x dep=iface/a"))
 	if err == nil {
 		t.Fatal("reverted commit: no error")
@@ -1194,7 +1173,7 @@ func TestStatus(t *testing.T) {
 
 	// A failed value shows its error.
 	e.sb.Fail("create", "iface/c", nil, 1)
-	e.clock.advance(time.Second)
+	e.clock.Advance(time.Second)
 	if _, err := e.commit(api.TxnOptions{}, set("iface/c", "c")); err == nil {
 		t.Fatal("failing create: no error")
 	}

@@ -17,7 +17,6 @@ import (
 	"net/url"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -27,6 +26,7 @@ import (
 
 	"github.com/netagent-io/netagent/plugins/kvscheduler"
 	"github.com/netagent-io/netagent/plugins/kvscheduler/api"
+	"github.com/netagent-io/netagent/plugins/kvscheduler/api/apitest"
 	"github.com/netagent-io/netagent/plugins/kvscheduler/internal/mocksb"
 	"github.com/netagent-io/netagent/plugins/kvscheduler/webui"
 )
@@ -37,26 +37,6 @@ func TestMain(m *testing.M) {
 
 // ---------------------------------------------------------------------------
 // Environment
-
-type testClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *testClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *testClock) advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
-
-// AfterFunc never fires: a value waiting for its retry stays RETRYING.
-func (c *testClock) AfterFunc(time.Duration, func()) func() bool { return func() bool { return true } }
 
 var t0 = time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
 
@@ -71,7 +51,7 @@ type env struct {
 	t     *testing.T
 	s     *kvscheduler.Scheduler
 	sb    *mocksb.SB
-	clock *testClock
+	clock *apitest.Clock
 	srv   *httptest.Server
 }
 
@@ -94,7 +74,9 @@ func validate(_ string, value proto.Message) error {
 
 func newEnv(t *testing.T, opts webui.Options) *env {
 	t.Helper()
-	e := &env{t: t, sb: mocksb.New(), clock: &testClock{now: t0}}
+	clock := apitest.NewClock(t0)
+	clock.NoTimers = true // a value waiting for its retry stays RETRYING
+	e := &env{t: t, sb: mocksb.New(), clock: clock}
 	e.s = kvscheduler.New(kvscheduler.Options{Clock: e.clock, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	t.Cleanup(e.s.Close)
 	if err := e.s.RegisterKVDescriptor(
@@ -110,7 +92,7 @@ func newEnv(t *testing.T, opts webui.Options) *env {
 
 func (e *env) commit(opts api.TxnOptions, kvs ...string) uint64 {
 	e.t.Helper()
-	e.clock.advance(time.Second)
+	e.clock.Advance(time.Second)
 	txn := e.s.StartNBTransaction()
 	for i := 0; i < len(kvs); i += 2 {
 		var v proto.Message
@@ -146,7 +128,7 @@ func (e *env) standard() {
 	e.sb.Fail("create", "iface/r", nil, 1)
 	e.commit(api.TxnOptions{Retry: &api.RetryOpt{Period: time.Hour, MaxCount: 3}}, "iface/r", "r")
 	e.commit(api.TxnOptions{}, scriptKey, scriptValue)
-	e.clock.advance(time.Second)
+	e.clock.Advance(time.Second)
 	if err := e.s.PushSBNotification(api.KVWithMetadata{Key: "iface/sb1", Value: mocksb.Str("sb"), Origin: api.FromSB}); err != nil {
 		e.t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
-// Package apitest holds stand-ins for the scheduler's side of the
+// Package apitest holds stand-ins for tests: the scheduler's side of the
 // descriptor API, for tests that call descriptor callbacks or metadata
-// lookups directly, without a scheduler.
+// lookups directly, without a scheduler (Scope), and a scheduler clock a
+// test moves by hand (Clock).
 package apitest
 
 import (
