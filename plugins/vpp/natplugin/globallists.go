@@ -2,7 +2,6 @@ package natplugin
 
 import (
 	"context"
-	"errors"
 	"sort"
 	"strings"
 
@@ -155,12 +154,7 @@ func (p *Plugin) globalInterfaceDescriptor() *api.TypedDescriptor[*vppnat.Nat44I
 			return nil, p.syncInterface(ctx, i.GetName(), wantedFeatures(i))
 		},
 		Delete: func(ctx context.Context, _ string, i *vppnat.Nat44Interface, _ any) error {
-			err := p.syncInterface(ctx, i.GetName(), features{})
-			var missing *missingInterfaceError
-			if errors.As(err, &missing) {
-				return nil // its features went with it
-			}
-			return err
+			return p.clearInterface(ctx, i.GetName())
 		},
 		Retrieve: func(ctx context.Context, _ []api.TypedKV[*vppnat.Nat44Interface, any]) ([]api.TypedKV[*vppnat.Nat44Interface, any], error) {
 			return vppconn.Retrieved(p.retrieveGlobalInterfaces(ctx))

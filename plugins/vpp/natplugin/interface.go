@@ -61,13 +61,7 @@ func (p *Plugin) interfaceDescriptor() *api.TypedDescriptor[*vppnat.Nat44Interfa
 			return nil, p.syncInterface(ctx, i.GetName(), wantedFeatures(i))
 		},
 		Delete: func(ctx context.Context, _ string, i *vppnat.Nat44Interface, _ any) error {
-			err := p.syncInterface(ctx, i.GetName(), features{})
-			var missing *missingInterfaceError
-			if errors.As(err, &missing) {
-				p.log.Debug("NAT interface to delete: its interface is gone, and its features with it", "interface", i.GetName())
-				return nil
-			}
-			return err
+			return p.clearInterface(ctx, i.GetName())
 		},
 		Retrieve: func(ctx context.Context, c []api.TypedKV[*vppnat.Nat44Interface, any]) ([]api.TypedKV[*vppnat.Nat44Interface, any], error) {
 			return vppconn.Retrieved(p.retrieveInterfaces(ctx, c))
@@ -209,4 +203,16 @@ func (p *Plugin) retrieveInterfaces(ctx context.Context, correlate []api.TypedKV
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
 	return out, nil
+}
+
+// clearInterface removes the NAT features of an interface; an interface
+// already gone took its features with it (success).
+func (p *Plugin) clearInterface(ctx context.Context, name string) error {
+	err := p.syncInterface(ctx, name, features{})
+	var missing *missingInterfaceError
+	if errors.As(err, &missing) {
+		p.log.Debug("NAT features to remove: the interface is gone, and its features with it", "interface", name)
+		return nil
+	}
+	return err
 }
