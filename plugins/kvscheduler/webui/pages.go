@@ -91,7 +91,9 @@ const (
 
 type valueRow struct {
 	Key, State, Descriptor, Origin, LastOp, Error string
-	Derived                                       bool
+	// Details of the status (what a PENDING value waits for).
+	Details []string
+	Derived bool
 }
 
 type valuesData struct {
@@ -156,7 +158,7 @@ func (h *Handler) filterValues(r *http.Request) (*valuesData, error) {
 	}
 	for _, e := range rows {
 		d.Rows = append(d.Rows, valueRow{Key: e.key, State: e.state.String(), Descriptor: e.group,
-			Origin: originName(e.origin), LastOp: opName(e.lastOp), Error: e.err, Derived: e.derived})
+			Origin: originName(e.origin), LastOp: opName(e.lastOp), Error: e.err, Details: e.details, Derived: e.derived})
 	}
 	return d, nil
 }

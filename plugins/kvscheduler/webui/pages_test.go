@@ -131,19 +131,24 @@ func TestValuesFilters(t *testing.T) {
 func TestValuesRows(t *testing.T) {
 	e := newEnv(t, webui.Options{})
 	e.standard()
-	p := e.ok("/ui/values?prefix=iface/")
-	var got []string
-	for _, r := range find(p.mustID(t, "values"), sel("tr", "value")) {
-		cells := find(r, sel("td", ""))
-		var cols []string
-		for _, c := range cells {
-			cols = append(cols, text(c))
+	rows := func(p page) []string {
+		var got []string
+		for _, r := range find(p.mustID(t, "values"), sel("tr", "value")) {
+			cells := find(r, sel("td", ""))
+			var cols []string
+			for _, c := range cells {
+				cols = append(cols, text(c))
+			}
+			key, _ := attr(r, "data-key")
+			keyLink(t, find(r, sel("a", "value-link"))[0], key)
+			got = append(got, strings.Join(cols, " | "))
 		}
-		key, _ := attr(r, "data-key")
-		keyLink(t, find(r, sel("a", "value-link"))[0], key)
-		got = append(got, strings.Join(cols, " | "))
+		return got
 	}
-	wantList(t, "rows", got, []string{
+	// A pending value says what it waits for.
+	wantList(t, "pending rows", rows(e.ok("/ui/values?state=PENDING")), []string{"route/p1 | PENDING | route | NB |  | waits for iface/missing"})
+	p := e.ok("/ui/values?prefix=iface/")
+	wantList(t, "rows", rows(p), []string{
 		"iface/a | CONFIGURED | iface | NB | CREATE | ",
 		"iface/a/address/10.0.0.1 derived | CONFIGURED | (properties) | NB | CREATE | ",
 		"iface/bad | INVALID | iface | NB | VALIDATE | invalid value: the value says it is invalid",
