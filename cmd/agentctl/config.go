@@ -129,6 +129,9 @@ type keptKey struct {
 	// By is "etcd" when the key is in etcd (at --etcd-endpoints), else
 	// "another source" (the init file, or an etcd agentctl does not see).
 	By string `json:"by"`
+	// Label is the agent's label when it is not agentctl's (--label): the
+	// key is under /vnf-agent/<Label>/, where the agent reads.
+	Label string `json:"label,omitempty"`
 }
 
 // change is the result of an Update or Delete, as reportChange prints it.
@@ -217,11 +220,15 @@ func (a *app) reportChange(c change) error {
 // fallback tells that the change took the gRPC source's value away (the
 // other source's value applies now).
 func keptLine(k keptKey, fallback bool) string {
+	del := "agentctl kvdb del " + k.Key
+	if k.Label != "" {
+		del = "agentctl --label " + k.Label + " kvdb del " + k.Key
+	}
 	switch {
 	case k.By == "etcd" && fallback:
-		return fmt.Sprintf("%s: etcd's value applies now (etcd sets it too; delete it there: agentctl kvdb del %s)", k.Key, k.Key)
+		return fmt.Sprintf("%s: etcd's value applies now (etcd sets it too; delete it there: %s)", k.Key, del)
 	case k.By == "etcd":
-		return fmt.Sprintf("%s is set by etcd, not by agentctl's gRPC source; delete it there: agentctl kvdb del %s", k.Key, k.Key)
+		return fmt.Sprintf("%s is set by etcd, not by agentctl's gRPC source; delete it there: %s", k.Key, del)
 	case fallback:
 		return fmt.Sprintf("%s: the value of another source of the agent (the init file, or etcd) applies now", k.Key)
 	}
@@ -274,6 +281,12 @@ func (a *app) keptBy(ctx context.Context, keys []string) []keptKey {
 	if len(keys) == 0 {
 		return out
 	}
+	// The agent reads etcd under its own label: when it uses agentctl's
+	// etcd under another one, the keys are looked up there.
+	label, other := a.label, ""
+	if st := a.probeAgent(ctx).wait(); a.labelMismatch(st) != "" {
+		label, other = st.Label, st.Label
+	}
 	cc, err := a.etcdConfig(min(a.timeout, etcdLookupTimeout))
 	if err != nil {
 		return out
@@ -286,12 +299,12 @@ func (a *app) keptBy(ctx context.Context, keys []string) []keptKey {
 	ctx, cancel := context.WithTimeout(ctx, min(a.timeout, etcdLookupTimeout))
 	defer cancel()
 	for i, key := range keys {
-		resp, err := cli.Get(ctx, models.EtcdKey(a.label, key), clientv3.WithKeysOnly())
+		resp, err := cli.Get(ctx, models.EtcdKey(label, key), clientv3.WithKeysOnly())
 		if err != nil {
 			break
 		}
 		if len(resp.Kvs) > 0 {
-			out[i].By = "etcd"
+			out[i].By, out[i].Label = "etcd", other
 		}
 	}
 	return out

@@ -1,13 +1,18 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/netagent-io/netagent/pkg/models"
 )
 
 // statusAgent serves GET /info/status for an agent with the label whose
@@ -128,4 +133,43 @@ func TestKvdbLabelCheck(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestKeptByLooksUnderTheAgentsLabel: which source keeps a key that a
+// config update --replace or delete took from the gRPC source is looked up
+// in etcd under the label of the agent that uses agentctl's etcd, not
+// agentctl's own (another label would find nothing: "another source"), and
+// the hint to delete it names that label.
+func TestKeptByLooksUnderTheAgentsLabel(t *testing.T) {
+	cli := startFleetEtcd(t)
+	endpoint := cli.Endpoints()[0]
+	const key = "config/vpp/v2/interfaces/loop1"
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := cli.Put(ctx, models.EtcdKey("nc1", key), `{"name":"loop1","type":"SOFTWARE_LOOPBACK"}`); err != nil {
+		t.Fatal(err)
+	}
+	app := func(restPort string) *app {
+		port, err := strconv.Atoi(restPort)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &app{label: "vpp1", labelFrom: "the default", host: "127.0.0.1", restPort: port, etcdEndpoints: []string{endpoint},
+			timeout: 5 * time.Second, stdout: &bytes.Buffer{}, stderr: &bytes.Buffer{}}
+	}
+	for _, c := range []struct {
+		name, restPort string
+		want           keptKey
+	}{
+		{"the agent labelled nc1", statusAgent(t, "nc1", endpoint), keptKey{Key: key, By: "etcd", Label: "nc1"}},
+		{"no agent: agentctl's label", closedPorts(t, 1)[0], keptKey{Key: key, By: "another source"}},
+	} {
+		got := app(c.restPort).keptBy(ctx, []string{key})
+		if len(got) != 1 || got[0] != c.want {
+			t.Errorf("%s: kept %+v, want %+v", c.name, got, c.want)
+		}
+	}
+	if line := keptLine(keptKey{Key: key, By: "etcd", Label: "nc1"}, false); !strings.Contains(line, "delete it there: agentctl --label nc1 kvdb del "+key) {
+		t.Errorf("kept line %q does not name the agent's label", line)
+	}
 }
