@@ -74,6 +74,10 @@ type AgentOptions struct {
 	// DialOptions are added to those of the agent's etcd client (a test
 	// counting the agent's requests adds its interceptors).
 	DialOptions []grpc.DialOption
+	// KeepAliveTimeout, when set, replaces the daemon's keepalive timeout
+	// of the etcd client (5 s after a 10 s silence): for a test whose
+	// fault must outlast it.
+	KeepAliveTimeout time.Duration
 }
 
 // Agent is one agent run in the test process (see the package
@@ -105,8 +109,12 @@ func StartAgent(t testing.TB, opts AgentOptions) *Agent {
 		log = slog.New(slog.DiscardHandler)
 	}
 	log = log.With("label", opts.Label)
+	kaTimeout := keepAliveTimeout
+	if opts.KeepAliveTimeout > 0 {
+		kaTimeout = opts.KeepAliveTimeout
+	}
 	cli, err := clientv3.New(clientv3.Config{Endpoints: opts.Endpoints, DialTimeout: 5 * time.Second,
-		DialKeepAliveTime: keepAliveTime, DialKeepAliveTimeout: keepAliveTimeout, Logger: zap.NewNop(),
+		DialKeepAliveTime: keepAliveTime, DialKeepAliveTimeout: kaTimeout, Logger: zap.NewNop(),
 		DialOptions: append([]grpc.DialOption{grpc.WithConnectParams(grpc.ConnectParams{MinConnectTimeout: 5 * time.Second})}, opts.DialOptions...)})
 	if err != nil {
 		t.Fatalf("agent %s: etcd client: %v", opts.Label, err)

@@ -42,6 +42,9 @@ type world struct {
 	names map[string]int
 	// churned are the labels churn wrote to.
 	churned map[string]bool
+	// keepAliveTimeout is given to the agents started next (0: the
+	// daemon's).
+	keepAliveTimeout time.Duration
 }
 
 func newWorld(t *testing.T) *world {
@@ -74,7 +77,7 @@ func (w *world) agent(label string, progress time.Duration, members ...int) *Age
 	}
 	buf := &testsupport.SyncBuffer{}
 	w.logs[label] = buf
-	a := StartAgent(w.t, AgentOptions{Label: label, Endpoints: eps, ProgressInterval: progress,
+	a := StartAgent(w.t, AgentOptions{Label: label, Endpoints: eps, ProgressInterval: progress, KeepAliveTimeout: w.keepAliveTimeout,
 		Log: slog.New(slog.NewTextHandler(buf, &slog.HandlerOptions{Level: slog.LevelInfo}))})
 	w.agents = append(w.agents, a)
 	return a
@@ -402,9 +405,13 @@ func TestHungMemberNoticed(t *testing.T) {
 // everything again, applying each change once.
 func TestCompactionWhileLagging(t *testing.T) {
 	w := newWorld(t)
-	// Without progress requests: the agent must not give up on the watch
-	// before etcd tells it of the compaction.
+	// Without progress requests, and with a keepalive timeout longer than
+	// the writes take on a loaded machine (25 s seen, the daemon's client
+	// gives up after 15): the agent must not give up on the watch before
+	// etcd tells it of the compaction.
+	w.keepAliveTimeout = 2 * time.Minute
 	lag := w.agent("lagging", -1, 2)
+	w.keepAliveTimeout = 0
 	w.agent("on-all", 0)
 	w.before(12)
 
@@ -412,8 +419,9 @@ func TestCompactionWhileLagging(t *testing.T) {
 	w.during(12)
 	// etcd sends a watch the events of its prefix only: the bulk goes to
 	// the agent's own label, under names never written before, with large
-	// values (25 MB in all: 6,000 addresses each), quickly enough for the
-	// client's keepalive (15 s) not to give up on the held connection first.
+	// values (25 MB in all: 6,000 addresses each), within the lagging
+	// client's keepalive (above), which must not give up on the held
+	// connection first.
 	var addrs []string
 	for i := range 6000 {
 		addrs = append(addrs, fmt.Sprintf(`"10.%d.%d.1/32"`, i/256, i%256))
