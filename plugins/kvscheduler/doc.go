@@ -333,7 +333,12 @@
 // reach back as far as the history does, and a time or transaction before it
 // is reported as api.ErrNotInHistory with where the history starts. States
 // set without an operation (RETRYING between a failure and its retry) show
-// in the current graph only.
+// in the current graph only. A snapshot resolves every dependency of the
+// graph (hundreds of milliseconds at 100k values); a reader that walks the
+// graph from one value (the web view's value page) asks GetGraphNeighbours
+// instead: the values it names, their dependencies resolved the same way,
+// their dependents from the graph's reverse edges and their derived values,
+// at the cost of those edges.
 //
 // # Transaction log and metrics
 //
