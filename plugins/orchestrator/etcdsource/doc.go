@@ -14,10 +14,13 @@
 //     into one Change, never split (etcd does not split a revision across
 //     watch responses unless asked to fragment them, which the source does
 //     not).
-//   - A burst of revisions is coalesced: revisions that arrive while the
-//     previous Change runs, or within Options.BatchMaxDelay of the first
-//     event of the batch, join one Change of at most Options.BatchMaxKeys
-//     keys (more only when a single revision is bigger). Within a Change a key
+//   - The first revision after a quiet Options.BatchMaxDelay (no Change
+//     ended within it) goes at once, in a Change of its own: a lone put
+//     reaches the scheduler without waiting. A burst of revisions is
+//     coalesced: revisions that arrive while the previous Change runs, or
+//     within Options.BatchMaxDelay of the first event of the batch, join one
+//     Change of at most Options.BatchMaxKeys keys (more only when a single
+//     revision is bigger). Within a Change a key
 //     appears once, with its last event, in the order of the last events; a
 //     key created and deleted within one batch is left out (the sink never
 //     had it), so a delete is only ever passed for a key the sink has.

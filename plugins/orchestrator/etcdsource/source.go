@@ -41,6 +41,8 @@ type Options struct {
 	// single etcd revision has more.
 	BatchMaxKeys int
 	// BatchMaxDelay is the longest wait to coalesce a burst (default 20ms).
+	// The first change after a quiet BatchMaxDelay goes at once: only
+	// what follows it closely waits to be coalesced.
 	BatchMaxDelay time.Duration
 	// ReadTimeout is the longest wait for one page of a full read (default
 	// 30s). While etcd is away a read waits this long for it to come back
@@ -485,11 +487,15 @@ func (s *Source) watch(ctx context.Context, rev int64, lost <-chan struct{}) (en
 	defer stopTimer()
 	live := newLiveness(s.opts.ProgressInterval, time.Now)
 	defer live.stop()
+	// lastFlush is when the last Change ended: a batch that starts a
+	// quiet BatchMaxDelay after it goes at once (see the package doc).
+	var lastFlush time.Time
 	flush := func() {
 		stopTimer()
 		if b.empty() {
 			return
 		}
+		defer func() { lastFlush = time.Now() }()
 		kvs, revs := b.take()
 		if len(kvs) == 0 {
 			return // only keys created and deleted within the batch
@@ -562,6 +568,13 @@ func (s *Source) watch(ctx context.Context, rev int64, lost <-chan struct{}) (en
 			flush()
 		}
 		if !b.empty() && timer == nil {
+			if time.Since(lastFlush) >= s.opts.BatchMaxDelay {
+				// Quiet until now: a lone change does not wait for others
+				// that may never come; a burst's next revisions, read
+				// while this Change runs, are coalesced.
+				flush()
+				continue
+			}
 			timer = time.NewTimer(s.opts.BatchMaxDelay)
 			timeout = timer.C
 		}

@@ -239,6 +239,22 @@ func TestCoalesce(t *testing.T) {
 	}
 }
 
+// A lone put after a quiet spell goes to the sink at once, in a Change of
+// its own: it does not wait BatchMaxDelay (an hour here) for others that
+// may never come. A put that follows a Change closely waits to be
+// coalesced (TestCoalesce).
+func TestLonePutGoesAtOnce(t *testing.T) {
+	h := newHarness(t)
+	h.run(etcdsource.Options{BatchMaxDelay: time.Hour})
+	h.waitSynced()
+	h.put(prefix+vppIfKey+"a", vppIf("a", 1))
+	h.sink.waitState(t, etcdState(t, h.cli))
+	calls, _ := h.sink.snapshot()
+	if len(calls) != 2 || len(calls[1].kvs) != 1 {
+		t.Errorf("calls %v, want the Resync and one Change of the put", calls)
+	}
+}
+
 // 10,000 keys in 10 transactions of 1,000: few Changes, none above 1,000
 // keys, every key once, in order.
 func TestBurst(t *testing.T) {
