@@ -190,8 +190,9 @@ type Orchestrator struct {
 	// descriptor call hangs. Lock order: commitMu, then mu.
 	commitMu sync.Mutex
 	mu       sync.Mutex
-	// values: key -> source -> value (an *api.UndecodableValue for Err).
-	values map[string]map[SourceID]proto.Message
+	// values: key -> its sources' values (an *api.UndecodableValue for
+	// Err).
+	values map[string]sourceValues
 	// notes are the notes of the values that have one (KV.Note), nil
 	// while none has.
 	notes map[sourceKey]string
@@ -223,7 +224,7 @@ func New(s Scheduler, log *slog.Logger) *Orchestrator {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Orchestrator{s: s, log: log, values: map[string]map[SourceID]proto.Message{},
+	return &Orchestrator{s: s, log: log, values: map[string]sourceValues{},
 		sources: map[SourceID]bool{}, synced: map[SourceID]bool{}, connectors: map[SourceID]Connector{},
 		startedCh: make(chan struct{})}
 }
@@ -286,9 +287,9 @@ func (o *Orchestrator) effectiveNoted(key string) (proto.Message, string) {
 	var best proto.Message
 	var bestID SourceID
 	bestPrio := -1
-	for id, v := range o.values[key] {
-		if p := priority[id]; p > bestPrio {
-			best, bestID, bestPrio = v, id, p
+	for _, sv := range o.values[key] {
+		if p := priority[sv.id]; p > bestPrio {
+			best, bestID, bestPrio = sv.value, sv.id, p
 		}
 	}
 	if best == nil || len(o.notes) == 0 {
@@ -333,21 +334,61 @@ func (o *Orchestrator) set(id SourceID, key string, v proto.Message) {
 		if len(o.notes) > 0 {
 			delete(o.notes, sourceKey{key, id})
 		}
-		if m := o.values[key]; m != nil {
-			delete(m, id)
-			if len(m) == 0 {
+		if m, ok := o.values[key]; ok {
+			if m = m.without(id); len(m) == 0 {
 				delete(o.values, key)
+			} else {
+				o.values[key] = m
 			}
 		}
 		return
 	}
-	m := o.values[key]
-	if m == nil {
-		m = map[SourceID]proto.Message{}
-		o.values[key] = m
+	m, ok := o.values[key]
+	o.values[key] = m.with(id, v)
+	if !ok {
 		o.valuesPeak = max(o.valuesPeak, len(o.values))
 	}
-	m[id] = v
+}
+
+// sourceValues are the values the sources give one key, one entry per
+// source: a handful at most, so a slice (one small allocation per key)
+// rather than a map (a few hundred bytes per key at 100k keys).
+type sourceValues []sourceValue
+
+type sourceValue struct {
+	id    SourceID
+	value proto.Message
+}
+
+// get returns the value of source id.
+func (m sourceValues) get(id SourceID) (proto.Message, bool) {
+	for _, sv := range m {
+		if sv.id == id {
+			return sv.value, true
+		}
+	}
+	return nil, false
+}
+
+// with sets the value of source id, in place when it has one.
+func (m sourceValues) with(id SourceID, v proto.Message) sourceValues {
+	for i := range m {
+		if m[i].id == id {
+			m[i].value = v
+			return m
+		}
+	}
+	return append(m, sourceValue{id, v})
+}
+
+// without removes the value of source id, in place.
+func (m sourceValues) without(id SourceID) sourceValues {
+	for i := range m {
+		if m[i].id == id {
+			return slices.Delete(m, i, i+1)
+		}
+	}
+	return m
 }
 
 // minPeakToRebuild is the smallest peak of values after which
@@ -362,7 +403,7 @@ func (o *Orchestrator) compactValues() {
 	if o.valuesPeak < minPeakToRebuild || len(o.values) >= o.valuesPeak/4 {
 		return
 	}
-	values := make(map[string]map[SourceID]proto.Message, len(o.values))
+	values := make(map[string]sourceValues, len(o.values))
 	for key, m := range o.values {
 		values[key] = m
 	}
@@ -440,21 +481,22 @@ func (o *Orchestrator) saveSource(id SourceID, keys []string) (restore func()) {
 	all := keys == nil
 	if all {
 		for key, m := range o.values {
-			if _, ok := m[id]; ok {
+			if _, ok := m.get(id); ok {
 				keys = append(keys, key)
 			}
 		}
 	}
 	before := make(map[string]saved, len(keys))
 	for _, key := range keys {
-		before[key] = saved{o.values[key][id], o.notes[sourceKey{key, id}]}
+		v, _ := o.values[key].get(id)
+		before[key] = saved{v, o.notes[sourceKey{key, id}]}
 	}
 	return func() {
 		o.mu.Lock()
 		defer o.mu.Unlock()
 		if all {
 			for key, m := range o.values {
-				if _, ok := m[id]; ok {
+				if _, ok := m.get(id); ok {
 					if _, had := before[key]; !had {
 						o.set(id, key, nil)
 					}
@@ -552,7 +594,7 @@ func (o *Orchestrator) resync(id SourceID, kvs []KV, description string) (txn *f
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	for key, m := range o.values {
-		if _, ok := m[id]; ok {
+		if _, ok := m.get(id); ok {
 			o.set(id, key, nil)
 		}
 	}
@@ -732,7 +774,7 @@ func (o *Orchestrator) SourceValues(id SourceID) []KV {
 	defer o.mu.Unlock()
 	var out []KV
 	for key, m := range o.values {
-		v, ok := m[id]
+		v, ok := m.get(id)
 		if !ok {
 			continue
 		}
@@ -750,7 +792,8 @@ func (o *Orchestrator) SourceValues(id SourceID) []KV {
 func (o *Orchestrator) SourceValue(id SourceID, key string) proto.Message {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	return o.values[key][id]
+	v, _ := o.values[key].get(id)
+	return v
 }
 
 // Plan commits a dry run of the changes of a source (of its Resync when
@@ -778,19 +821,17 @@ func (o *Orchestrator) Plan(ctx context.Context, id SourceID, kvs []KV, resync b
 func (o *Orchestrator) plan(id SourceID, kvs []KV, resync bool) api.Txn {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	saved := map[string]map[SourceID]proto.Message{}
+	// The changes below edit the values' slices in place: the copy
+	// restored after owns its own.
+	saved := make(map[string]sourceValues, len(o.values))
 	for key, m := range o.values {
-		c := make(map[SourceID]proto.Message, len(m))
-		for k, v := range m {
-			c[k] = v
-		}
-		saved[key] = c
+		saved[key] = slices.Clone(m)
 	}
 	savedNotes := maps.Clone(o.notes)
 	defer func() { o.values, o.valuesPeak, o.notes = saved, len(saved), savedNotes }()
 	if resync {
 		for key, m := range o.values {
-			if _, ok := m[id]; ok {
+			if _, ok := m.get(id); ok {
 				o.set(id, key, nil)
 			}
 		}
