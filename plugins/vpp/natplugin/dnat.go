@@ -592,22 +592,46 @@ func (p *Plugin) addDelStatic(ctx context.Context, key string, m *vppnat.DNat44_
 		return fmt.Errorf("DNat44 %s: %s: %w", label, id, err)
 	}
 	err = p.h.AddDelStaticMapping(ctx, sm, add)
+	return p.mappingResult(ctx, key, label, add, err, &vppnat.DNat44{Label: label, StMappings: []*vppnat.DNat44_StaticMapping{m}},
+		func(got *vppnat.DNat44) bool {
+			have := staticByID(got)[id]
+			return have != nil && staticEquivalent(have, m)
+		},
+		fmt.Sprintf("%s: VPP has a mapping on that external endpoint already (someone else's, or another DNat44's)", sm))
+}
+
+// mappingResult is what the add or delete of a mapping (the DNat44 asked
+// holds it alone) ends with, given VPP's answer err: the delete of a
+// mapping VPP does not have succeeds; an add VPP refuses as existing
+// succeeds when VPP has the mapping as asked (read back, compared by
+// found: an interrupted create, a lost reply), else fails saying exists.
+func (p *Plugin) mappingResult(ctx context.Context, key, label string, add bool, err error, asked *vppnat.DNat44, found func(*vppnat.DNat44) bool, exists string) error {
 	switch {
 	case err == nil:
 		return nil
 	case !add && vppconn.IsVPPError(err, govppapi.NO_SUCH_ENTRY):
 		return nil
 	case add && vppconn.IsVPPError(err, govppapi.VALUE_EXIST):
-		got, rerr := p.vppMappings(ctx, map[string]*vppnat.DNat44{label: {Label: label, StMappings: []*vppnat.DNat44_StaticMapping{m}}})
-		if rerr == nil {
-			if have := staticByID(got[label])[id]; have != nil && staticEquivalent(have, m) {
-				p.log.Info("static mapping found in VPP as the value asks; taken as created", "mapping", key)
-				return nil
-			}
+		if got, rerr := p.vppMappings(ctx, map[string]*vppnat.DNat44{label: asked}); rerr == nil && found(got[label]) {
+			p.log.Info("mapping found in VPP as the value asks; taken as created", "mapping", key)
+			return nil
 		}
-		return fmt.Errorf("DNat44 %s: %s: VPP has a mapping on that external endpoint already (someone else's, or another DNat44's): %w", label, sm, err)
+		return fmt.Errorf("DNat44 %s: %s: %w", label, exists, err)
 	}
 	return fmt.Errorf("DNat44 %s: %w", label, err)
+}
+
+// retrievedMappings lists the mappings of one kind (list) that VPP has
+// under the agent's labels, keyed by key, in key order.
+func retrievedMappings[M proto.Message](inVPP map[string]*vppnat.DNat44, list func(*vppnat.DNat44) []M, key func(string, M) string) []api.TypedKV[M, any] {
+	var out []api.TypedKV[M, any]
+	for label, d := range inVPP {
+		for _, m := range list(d) {
+			out = append(out, api.TypedKV[M, any]{Key: key(label, m), Value: m, Origin: api.FromNB})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
+	return out
 }
 
 // retrieveStatics reports the static mappings VPP has under the agent's
@@ -619,14 +643,7 @@ func (p *Plugin) retrieveStatics(ctx context.Context) ([]api.TypedKV[*vppnat.DNa
 	if err != nil {
 		return nil, err
 	}
-	var out []api.TypedKV[*vppnat.DNat44_StaticMapping, any]
-	for label, d := range inVPP {
-		for _, m := range d.GetStMappings() {
-			out = append(out, api.TypedKV[*vppnat.DNat44_StaticMapping, any]{Key: StaticMappingKey(label, m), Value: m, Origin: api.FromNB})
-		}
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
-	return out, nil
+	return retrievedMappings(inVPP, (*vppnat.DNat44).GetStMappings, StaticMappingKey), nil
 }
 
 // --- identity mappings ----------------------------------------------------------
@@ -683,22 +700,12 @@ func (p *Plugin) addDelIdentity(ctx context.Context, key string, m *vppnat.DNat4
 		im.IP = parseIPv4(m.GetIpAddress())
 	}
 	err = p.h.AddDelIdentityMapping(ctx, im, add)
-	switch {
-	case err == nil:
-		return nil
-	case !add && vppconn.IsVPPError(err, govppapi.NO_SUCH_ENTRY):
-		return nil
-	case add && vppconn.IsVPPError(err, govppapi.VALUE_EXIST):
-		got, rerr := p.vppMappings(ctx, map[string]*vppnat.DNat44{label: {Label: label, IdMappings: []*vppnat.DNat44_IdentityMapping{m}}})
-		if rerr == nil {
-			if have := identityByID(got[label])[id]; have != nil && identityEquivalent(have, m) {
-				p.log.Info("identity mapping found in VPP as the value asks; taken as created", "mapping", key)
-				return nil
-			}
-		}
-		return fmt.Errorf("DNat44 %s: %s: VPP has that mapping, or a static mapping on that address, already (someone else's, or another DNat44's): %w", label, im, err)
-	}
-	return fmt.Errorf("DNat44 %s: %w", label, err)
+	return p.mappingResult(ctx, key, label, add, err, &vppnat.DNat44{Label: label, IdMappings: []*vppnat.DNat44_IdentityMapping{m}},
+		func(got *vppnat.DNat44) bool {
+			have := identityByID(got)[id]
+			return have != nil && identityEquivalent(have, m)
+		},
+		fmt.Sprintf("%s: VPP has that mapping, or a static mapping on that address, already (someone else's, or another DNat44's)", im))
 }
 
 func (p *Plugin) retrieveIdentities(ctx context.Context) ([]api.TypedKV[*vppnat.DNat44_IdentityMapping, any], error) {
@@ -706,12 +713,5 @@ func (p *Plugin) retrieveIdentities(ctx context.Context) ([]api.TypedKV[*vppnat.
 	if err != nil {
 		return nil, err
 	}
-	var out []api.TypedKV[*vppnat.DNat44_IdentityMapping, any]
-	for label, d := range inVPP {
-		for _, m := range d.GetIdMappings() {
-			out = append(out, api.TypedKV[*vppnat.DNat44_IdentityMapping, any]{Key: IdentityMappingKey(label, m), Value: m, Origin: api.FromNB})
-		}
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
-	return out, nil
+	return retrievedMappings(inVPP, (*vppnat.DNat44).GetIdMappings, IdentityMappingKey), nil
 }

@@ -542,3 +542,35 @@ func TestIdentityMappingsOfTwoLabelsOnOneAddress(t *testing.T) {
 	e.mustCommit(del(b.key))
 	wantList(t, "identity mappings without a and b", e.identityMappings(), nil)
 }
+
+// TestMappingOfSomeoneElse: when VPP holds someone else's static mapping
+// (another tag) on the external endpoint a DNat44 asks for, VPP refuses
+// the add as existing and the read-back finds no mapping of the DNat44's:
+// the value fails naming the endpoint, not taken as created, and VPP's
+// mapping stays as it was.
+func TestMappingOfSomeoneElse(t *testing.T) {
+	e := newEnv(t)
+	e.mustCommit(global(false))
+	someones := "someone: 6 192.0.2.1:80 -> 10.0.0.99:8080 NAT_IS_OUT2IN_ONLY"
+	e.call("someone else's mapping", func(ctx context.Context, c nat.RPCService) error {
+		ext, _ := ip_types.ParseIP4Address("192.0.2.1")
+		loc, _ := ip_types.ParseIP4Address("10.0.0.99")
+		_, err := c.Nat44AddDelStaticMappingV2(ctx, &nat.Nat44AddDelStaticMappingV2{IsAdd: true, Flags: nat_types.NAT_IS_OUT2IN_ONLY,
+			ExternalSwIfIndex: interface_types.InterfaceIndex(^uint32(0)), ExternalIPAddress: ext, LocalIPAddress: loc,
+			Protocol: 6, ExternalPort: 80, LocalPort: 8080, Tag: "someone"})
+		return err
+	})
+	wantList(t, "static mappings before", e.staticMappings(), []string{someones})
+	d := &vppnat.DNat44{Label: "web", StMappings: []*vppnat.DNat44_StaticMapping{
+		{ExternalIp: "192.0.2.1", ExternalPort: 80, LocalIps: []*vppnat.DNat44_StaticMapping_LocalIP{local("10.0.0.10", 8080)}},
+	}}
+	if _, err := e.commit(global(false), dnat(d)); err == nil {
+		t.Fatal("the DNat44 on someone else's endpoint was applied")
+	}
+	key := natplugin.StaticMappingKey("web", d.StMappings[0])
+	if st := e.status(key); st.GetState() == api.ValueStateConfigured ||
+		!strings.Contains(st.GetError(), "VPP has a mapping on that external endpoint already") {
+		t.Errorf("%s: %s %q, want a failure naming the endpoint VPP has", key, st.GetState(), st.GetError())
+	}
+	wantList(t, "static mappings after", e.staticMappings(), []string{someones})
+}
