@@ -61,6 +61,17 @@ func (e *lsEnv) commitKVs(kvs ...driftKV) uint64 {
 	if err != nil {
 		e.t.Fatalf("commit: %v", err)
 	}
+	// The watcher reports an interface's link state only with its
+	// subscription to VPP's events in place: once it has, what an
+	// outsider changes next comes to it as an event.
+	for _, kv := range kvs {
+		if v, ok := kv.value.(*vppif.Interface); ok && v != nil {
+			e.eventually("the link state of "+v.GetName()+" reported", func() (bool, string) {
+				got := e.linkKeys(v.GetName())
+				return len(got) > 0, fmt.Sprint(got)
+			})
+		}
+	}
 	return seq
 }
 

@@ -460,14 +460,16 @@ func pipelineBatch[T any](ctx context.Context, p *Plugin, ops []api.BatchOp,
 			calls = append(calls, call)
 		}
 	}
-	p.m.Pipeline(ctx, AreaName, calls)
-	for k, t := range todo {
+	// Each operation is completed as its reply comes, while VPP works on
+	// the next requests.
+	p.m.PipelineThen(ctx, AreaName, calls, func(k int) {
+		t := todo[k]
 		if md, err := finish(t.op, t.state, calls[k].Err); err != nil {
 			t.op.Fail(err)
 		} else {
 			t.op.Done(md)
 		}
-	}
+	})
 }
 
 // removeOrphanPath removes the route's path through sw_if_index sw when VPP

@@ -1,5 +1,6 @@
 // Package vppconn keeps the agent connected to VPP's binary API through
-// GoVPP's socket client (go.fd.io/govpp v0.13.0, VPP 25.10).
+// GoVPP (go.fd.io/govpp v0.13.0, VPP 25.10) over a socket client of its own
+// (socket.go), which Pipeline also uses directly.
 //
 // The Manager connects in the background and never gives up: the agent
 // starts and serves without VPP. Each time the connection comes up it asks
@@ -42,12 +43,19 @@
 //     what a plugin keeps of them is stamped with PID, the process that
 //     gave them, and is not used once another process is connected.
 //
-// Pipeline sends many requests (and dumps) on one GoVPP stream with many in
-// flight, for the descriptors' batches and the per-interface dumps of the
-// Retrieves: VPP carries out the requests of a connection in order and
-// answers each with its request's context, so a pipelined request costs
-// VPP's work rather than a round trip (plugins/vpp/bench: CallPipelined
-// against CallSync). Each call gets its own reply or error.
+// Pipeline sends many requests (and dumps) with many in flight, for the
+// descriptors' batches and the per-interface dumps of the Retrieves: VPP
+// carries out the requests of a connection in order and answers each with
+// its request's context, so a pipelined request costs VPP's work rather
+// than a round trip (plugins/vpp/bench: CallPipelined against CallSync).
+// Each call gets its own reply or error. Pipeline does not go through
+// GoVPP's per-message machinery (a channel send, a timer and a write call
+// per request, a goroutine hand-over per reply): it encodes its requests
+// into one buffer and writes half a window at a time, and the socket's
+// reader hands it the replies in bulk, told apart from GoVPP's by their
+// contexts (see batchContexts). Against the real VPP this halves the
+// agent's CPU time per pipelined request (docs/benchmarks.md, "Issue 17:
+// the agent's own socket client").
 //
 // GoVPP logs through logrus; the Manager routes it into the agent's slog
 // logger.
@@ -65,7 +73,6 @@ import (
 	"time"
 
 	"github.com/sirupsen/logrus"
-	"go.fd.io/govpp/adapter/socketclient"
 	"go.fd.io/govpp/api"
 	"go.fd.io/govpp/binapi/memclnt"
 	"go.fd.io/govpp/binapi/vpe"
@@ -144,7 +151,8 @@ func (m *Manager) AddArea(a Area) { m.areas = append(m.areas, a) }
 func (m *Manager) Run(ctx context.Context) {
 	delay := 100 * time.Millisecond
 	for ctx.Err() == nil {
-		conn, events, err := core.AsyncConnect(newOnceClient(m.opts.Socket), reconnectAttempts, time.Second)
+		client := newSockClient(m.opts.Socket)
+		conn, events, err := core.AsyncConnect(client, reconnectAttempts, time.Second)
 		if err != nil {
 			m.markNotConnected(err)
 			if !sleep(ctx, delay) {
@@ -153,7 +161,7 @@ func (m *Manager) Run(ctx context.Context) {
 			delay = min(2*delay, 5*time.Second)
 			continue
 		}
-		up, cause := m.serve(ctx, conn, events)
+		up, cause := m.serve(ctx, conn, client, events)
 		// Not connected from here on, and the calls on conn end, before
 		// conn goes.
 		m.markNotConnected(cause)
@@ -183,7 +191,7 @@ func sleep(ctx context.Context, d time.Duration) bool {
 // serve follows the connection's events until it is lost, GoVPP gives up
 // connecting, or ctx ends; it returns why, and whether the connection was
 // up (connected and answering) meanwhile.
-func (m *Manager) serve(ctx context.Context, conn *core.Connection, events chan core.ConnectionEvent) (up bool, cause error) {
+func (m *Manager) serve(ctx context.Context, conn *core.Connection, client *sockClient, events chan core.ConnectionEvent) (up bool, cause error) {
 	for {
 		select {
 		case <-ctx.Done():
@@ -194,7 +202,7 @@ func (m *Manager) serve(ctx context.Context, conn *core.Connection, events chan 
 			}
 			switch ev.State {
 			case core.Connected:
-				if err := m.onConnected(ctx, conn); err != nil {
+				if err := m.onConnected(ctx, conn, client); err != nil {
 					m.log.Warn("VPP connected but does not answer; connecting again", "socket", m.opts.Socket, "error", err)
 					return up, err
 				}
@@ -236,7 +244,7 @@ func (m *Manager) notConnectedLocked() error {
 
 // onConnected checks a new connection (control_ping, version, the areas'
 // messages) and makes it the session in use.
-func (m *Manager) onConnected(ctx context.Context, conn *core.Connection) error {
+func (m *Manager) onConnected(ctx context.Context, conn *core.Connection, client *sockClient) error {
 	cctx, cancel := context.WithTimeout(ctx, m.opts.CallTimeout)
 	defer cancel()
 	ping := &memclnt.ControlPingReply{}
@@ -267,7 +275,7 @@ func (m *Manager) onConnected(ctx context.Context, conn *core.Connection) error 
 	if !first {
 		m.reconnects++
 	}
-	m.sess, m.pid, m.version, m.disabled, m.lastErr = newSession(conn), ping.VpePID, strings.TrimSpace(ver.Version), disabled, nil
+	m.sess, m.pid, m.version, m.disabled, m.lastErr = newSession(conn, client), ping.VpePID, strings.TrimSpace(ver.Version), disabled, nil
 	m.mu.Unlock()
 	m.log.Info("VPP connected", "socket", m.opts.Socket, "pid", ping.VpePID, "version", ver.Version, "restarted", restarted)
 	for a, msgs := range disabled {
@@ -427,7 +435,6 @@ func routeLogrus(log *slog.Logger) {
 		l.SetLevel(logrus.InfoLevel)
 		l.AddHook(slogHook{})
 		core.SetLogger(l)
-		socketclient.SetLogger(l)
 	})
 }
 

@@ -40,11 +40,19 @@ func (mt *metrics) observe(msg string, start time.Time, err error) {
 // observeDuration records a call that took d (a pipelined call: its share
 // of the pipeline's time).
 func (mt *metrics) observeDuration(msg string, d time.Duration, err error) {
+	mt.observeDurations(msg, d, err != nil, 1)
+}
+
+// observeDurations records n calls of msg that took d each.
+func (mt *metrics) observeDurations(msg string, d time.Duration, failed bool, n int) {
 	result := "ok"
-	if err != nil {
+	if failed {
 		result = "error"
 	}
-	mt.calls.WithLabelValues(msg, result).Observe(d.Seconds())
+	o := mt.calls.WithLabelValues(msg, result)
+	for range n {
+		o.Observe(d.Seconds())
+	}
 }
 
 // Register adds the connection's metrics to reg.

@@ -2,29 +2,27 @@ package vppconn
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"time"
 
 	"go.fd.io/govpp/api"
 	"go.fd.io/govpp/binapi/memclnt"
+	"go.fd.io/govpp/codec"
 	"go.fd.io/govpp/core"
 )
 
-// PipelineWindow is how many requests Pipeline keeps in flight at most.
-// VPP reads the requests of one socket in order and answers each before it
-// reads the next, so a window only has to cover the round trip: 64 already
-// reaches VPP's own rate (plugins/vpp/bench CallPipelined); 128 leaves room
-// for a slow reader.
-const PipelineWindow = 128
-
-// pipelineReplyBuffer is the reply buffer of a pipeline's GoVPP stream.
-// GoVPP drops a reply when the buffer stays full for 100 ms
-// (core.ReplyChannelTimeout); the pipeline reads replies as they come, so
-// the buffer only covers the details of the dumps in flight.
-const pipelineReplyBuffer = 4 * PipelineWindow
+// PipelineWindow is how many requests Pipeline keeps in flight at most; it
+// sends more, in one write, each time half of it is free. VPP reads the
+// requests of one socket in order and answers each before it reads the
+// next, so the window only has to cover the round trip and the caller's
+// pauses (its work on each result, the garbage collector): with 128, VPP
+// waited for the agent now and then; 512 requests are 3-4 ms of VPP's work.
+const PipelineWindow = 512
 
 // Call is one request of a Pipeline and its result.
 type Call struct {
@@ -99,12 +97,26 @@ func (e *PipelineError) Unwrap() error { return e.Cause }
 // time is spread evenly over its calls, so that the time the metrics sum
 // up is the time spent waiting for VPP.
 func (m *Manager) Pipeline(ctx context.Context, area string, calls []Call) {
+	m.PipelineThen(ctx, area, calls, nil)
+}
+
+// PipelineThen is Pipeline calling then(i) as soon as call i has its
+// result (Reply or Details, and Err), in the order of the calls, while the
+// later calls are in flight: what a caller does with a result overlaps with
+// VPP's work on the next requests. Every call gets its then exactly once,
+// the failed ones included, before PipelineThen returns; then runs on the
+// caller's goroutine and must not start a pipeline itself (one runs at a
+// time per connection). A nil then is Pipeline.
+func (m *Manager) PipelineThen(ctx context.Context, area string, calls []Call, then func(i int)) {
 	if len(calls) == 0 {
 		return
 	}
 	fail := func(from int, err error) {
 		for i := from; i < len(calls); i++ {
 			calls[i].Err = err
+			if then != nil {
+				then(i)
+			}
 		}
 	}
 	for i := range calls {
@@ -133,12 +145,16 @@ func (m *Manager) Pipeline(ctx context.Context, area string, calls []Call) {
 			requests += 1 + len(calls[i].More)
 		}
 		each := time.Since(start) / time.Duration(requests)
+		// One metric lookup per run of calls of the same message and
+		// result (a batch is mostly one message).
+		var run runOfCalls
 		for i := range calls {
-			m.metrics.observeDuration(calls[i].Request.GetMessageName(), each, calls[i].Err)
+			run.add(m.metrics, calls[i].Request.GetMessageName(), calls[i].Err != nil, each)
 			for _, r := range calls[i].More {
-				m.metrics.observeDuration(r.GetMessageName(), each, calls[i].Err)
+				run.add(m.metrics, r.GetMessageName(), calls[i].Err != nil, each)
 			}
 		}
+		run.flush(m.metrics, each)
 	}()
 	if err := ctx.Err(); err != nil {
 		fail(0, &PipelineError{Message: calls[0].Request.GetMessageName(), Cause: err})
@@ -150,93 +166,280 @@ func (m *Manager) Pipeline(ctx context.Context, area string, calls []Call) {
 		return
 	}
 	defer release()
-	stream, err := s.conn.NewStream(call, core.WithReplySize(pipelineReplyBuffer), core.WithReplyTimeout(m.opts.CallTimeout))
-	if err != nil {
-		fail(0, lost(call, err))
-		return
-	}
-	defer func() { _ = stream.Close() }()
-	runPipeline(call, stream, calls, PipelineWindow, m.opts.CallTimeout)
+	s.client.batch(call, s.conn, calls, PipelineWindow, m.opts.CallTimeout, then)
 }
 
-// runPipeline is Pipeline on a stream: send in order with up to window
-// requests in flight (a call's More count; a call larger than the window
-// goes alone), receive in order, match each reply to its call.
-func runPipeline(ctx context.Context, stream api.Stream, calls []Call, window int, timeout time.Duration) {
+// runOfCalls counts consecutive calls of one message and result for the
+// metrics.
+type runOfCalls struct {
+	msg    string
+	failed bool
+	n      int
+}
+
+func (r *runOfCalls) add(mt *metrics, msg string, failed bool, each time.Duration) {
+	if r.n > 0 && (msg != r.msg || failed != r.failed) {
+		r.flush(mt, each)
+	}
+	r.msg, r.failed = msg, failed
+	r.n++
+}
+
+func (r *runOfCalls) flush(mt *metrics, each time.Duration) {
+	if r.n > 0 {
+		mt.observeDurations(r.msg, each, r.failed, r.n)
+	}
+	r.n = 0
+}
+
+// batch is Pipeline on the client's socket. It sends the calls in order,
+// up to window requests in flight (a call's More count; a call larger than
+// the window goes alone), encoded straight into one buffer and written in
+// one go each time half the window is free; each call has a context of its
+// own (batchContexts), its dump requests and their control ping included.
+// The reader hands the replies over in bulk; each is checked to carry the
+// context of the call due (VPP answers in order) and, for a call with a
+// Reply, to be of the Reply's type; a dump's details end at the control
+// ping reply; then (when not nil) is called for each call as it completes,
+// and for each call the batch fails. One batch runs at a time per
+// connection. Replies of a batch
+// that ended before they came (a timeout, a cancel) come before any of the
+// next batch's, and are dropped.
+func (c *sockClient) batch(ctx context.Context, conn *core.Connection, calls []Call, window int, timeout time.Duration, then func(int)) {
 	sent := 0
-	inFlight := 0 // requests of the calls sent and not received
-	cost := func(c *Call) int { return 1 + len(c.More) }
 	// broken fails every call from received on with the cause: those
-	// before sent were sent.
+	// before sent were sent (written, or being written when it failed).
 	broken := func(received int, cause error) {
 		cause = lost(ctx, cause)
-		if errors.Is(cause, core.ErrReplyTimeout) {
-			cause = &CallTimeoutError{Message: calls[received].Request.GetMessageName(), Timeout: timeout}
-		}
 		for i := received; i < len(calls); i++ {
 			calls[i].Err = &PipelineError{Message: calls[i].Request.GetMessageName(), Sent: i < sent, Cause: cause}
+			if then != nil {
+				then(i)
+			}
 		}
 	}
+	select {
+	case c.runSlot <- struct{}{}:
+	case <-ctx.Done():
+		broken(0, context.Cause(ctx))
+		return
+	}
+	defer func() { <-c.runSlot }()
+	run := newBatchRun()
+	c.run.Store(run)
+	defer c.run.Store(nil)
+
+	pingID, err := conn.GetMessageID(&memclnt.ControlPing{})
+	if err != nil {
+		broken(0, err)
+		return
+	}
+	pingReplyID, err := conn.GetMessageID(&memclnt.ControlPingReply{})
+	if err != nil {
+		broken(0, err)
+		return
+	}
+	contexts := make([]uint32, len(calls))
+	cost := func(c *Call) int { return 1 + len(c.More) }
+	var out []byte
+	inFlight := 0 // requests of the calls sent and not received
+	deadline := time.Now().Add(timeout)
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	var frames [][]byte
+	next := 0        // the next of frames to look at
+	matched := false // a reply of this batch came
+	// frame returns the next reply handed over, waiting for it.
+	frame := func() ([]byte, error) {
+		for next == len(frames) {
+			if frames, next = run.take(frames), 0; len(frames) > 0 {
+				deadline = time.Now().Add(timeout)
+				break
+			}
+			if err := c.lostErr(); err != nil {
+				if frames = run.take(frames); len(frames) > 0 {
+					break // what it read before it stopped
+				}
+				return nil, err
+			}
+			wait := time.Until(deadline)
+			if wait <= 0 {
+				return nil, errBatchTimeout
+			}
+			timer.Reset(wait)
+			select {
+			case <-run.wake:
+			case <-timer.C:
+			case <-c.readDone:
+			case <-ctx.Done():
+				return nil, context.Cause(ctx)
+			}
+		}
+		next++
+		return frames[next-1], nil
+	}
 	for received := range calls {
-		for ; sent < len(calls) && (sent == received || inFlight+cost(&calls[sent]) <= window); sent++ {
+		if sent == received || inFlight <= window/2 {
 			if err := ctx.Err(); err != nil {
 				broken(received, context.Cause(ctx))
 				return
 			}
-			c := &calls[sent]
-			if err := stream.SendMsg(c.Request); err != nil {
-				broken(received, err)
-				return
+			var err error
+			for ; sent < len(calls) && (sent == received || inFlight+cost(&calls[sent]) <= window); sent++ {
+				cl := &calls[sent]
+				c.nextCtx++
+				if c.nextCtx >= batchContexts {
+					c.nextCtx = 1
+				}
+				cx := c.nextCtx
+				contexts[sent] = cx
+				if out, err = c.encode(out, conn, cl.Request, cx); err != nil {
+					break
+				}
+				if cl.Dump() {
+					for _, req := range cl.More {
+						if out, err = c.encode(out, conn, req, cx); err != nil {
+							break
+						}
+					}
+					if err == nil {
+						out, err = c.encodeID(out, &memclnt.ControlPing{}, pingID, cx)
+					}
+				}
+				if err != nil {
+					break
+				}
+				inFlight += cost(cl)
 			}
-			inFlight += cost(c)
-			if !c.Dump() {
-				continue
-			}
-			for _, req := range c.More {
-				if err := stream.SendMsg(req); err != nil {
-					sent++ // part of the dump went
-					broken(received, err)
+			if len(out) > 0 {
+				if werr := c.write(out); werr != nil {
+					broken(received, werr)
 					return
 				}
+				out = out[:0]
+				deadline = time.Now().Add(timeout)
 			}
-			if err := stream.SendMsg(&memclnt.ControlPing{}); err != nil {
-				sent++ // the dump requests went
+			if err != nil {
+				// The call at sent could not be encoded: it and the calls
+				// after it are not sent; those before are, and are waited
+				// for no longer (the batch is broken).
+				broken(received, fmt.Errorf("%s: %w", calls[sent].Request.GetMessageName(), err))
+				return
+			}
+		}
+		cl := &calls[received]
+		for done := false; !done; {
+			data, err := frame()
+			if err == errBatchTimeout {
+				broken(received, &CallTimeoutError{Message: cl.Request.GetMessageName(), Timeout: timeout})
+				return
+			}
+			if err != nil {
+				broken(received, err)
+				return
+			}
+			id, cx := binary.BigEndian.Uint16(data[0:2]), binary.BigEndian.Uint32(data[2:6])
+			if cx != contexts[received] {
+				if !matched {
+					continue // a reply of an earlier batch, which ended before it came
+				}
+				broken(received, fmt.Errorf("a reply with context %d where the reply to %s (context %d) was due: replies out of order", cx, cl.Request.GetMessageName(), contexts[received]))
+				return
+			}
+			matched = true
+			if done, err = c.decodeReply(conn, cl, id, pingReplyID, data); err != nil {
 				broken(received, err)
 				return
 			}
 		}
-		c := &calls[received]
-		if err := receive(stream, c); err != nil {
-			broken(received, err)
-			return
+		inFlight -= cost(cl)
+		if then != nil {
+			then(received)
 		}
-		inFlight -= cost(c)
 	}
 }
 
-// receive reads the reply of c (or a dump's details up to the control ping
-// reply) and sets c's result; an error means the stream is of no further
-// use.
-func receive(stream api.Stream, c *Call) error {
-	for {
-		msg, err := stream.RecvMsg()
+// errBatchTimeout: no reply within the call timeout of the last one.
+var errBatchTimeout = errors.New("batch reply timeout")
+
+// decodeReply takes one reply of call cl (its context checked): the
+// Reply, or one message of a dump; done when the call has all it gets.
+func (c *sockClient) decodeReply(conn *core.Connection, cl *Call, id, pingReplyID uint16, data []byte) (done bool, err error) {
+	if !cl.Dump() {
+		want, err := conn.GetMessageID(cl.Reply)
 		if err != nil {
-			return err
+			return false, err
 		}
-		if !c.Dump() {
-			if reflect.TypeOf(msg) != reflect.TypeOf(c.Reply) {
-				return fmt.Errorf("reply %s does not answer %s: replies out of order", msg.GetMessageName(), c.Request.GetMessageName())
-			}
-			reflect.ValueOf(c.Reply).Elem().Set(reflect.ValueOf(msg).Elem())
-			c.Err = retvalError(c.Reply)
-			return nil
+		if id != want {
+			return false, fmt.Errorf("reply %s does not answer %s: replies out of order", c.messageName(conn, cl.Request, id), cl.Request.GetMessageName())
 		}
-		if _, end := msg.(*memclnt.ControlPingReply); end {
-			return nil
+		if err := codec.DefaultCodec.DecodeMsg(data, cl.Reply); err != nil {
+			return false, fmt.Errorf("reply %s: %w", cl.Reply.GetMessageName(), err)
 		}
-		if msg.GetMessageType() != api.ReplyMessage || !strings.HasSuffix(msg.GetMessageName(), "_details") {
-			return fmt.Errorf("message %s in the dump of %s: replies out of order", msg.GetMessageName(), c.Request.GetMessageName())
-		}
-		c.Details = append(c.Details, msg)
+		cl.Err = retvalError(cl.Reply)
+		return true, nil
 	}
+	if id == pingReplyID {
+		return true, nil
+	}
+	proto, err := conn.LookupByID(conn.GetMessagePath(cl.Request), id)
+	if err != nil || proto.GetMessageType() != api.ReplyMessage || !strings.HasSuffix(proto.GetMessageName(), "_details") {
+		return false, fmt.Errorf("message %s in the dump of %s: replies out of order", c.messageName(conn, cl.Request, id), cl.Request.GetMessageName())
+	}
+	msg := reflect.New(reflect.TypeOf(proto).Elem()).Interface().(api.Message)
+	if err := codec.DefaultCodec.DecodeMsg(data, msg); err != nil {
+		return false, fmt.Errorf("%s in the dump of %s: %w", msg.GetMessageName(), cl.Request.GetMessageName(), err)
+	}
+	cl.Details = append(cl.Details, msg)
+	return false, nil
+}
+
+// messageName names a message ID for an error: its name, or the ID.
+func (c *sockClient) messageName(conn *core.Connection, req api.Message, id uint16) string {
+	if m, err := conn.LookupByID(conn.GetMessagePath(req), id); err == nil {
+		return m.GetMessageName()
+	}
+	return fmt.Sprintf("message ID %d", id)
+}
+
+// encode appends the request msg, framed, with the client's index and
+// context cx, to out.
+func (c *sockClient) encode(out []byte, conn *core.Connection, msg api.Message, cx uint32) ([]byte, error) {
+	id, err := conn.GetMessageID(msg)
+	if err != nil {
+		return out, err
+	}
+	if msg.GetMessageType() != api.RequestMessage {
+		return out, fmt.Errorf("a %s message is not a request", msg.GetMessageName())
+	}
+	if _, ok := msg.(codec.Marshaler); !ok {
+		data, err := codec.DefaultCodec.EncodeMsg(msg, id)
+		if err != nil {
+			return out, err
+		}
+		binary.BigEndian.PutUint32(data[2:6], c.index)
+		binary.BigEndian.PutUint32(data[6:10], cx)
+		return frame(out, data), nil
+	}
+	return c.encodeID(out, msg.(codec.Marshaler), id, cx)
+}
+
+// encodeID appends a request of a generated message (its ID known) in
+// place: frame header, ID, client index, context, fields.
+func (c *sockClient) encodeID(out []byte, m codec.Marshaler, id uint16, cx uint32) ([]byte, error) {
+	const reqHeader = 10
+	size := m.Size()
+	start := len(out)
+	out = slices.Grow(out, frameHeaderSize+reqHeader+size)[:start+frameHeaderSize+reqHeader+size]
+	h := out[start:]
+	clear(h[:frameHeaderSize])
+	binary.BigEndian.PutUint32(h[8:12], uint32(reqHeader+size))
+	body := h[frameHeaderSize:]
+	binary.BigEndian.PutUint16(body[0:2], id)
+	binary.BigEndian.PutUint32(body[2:6], c.index)
+	binary.BigEndian.PutUint32(body[6:10], cx)
+	if _, err := m.Marshal(body[reqHeader:]); err != nil {
+		return out[:start], err
+	}
+	return out, nil
 }

@@ -7,8 +7,6 @@ import (
 	"net"
 	"syscall"
 
-	"go.fd.io/govpp/adapter"
-	"go.fd.io/govpp/adapter/socketclient"
 	"go.fd.io/govpp/api"
 	"go.fd.io/govpp/core"
 )
@@ -18,57 +16,29 @@ import (
 // connectLoop -> connectVPP -> retrieveMessageIDs rewrites the message
 // table (msgMapByPath, and pingReqID, pingReplyID, msgControlPing) without
 // taking msgMapByPathLock, while Stream.RecvMsg (LookupByID) and the
-// socket reader's msgCallback (getMessageByID) read it under that lock's
-// read side. A call still reading the replies of the old VPP (a dump whose
-// details came before VPP went) races with the reconnect. The socket
-// client's Connect also rewrites its conn, reader, writer and clientIndex
-// unguarded. GoVPP cannot be patched here, so the Manager does not let a
-// connection reconnect: onceClient refuses the second connect, GoVPP reports
-// the loss (and its failed attempt) and the Manager drops the connection,
-// after ending its session, and makes a new one. Each connection's message
-// table is then written once, by its connect loop, before the Manager hands
-// the connection out.
-
-// errNoReconnect is onceClient's answer to GoVPP's reconnect.
-var errNoReconnect = errors.New("vppconn: a connection is not reconnected; the Manager makes a new one")
-
-// onceClient is GoVPP's socket client that connects successfully at most
-// once. Only the connection's connect loop calls Connect.
-type onceClient struct {
-	*socketclient.Client
-	connected bool
-}
-
-var _ adapter.VppAPI = (*onceClient)(nil)
-
-func newOnceClient(socket string) *onceClient {
-	return &onceClient{Client: socketclient.NewVppClient(socket)}
-}
-
-func (c *onceClient) Connect() error {
-	if c.connected {
-		return errNoReconnect
-	}
-	if err := c.Client.Connect(); err != nil {
-		return err
-	}
-	c.connected = true
-	return nil
-}
+// reader's msgCallback (getMessageByID) read it under that lock's read
+// side. A call still reading the replies of the old VPP (a dump whose
+// details came before VPP went) races with the reconnect. So the Manager
+// does not let a connection reconnect: its sockClient refuses the second
+// connect, GoVPP reports the loss (and its failed attempt) and the Manager
+// drops the connection, after ending its session, and makes a new one. Each
+// connection's message table is then written once, by its connect loop,
+// before the Manager hands the connection out.
 
 // session is one connection to one VPP process, from its connect until the
 // Manager drops it. Ending it (end) makes its calls in flight return at
 // once, and its later calls fail at once, with the cause: an error that is
 // ErrNotConnected.
 type session struct {
-	conn *core.Connection
-	ctx  context.Context // done when the session ends
-	end  context.CancelCauseFunc
+	conn   *core.Connection
+	client *sockClient     // conn's socket, for Pipeline's batches
+	ctx    context.Context // done when the session ends
+	end    context.CancelCauseFunc
 }
 
-func newSession(conn *core.Connection) *session {
+func newSession(conn *core.Connection, client *sockClient) *session {
 	ctx, end := context.WithCancelCause(context.Background())
-	return &session{conn: conn, ctx: ctx, end: end}
+	return &session{conn: conn, client: client, ctx: ctx, end: end}
 }
 
 // ended is the cause the session ended with, nil while it lasts.
