@@ -432,7 +432,9 @@ func (c *sockClient) encodeID(out []byte, m codec.Marshaler, id uint16, cx uint3
 	start := len(out)
 	out = slices.Grow(out, frameHeaderSize+reqHeader+size)[:start+frameHeaderSize+reqHeader+size]
 	h := out[start:]
-	clear(h[:frameHeaderSize])
+	// Zeroed: a generated Marshal leaves alone what it does not write (the
+	// rest of a fixed-size string after its value), expecting a new buffer.
+	clear(h)
 	binary.BigEndian.PutUint32(h[8:12], uint32(reqHeader+size))
 	body := h[frameHeaderSize:]
 	binary.BigEndian.PutUint16(body[0:2], id)

@@ -420,3 +420,43 @@ func TestPipelineLateRepliesDropped(t *testing.T) {
 		t.Errorf("error records:\n%s", strings.Join(errs, "\n"))
 	}
 }
+
+// TestPipelineReusesNoBytes: a request encoded where an earlier one of the
+// same pipeline was (the window refilled) carries nothing of it: a short
+// tag after long ones is that tag alone in VPP.
+func TestPipelineReusesNoBytes(t *testing.T) {
+	socket, _, _ := restartableVPP(t, 1000)
+	m, events := manager(t, socket)
+	wait(t, events)
+	created := []vppconn.Call{{Request: &interfaces.CreateLoopback{}, Reply: &interfaces.CreateLoopbackReply{}}}
+	m.Pipeline(context.Background(), "interfaces", created)
+	if created[0].Err != nil {
+		t.Fatal(created[0].Err)
+	}
+	idx := created[0].Reply.(*interfaces.CreateLoopbackReply).SwIfIndex
+	long := strings.Repeat("L", 60)
+	var calls []vppconn.Call
+	for i := range vppconn.PipelineWindow + vppconn.PipelineWindow/2 + 1 {
+		tag := long
+		if i >= vppconn.PipelineWindow {
+			tag = fmt.Sprintf("s%d", i)
+		}
+		calls = append(calls, vppconn.Call{Request: &interfaces.SwInterfaceTagAddDel{IsAdd: true, SwIfIndex: idx, Tag: tag},
+			Reply: &interfaces.SwInterfaceTagAddDelReply{}})
+	}
+	want := calls[len(calls)-1].Request.(*interfaces.SwInterfaceTagAddDel).Tag
+	dump := []vppconn.Call{{Request: &interfaces.SwInterfaceDump{SwIfIndex: idx}}}
+	m.Pipeline(context.Background(), "interfaces", calls)
+	for i, c := range calls {
+		if c.Err != nil {
+			t.Fatalf("call %d: %v", i, c.Err)
+		}
+	}
+	m.Pipeline(context.Background(), "interfaces", dump)
+	if dump[0].Err != nil || len(dump[0].Details) != 1 {
+		t.Fatalf("dump of the loopback: %v, %d details", dump[0].Err, len(dump[0].Details))
+	}
+	if got := dump[0].Details[0].(*interfaces.SwInterfaceDetails).Tag; got != want {
+		t.Errorf("tag in VPP %q, want %q", got, want)
+	}
+}
