@@ -189,7 +189,7 @@ func TestCallTimeoutAndLateReply(t *testing.T) {
 		t.Errorf("create_loopback returned sw_if_index %d, want loop3's %d", idx, want)
 	}
 
-	// GoVPP reported every late message (1 reply, the 4 details of local0
+	// Every late message was reported (1 reply, the 4 details of local0
 	// and loop0..2, the control ping reply): at debug level, by type.
 	if errs := rec.at(slog.LevelError); len(errs) != 0 {
 		t.Errorf("error records:\n%s", strings.Join(errs, "\n"))

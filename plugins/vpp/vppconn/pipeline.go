@@ -20,8 +20,9 @@ import (
 // sends more, in one write, each time half of it is free. VPP reads the
 // requests of one socket in order and answers each before it reads the
 // next, so the window only has to cover the round trip and the caller's
-// pauses (its work on each result, the garbage collector): with 128, VPP
-// waited for the agent now and then; 512 requests are 3-4 ms of VPP's work.
+// pauses (its work on each result with PipelineThen, the garbage
+// collector): 512 requests are 3-4 ms of VPP's work (a route add), so a
+// pause of the caller that short leaves VPP with work queued.
 const PipelineWindow = 512
 
 // Call is one request of a Pipeline and its result.
@@ -166,7 +167,7 @@ func (m *Manager) PipelineThen(ctx context.Context, area string, calls []Call, t
 		return
 	}
 	defer release()
-	s.client.batch(call, s.conn, calls, PipelineWindow, m.opts.CallTimeout, then)
+	s.client.batch(call, s.conn, calls, PipelineWindow, m.opts.CallTimeout, then, true)
 }
 
 // runOfCalls counts consecutive calls of one message and result for the
@@ -202,10 +203,12 @@ func (r *runOfCalls) flush(mt *metrics, each time.Duration) {
 // Reply, to be of the Reply's type; a dump's details end at the control
 // ping reply; then (when not nil) is called for each call as it completes,
 // and for each call the batch fails. One batch runs at a time per
-// connection. Replies of a batch
-// that ended before they came (a timeout, a cancel) come before any of the
-// next batch's, and are dropped.
-func (c *sockClient) batch(ctx context.Context, conn *core.Connection, calls []Call, window int, timeout time.Duration, then func(int)) {
+// connection: with wait, batch waits for its turn; without, it returns
+// false at once, having done nothing, when another batch is running (a
+// dump made from a PipelineThen callback goes through GoVPP instead).
+// Replies of a batch that ended before they came (a timeout, a cancel)
+// come before any of the next batch's, and are dropped.
+func (c *sockClient) batch(ctx context.Context, conn *core.Connection, calls []Call, window int, timeout time.Duration, then func(int), wait bool) (ran bool) {
 	sent := 0
 	// broken fails every call from received on with the cause: those
 	// before sent were sent (written, or being written when it failed).
@@ -218,11 +221,19 @@ func (c *sockClient) batch(ctx context.Context, conn *core.Connection, calls []C
 			}
 		}
 	}
-	select {
-	case c.runSlot <- struct{}{}:
-	case <-ctx.Done():
-		broken(0, context.Cause(ctx))
-		return
+	if !wait {
+		select {
+		case c.runSlot <- struct{}{}:
+		default:
+			return false // a batch is running: the caller goes another way
+		}
+	} else {
+		select {
+		case c.runSlot <- struct{}{}:
+		case <-ctx.Done():
+			broken(0, context.Cause(ctx))
+			return true
+		}
 	}
 	defer func() { <-c.runSlot }()
 	run := newBatchRun()
@@ -232,12 +243,12 @@ func (c *sockClient) batch(ctx context.Context, conn *core.Connection, calls []C
 	pingID, err := conn.GetMessageID(&memclnt.ControlPing{})
 	if err != nil {
 		broken(0, err)
-		return
+		return true
 	}
 	pingReplyID, err := conn.GetMessageID(&memclnt.ControlPingReply{})
 	if err != nil {
 		broken(0, err)
-		return
+		return true
 	}
 	contexts := make([]uint32, len(calls))
 	cost := func(c *Call) int { return 1 + len(c.More) }
@@ -282,7 +293,7 @@ func (c *sockClient) batch(ctx context.Context, conn *core.Connection, calls []C
 		if sent == received || inFlight <= window/2 {
 			if err := ctx.Err(); err != nil {
 				broken(received, context.Cause(ctx))
-				return
+				return true
 			}
 			var err error
 			for ; sent < len(calls) && (sent == received || inFlight+cost(&calls[sent]) <= window); sent++ {
@@ -314,7 +325,7 @@ func (c *sockClient) batch(ctx context.Context, conn *core.Connection, calls []C
 			if len(out) > 0 {
 				if werr := c.write(out); werr != nil {
 					broken(received, werr)
-					return
+					return true
 				}
 				out = out[:0]
 				deadline = time.Now().Add(timeout)
@@ -324,7 +335,7 @@ func (c *sockClient) batch(ctx context.Context, conn *core.Connection, calls []C
 				// after it are not sent; those before are, and are waited
 				// for no longer (the batch is broken).
 				broken(received, fmt.Errorf("%s: %w", calls[sent].Request.GetMessageName(), err))
-				return
+				return true
 			}
 		}
 		cl := &calls[received]
@@ -332,24 +343,25 @@ func (c *sockClient) batch(ctx context.Context, conn *core.Connection, calls []C
 			data, err := frame()
 			if err == errBatchTimeout {
 				broken(received, &CallTimeoutError{Message: cl.Request.GetMessageName(), Timeout: timeout})
-				return
+				return true
 			}
 			if err != nil {
 				broken(received, err)
-				return
+				return true
 			}
 			id, cx := binary.BigEndian.Uint16(data[0:2]), binary.BigEndian.Uint32(data[2:6])
 			if cx != contexts[received] {
 				if !matched {
-					continue // a reply of an earlier batch, which ended before it came
+					c.lateReply(id) // of an earlier batch, which ended before it came
+					continue
 				}
 				broken(received, fmt.Errorf("a reply with context %d where the reply to %s (context %d) was due: replies out of order", cx, cl.Request.GetMessageName(), contexts[received]))
-				return
+				return true
 			}
 			matched = true
 			if done, err = c.decodeReply(conn, cl, id, pingReplyID, data); err != nil {
 				broken(received, err)
-				return
+				return true
 			}
 		}
 		inFlight -= cost(cl)
@@ -357,6 +369,7 @@ func (c *sockClient) batch(ctx context.Context, conn *core.Connection, calls []C
 			then(received)
 		}
 	}
+	return true
 }
 
 // errBatchTimeout: no reply within the call timeout of the last one.

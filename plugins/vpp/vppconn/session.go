@@ -110,6 +110,15 @@ func (c sessionConn) NewStream(ctx context.Context, options ...api.StreamOption)
 	return &sessionStream{Stream: stream, ctx: call, release: release}, nil
 }
 
+// metrics are the call metrics of the connection, nil when it is not
+// instrumented.
+func (c sessionConn) metrics() *metrics {
+	if in, ok := c.conn.(instrumented); ok {
+		return in.mt
+	}
+	return nil
+}
+
 // WatchEvent watches on the session's connection; the watcher receives
 // nothing after the session ends (subscribe again after the next connect).
 func (c sessionConn) WatchEvent(ctx context.Context, event api.Message) (api.Watcher, error) {

@@ -69,6 +69,7 @@ type sockClient struct {
 	index     uint32            // the client's index, in every request
 	table     map[string]uint16 // name_crc -> message ID
 	replies   *idSet            // the IDs of the replies and details GoVPP knows
+	types     map[uint16]string // their Go types, for the log of a late one
 	readDone  chan struct{}     // closed when the reader stops
 	readErr   error             // why, set before readDone closes
 
@@ -120,7 +121,8 @@ func (c *sockClient) Connect() error {
 		_ = conn.Close()
 		return fmt.Errorf("VPP API socket %s: %w", c.path, err)
 	}
-	c.conn, c.index, c.table, c.replies, c.connected = conn, index, table, replyIDs(table), true
+	c.replies, c.types = replyIDs(table)
+	c.conn, c.index, c.table, c.connected = conn, index, table, true
 	c.readDone = make(chan struct{})
 	go c.reader(r)
 	return nil
@@ -166,9 +168,10 @@ func (s *idSet) add(id uint16)      { s[id/64] |= 1 << (id % 64) }
 func (s *idSet) has(id uint16) bool { return s[id/64]&(1<<(id%64)) != 0 }
 
 // replyIDs are the IDs, in a VPP's table, of the reply messages (replies
-// and details: they carry their request's context) GoVPP has registered.
-func replyIDs(table map[string]uint16) *idSet {
-	s := new(idSet)
+// and details: they carry their request's context) GoVPP has registered,
+// and their Go types.
+func replyIDs(table map[string]uint16) (*idSet, map[uint16]string) {
+	s, types := new(idSet), map[uint16]string{}
 	for _, msgs := range api.GetRegisteredMessages() {
 		for _, m := range msgs {
 			if m.GetMessageType() != api.ReplyMessage {
@@ -176,10 +179,19 @@ func replyIDs(table map[string]uint16) *idSet {
 			}
 			if id, ok := table[m.GetMessageName()+"_"+m.GetCrcString()]; ok {
 				s.add(id)
+				types[id] = fmt.Sprintf("%T", m)
 			}
 		}
 	}
-	return s
+	return s, types
+}
+
+// lateReply logs a reply of a batch that had ended (timed out or
+// cancelled) at debug level, as the Manager logs GoVPP's (droppedReply).
+func (c *sockClient) lateReply(id uint16) {
+	if l := govppLog.Load(); l != nil {
+		l.Debug("late VPP reply dropped: its call had ended (timed out or cancelled)", "component", "govpp", "reply", c.types[id])
+	}
 }
 
 // frame appends msg with its frame header to buf.
@@ -283,9 +295,9 @@ func (c *sockClient) reader(r *bufio.Reader) {
 		if ctx := binary.BigEndian.Uint32(data[2:6]); ctx != 0 && ctx < batchContexts && c.replies.has(id) {
 			if run := c.run.Load(); run != nil {
 				run.put(data)
+			} else {
+				c.lateReply(id) // of a batch that ended: nobody waits for it
 			}
-			// else: the reply of a batch that ended (timed out or
-			// cancelled): nobody waits for it.
 			continue
 		}
 		if c.cb != nil {

@@ -89,9 +89,12 @@ func TestSendMsgTooShort(t *testing.T) {
 // The reply IDs are those of the table's reply messages GoVPP knows; a
 // table without them gives none.
 func TestReplyIDs(t *testing.T) {
-	s := replyIDs(map[string]uint16{"control_ping_reply_f6b0b8ca": 7, "sw_interface_event_2d3d95a7": 9, "control_ping_51077d14": 8})
+	s, types := replyIDs(map[string]uint16{"control_ping_reply_f6b0b8ca": 7, "sw_interface_event_2d3d95a7": 9, "control_ping_51077d14": 8})
 	if !s.has(7) || s.has(8) || s.has(9) {
 		t.Errorf("reply IDs: 7 %v (want true), 8 %v, 9 %v (want false)", s.has(7), s.has(8), s.has(9))
+	}
+	if types[7] != "*memclnt.ControlPingReply" || len(types) != 1 {
+		t.Errorf("reply types %v, want 7: *memclnt.ControlPingReply", types)
 	}
 }
 
