@@ -238,6 +238,9 @@ func routeDependencies(_ string, r *vppl3.Route) []api.Dependency {
 	if iface := r.GetOutgoingInterface(); iface != "" {
 		deps = append(deps, api.Dependency{Label: "interface " + iface, Key: ifplugin.InterfaceKey(iface)})
 	}
+	if r.GetVrfId() == 0 && r.GetViaVrfId() == 0 {
+		return deps // table 0 is always there (the common case: no parse)
+	}
 	s, err := parseRoute(r)
 	if err != nil {
 		return deps // Validate refuses it
