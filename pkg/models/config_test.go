@@ -1011,3 +1011,35 @@ func BenchmarkParseConfig(b *testing.B) {
 		})
 	}
 }
+
+// A long list's keys are worked out on more than one core: the values and
+// their order, the errors and the places they name are those of the one
+// pass (ParseConfig of the JSON form), a nil item and a duplicate across
+// the chunks included.
+func TestConfigKVsOfALongList(t *testing.T) {
+	c := bigConfig(5000)
+	got, err := models.Default.ConfigKVs(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	js, err := models.MarshalJSON(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := models.Default.ParseConfig(js)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfgSameKVs(t, got, want)
+
+	routes := c.VppConfig.Routes
+	routes[4100] = &vppl3.Route{OutgoingInterface: "loop1", DstNetwork: "10.0.0.0/99"}
+	routes[4999] = proto.Clone(routes[7]).(*vppl3.Route)
+	routes[3000] = nil
+	_, err = models.Default.ConfigKVs(c)
+	for _, want := range []string{"vpp_config.routes[4100]", "vpp_config.routes[4999]: key", "vpp_config.routes[7]", "vpp_config.routes[3000]"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("ConfigKVs with a bad, a repeated and a nil route: %v, want it to name %s", err, want)
+		}
+	}
+}
