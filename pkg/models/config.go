@@ -5,15 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"runtime"
 	"sort"
 	"strings"
-	"sync"
 
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"sigs.k8s.io/yaml"
 
+	"github.com/netagent-io/netagent/internal/parallel"
 	configpb "github.com/netagent-io/netagent/proto/config"
 )
 
@@ -307,16 +306,16 @@ type keyedItem struct {
 	err   error
 }
 
-// parallelKeysFrom is the length of a list whose keys are worked out on
-// more than one core: m.Key checks the item and builds its key (~1.5 us a
-// route), the same work for each item, independent of the others.
-const parallelKeysFrom = 2048
+// keysPerWorker is how many items of a list a goroutine keys at least
+// (parallel.For): m.Key checks the item and builds its key, ~1.5 us a
+// route, the same work for each item, independent of the others.
+const keysPerWorker = 1024
 
 // itemKeys returns the n items of a list (item(k): the k-th) with their
-// keys, in order; a long list on up to four cores (GOMAXPROCS).
+// keys, in order; a long list on more than one core.
 func itemKeys(m *Model, n int, item func(int) protoreflect.Message) []keyedItem {
 	out := make([]keyedItem, n)
-	one := func(k int) {
+	parallel.For(n, keysPerWorker, func(k int) {
 		vm := item(k)
 		v := vm.Interface()
 		if !vm.IsValid() {
@@ -324,24 +323,7 @@ func itemKeys(m *Model, n int, item func(int) protoreflect.Message) []keyedItem 
 		}
 		key, err := m.Key(v)
 		out[k] = keyedItem{key, v, err}
-	}
-	workers := min(runtime.GOMAXPROCS(0), 4, n/(parallelKeysFrom/2))
-	if workers < 2 {
-		for k := range n {
-			one(k)
-		}
-		return out
-	}
-	var wg sync.WaitGroup
-	chunk := (n + workers - 1) / workers
-	for from := 0; from < n; from += chunk {
-		wg.Go(func() {
-			for k := from; k < min(from+chunk, n); k++ {
-				one(k)
-			}
-		})
-	}
-	wg.Wait()
+	})
 	return out
 }
 

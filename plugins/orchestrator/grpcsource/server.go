@@ -156,6 +156,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 
+	"github.com/netagent-io/netagent/internal/parallel"
 	"github.com/netagent-io/netagent/pkg/models"
 	"github.com/netagent-io/netagent/plugins/kvscheduler/api"
 	"github.com/netagent-io/netagent/plugins/orchestrator"
@@ -420,9 +421,18 @@ func (s *Server) Delete(ctx context.Context, req *configuratorpb.DeleteRequest) 
 
 // docItem is one item of a configuration document.
 type docItem struct {
-	place string // vpp_config.interfaces[0]
-	model *models.Model
-	value proto.Message
+	section, field string
+	index          int // in the list; -1: a model of one value
+	model          *models.Model
+	value          proto.Message
+}
+
+// place names the item in the document: vpp_config.interfaces[0].
+func (it docItem) place() string {
+	if it.index < 0 {
+		return it.section + "." + it.field
+	}
+	return fmt.Sprintf("%s.%s[%d]", it.section, it.field, it.index)
 }
 
 // items lists the items of a document, in the order of its fields.
@@ -449,13 +459,13 @@ func (s *Server) items(c *configpb.Config) ([]docItem, error) {
 				continue
 			}
 			if !fd.IsList() { // a model of one value
-				out = append(out, docItem{place: fmt.Sprintf("%s.%s", sfd.Name(), fd.Name()), model: m, value: sm.Get(fd).Message().Interface()})
+				out = append(out, docItem{section: string(sfd.Name()), field: string(fd.Name()), index: -1, model: m, value: sm.Get(fd).Message().Interface()})
 				continue
 			}
 			list := sm.Get(fd).List()
 			for k := range list.Len() {
 				out = append(out, docItem{
-					place: fmt.Sprintf("%s.%s[%d]", sfd.Name(), fd.Name(), k),
+					section: string(sfd.Name()), field: string(fd.Name()), index: k,
 					model: m,
 					value: list.Get(k).Message().Interface(),
 				})
@@ -489,8 +499,13 @@ func (s *Server) deleteKeys(c *configpb.Config) ([]string, error) {
 	seen := map[string]bool{}
 	var held []orchestrator.KV // the gRPC source's values, read when needed
 	heldRead := false
-	for _, it := range items {
-		key, kerr := it.model.Key(it.value)
+	// The keys first, a long document's on more than one core (as
+	// ConfigKVs does).
+	keyOf := make([]string, len(items))
+	keyErr := make([]error, len(items))
+	parallel.For(len(items), 1024, func(k int) { keyOf[k], keyErr[k] = items[k].model.Key(items[k].value) })
+	for k, it := range items {
+		key, kerr := keyOf[k], keyErr[k]
 		if kerr != nil {
 			if !heldRead {
 				held, heldRead = s.grpcValues(), true
@@ -505,10 +520,10 @@ func (s *Server) deleteKeys(c *configpb.Config) ([]string, error) {
 			case 1:
 				key = matches[0]
 			case 0:
-				errs = append(errs, fmt.Errorf("%s: no value of the gRPC source has these fields, and the key cannot be built: %w", it.place, kerr))
+				errs = append(errs, fmt.Errorf("%s: no value of the gRPC source has these fields, and the key cannot be built: %w", it.place(), kerr))
 				continue
 			default:
-				errs = append(errs, fmt.Errorf("%s: the key cannot be built (%v), and the item matches %d values of the gRPC source (%s): give all its key fields", it.place, kerr, len(matches), strings.Join(matches, ", ")))
+				errs = append(errs, fmt.Errorf("%s: the key cannot be built (%v), and the item matches %d values of the gRPC source (%s): give all its key fields", it.place(), kerr, len(matches), strings.Join(matches, ", ")))
 				continue
 			}
 		}

@@ -2,6 +2,7 @@ package grpcsource_test
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -615,6 +616,15 @@ func TestMalformedRequests(t *testing.T) {
 	check("nil delete", err, "delete")
 	_, err = e.client.Delete(ctx, &configuratorpb.DeleteRequest{Delete: cfg(&vppif.Interface{Name: "bad name"})})
 	check("delete of an invalid name", err, "vpp_config.interfaces[0]", "name")
+	// A long document's keys are worked out on more than one core: the
+	// bad item is still named at its place.
+	var many []proto.Message
+	for k := range 3000 {
+		many = append(many, &vppl3.Route{DstNetwork: fmt.Sprintf("10.%d.%d.0/24", k/256, k%256), OutgoingInterface: "loop1"})
+	}
+	many[2500] = &vppl3.Route{DstNetwork: "10.0.0.0/33"}
+	_, err = e.client.Delete(ctx, &configuratorpb.DeleteRequest{Delete: cfg(many...)})
+	check("delete of 3000 routes, one bad", err, "vpp_config.routes[2500]", "no value of the gRPC source has these fields")
 
 	for _, prefixes := range [][]string{{""}, {"config/vpp/v9/"}} {
 		stream, err := e.client.WatchStatus(recvCtx(t), &configuratorpb.WatchStatusRequest{KeyPrefixes: prefixes})
