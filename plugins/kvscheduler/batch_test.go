@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 
+	"google.golang.org/protobuf/proto"
+
 	"github.com/netagent-io/netagent/plugins/kvscheduler"
 	"github.com/netagent-io/netagent/plugins/kvscheduler/api"
 	"github.com/netagent-io/netagent/plugins/kvscheduler/internal/mocksb"
@@ -220,6 +222,57 @@ func TestBatchWavesAcrossDescriptors(t *testing.T) {
 		"batch 3", "delete iface/a/x", "delete iface/b/x", "delete iface/c/x",
 		"batch 3", "delete iface/a", "delete iface/b", "delete iface/c")
 	e.expectSB("deleted", nil)
+}
+
+// Values with an AnyOf dependency (a route whose gateway any of its
+// interface's addresses makes reachable) are batched: each after the wave
+// of the values under its prefixes that it accepts, as for a Key
+// dependency. An AnyOf without key prefixes keeps its value alone.
+func TestBatchWithAnyOfDependencies(t *testing.T) {
+	e := newEnv(t)
+	iface := ifaces()
+	iface.Batch, iface.Keys = true, depth(1)
+	iface.Derived = items
+	item := mocksb.Options{Name: "iface-item", Prefix: "iface/", Keys: depth(2), Batch: true}
+	route := batchRoutes()
+	route.Deps = func(_ string, v proto.Message) []api.Dependency {
+		if to := field(v, "via"); to != "" { // any x item of that interface
+			return []api.Dependency{{Label: "via " + to, AnyOf: api.AnyOfDependency{KeyPrefixes: []string{"iface/" + to + "/"},
+				KeySelector: func(key string) bool { return strings.HasSuffix(key, "/x") }}}}
+		}
+		if to := field(v, "anywhere"); to != "" { // no prefix: the selector alone
+			return []api.Dependency{{Label: "anywhere " + to, AnyOf: api.AnyOfDependency{
+				KeySelector: func(key string) bool { return key == "iface/"+to+"/x" }}}}
+		}
+		return nil
+	}
+	e.register(iface, item, route)
+	var kvs []kv
+	for _, n := range []string{"a", "b", "c"} {
+		kvs = append(kvs, set("iface/"+n, "items=x,y"), set("route/"+n, "r via="+n))
+	}
+	e.mustCommit(context.Background(), kvs...)
+	e.expectOps("create",
+		"batch 3", "create iface/a=items=x,y", "create iface/b=items=x,y", "create iface/c=items=x,y",
+		"batch 6", "create iface/a/x=x", "create iface/a/y=y", "create iface/b/x=x", "create iface/b/y=y", "create iface/c/x=x", "create iface/c/y=y",
+		"batch 3", "create route/a=r via=a", "create route/b=r via=b", "create route/c=r via=c")
+	e.expectState("route/b", api.ValueStateConfigured)
+	// Back: the routes first, then what they could stand on.
+	var dels []kv
+	for _, n := range []string{"a", "b", "c"} {
+		dels = append(dels, del("iface/"+n), del("route/"+n))
+	}
+	e.mustCommit(context.Background(), dels...)
+	e.expectOps("delete",
+		"batch 3", "delete iface/a/y", "delete iface/b/y", "delete iface/c/y",
+		"batch 3", "delete route/a", "delete route/b", "delete route/c",
+		"batch 3", "delete iface/a/x", "delete iface/b/x", "delete iface/c/x",
+		"batch 3", "delete iface/a", "delete iface/b", "delete iface/c")
+
+	// Without prefixes: each such route alone, after everything before it.
+	e.mustCommit(context.Background(), set("iface/d", "items=x"), set("route/d1", "r anywhere=d"), set("route/d2", "r anywhere=d"))
+	e.expectOps("create without prefixes",
+		"create iface/d=items=x", "create iface/d/x=x", "create route/d1=r anywhere=d", "create route/d2=r anywhere=d")
 }
 
 // Pairs of values that depend on each other (a cycle each, as the two ends

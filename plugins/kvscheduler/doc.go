@@ -118,10 +118,14 @@
 // in the one after, and the first ends of many veth pairs (two values that
 // depend on each other) before all the second ends. Within a wave each
 // descriptor gets its calls in one batch (at most Options.MaxBatch, 1024,
-// at a time), in plan order, and keeps many SB requests in flight. A call
-// of a descriptor without Batch, or of a value with AnyOf or Exclusive
-// dependencies, is a barrier: it runs alone, after every call before it in
-// the plan and before every call after it. Execution stops after the batch
+// at a time), in plan order, and keeps many SB requests in flight. An AnyOf
+// dependency relates a value to every value under its key prefixes that
+// its selector accepts (a route to the addresses that make its gateway
+// reachable): those created earlier in the plan are in earlier waves. A
+// call of a descriptor without Batch, or of a value with Exclusive
+// dependencies or an AnyOf one without key prefixes, is a barrier: it runs
+// alone, after every call before it in the plan and before every call
+// after it. Execution stops after the batch
 // with the first failure; the re-run replays the calls before the first
 // one not made with success in plan order, and the other calls made, the
 // failure among them, as the re-run makes them again (in whatever order:

@@ -40,8 +40,8 @@ type step struct {
 	op       api.TxnOperation
 	// related, for descriptors with Batch only: the nodes its value depends
 	// on and derives from, as the plan had them at the step (see
-	// executeSteps); nil for a value with AnyOf or Exclusive dependencies,
-	// which is never batched.
+	// executeSteps); nil for a value with Exclusive dependencies or an
+	// AnyOf one without key prefixes, which is never batched.
 	related *[]*node
 }
 
@@ -53,7 +53,7 @@ func (r *txnRun) planStep(n *node, op api.TxnOperation, from, to proto.Message) 
 	}
 	n.stepRun, n.step = r.id, int32(r.steps.len())
 	if st.d.Batch != nil {
-		if alone, related := batchRelations(n); !alone {
+		if alone, related := batchRelations(r.g, n); !alone {
 			st.related = &related
 		}
 	}
@@ -61,23 +61,42 @@ func (r *txnRun) planStep(n *node, op api.TxnOperation, from, to proto.Message) 
 }
 
 // batchRelations returns what decides whether a step of n may share a
-// batch: whether n has AnyOf or Exclusive dependencies (alone), and the
-// nodes its Key dependencies point to, with the bases they derive from, and
-// n's own bases. Taken when the step is planned: a delete's node leaves the
-// graph with its edges right after.
-func batchRelations(n *node) (alone bool, related []*node) {
-	for i := range n.deps {
-		e := &n.deps[i]
-		if e.dep.Key == "" {
-			return true, nil
-		}
-		for t := e.target; t != nil; t = t.base {
+// batch: whether n has Exclusive dependencies, or AnyOf ones without key
+// prefixes (alone), and the nodes its dependencies point to, with the bases
+// they derive from, and n's own bases. For an AnyOf dependency those are
+// every node under its prefixes its selector accepts (the ones that
+// satisfy it and the ones that could): a step of one of them earlier in
+// the plan (the address that makes a gateway reachable, created in the same
+// transaction) runs in an earlier wave, as for a Key dependency. An AnyOf
+// without prefixes would mean a scan of the whole graph per step: such a
+// value stays alone. Taken when the step is planned: a delete's node leaves
+// the graph with its edges right after.
+func batchRelations(g *graph, n *node) (alone bool, related []*node) {
+	add := func(t *node) {
+		for ; t != nil; t = t.base {
 			related = append(related, t)
 		}
 	}
-	for b := n.base; b != nil; b = b.base {
-		related = append(related, b)
+	for i := range n.deps {
+		e := &n.deps[i]
+		switch {
+		case e.dep.Key != "":
+			add(e.target)
+		case e.dep.Exclusive != "" || len(e.dep.AnyOf.KeyPrefixes) == 0:
+			return true, nil
+		default:
+			sel := e.dep.AnyOf.KeySelector
+			for _, p := range e.dep.AnyOf.KeyPrefixes {
+				g.scanPrefix(p, func(t *node) bool {
+					if t != n && (sel == nil || sel(t.key)) {
+						add(t)
+					}
+					return true
+				})
+			}
+		}
 	}
+	add(n.base)
 	return false, related
 }
 
@@ -274,8 +293,8 @@ func (x *execResult) replayLog(steps *chunks[step]) *replayLog {
 // wave holds steps the dependency graph does not order among themselves,
 // and within a wave the steps of one descriptor go to its Batch together
 // (at most MaxBatch at a time), in plan order. A step of a descriptor
-// without Batch, or of a value with AnyOf or Exclusive dependencies, is a
-// barrier: it runs alone, after every step before it and before every step
+// without Batch, or of a value with Exclusive dependencies or an AnyOf one
+// without key prefixes (batchRelations), is a barrier: it runs alone, after every step before it and before every step
 // after it. Execution stops after the batch with the first failure.
 func (s *Scheduler) executeSteps(steps *chunks[step], batching bool) execResult {
 	n := steps.len()

@@ -307,9 +307,9 @@ type MetadataMapRW interface {
 // has been executed and succeeded; those that need them wait until the
 // batch returns, so the order of the dependency graph is kept between
 // batches (see "Descriptors with Batch" in the package documentation of
-// the scheduler: waves). Values with AnyOf or Exclusive dependencies, and
-// every operation of a transaction with revert, are executed one at a
-// time.
+// the scheduler: waves). Values with Exclusive dependencies or an AnyOf
+// one without KeyPrefixes, and every operation of a transaction with
+// revert, are executed one at a time.
 //
 // Within a batch the descriptor may have every request in flight at once,
 // but it sends them in the order given (the plan's, which can matter to
