@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 
 	"google.golang.org/protobuf/proto"
@@ -340,4 +341,56 @@ func TestBatchWaveFailure(t *testing.T) {
 	e.expectState("route/b", api.ValueStatePending, "iface/b/x")
 	e.expectState("route/c", api.ValueStateConfigured)
 	e.expectSB("after", map[string]string{"iface/a": "items=x", "iface/a/x": "x", "iface/c": "items=x", "iface/c/x": "x", "route/a": "r dep=iface/a/x", "route/c": "r dep=iface/c/x"})
+}
+
+// countingMap is a metadata map that counts its writes by key.
+type countingMap struct {
+	*api.MemMetadataMap
+	mu     sync.Mutex
+	writes map[string]int
+}
+
+func (m *countingMap) Put(key string, md any) {
+	m.mu.Lock()
+	m.writes[key]++
+	m.mu.Unlock()
+	m.MemMetadataMap.Put(key, md)
+}
+
+func (m *countingMap) Delete(key string) {
+	m.mu.Lock()
+	m.writes[key]++
+	m.mu.Unlock()
+	m.MemMetadataMap.Delete(key)
+}
+
+// Each executed operation writes its value's metadata once (a map with
+// indexes pays for each write), batched or not, and the map ends with
+// what was applied.
+func TestMetadataWrittenOncePerOperation(t *testing.T) {
+	for _, batched := range []bool{true, false} {
+		e := newEnv(t)
+		m := &countingMap{MemMetadataMap: api.NewMetadataMap(), writes: map[string]int{}}
+		o := ifaces()
+		o.Batch = batched
+		d := e.sb.Descriptor(o)
+		d.MetadataMapFactory = func() api.MetadataMapRW { return m }
+		if err := e.s.RegisterKVDescriptor(d); err != nil {
+			t.Fatal(err)
+		}
+		e.mustCommit(context.Background(), set("iface/a", "a"), set("iface/b", "b"), set("iface/c", "c"))
+		e.mustCommit(context.Background(), set("iface/a", "a2"), del("iface/b"))
+		want := map[string]int{"iface/a": 2, "iface/b": 2, "iface/c": 1}
+		m.mu.Lock()
+		if fmt.Sprint(m.writes) != fmt.Sprint(want) {
+			t.Errorf("batched %v: metadata writes %v, want %v (create, update or delete: one each)", batched, m.writes, want)
+		}
+		m.mu.Unlock()
+		if _, ok := m.GetValue("iface/b"); ok {
+			t.Errorf("batched %v: iface/b's metadata left after its delete", batched)
+		}
+		if md, ok := m.GetValue("iface/a"); !ok || md == nil {
+			t.Errorf("batched %v: iface/a's metadata %v, %v", batched, md, ok)
+		}
+	}
 }
