@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -274,6 +275,18 @@ func TestBatchWithAnyOfDependencies(t *testing.T) {
 	e.mustCommit(context.Background(), set("iface/d", "items=x"), set("route/d1", "r anywhere=d"), set("route/d2", "r anywhere=d"))
 	e.expectOps("create without prefixes",
 		"create iface/d=items=x", "create iface/d/x=x", "create route/d1=r anywhere=d", "create route/d2=r anywhere=d")
+
+	// Prefixes that hold more keys than a step may scan: alone too.
+	many := []string{"x"}
+	for i := range 300 {
+		many = append(many, fmt.Sprintf("i%d", i))
+	}
+	e.mustCommit(context.Background(), set("iface/e", "items="+strings.Join(many, ",")), set("route/e1", "r via=e"), set("route/e2", "r via=e"))
+	ops := e.sb.OpStrings(false)
+	e.sb.ClearOps()
+	if n := len(ops); n < 2 || ops[n-2] != "create route/e1=r via=e" || ops[n-1] != "create route/e2=r via=e" || slices.Contains(ops, "batch 2") {
+		t.Errorf("routes via an interface of 301 items: %q, want each alone, last", ops)
+	}
 }
 
 // Pairs of values that depend on each other (a cycle each, as the two ends

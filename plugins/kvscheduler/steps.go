@@ -60,6 +60,11 @@ func (r *txnRun) planStep(n *node, op api.TxnOperation, from, to proto.Message) 
 	r.steps.add(st)
 }
 
+// maxAnyOfScan bounds the keys batchRelations looks at under the prefixes
+// of one AnyOf dependency (a value's own interface's addresses are a few):
+// past it the value stays alone rather than cost a scan per step.
+const maxAnyOfScan = 256
+
 // batchRelations returns what decides whether a step of n may share a
 // batch: whether n has Exclusive dependencies, or AnyOf ones without key
 // prefixes (alone), and the nodes its dependencies point to, with the bases
@@ -68,8 +73,9 @@ func (r *txnRun) planStep(n *node, op api.TxnOperation, from, to proto.Message) 
 // satisfy it and the ones that could): a step of one of them earlier in
 // the plan (the address that makes a gateway reachable, created in the same
 // transaction) runs in an earlier wave, as for a Key dependency. An AnyOf
-// without prefixes would mean a scan of the whole graph per step: such a
-// value stays alone. Taken when the step is planned: a delete's node leaves
+// without prefixes would mean a scan of the whole graph per step, and one
+// whose prefixes hold more than maxAnyOfScan keys a long one: such a value
+// stays alone. Taken when the step is planned: a delete's node leaves
 // the graph with its edges right after.
 func batchRelations(g *graph, n *node) (alone bool, related []*node) {
 	add := func(t *node) {
@@ -86,13 +92,20 @@ func batchRelations(g *graph, n *node) (alone bool, related []*node) {
 			return true, nil
 		default:
 			sel := e.dep.AnyOf.KeySelector
+			visited := 0
 			for _, p := range e.dep.AnyOf.KeyPrefixes {
 				g.scanPrefix(p, func(t *node) bool {
+					if visited++; visited > maxAnyOfScan {
+						return false
+					}
 					if t != n && (sel == nil || sel(t.key)) {
 						add(t)
 					}
 					return true
 				})
+			}
+			if visited > maxAnyOfScan {
+				return true, nil
 			}
 		}
 	}
