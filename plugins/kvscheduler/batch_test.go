@@ -285,7 +285,7 @@ func TestBatchWithAnyOfDependencies(t *testing.T) {
 	ops := e.sb.OpStrings(false)
 	e.sb.ClearOps()
 	if n := len(ops); n < 2 || ops[n-2] != "create route/e1=r via=e" || ops[n-1] != "create route/e2=r via=e" || slices.Contains(ops, "batch 2") {
-		t.Errorf("routes via an interface of 301 items: %q, want each alone, last", ops)
+		t.Errorf("routes via an interface of 301 items: ... %q, want each alone, last", ops[max(0, len(ops)-4):])
 	}
 }
 
