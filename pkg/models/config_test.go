@@ -917,11 +917,10 @@ func bigConfig(n int) *configpb.Config {
 	return c
 }
 
-// ConfigKVs walks the document's messages: it gives what reading the
-// document's JSON form gives (ParseConfig, which it did before), item by
-// item and in the same order.
-func TestConfigKVsIsParseConfigOfItsJSON(t *testing.T) {
-	c := bigConfig(300)
+// configKVsAsParsed checks that ConfigKVs of c gives what ParseConfig of
+// c's JSON form gives, and returns it.
+func configKVsAsParsed(t *testing.T, c *configpb.Config) []models.KV {
+	t.Helper()
 	got, err := models.Default.ConfigKVs(c)
 	if err != nil {
 		t.Fatal(err)
@@ -935,7 +934,14 @@ func TestConfigKVsIsParseConfigOfItsJSON(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfgSameKVs(t, got, want)
-	if len(got) != 602 {
+	return got
+}
+
+// ConfigKVs walks the document's messages: it gives what reading the
+// document's JSON form gives (ParseConfig, which it did before), item by
+// item and in the same order.
+func TestConfigKVsIsParseConfigOfItsJSON(t *testing.T) {
+	if got := configKVsAsParsed(t, bigConfig(300)); len(got) != 602 {
 		t.Errorf("%d items, want 602", len(got))
 	}
 }
@@ -1018,25 +1024,13 @@ func BenchmarkParseConfig(b *testing.B) {
 // the chunks included.
 func TestConfigKVsOfALongList(t *testing.T) {
 	c := bigConfig(5000)
-	got, err := models.Default.ConfigKVs(c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	js, err := models.MarshalJSON(c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want, err := models.Default.ParseConfig(js)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfgSameKVs(t, got, want)
+	configKVsAsParsed(t, c)
 
 	routes := c.VppConfig.Routes
 	routes[4100] = &vppl3.Route{OutgoingInterface: "loop1", DstNetwork: "10.0.0.0/99"}
 	routes[4999] = proto.Clone(routes[7]).(*vppl3.Route)
 	routes[3000] = nil
-	_, err = models.Default.ConfigKVs(c)
+	_, err := models.Default.ConfigKVs(c)
 	for _, want := range []string{"vpp_config.routes[4100]", "vpp_config.routes[4999]: key", "vpp_config.routes[7]", "vpp_config.routes[3000]"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("ConfigKVs with a bad, a repeated and a nil route: %v, want it to name %s", err, want)

@@ -187,15 +187,30 @@ func TestBatchDependencyOnADerivedValue(t *testing.T) {
 	e.expectState("a/2", api.ValueStatePending, "prop/a/1/p1")
 }
 
+// batchedIfaces are interfaces "iface/<n>" with Batch, and their derived
+// items "iface/<n>/<item>" (from "items=x,y") with Batch too.
+func batchedIfaces() (iface, item mocksb.Options) {
+	iface = ifaces()
+	iface.Batch, iface.Keys = true, depth(1)
+	iface.Derived = items
+	return iface, mocksb.Options{Name: "iface-item", Prefix: "iface/", Keys: depth(2), Batch: true}
+}
+
+// ifacesABCCreated are the first two batches of a create of iface/a, b and
+// c with items x and y (batchedIfaces).
+func ifacesABCCreated() []string {
+	return []string{
+		"batch 3", "create iface/a=items=x,y", "create iface/b=items=x,y", "create iface/c=items=x,y",
+		"batch 6", "create iface/a/x=x", "create iface/a/y=y", "create iface/b/x=x", "create iface/b/y=y", "create iface/c/x=x", "create iface/c/y=y",
+	}
+}
+
 // Values of several descriptors with Batch, interleaved in the plan (an
 // interface, its derived values, the next interface, ...): each descriptor
 // gets all its independent operations in one batch, wave after wave.
 func TestBatchWavesAcrossDescriptors(t *testing.T) {
 	e := newEnv(t)
-	iface := ifaces()
-	iface.Batch, iface.Keys = true, depth(1)
-	iface.Derived = items
-	item := mocksb.Options{Name: "iface-item", Prefix: "iface/", Keys: depth(2), Batch: true}
+	iface, item := batchedIfaces()
 	route := batchRoutes()
 	e.register(iface, item, route)
 	var kvs []kv
@@ -203,27 +218,33 @@ func TestBatchWavesAcrossDescriptors(t *testing.T) {
 		kvs = append(kvs, set("iface/"+n, "items=x,y"), set("route/"+n, "r dep=iface/"+n+"/x"))
 	}
 	e.mustCommit(context.Background(), kvs...)
-	e.expectOps("create",
-		"batch 3", "create iface/a=items=x,y", "create iface/b=items=x,y", "create iface/c=items=x,y",
-		"batch 6", "create iface/a/x=x", "create iface/a/y=y", "create iface/b/x=x", "create iface/b/y=y", "create iface/c/x=x", "create iface/c/y=y",
-		"batch 3", "create route/a=r dep=iface/a/x", "create route/b=r dep=iface/b/x", "create route/c=r dep=iface/c/x")
+	e.expectOps("create", append(ifacesABCCreated(),
+		"batch 3", "create route/a=r dep=iface/a/x", "create route/b=r dep=iface/b/x", "create route/c=r dep=iface/c/x")...)
 	for _, k := range []string{"iface/a", "iface/c/y", "route/b"} {
 		e.expectState(k, api.ValueStateConfigured)
 	}
 	// And back: routes, then the derived values, then the interfaces.
+	deleteABC(e)
+	e.expectSB("deleted", nil)
+}
+
+// deleteABC deletes iface/a, b and c (batchedIfaces) and route/a, b and c
+// (each depending on its interface's x item) in one transaction, and checks
+// the waves: the y items depend on nothing the transaction deletes first,
+// so they go in the first wave, with the routes; the x items wait for the
+// routes, the interfaces for their items.
+func deleteABC(e *env) {
+	e.t.Helper()
 	var dels []kv
 	for _, n := range []string{"a", "b", "c"} {
 		dels = append(dels, del("iface/"+n), del("route/"+n))
 	}
-	// The y items depend on nothing the transaction deletes first: they go
-	// in the first wave, with the routes; the x items wait for the routes.
 	e.mustCommit(context.Background(), dels...)
 	e.expectOps("delete",
 		"batch 3", "delete iface/a/y", "delete iface/b/y", "delete iface/c/y",
 		"batch 3", "delete route/a", "delete route/b", "delete route/c",
 		"batch 3", "delete iface/a/x", "delete iface/b/x", "delete iface/c/x",
 		"batch 3", "delete iface/a", "delete iface/b", "delete iface/c")
-	e.expectSB("deleted", nil)
 }
 
 // Values with an AnyOf dependency (a route whose gateway any of its
@@ -232,10 +253,7 @@ func TestBatchWavesAcrossDescriptors(t *testing.T) {
 // dependency. An AnyOf without key prefixes keeps its value alone.
 func TestBatchWithAnyOfDependencies(t *testing.T) {
 	e := newEnv(t)
-	iface := ifaces()
-	iface.Batch, iface.Keys = true, depth(1)
-	iface.Derived = items
-	item := mocksb.Options{Name: "iface-item", Prefix: "iface/", Keys: depth(2), Batch: true}
+	iface, item := batchedIfaces()
 	route := batchRoutes()
 	route.Deps = func(_ string, v proto.Message) []api.Dependency {
 		if to := field(v, "via"); to != "" { // any x item of that interface
@@ -254,22 +272,11 @@ func TestBatchWithAnyOfDependencies(t *testing.T) {
 		kvs = append(kvs, set("iface/"+n, "items=x,y"), set("route/"+n, "r via="+n))
 	}
 	e.mustCommit(context.Background(), kvs...)
-	e.expectOps("create",
-		"batch 3", "create iface/a=items=x,y", "create iface/b=items=x,y", "create iface/c=items=x,y",
-		"batch 6", "create iface/a/x=x", "create iface/a/y=y", "create iface/b/x=x", "create iface/b/y=y", "create iface/c/x=x", "create iface/c/y=y",
-		"batch 3", "create route/a=r via=a", "create route/b=r via=b", "create route/c=r via=c")
+	e.expectOps("create", append(ifacesABCCreated(),
+		"batch 3", "create route/a=r via=a", "create route/b=r via=b", "create route/c=r via=c")...)
 	e.expectState("route/b", api.ValueStateConfigured)
 	// Back: the routes first, then what they could stand on.
-	var dels []kv
-	for _, n := range []string{"a", "b", "c"} {
-		dels = append(dels, del("iface/"+n), del("route/"+n))
-	}
-	e.mustCommit(context.Background(), dels...)
-	e.expectOps("delete",
-		"batch 3", "delete iface/a/y", "delete iface/b/y", "delete iface/c/y",
-		"batch 3", "delete route/a", "delete route/b", "delete route/c",
-		"batch 3", "delete iface/a/x", "delete iface/b/x", "delete iface/c/x",
-		"batch 3", "delete iface/a", "delete iface/b", "delete iface/c")
+	deleteABC(e)
 
 	// Without prefixes: each such route alone, after everything before it.
 	e.mustCommit(context.Background(), set("iface/d", "items=x"), set("route/d1", "r anywhere=d"), set("route/d2", "r anywhere=d"))

@@ -68,6 +68,14 @@ func (r *recorder) containing(s string) []string {
 	return out
 }
 
+// noErrorRecords fails the test if rec holds records at error level.
+func noErrorRecords(t *testing.T, rec *recorder) {
+	t.Helper()
+	if errs := rec.at(slog.LevelError); len(errs) != 0 {
+		t.Errorf("error records:\n%s", strings.Join(errs, "\n"))
+	}
+}
+
 // timedManager is a connected Manager with the given call timeout, logging
 // into rec (GoVPP's log too: the last Manager created gets it).
 func timedManager(t *testing.T, socket string, timeout time.Duration, rec *recorder) *vppconn.Manager {
@@ -191,9 +199,7 @@ func TestCallTimeoutAndLateReply(t *testing.T) {
 
 	// Every late message was reported (1 reply, the 4 details of local0
 	// and loop0..2, the control ping reply): at debug level, by type.
-	if errs := rec.at(slog.LevelError); len(errs) != 0 {
-		t.Errorf("error records:\n%s", strings.Join(errs, "\n"))
-	}
+	noErrorRecords(t, rec)
 	dropped := rec.containing("late VPP reply dropped")
 	want := []string{"*interfaces.CreateLoopbackReply", "*memclnt.ControlPingReply"}
 	for range 4 {

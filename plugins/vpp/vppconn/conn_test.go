@@ -101,6 +101,16 @@ func start(t *testing.T, opts vppsim.Options) (*vppsim.Sim, string) {
 	return sim, opts.SocketPath
 }
 
+// connected is a Manager connected to a VPP of the test's (vppsim, or the
+// real VPP the package runs against).
+func connected(t *testing.T) *vppconn.Manager {
+	t.Helper()
+	socket, _, _ := restartableVPP(t, 1000)
+	m, events := manager(t, socket)
+	wait(t, events)
+	return m
+}
+
 func manager(t *testing.T, socket string) (*vppconn.Manager, chan event) {
 	t.Helper()
 	events := make(chan event, 8)

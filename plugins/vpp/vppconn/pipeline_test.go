@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"maps"
 	"runtime"
 	"slices"
@@ -45,9 +44,7 @@ func loopbackCalls(n, k int) []vppconn.Call {
 // created before it and none after), the failures do not stop the others,
 // and the metrics count every request.
 func TestPipeline(t *testing.T) {
-	socket, _, _ := restartableVPP(t, 1000)
-	m, events := manager(t, socket)
-	wait(t, events)
+	m := connected(t)
 	reg := prometheus.NewRegistry()
 	if err := m.Register(reg); err != nil {
 		t.Fatal(err)
@@ -197,9 +194,7 @@ func TestPipelineBreaks(t *testing.T) {
 		t.Errorf("vppsim received %v after a cancelled pipeline", got)
 	}
 
-	if errs := rec.at(slog.LevelError); len(errs) != 0 {
-		t.Errorf("error records:\n%s", strings.Join(errs, "\n"))
-	}
+	noErrorRecords(t, rec)
 }
 
 // TestPipelineVPPGoes: when VPP goes while a pipeline waits for a reply,
@@ -252,9 +247,7 @@ func TestPipelineVPPGoes(t *testing.T) {
 			t.Errorf("call %d without VPP: %v, want ErrNotConnected", i, c.Err)
 		}
 	}
-	if errs := rec.at(slog.LevelError); len(errs) != 0 {
-		t.Errorf("error records:\n%s", strings.Join(errs, "\n"))
-	}
+	noErrorRecords(t, rec)
 }
 
 // TestPipelineDumpsWithMore: dumps sharing one control ping (Call.More),
@@ -267,9 +260,7 @@ func TestPipelineVPPGoes(t *testing.T) {
 // count every request. A call with More and a Reply fails every call, sent
 // nothing.
 func TestPipelineDumpsWithMore(t *testing.T) {
-	socket, _, _ := restartableVPP(t, 1000)
-	m, events := manager(t, socket)
-	wait(t, events)
+	m := connected(t)
 	reg := prometheus.NewRegistry()
 	if err := m.Register(reg); err != nil {
 		t.Fatal(err)
@@ -416,18 +407,14 @@ func TestPipelineLateRepliesDropped(t *testing.T) {
 		}
 		last = idx
 	}
-	if errs := rec.at(slog.LevelError); len(errs) != 0 {
-		t.Errorf("error records:\n%s", strings.Join(errs, "\n"))
-	}
+	noErrorRecords(t, rec)
 }
 
 // TestPipelineReusesNoBytes: a request encoded where an earlier one of the
 // same pipeline was (the window refilled) carries nothing of it: a short
 // tag after long ones is that tag alone in VPP.
 func TestPipelineReusesNoBytes(t *testing.T) {
-	socket, _, _ := restartableVPP(t, 1000)
-	m, events := manager(t, socket)
-	wait(t, events)
+	m := connected(t)
 	created := []vppconn.Call{{Request: &interfaces.CreateLoopback{}, Reply: &interfaces.CreateLoopbackReply{}}}
 	m.Pipeline(context.Background(), "interfaces", created)
 	if created[0].Err != nil {
