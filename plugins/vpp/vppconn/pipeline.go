@@ -251,6 +251,7 @@ func (c *sockClient) batch(ctx context.Context, conn *core.Connection, calls []C
 		return true
 	}
 	contexts := make([]uint32, len(calls))
+	details := map[detailOf]reflect.Type{} // the detail messages met
 	cost := func(c *Call) int { return 1 + len(c.More) }
 	var out []byte
 	inFlight := 0 // requests of the calls sent and not received
@@ -359,7 +360,7 @@ func (c *sockClient) batch(ctx context.Context, conn *core.Connection, calls []C
 				return true
 			}
 			matched = true
-			if done, err = c.decodeReply(conn, cl, id, pingReplyID, data); err != nil {
+			if done, err = c.decodeReply(conn, cl, id, pingReplyID, data, details); err != nil {
 				broken(received, err)
 				return true
 			}
@@ -372,12 +373,18 @@ func (c *sockClient) batch(ctx context.Context, conn *core.Connection, calls []C
 	return true
 }
 
+// detailOf is a message ID in the dump of a request type.
+type detailOf struct {
+	req reflect.Type
+	id  uint16
+}
+
 // errBatchTimeout: no reply within the call timeout of the last one.
 var errBatchTimeout = errors.New("batch reply timeout")
 
 // decodeReply takes one reply of call cl (its context checked): the
 // Reply, or one message of a dump; done when the call has all it gets.
-func (c *sockClient) decodeReply(conn *core.Connection, cl *Call, id, pingReplyID uint16, data []byte) (done bool, err error) {
+func (c *sockClient) decodeReply(conn *core.Connection, cl *Call, id, pingReplyID uint16, data []byte, details map[detailOf]reflect.Type) (done bool, err error) {
 	if !cl.Dump() {
 		want, err := conn.GetMessageID(cl.Reply)
 		if err != nil {
@@ -395,11 +402,19 @@ func (c *sockClient) decodeReply(conn *core.Connection, cl *Call, id, pingReplyI
 	if id == pingReplyID {
 		return true, nil
 	}
-	proto, err := conn.LookupByID(conn.GetMessagePath(cl.Request), id)
-	if err != nil || proto.GetMessageType() != api.ReplyMessage || !strings.HasSuffix(proto.GetMessageName(), "_details") {
-		return false, fmt.Errorf("message %s in the dump of %s: replies out of order", c.messageName(conn, cl.Request, id), cl.Request.GetMessageName())
+	// One lookup per message type of a batch, not per detail (by the
+	// request's type too: GoVPP looks an ID up in the request's binapi).
+	key := detailOf{reflect.TypeOf(cl.Request), id}
+	typ, ok := details[key]
+	if !ok {
+		proto, err := conn.LookupByID(conn.GetMessagePath(cl.Request), id)
+		if err != nil || proto.GetMessageType() != api.ReplyMessage || !strings.HasSuffix(proto.GetMessageName(), "_details") {
+			return false, fmt.Errorf("message %s in the dump of %s: replies out of order", c.messageName(conn, cl.Request, id), cl.Request.GetMessageName())
+		}
+		typ = reflect.TypeOf(proto).Elem()
+		details[key] = typ
 	}
-	msg := reflect.New(reflect.TypeOf(proto).Elem()).Interface().(api.Message)
+	msg := reflect.New(typ).Interface().(api.Message)
 	if err := codec.DefaultCodec.DecodeMsg(data, msg); err != nil {
 		return false, fmt.Errorf("%s in the dump of %s: %w", msg.GetMessageName(), cl.Request.GetMessageName(), err)
 	}
