@@ -181,8 +181,9 @@ type KVDescriptor struct {
 
 	// Batch, when set, executes many Create, Update and Delete operations
 	// of this descriptor in one call, so that the descriptor can keep many
-	// SB requests in flight (a GoVPP stream, netlink messages on one
-	// socket) instead of one request and its reply at a time. Create,
+	// SB requests in flight (VPP requests on the API socket, netlink
+	// messages on one socket) instead of one request and its reply at a
+	// time. Create,
 	// Update and Delete must be set too: Batch is an optimisation of them,
 	// with the same semantics per operation. See BatchOp for the contract.
 	Batch func(ctx context.Context, ops []BatchOp)

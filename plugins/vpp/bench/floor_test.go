@@ -81,7 +81,7 @@ func ip4(a, b, c, d byte) ip_types.Address {
 
 // readByHand reads what an in-sync resync of the workload must read, with
 // the requests the agent uses: every interface; per interface its IPv4 and
-// IPv6 addresses (a control ping per 64 dumps) and tables (pipelined); the
+// IPv6 addresses (a control ping per half window of dumps) and tables (pipelined); the
 // routes of table 0, IPv4 and IPv6. It returns the number of messages VPP sent back.
 func (e *benchEnv) readByHand() int {
 	e.b.Helper()
@@ -96,7 +96,7 @@ func (e *benchEnv) readByHand() int {
 			perIf = append(perIf, vppconn.Call{Request: &interfaces.SwInterfaceGetTable{SwIfIndex: idx, IsIPv6: v6}, Reply: &interfaces.SwInterfaceGetTableReply{}})
 		}
 	}
-	// The address dumps share a control ping per 64, as the agent's do
+	// The address dumps share a control ping per half window, as the agent's do
 	// (vppconn.Call.More).
 	for from := 0; from < len(addrDumps); from += vppconn.PipelineWindow / 2 {
 		chunk := addrDumps[from:min(from+vppconn.PipelineWindow/2, len(addrDumps))]

@@ -75,13 +75,13 @@ func (e *PipelineError) Error() string {
 
 func (e *PipelineError) Unwrap() error { return e.Cause }
 
-// Pipeline sends the requests of calls, in their order, on one GoVPP
-// stream of the connection of area, with up to PipelineWindow requests in
-// flight, and sets each call's Reply (or Details) and Err. VPP answers the
-// requests of a connection in order, each reply carrying its request's
-// context; GoVPP hands the replies of a stream over in order, and each
-// reply is checked to be of its request's reply type (a dump's details end
-// at its control ping reply).
+// Pipeline sends the requests of calls, in their order, on the API socket
+// of the connection of area (the socket client's batch, beside GoVPP's
+// core), with up to PipelineWindow requests in flight, and sets each call's
+// Reply (or Details) and Err. VPP answers the requests of a connection in
+// order, each reply carrying its request's context; each reply is checked
+// to carry the context of the call due and to be of its request's reply
+// type (a dump's details end at its control ping reply).
 //
 // A call's Err is its own: a VPP error (retval) fails that call only. When
 // the pipeline breaks (the connection lost, ctx cancelled or past its
