@@ -345,6 +345,16 @@ func TestRouteChecksEveryEnum(t *testing.T) {
 	}
 }
 
+func TestLinuxRouteChecksEveryEnum(t *testing.T) {
+	fields := (&linuxl3.Route{}).ProtoReflect().Descriptor().Fields()
+	for i := range fields.Len() {
+		fd := fields.Get(i)
+		if (fd.Kind() == protoreflect.EnumKind || fd.Kind() == protoreflect.MessageKind) && fd.Name() != "scope" {
+			t.Errorf("linux.l3.Route.%s is a %s field: validateLinuxRoute does not check its enums", fd.Name(), fd.Kind())
+		}
+	}
+}
+
 func TestValidateVPPRoute(t *testing.T) {
 	vtRun(t, models.VPPRoute, []vtCase{
 		{name: "via gateway", value: &vppl3.Route{VrfId: 1, DstNetwork: "10.1.0.0/16", NextHopAddr: "10.0.0.1", OutgoingInterface: "GigabitEthernet0/8/0", Weight: 1, Preference: 2}},

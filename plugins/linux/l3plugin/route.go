@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"syscall"
 
 	"github.com/vishvananda/netlink"
@@ -226,17 +228,53 @@ func routeNeedsRecreate(_ string, oldValue, newValue *linuxl3.Route, _ *Placemen
 
 func routeDependencies(_ string, r *linuxl3.Route) []api.Dependency {
 	iface := r.GetOutgoingInterface()
-	deps := []api.Dependency{{Label: "interface " + iface + " up", Key: ifplugin.StateKey(iface, true)}}
 	s, err := parseRoute(r)
-	if err != nil || !s.gw.IsValid() {
-		return deps
-	}
-	if s.gw.Is6() && s.gw.IsLinkLocalUnicast() {
+	gw := s.gw
+	if err != nil || (gw.Is6() && gw.IsLinkLocalUnicast()) {
 		// fe80::/10 is on every IPv6 link: the kernel needs no address or
 		// route to reach it.
+		gw = netip.Addr{}
+	}
+	return slices.Clone(routeDeps.of(iface, gw))
+}
+
+// routeDeps are the dependencies of the routes by interface and gateway
+// (none: the zero Addr): the same for every route through them, so that a
+// bulk change builds their labels, keys and AnyOf selector once rather
+// than per route. At most maxRouteDeps pairs are kept (then it starts
+// anew).
+var routeDeps = depsCache{m: map[depsOf][]api.Dependency{}}
+
+const maxRouteDeps = 4096
+
+type depsOf struct {
+	iface string
+	gw    netip.Addr
+}
+
+type depsCache struct {
+	mu sync.Mutex
+	m  map[depsOf][]api.Dependency
+}
+
+// of returns the dependencies of a route through iface and gw (shared:
+// the caller copies them).
+func (c *depsCache) of(iface string, gw netip.Addr) []api.Dependency {
+	k := depsOf{iface, gw}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if deps, ok := c.m[k]; ok {
 		return deps
 	}
-	return append(deps, api.Dependency{Label: "gateway " + s.gw.String() + " reachable", AnyOf: gatewayReachable(iface, s.gw)})
+	deps := []api.Dependency{{Label: "interface " + iface + " up", Key: ifplugin.StateKey(iface, true)}}
+	if gw.IsValid() {
+		deps = append(deps, api.Dependency{Label: "gateway " + gw.String() + " reachable", AnyOf: gatewayReachable(iface, gw)})
+	}
+	if len(c.m) >= maxRouteDeps {
+		clear(c.m)
+	}
+	c.m[k] = deps
+	return deps
 }
 
 // gatewayReachable accepts an address of iface whose subnet contains gw, or
