@@ -422,6 +422,49 @@ func (h *harness) waitSynced() {
 	}
 }
 
+// waitWatching puts a canary value and waits until the source delivers it
+// in a Change, then deletes it and waits for the delete: the source's
+// watch is established. Under load the client's fresh connection may be
+// lost right after the first read, and the source reads again (a Resync
+// then delivers the canary): it tries again. It returns how many calls
+// the sink had received then.
+func (h *harness) waitWatching() int {
+	h.t.Helper()
+	key := vppIfKey + "canary"
+	delivered := func(from int, deleted bool) (byChange bool) {
+		h.sink.waitFor(h.t, "the canary", func() bool {
+			for _, c := range h.sink.calls[min(from, len(h.sink.calls)):] {
+				for _, kv := range c.kvs {
+					if kv.Key == key && (kv.Value == nil) == deleted {
+						byChange = !c.resync
+						return true
+					}
+				}
+				if c.resync && deleted {
+					if _, ok := h.sink.state[key]; !ok {
+						return true // read again without it
+					}
+				}
+			}
+			return false
+		})
+		return byChange
+	}
+	for try := 1; try <= 10; try++ {
+		calls, _ := h.sink.snapshot()
+		h.put(prefix+key, vppIf("canary", try))
+		put := delivered(len(calls), false)
+		calls, _ = h.sink.snapshot()
+		h.del(prefix + key)
+		if delivered(len(calls), true) && put {
+			calls, _ = h.sink.snapshot()
+			return len(calls)
+		}
+	}
+	h.t.Fatal("the source's watch never delivered a put as a Change")
+	return 0
+}
+
 func (h *harness) ctx() context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
 	h.t.Cleanup(cancel)

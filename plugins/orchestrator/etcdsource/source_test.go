@@ -256,11 +256,12 @@ func TestLonePutGoesAtOnce(t *testing.T) {
 }
 
 // 10,000 keys in 10 transactions of 1,000: few Changes, none above 1,000
-// keys, every key once, in order.
+// keys, every key once, in order (over an established watch: waitWatching).
 func TestBurst(t *testing.T) {
 	h := newHarness(t)
 	h.run(etcdsource.Options{})
 	h.waitSynced()
+	base := h.waitWatching()
 
 	const txns, perTxn = 10, 1000
 	var order []string
@@ -278,7 +279,7 @@ func TestBurst(t *testing.T) {
 	calls, state := h.sink.snapshot()
 	var got []string
 	changes := 0
-	for _, c := range calls[1:] {
+	for _, c := range calls[base:] {
 		if c.resync {
 			t.Fatalf("unexpected %v", c)
 		}
