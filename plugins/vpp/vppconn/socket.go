@@ -44,8 +44,10 @@ const (
 // batchContexts are the contexts of the batches (sockClient.batch): GoVPP's
 // core packs a channel ID of 1 to 0x7fff into the top 15 bits of every
 // context it sends (core.packRequestContext; its ID pool starts at 1), so
-// contexts below 1<<17 (channel 0) are never its own. Context 0 is left to
-// VPP's events.
+// contexts below 1<<17 (channel 0) are never its own. 0 itself is not used:
+// GoVPP takes a reply of context 0 for a notification. (An event has no
+// context: its bytes there are a client index, and the reader tells it by
+// its message ID, see sockClient.replies.)
 const batchContexts = 1 << 17
 
 // sockClient is one connection to VPP's binary API socket. GoVPP's core
