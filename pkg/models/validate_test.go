@@ -331,26 +331,26 @@ func TestValidateBridgeDomain(t *testing.T) {
 	})
 }
 
-// TestRouteChecksEveryEnum: the VPP route's check tests its type directly
-// instead of walking the message for enums; that holds while type is its
-// only enum and it has no message field. A new one fails here: check it
-// in validateVPPRoute too (or go back to checkEnums).
+// TestRouteChecksEveryEnum: the VPP and Linux routes' checks test their
+// one enum (type, scope) directly instead of walking the message for enums;
+// that holds while it is the route's only enum and it has no message field.
+// A new one fails here: check it in validateVPPRoute / validateLinuxRoute
+// too (or go back to checkEnums).
 func TestRouteChecksEveryEnum(t *testing.T) {
-	fields := (&vppl3.Route{}).ProtoReflect().Descriptor().Fields()
-	for i := range fields.Len() {
-		fd := fields.Get(i)
-		if (fd.Kind() == protoreflect.EnumKind || fd.Kind() == protoreflect.MessageKind) && fd.Name() != "type" {
-			t.Errorf("vpp.l3.Route.%s is a %s field: validateVPPRoute does not check its enums", fd.Name(), fd.Kind())
-		}
-	}
-}
-
-func TestLinuxRouteChecksEveryEnum(t *testing.T) {
-	fields := (&linuxl3.Route{}).ProtoReflect().Descriptor().Fields()
-	for i := range fields.Len() {
-		fd := fields.Get(i)
-		if (fd.Kind() == protoreflect.EnumKind || fd.Kind() == protoreflect.MessageKind) && fd.Name() != "scope" {
-			t.Errorf("linux.l3.Route.%s is a %s field: validateLinuxRoute does not check its enums", fd.Name(), fd.Kind())
+	for _, tc := range []struct {
+		route   proto.Message
+		checked protoreflect.Name
+		check   string
+	}{
+		{&vppl3.Route{}, "type", "validateVPPRoute"},
+		{&linuxl3.Route{}, "scope", "validateLinuxRoute"},
+	} {
+		md := tc.route.ProtoReflect().Descriptor()
+		for i := range md.Fields().Len() {
+			fd := md.Fields().Get(i)
+			if (fd.Kind() == protoreflect.EnumKind || fd.Kind() == protoreflect.MessageKind) && fd.Name() != tc.checked {
+				t.Errorf("%s.%s is a %s field: %s does not check its enums", md.FullName(), fd.Name(), fd.Kind(), tc.check)
+			}
 		}
 	}
 }

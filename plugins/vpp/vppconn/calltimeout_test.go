@@ -68,6 +68,15 @@ func (r *recorder) containing(s string) []string {
 	return out
 }
 
+// simManager is a vppsim and a Manager connected to it with the given call
+// timeout, logging into the returned recorder.
+func simManager(t *testing.T, timeout time.Duration) (*vppsim.Sim, *vppconn.Manager, *recorder) {
+	t.Helper()
+	sim, socket := start(t, vppsim.Options{})
+	rec := &recorder{}
+	return sim, timedManager(t, socket, timeout, rec), rec
+}
+
 // noErrorRecords fails the test if rec holds records at error level.
 func noErrorRecords(t *testing.T, rec *recorder) {
 	t.Helper()
@@ -104,9 +113,7 @@ func TestCallTimeoutAndLateReply(t *testing.T) {
 	// slow one within that request's own timeout (VPP serves one request at
 	// a time per connection).
 	const slow = 400 * time.Millisecond
-	sim, socket := start(t, vppsim.Options{})
-	rec := &recorder{}
-	m := timedManager(t, socket, timeout, rec)
+	sim, m, rec := simManager(t, timeout)
 	conn, err := m.Conn("interfaces")
 	if err != nil {
 		t.Fatal(err)

@@ -19,7 +19,6 @@ import (
 	"go.fd.io/govpp/binapi/ip_types"
 
 	"github.com/netagent-io/netagent/plugins/vpp/vppconn"
-	"github.com/netagent-io/netagent/tests/vppsim"
 )
 
 // loopbackCalls are n create_loopback requests, with after each k-th a
@@ -143,9 +142,7 @@ func callCounts(t *testing.T, reg *prometheus.Registry) map[string]int {
 func TestPipelineBreaks(t *testing.T) {
 	needSim(t, "a VPP slow to answer (Delay)")
 	const timeout = 200 * time.Millisecond
-	sim, socket := start(t, vppsim.Options{})
-	rec := &recorder{}
-	m := timedManager(t, socket, timeout, rec)
+	sim, m, rec := simManager(t, timeout)
 
 	sim.Delay("sw_interface_set_flags", 2*timeout)
 	calls := loopbackCalls(3*vppconn.PipelineWindow, 100) // the first set_flags is call 100
@@ -204,9 +201,7 @@ func TestPipelineBreaks(t *testing.T) {
 // lost too: the connection broke before GoVPP handed them over.)
 func TestPipelineVPPGoes(t *testing.T) {
 	needSim(t, "a VPP that does not answer (Delay)")
-	sim, socket := start(t, vppsim.Options{})
-	rec := &recorder{}
-	m := timedManager(t, socket, time.Hour, rec)
+	sim, m, rec := simManager(t, time.Hour)
 	sim.Delay("sw_interface_set_flags", time.Hour)
 	sim.ResetCalls()
 	calls := loopbackCalls(20, 10)
@@ -376,9 +371,7 @@ func TestPipelineDumpsWithMore(t *testing.T) {
 func TestPipelineLateRepliesDropped(t *testing.T) {
 	needSim(t, "a VPP that hangs on one message (Hold)")
 	const timeout = 200 * time.Millisecond
-	sim, socket := start(t, vppsim.Options{})
-	rec := &recorder{}
-	m := timedManager(t, socket, timeout, rec)
+	sim, m, rec := simManager(t, timeout)
 
 	release := sim.Hold("sw_interface_set_flags")
 	defer release()
