@@ -539,8 +539,15 @@ func validateLinuxRoute(v proto.Message, errs *fieldErrors) {
 	}
 	errs.name("outgoing_interface", r.GetOutgoingInterface())
 	dst, dstOK := errs.cidr("dst_network", r.GetDstNetwork())
+	if dstOK {
+		errs.notMapped("dst_network", dst.Addr())
+	}
 	if gw := r.GetGwAddr(); gw != "" {
-		if a, ok := errs.ip("gw_addr", gw); ok && dstOK && a.Is4() != dst.Addr().Is4() {
+		a, ok := errs.ip("gw_addr", gw)
+		if ok {
+			errs.notMapped("gw_addr", a)
+		}
+		if ok && dstOK && !a.Is4In6() && !dst.Addr().Is4In6() && a.Is4() != dst.Addr().Is4() {
 			errs.add("gw_addr", "%s is not of the IP version of dst_network %s", gw, r.GetDstNetwork())
 		}
 	}
@@ -549,7 +556,9 @@ func validateLinuxRoute(v proto.Message, errs *fieldErrors) {
 func validateLinuxARP(v proto.Message, errs *fieldErrors) {
 	a := v.(*linuxl3.ARPEntry)
 	errs.name("interface", a.GetInterface())
-	errs.ip("ip_address", a.GetIpAddress())
+	if ip, ok := errs.ip("ip_address", a.GetIpAddress()); ok {
+		errs.notMapped("ip_address", ip)
+	}
 	errs.mac("hw_address", a.GetHwAddress())
 }
 

@@ -129,6 +129,15 @@ func (f *fieldErrors) cidr(field, v string) (netip.Prefix, bool) {
 	return p, true
 }
 
+// notMapped refuses an IPv4-mapped IPv6 address (::ffff:a.b.c.d) where the
+// Linux plugins take the IPv4 address: its key would not be the key of what
+// the kernel holds (and, as a prefix, its length is of the IPv6 form).
+func (f *fieldErrors) notMapped(field string, a netip.Addr) {
+	if a.Is4In6() {
+		f.add(field, "%s is an IPv4-mapped IPv6 address: write the IPv4 address %s", a, a.Unmap())
+	}
+}
+
 // ip checks an IP address.
 func (f *fieldErrors) ip(field, v string) (netip.Addr, bool) {
 	a, err := netip.ParseAddr(v)

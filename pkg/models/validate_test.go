@@ -529,6 +529,10 @@ func TestValidateLinuxRoute(t *testing.T) {
 			fields: []string{"gw_addr"}, want: "fe80::1 is not of the IP version of dst_network 10.1.0.0/16"},
 		{name: "IPv4 gateway for IPv6", value: &linuxl3.Route{OutgoingInterface: "veth1", DstNetwork: "2001:db8::/32", GwAddr: "10.0.0.1"},
 			fields: []string{"gw_addr"}, want: "is not of the IP version"},
+		{name: "IPv4-mapped destination", value: &linuxl3.Route{OutgoingInterface: "veth1", DstNetwork: "::ffff:10.9.0.0/112"},
+			fields: []string{"dst_network"}, want: "::ffff:10.9.0.0 is an IPv4-mapped IPv6 address: write the IPv4 address 10.9.0.0"},
+		{name: "IPv4-mapped gateway", value: &linuxl3.Route{OutgoingInterface: "veth1", DstNetwork: "10.1.0.0/16", GwAddr: "::ffff:10.0.0.1"},
+			fields: []string{"gw_addr"}, want: "::ffff:10.0.0.1 is an IPv4-mapped IPv6 address"},
 	})
 }
 
@@ -540,6 +544,8 @@ func TestValidateLinuxARP(t *testing.T) {
 			fields: []string{"ip_address"}, want: `"fe80::2%veth1"`},
 		{name: "bad MAC", value: &linuxl3.ARPEntry{Interface: "veth1", IpAddress: "10.0.0.2", HwAddress: "02:00:00:00:00:0g"},
 			fields: []string{"hw_address"}, want: `"02:00:00:00:00:0g"`},
+		{name: "IPv4-mapped address", value: &linuxl3.ARPEntry{Interface: "veth1", IpAddress: "::ffff:10.0.0.2", HwAddress: "02:00:00:00:00:02"},
+			fields: []string{"ip_address"}, want: "write the IPv4 address 10.0.0.2"},
 	})
 }
 
