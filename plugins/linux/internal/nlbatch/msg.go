@@ -1,6 +1,7 @@
 package nlbatch
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"net"
@@ -39,28 +40,25 @@ func route(typ, flags int, r *netlink.Route, msg *nl.RtMsg) (*nl.NetlinkRequest,
 	if r.Dst == nil || r.Dst.IP == nil {
 		return nil, errors.New("route: no destination")
 	}
-	req := nl.NewNetlinkRequest(typ, flags)
 	family := nl.GetIPFamily(r.Dst.IP)
 	bits, _ := r.Dst.Mask.Size()
 	msg.Dst_len = uint8(bits)
-	var attrs []*nl.RtAttr
-	attrs = append(attrs, nl.NewRtAttr(unix.RTA_DST, ipBytes(r.Dst.IP, family)))
+	dst := ipBytes(r.Dst.IP, family)
+	var gw []byte
 	if r.Gw != nil {
 		if nl.GetIPFamily(r.Gw) != family {
 			return nil, fmt.Errorf("route: gateway %s and destination %s are not of one IP family", r.Gw, r.Dst)
 		}
-		attrs = append(attrs, nl.NewRtAttr(unix.RTA_GATEWAY, ipBytes(r.Gw, family)))
+		gw = ipBytes(r.Gw, family)
 	}
+	tableAttr := false
 	if r.Table > 0 {
 		if r.Table >= 256 {
 			msg.Table = unix.RT_TABLE_UNSPEC
-			attrs = append(attrs, nl.NewRtAttr(unix.RTA_TABLE, nl.Uint32Attr(uint32(r.Table))))
+			tableAttr = true
 		} else {
 			msg.Table = uint8(r.Table)
 		}
-	}
-	if r.Priority > 0 {
-		attrs = append(attrs, nl.NewRtAttr(unix.RTA_PRIORITY, nl.Uint32Attr(uint32(r.Priority))))
 	}
 	if r.Tos > 0 {
 		msg.Tos = uint8(r.Tos)
@@ -74,12 +72,62 @@ func route(typ, flags int, r *netlink.Route, msg *nl.RtMsg) (*nl.NetlinkRequest,
 	msg.Flags = uint32(r.Flags)
 	msg.Scope = uint8(r.Scope)
 	msg.Family = uint8(family)
-	req.AddData(msg)
-	for _, a := range attrs {
-		req.AddData(a)
+
+	// The message as the library's AddData of the RtMsg and each RtAttr
+	// serializes it, written into one buffer (RawData) instead of one
+	// allocation per attribute: RTA_DST, RTA_GATEWAY, RTA_TABLE,
+	// RTA_PRIORITY, RTA_OIF.
+	size := unix.SizeofRtMsg + attrSize(len(dst)) + attrSize(4)
+	if gw != nil {
+		size += attrSize(len(gw))
 	}
-	req.AddData(nl.NewRtAttr(unix.RTA_OIF, nl.Uint32Attr(uint32(r.LinkIndex))))
+	if tableAttr {
+		size += attrSize(4)
+	}
+	if r.Priority > 0 {
+		size += attrSize(4)
+	}
+	b := make([]byte, 0, size)
+	b = append(b, msg.Serialize()...)
+	b = appendAttr(b, unix.RTA_DST, dst)
+	if gw != nil {
+		b = appendAttr(b, unix.RTA_GATEWAY, gw)
+	}
+	if tableAttr {
+		b = appendUint32Attr(b, unix.RTA_TABLE, uint32(r.Table))
+	}
+	if r.Priority > 0 {
+		b = appendUint32Attr(b, unix.RTA_PRIORITY, uint32(r.Priority))
+	}
+	b = appendUint32Attr(b, unix.RTA_OIF, uint32(r.LinkIndex))
+	req := nl.NewNetlinkRequest(typ, flags)
+	req.RawData = b
 	return req, nil
+}
+
+// attrSize is the size of an attribute of n bytes of data, padded.
+func attrSize(n int) int {
+	return (unix.SizeofRtAttr + n + unix.RTA_ALIGNTO - 1) &^ (unix.RTA_ALIGNTO - 1)
+}
+
+// appendAttr appends an attribute as nl.RtAttr.Serialize writes it: its
+// length (header and data, unpadded) and type in the host's byte order,
+// the data, zeros to the alignment.
+func appendAttr(b []byte, typ uint16, data []byte) []byte {
+	b = binary.NativeEndian.AppendUint16(b, uint16(unix.SizeofRtAttr+len(data)))
+	b = binary.NativeEndian.AppendUint16(b, typ)
+	b = append(b, data...)
+	for pad := attrSize(len(data)) - unix.SizeofRtAttr - len(data); pad > 0; pad-- {
+		b = append(b, 0)
+	}
+	return b
+}
+
+// appendUint32Attr appends an attribute of a 32-bit value (nl.Uint32Attr).
+func appendUint32Attr(b []byte, typ uint16, v uint32) []byte {
+	b = binary.NativeEndian.AppendUint16(b, unix.SizeofRtAttr+4)
+	b = binary.NativeEndian.AppendUint16(b, typ)
+	return binary.NativeEndian.AppendUint32(b, v)
 }
 
 func ipBytes(ip net.IP, family int) []byte {

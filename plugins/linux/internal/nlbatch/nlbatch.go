@@ -126,7 +126,7 @@ func (c *Conn) Exec(reqs []*nl.NetlinkRequest, reply Reply) ([]error, error) {
 				r.Flags |= unix.NLM_F_REQUEST | unix.NLM_F_ACK
 				r.Seq = base + uint32(sent)
 				r.Pid = 0
-				out = append(out, r.Serialize()...)
+				out = appendRequest(out, r)
 				sent++
 			}
 			if err := unix.Sendto(c.fd, out, 0, &unix.SockaddrNetlink{Family: unix.AF_NETLINK}); err != nil {
@@ -332,4 +332,24 @@ func (p *Pool) Run(reqs []*Request) {
 			r.Err = results[i]
 		}
 	}
+}
+
+// appendRequest appends a request as nl.NetlinkRequest.Serialize makes it
+// (the header with its length set, the Data serialized, the RawData), into
+// out instead of a copy of its own.
+func appendRequest(out []byte, r *nl.NetlinkRequest) []byte {
+	start := len(out)
+	out = append(out, make([]byte, unix.SizeofNlMsghdr)...)
+	for _, d := range r.Data {
+		out = append(out, d.Serialize()...)
+	}
+	out = append(out, r.RawData...)
+	r.Len = uint32(len(out) - start)
+	h := out[start:]
+	binary.NativeEndian.PutUint32(h[0:], r.Len)
+	binary.NativeEndian.PutUint16(h[4:], r.Type)
+	binary.NativeEndian.PutUint16(h[6:], r.Flags)
+	binary.NativeEndian.PutUint32(h[8:], r.Seq)
+	binary.NativeEndian.PutUint32(h[12:], r.Pid)
+	return out
 }
