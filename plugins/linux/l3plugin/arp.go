@@ -185,7 +185,7 @@ func (p *Plugin) retrieveARPs(ctx context.Context, correlate []api.TypedKV[*linu
 				}
 				out = append(out, api.TypedKV[*linuxl3.ARPEntry, *Placement]{
 					Key: key, Value: v, Origin: api.UnknownOrigin,
-					Metadata: &Placement{Namespace: ref, LinkIndex: n.LinkIndex, Applied: neighApplied(n)},
+					Metadata: &Placement{Namespace: ref, LinkIndex: n.LinkIndex, Applied: neighApplied(n), target: addrTarget(ip)},
 				})
 			}
 		}

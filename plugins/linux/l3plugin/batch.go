@@ -170,7 +170,7 @@ func (p *Plugin) prepareRoute(ctx context.Context, c *batchCall) {
 	}
 	c.route = s
 	c.at = Placement{Namespace: md.Namespace, LinkIndex: md.Index}
-	c.md = &Placement{Namespace: md.Namespace, LinkIndex: md.Index, Applied: s.applied()}
+	c.md = &Placement{Namespace: md.Namespace, LinkIndex: md.Index, Applied: s.applied(), target: s.dst}
 	c.req = &nlbatch.Request{NS: md.Namespace, Msg: msg}
 }
 
@@ -324,6 +324,6 @@ func (p *Plugin) prepareARP(ctx context.Context, c *batchCall) {
 	}
 	c.arp = s
 	c.at = Placement{Namespace: md.Namespace, LinkIndex: md.Index}
-	c.md = &Placement{Namespace: md.Namespace, LinkIndex: md.Index, Applied: s.applied()}
+	c.md = &Placement{Namespace: md.Namespace, LinkIndex: md.Index, Applied: s.applied(), target: addrTarget(s.ip)}
 	c.req = &nlbatch.Request{NS: md.Namespace, Msg: msg}
 }

@@ -97,7 +97,7 @@ func (p *Plugin) RouteDrift(ns nsplugin.Ref, r *netlink.Route, deleted bool) []s
 		return nil
 	}
 	got := routeApplied(*r)
-	return p.routes.Load().drifted(Placement{Namespace: ns, LinkIndex: r.LinkIndex}, dst.String(), func(a Applied) bool {
+	return p.routes.Load().drifted(Placement{Namespace: ns, LinkIndex: r.LinkIndex}, dst, func(a Applied) bool {
 		switch {
 		case !a.Known:
 			return r.Protocol == RouteProtocol
@@ -120,40 +120,45 @@ func (p *Plugin) NeighDrift(ns nsplugin.Ref, n *netlink.Neigh, deleted bool) []s
 		return nil
 	}
 	got := neighApplied(*n)
-	return p.arps.Load().drifted(Placement{Namespace: ns, LinkIndex: n.LinkIndex}, ip.Unmap().String(), func(a Applied) bool {
+	return p.arps.Load().drifted(Placement{Namespace: ns, LinkIndex: n.LinkIndex}, addrTarget(ip), func(a Applied) bool {
 		return deleted || !a.Known || n.State&netlink.NUD_PERMANENT == 0 || got != a
 	})
 }
 
-// routeTarget is the masked destination of a route key ("" when the key
-// does not parse).
-func routeTarget(key string) string {
+// routeTarget is the masked destination of a route key (invalid when the
+// key does not parse): the index's target of a route whose metadata does
+// not carry it.
+func routeTarget(key string) netip.Prefix {
 	parts, err := models.LinuxRoute.ParseKey(key)
 	if err != nil {
-		return ""
+		return netip.Prefix{}
 	}
 	dst, err := netip.ParsePrefix(parts["dst_network"])
 	if err != nil {
-		return ""
+		return netip.Prefix{}
 	}
 	// As parseRoute: an IPv4-mapped destination is an IPv4 route.
-	if dst = netip.PrefixFrom(dst.Addr().Unmap(), dst.Bits()).Masked(); !dst.IsValid() {
-		return ""
-	}
-	return dst.String()
+	return netip.PrefixFrom(dst.Addr().Unmap(), dst.Bits()).Masked()
 }
 
-// arpTarget is the IP of an ARP key ("" when the key does not parse).
-func arpTarget(key string) string {
+// arpTarget is the IP of an ARP key as a single-address prefix (invalid
+// when the key does not parse).
+func arpTarget(key string) netip.Prefix {
 	parts, err := models.LinuxARP.ParseKey(key)
 	if err != nil {
-		return ""
+		return netip.Prefix{}
 	}
 	ip, err := netip.ParseAddr(parts["ip_address"])
 	if err != nil {
-		return ""
+		return netip.Prefix{}
 	}
-	return ip.Unmap().String()
+	return addrTarget(ip)
+}
+
+// addrTarget is the target of an ARP entry of IP ip.
+func addrTarget(ip netip.Addr) netip.Prefix {
+	ip = ip.Unmap()
+	return netip.PrefixFrom(ip, ip.BitLen())
 }
 
 // placementIndex is the metadata map of the route or ARP descriptor (label:
@@ -170,7 +175,9 @@ func arpTarget(key string) string {
 // amortized.
 type placementIndex struct {
 	*api.MemMetadataMap
-	target func(key string) string
+	// target is the target of a key whose Placement does not carry it
+	// (metadata put by hand, as the tests do).
+	target func(key string) netip.Prefix
 	mu     sync.RWMutex
 	byLink map[Placement]map[string]struct{}
 	byDest shrinkmap.Map[placedTarget, map[string]struct{}]
@@ -180,7 +187,7 @@ type placementIndex struct {
 // placedTarget is a target on a link (Placement without Applied).
 type placedTarget struct {
 	at     Placement
-	target string
+	target netip.Prefix
 }
 
 // placedEntry is where a value is and what the agent applied.
@@ -191,7 +198,7 @@ type placedEntry struct {
 
 var _ api.MetadataMapRW = (*placementIndex)(nil)
 
-func newPlacementIndex(target func(key string) string) *placementIndex {
+func newPlacementIndex(target func(key string) netip.Prefix) *placementIndex {
 	return &placementIndex{
 		MemMetadataMap: api.NewMetadataMap(),
 		target:         target,
@@ -220,7 +227,10 @@ func (x *placementIndex) Put(key string, md any) {
 		return
 	}
 	at := Placement{Namespace: pl.Namespace, LinkIndex: pl.LinkIndex}
-	pt := placedTarget{at: at, target: x.target(key)}
+	pt := placedTarget{at: at, target: pl.target}
+	if !pt.target.IsValid() {
+		pt.target = x.target(key)
+	}
 	x.placed.Put(key, placedEntry{placedTarget: pt, applied: pl.Applied})
 	addTo(x.byLink, at, key)
 	set, _ := x.byDest.Get(pt)
@@ -284,7 +294,7 @@ func (x *placementIndex) onLink(at Placement) []string {
 }
 
 // at returns the keys of a target on a link, sorted.
-func (x *placementIndex) at(at Placement, target string) []string {
+func (x *placementIndex) at(at Placement, target netip.Prefix) []string {
 	if x == nil {
 		return nil
 	}
@@ -296,7 +306,7 @@ func (x *placementIndex) at(at Placement, target string) []string {
 
 // drifted returns the keys of a target on a link whose applied attributes
 // differ reports out of sync with an event, sorted.
-func (x *placementIndex) drifted(at Placement, target string, differ func(Applied) bool) []string {
+func (x *placementIndex) drifted(at Placement, target netip.Prefix, differ func(Applied) bool) []string {
 	if x == nil {
 		return nil
 	}

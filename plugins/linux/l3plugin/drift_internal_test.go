@@ -1,8 +1,11 @@
 package l3plugin
 
 import (
+	"context"
 	"fmt"
+	"log/slog"
 	"net"
+	"net/netip"
 	"runtime"
 	"slices"
 	"syscall"
@@ -10,6 +13,9 @@ import (
 
 	"github.com/vishvananda/netlink"
 
+	"github.com/netagent-io/netagent/pkg/models"
+	"github.com/netagent-io/netagent/plugins/kvscheduler/api"
+	"github.com/netagent-io/netagent/plugins/linux/ifplugin"
 	"github.com/netagent-io/netagent/plugins/linux/nsplugin"
 	linuxl3 "github.com/netagent-io/netagent/proto/linux/l3"
 	linuxns "github.com/netagent-io/netagent/proto/linux/namespace"
@@ -242,4 +248,86 @@ func TestPlacementIndexShrinks(t *testing.T) {
 		}
 	}
 	runtime.KeepAlive(x)
+}
+
+// TestPlacementCarriesTheKeysTarget: the metadata a Create and a Retrieve
+// give carries the target the drift index would work out from the key
+// (the index then does not parse keys), for every spelling of a
+// destination or IP the key canonicalizes (IPv4-mapped addresses are not
+// valid values: models' TestValidateLinuxRoute).
+func TestPlacementCarriesTheKeysTarget(t *testing.T) {
+	ns := nsplugin.Ref{Type: linuxns.NetNamespace_NSID, Reference: "app"}
+	p := &Plugin{log: slog.New(slog.DiscardHandler), ifaces: func(context.Context, string) (ifplugin.Metadata, bool) {
+		return ifplugin.Metadata{Namespace: ns, Index: 5}, true
+	}}
+	ctx := context.Background()
+	for _, r := range []*linuxl3.Route{
+		{OutgoingInterface: "eth1", DstNetwork: "10.1.0.0/16", GwAddr: "10.0.0.1"},
+		{OutgoingInterface: "eth1", DstNetwork: "10.1.2.3/16", Scope: linuxl3.Route_LINK},
+		{OutgoingInterface: "eth1", DstNetwork: "0.0.0.0/0", GwAddr: "10.0.0.1"},
+		{OutgoingInterface: "eth1", DstNetwork: "fd00:0::1/64", GwAddr: "fd01::1"},
+		{OutgoingInterface: "eth1", DstNetwork: "::/0"},
+	} {
+		key, err := models.LinuxRoute.Key(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := routeTarget(key)
+		if !want.IsValid() {
+			t.Fatalf("%s: no target from the key", key)
+		}
+		c := &batchCall{op: &api.BatchOp{Op: api.OpCreate, Key: key, To: r}}
+		p.prepareRoute(ctx, c)
+		if c.md == nil || c.md.target != want {
+			t.Errorf("Create of %s: metadata %+v, want the target %s", key, c.md, want)
+		}
+		// What Retrieve finds of it in the kernel.
+		s, err := parseRoute(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		kr := *s.netlink(5)
+		kr.Family = netlink.FAMILY_V4
+		if s.v6() {
+			kr.Family = netlink.FAMILY_V6
+		}
+		if s.dst.Bits() == 0 {
+			kr.Dst = nil // the kernel's default route
+		}
+		v, err := routeFromKernel("eth1", kr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if k, err := models.LinuxRoute.Key(v); err != nil || k != key {
+			t.Fatalf("the kernel's %s has key %q (%v), want %q", r, k, err, key)
+		}
+		if got := kernelRoutePlacement(ns, kr).target; got != want {
+			t.Errorf("Retrieve of %s: target %s, want %s", key, got, want)
+		}
+	}
+	for _, a := range []*linuxl3.ARPEntry{
+		{Interface: "eth1", IpAddress: "10.1.0.9", HwAddress: "02:00:00:00:00:09"},
+		{Interface: "eth1", IpAddress: "fd00:0::9", HwAddress: "02:00:00:00:00:0b"},
+	} {
+		key, err := models.LinuxARP.Key(a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := arpTarget(key)
+		if !want.IsValid() {
+			t.Fatalf("%s: no target from the key", key)
+		}
+		c := &batchCall{op: &api.BatchOp{Op: api.OpCreate, Key: key, To: a}}
+		p.prepareARP(ctx, c)
+		if c.md == nil || c.md.target != want {
+			t.Errorf("Create of %s: metadata %+v, want the target %s", key, c.md, want)
+		}
+		s, err := parseARP(a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := addrTarget(netip.AddrFrom16(s.ip.As16())); got != want {
+			t.Errorf("Retrieve of %s (the kernel's 16-byte IP): target %s, want %s", key, got, want)
+		}
+	}
 }

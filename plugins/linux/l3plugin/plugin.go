@@ -123,6 +123,10 @@ type Placement struct {
 	// the drift watcher tells the echo of the agent's own change from
 	// drift with it (see drift.go). Zero: unknown.
 	Applied Applied
+	// target is what the drift index finds the value by on its link: the
+	// masked destination of a route, the IP of an ARP entry (addrTarget).
+	// Set by the descriptors; invalid: worked out from the key.
+	target netip.Prefix
 }
 
 // Plugin holds the Linux route and ARP descriptors. It keeps no state of its

@@ -19,6 +19,7 @@ import (
 	"github.com/netagent-io/netagent/pkg/models"
 	"github.com/netagent-io/netagent/plugins/kvscheduler/api"
 	"github.com/netagent-io/netagent/plugins/linux/ifplugin"
+	"github.com/netagent-io/netagent/plugins/linux/nsplugin"
 	linuxl3 "github.com/netagent-io/netagent/proto/linux/l3"
 )
 
@@ -387,6 +388,13 @@ func (p *Plugin) deleteRoute(ctx context.Context, key string, r *linuxl3.Route, 
 }
 
 // routeFromKernel builds the value of a kernel route of ours.
+// kernelRoutePlacement is the metadata of a route of ours Retrieve found
+// (routeFromKernel accepted it).
+func kernelRoutePlacement(ref nsplugin.Ref, kr netlink.Route) *Placement {
+	dst, _ := ipNetToPrefix(kr.Dst, kr.Family == netlink.FAMILY_V6)
+	return &Placement{Namespace: ref, LinkIndex: kr.LinkIndex, Applied: routeApplied(kr), target: dst}
+}
+
 func routeFromKernel(iface string, kr netlink.Route) (*linuxl3.Route, error) {
 	v6 := kr.Family == netlink.FAMILY_V6
 	dst, ok := ipNetToPrefix(kr.Dst, v6)
@@ -482,7 +490,7 @@ func (p *Plugin) retrieveRoutes(ctx context.Context, correlate []api.TypedKV[*li
 			}
 			kv := api.TypedKV[*linuxl3.Route, *Placement]{
 				Key: key, Value: v, Origin: api.FromNB,
-				Metadata: &Placement{Namespace: ref, LinkIndex: kr.LinkIndex, Applied: routeApplied(kr)},
+				Metadata: kernelRoutePlacement(ref, kr),
 			}
 			if i, dup := found[key]; dup {
 				// Two routes of ours for one key (same destination and link,
