@@ -2,6 +2,7 @@ package l3plugin
 
 import (
 	"net/netip"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -163,15 +164,17 @@ func addrTarget(ip netip.Addr) netip.Prefix {
 
 // placementIndex is the metadata map of the route or ARP descriptor (label:
 // the key; metadata: *Placement), indexed by link and by target on the
-// link (the masked destination of a route, the IP of an ARP entry), with
-// what the agent applied. The scheduler is its only writer; the watcher
-// reads it.
+// link (the masked destination of a route, the IP of an ARP entry); each
+// value's Placement says what the agent applied. The scheduler is its only
+// writer; the watcher reads it. The metadata map itself is written under
+// the index's lock too, so that a reader holding it finds each key's
+// Placement where the indexes put it.
 //
-// A Go map keeps its buckets when entries are deleted: the indexes that
-// hold one entry per value (placed, byDest) are rebuilt once they hold
-// less than a quarter of their peak (of at least shrinkmap.MinPeak entries),
-// so that the memory of a bulk delete comes back. Each rebuild copies at
-// most a third of the entries deleted since the peak: O(1) per Delete,
+// A Go map keeps its buckets when entries are deleted: byDest, which holds
+// one entry per value, is rebuilt once it holds less than a quarter of its
+// peak (of at least shrinkmap.MinPeak entries), as the metadata map is, so
+// that the memory of a bulk delete comes back. Each rebuild copies at most
+// a third of the entries deleted since the peak: O(1) per Delete,
 // amortized.
 type placementIndex struct {
 	*api.MemMetadataMap
@@ -179,21 +182,22 @@ type placementIndex struct {
 	// (metadata put by hand, as the tests do).
 	target func(key string) netip.Prefix
 	mu     sync.RWMutex
-	byLink map[Placement]map[string]struct{}
-	byDest shrinkmap.Map[placedTarget, map[string]struct{}]
-	placed shrinkmap.Map[string, placedEntry]
+	byLink map[linkAt]map[string]struct{}
+	// byDest: the keys of a target on a link (nearly always one: a key
+	// names its destination or IP and its interface).
+	byDest shrinkmap.Map[placedTarget, []string]
 }
 
-// placedTarget is a target on a link (Placement without Applied).
+// linkAt is a link: a Placement without what was applied.
+type linkAt struct {
+	ns    nsplugin.Ref
+	index int
+}
+
+// placedTarget is a target on a link.
 type placedTarget struct {
-	at     Placement
+	at     linkAt
 	target netip.Prefix
-}
-
-// placedEntry is where a value is and what the agent applied.
-type placedEntry struct {
-	placedTarget
-	applied Applied
 }
 
 var _ api.MetadataMapRW = (*placementIndex)(nil)
@@ -202,15 +206,14 @@ func newPlacementIndex(target func(key string) netip.Prefix) *placementIndex {
 	return &placementIndex{
 		MemMetadataMap: api.NewMetadataMap(),
 		target:         target,
-		byLink:         map[Placement]map[string]struct{}{},
-		byDest:         shrinkmap.New[placedTarget, map[string]struct{}](),
-		placed:         shrinkmap.New[string, placedEntry](),
+		byLink:         map[linkAt]map[string]struct{}{},
+		byDest:         shrinkmap.New[placedTarget, []string](),
 	}
 }
 
-// Put implements api.MetadataMapRW.
-func (x *placementIndex) Put(key string, md any) {
-	x.MemMetadataMap.Put(key, md)
+// placementValue is the Placement of metadata (ok false: none, or not on
+// a link).
+func placementValue(md any) (Placement, bool) {
 	var pl Placement
 	switch m := md.(type) {
 	case *Placement:
@@ -220,65 +223,68 @@ func (x *placementIndex) Put(key string, md any) {
 	case Placement:
 		pl = m
 	}
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	x.unplace(key)
-	if pl.LinkIndex <= 0 {
-		return
-	}
-	at := Placement{Namespace: pl.Namespace, LinkIndex: pl.LinkIndex}
-	pt := placedTarget{at: at, target: pl.target}
+	return pl, pl.LinkIndex > 0
+}
+
+// placed is where the index has a key's Placement. Under x.mu.
+func (x *placementIndex) placed(key string, pl Placement) placedTarget {
+	pt := placedTarget{at: linkAt{pl.Namespace, pl.LinkIndex}, target: pl.target}
 	if !pt.target.IsValid() {
 		pt.target = x.target(key)
 	}
-	x.placed.Put(key, placedEntry{placedTarget: pt, applied: pl.Applied})
-	addTo(x.byLink, at, key)
-	set, _ := x.byDest.Get(pt)
+	return pt
+}
+
+// Put implements api.MetadataMapRW.
+func (x *placementIndex) Put(key string, md any) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.unplace(key)
+	x.MemMetadataMap.Put(key, md)
+	pl, ok := placementValue(md)
+	if !ok {
+		return
+	}
+	pt := x.placed(key, pl)
+	set := x.byLink[pt.at]
 	if set == nil {
 		set = map[string]struct{}{}
-		x.byDest.Put(pt, set)
+		x.byLink[pt.at] = set
 	}
 	set[key] = struct{}{}
+	keys, _ := x.byDest.Get(pt)
+	x.byDest.Put(pt, append(keys, key))
 }
 
 // Delete implements api.MetadataMapRW.
 func (x *placementIndex) Delete(key string) {
-	x.MemMetadataMap.Delete(key)
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	x.unplace(key)
+	x.MemMetadataMap.Delete(key)
 }
 
-// unplace drops a key from the indexes. Under x.mu.
+// unplace drops a key from the indexes, where its metadata put it. Under
+// x.mu.
 func (x *placementIndex) unplace(key string) {
-	e, ok := x.placed.Get(key)
+	md, _ := x.MemMetadataMap.GetValue(key)
+	pl, ok := placementValue(md)
 	if !ok {
 		return
 	}
-	x.placed.Delete(key)
-	removeFrom(x.byLink, e.at, key)
-	if set, _ := x.byDest.Get(e.placedTarget); set != nil {
+	pt := x.placed(key, pl)
+	if set := x.byLink[pt.at]; set != nil {
 		delete(set, key)
 		if len(set) == 0 {
-			x.byDest.Delete(e.placedTarget)
+			delete(x.byLink, pt.at)
 		}
 	}
-}
-
-func addTo[K comparable](m map[K]map[string]struct{}, k K, key string) {
-	set := m[k]
-	if set == nil {
-		set = map[string]struct{}{}
-		m[k] = set
-	}
-	set[key] = struct{}{}
-}
-
-func removeFrom[K comparable](m map[K]map[string]struct{}, k K, key string) {
-	if set := m[k]; set != nil {
-		delete(set, key)
-		if len(set) == 0 {
-			delete(m, k)
+	keys, _ := x.byDest.Get(pt)
+	if i := slices.Index(keys, key); i >= 0 {
+		if keys = slices.Delete(keys, i, i+1); len(keys) == 0 {
+			x.byDest.Delete(pt)
+		} else {
+			x.byDest.Put(pt, keys)
 		}
 	}
 }
@@ -290,7 +296,16 @@ func (x *placementIndex) onLink(at Placement) []string {
 	}
 	x.mu.RLock()
 	defer x.mu.RUnlock()
-	return sortedKeys(x.byLink[at])
+	set := x.byLink[linkAt{at.Namespace, at.LinkIndex}]
+	if len(set) == 0 {
+		return nil
+	}
+	out := make([]string, 0, len(set))
+	for k := range set {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
 }
 
 // at returns the keys of a target on a link, sorted.
@@ -300,8 +315,8 @@ func (x *placementIndex) at(at Placement, target netip.Prefix) []string {
 	}
 	x.mu.RLock()
 	defer x.mu.RUnlock()
-	set, _ := x.byDest.Get(placedTarget{at: at, target: target})
-	return sortedKeys(set)
+	keys, _ := x.byDest.Get(placedTarget{at: linkAt{at.Namespace, at.LinkIndex}, target: target})
+	return sortedKeys(keys)
 }
 
 // drifted returns the keys of a target on a link whose applied attributes
@@ -312,10 +327,11 @@ func (x *placementIndex) drifted(at Placement, target netip.Prefix, differ func(
 	}
 	x.mu.RLock()
 	defer x.mu.RUnlock()
-	set, _ := x.byDest.Get(placedTarget{at: at, target: target})
+	keys, _ := x.byDest.Get(placedTarget{at: linkAt{at.Namespace, at.LinkIndex}, target: target})
 	var out []string
-	for key := range set {
-		if e, ok := x.placed.Get(key); ok && differ(e.applied) {
+	for _, key := range keys {
+		md, _ := x.MemMetadataMap.GetValue(key)
+		if pl, ok := placementValue(md); ok && differ(pl.Applied) {
 			out = append(out, key)
 		}
 	}
@@ -323,14 +339,11 @@ func (x *placementIndex) drifted(at Placement, target netip.Prefix, differ func(
 	return out
 }
 
-func sortedKeys(set map[string]struct{}) []string {
-	if len(set) == 0 {
+func sortedKeys(keys []string) []string {
+	if len(keys) == 0 {
 		return nil
 	}
-	out := make([]string, 0, len(set))
-	for k := range set {
-		out = append(out, k)
-	}
+	out := slices.Clone(keys)
 	sort.Strings(out)
 	return out
 }

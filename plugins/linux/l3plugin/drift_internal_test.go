@@ -238,8 +238,8 @@ func TestPlacementIndexShrinks(t *testing.T) {
 	if left > grew/5 {
 		t.Errorf("after deleting %d of %d routes the index still holds %d of the %d bytes it took", n-kept, n, left, grew)
 	}
-	if x.placed.Len() != kept || x.byDest.Len() != kept {
-		t.Errorf("placed %d, byDest %d, want %d", x.placed.Len(), x.byDest.Len(), kept)
+	if n := len(x.MemMetadataMap.ListLabels()); n != kept || x.byDest.Len() != kept {
+		t.Errorf("metadata of %d keys, byDest %d, want %d", n, x.byDest.Len(), kept)
 	}
 	for i, k := range keys[:kept] {
 		want := []string{k}
