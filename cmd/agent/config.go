@@ -17,7 +17,6 @@ import (
 	"strings"
 	"time"
 
-	"sigs.k8s.io/yaml"
 	yamlv3 "sigs.k8s.io/yaml/goyaml.v3"
 
 	"github.com/netagent-io/netagent/internal/etcdstatus"
@@ -519,7 +518,7 @@ func decodeConfigFile(name string, data []byte, cfg *Config) error {
 		format = "JSON"
 	}
 	fail := func(msg string) error { return fmt.Errorf("config file %s (%s): %s", name, format, msg) }
-	js, err := yaml.YAMLToJSONStrict(data)
+	js, err := models.YAMLToJSON(data)
 	if err != nil {
 		return fail(strings.TrimPrefix(err.Error(), "yaml: "))
 	}

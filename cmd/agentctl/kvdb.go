@@ -16,7 +16,6 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/connectivity"
 	"google.golang.org/grpc/status"
-	"sigs.k8s.io/yaml"
 
 	"github.com/netagent-io/netagent/pkg/models"
 )
@@ -372,7 +371,7 @@ written and shows INVALID in "agentctl values".`,
 			// the text the user wrote; YAML is converted first.
 			js := data
 			if !json.Valid(data) {
-				if js, err = yaml.YAMLToJSONStrict(data); err != nil {
+				if js, err = models.YAMLToJSON(data); err != nil {
 					return fmt.Errorf("refused: key %q: the value is neither JSON nor YAML: %v", mk, err)
 				}
 			}

@@ -8,6 +8,8 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 	"sigs.k8s.io/yaml"
+
+	"github.com/netagent-io/netagent/internal/yamljson"
 )
 
 var (
@@ -38,10 +40,23 @@ func UnmarshalJSON(data []byte, v proto.Message) error {
 	return unmarshalJSON.Unmarshal(data, v)
 }
 
+// YAMLToJSON converts a YAML document to JSON as sigs.k8s.io/yaml's
+// YAMLToJSONStrict does (a key given twice is an error): in one pass when
+// the document is of the subset internal/yamljson reads (block and
+// one-line flow collections, plain and one-line quoted scalars: what
+// people and generators write), else with the YAML library, whose error
+// names what is wrong with a broken document.
+func YAMLToJSON(data []byte) ([]byte, error) {
+	if js, ok := yamljson.Convert(data); ok {
+		return js, nil
+	}
+	return yaml.YAMLToJSONStrict(data)
+}
+
 // UnmarshalYAML decodes a YAML document (with the same field names as JSON)
 // into v.
 func UnmarshalYAML(data []byte, v proto.Message) error {
-	js, err := yaml.YAMLToJSONStrict(data)
+	js, err := YAMLToJSON(data)
 	if err != nil {
 		return fmt.Errorf("YAML: %w", err)
 	}

@@ -10,7 +10,6 @@ import (
 
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
-	"sigs.k8s.io/yaml"
 
 	"github.com/netagent-io/netagent/internal/parallel"
 	configpb "github.com/netagent-io/netagent/proto/config"
@@ -79,7 +78,7 @@ func (r *Registry) ParseConfig(data []byte) ([]KV, error) {
 	js := data
 	if !isJSONObject(data) {
 		var err error
-		if js, err = yaml.YAMLToJSONStrict(data); err != nil {
+		if js, err = YAMLToJSON(data); err != nil {
 			return nil, fmt.Errorf("configuration document: %w", err)
 		}
 	}

@@ -10,7 +10,6 @@ import (
 	"strconv"
 	"strings"
 
-	"sigs.k8s.io/yaml"
 	yamlv3 "sigs.k8s.io/yaml/goyaml.v3"
 
 	configpb "github.com/netagent-io/netagent/proto/config"
@@ -62,7 +61,7 @@ func (r *Registry) DecodeConfigDocument(name string, data []byte) (*configpb.Con
 	js := data
 	if documentFormat(name, data) != "JSON" {
 		var err error
-		if js, err = yaml.YAMLToJSONStrict(data); err != nil {
+		if js, err = YAMLToJSON(data); err != nil {
 			return nil, false
 		}
 	}

@@ -34,7 +34,6 @@ import (
 	"strconv"
 	"strings"
 
-	"sigs.k8s.io/yaml"
 	yamlv3 "sigs.k8s.io/yaml/goyaml.v3"
 
 	"github.com/netagent-io/netagent/pkg/models"
@@ -90,7 +89,7 @@ func read(path, label string, reg *models.Registry) ([]orchestrator.KV, error) {
 	if err != nil {
 		return nil, fmt.Errorf("init file: %w", err)
 	}
-	js, err := yaml.YAMLToJSONStrict(data)
+	js, err := models.YAMLToJSON(data)
 	if err != nil {
 		// It does not parse: the document parser says where, as for a
 		// configuration document.
