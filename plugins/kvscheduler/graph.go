@@ -205,6 +205,10 @@ type graph struct {
 	prefixLens map[int]int
 	lens       []int
 
+	// scans caches prefixNodes' results until a node is linked or
+	// unlinked (the ordered index changes); nil: empty.
+	scans map[string]prefixScan
+
 	// undo, when non-nil, records how to restore every change; recording
 	// numbers the recordings (see node.born).
 	undo      *chunks[undoEntry]
@@ -413,6 +417,7 @@ func (g *graph) addNode(n *node) {
 func (g *graph) linkNode(n *node) {
 	g.nodes[n.key] = n
 	g.ordered.ReplaceOrInsert(keyed{n.key, n})
+	clear(g.scans)
 	n.inGraph = true
 	if len(g.waiters) == 0 {
 		return
@@ -441,6 +446,7 @@ func (g *graph) unlinkNode(n *node) {
 	}
 	delete(g.nodes, n.key)
 	g.ordered.Delete(keyed{key: n.key})
+	clear(g.scans)
 	n.inGraph = false
 	if head := n.waiters; head != nil {
 		n.waiters = nil
@@ -464,6 +470,39 @@ func (g *graph) scanPrefix(prefix string, f func(*node) bool) {
 		}
 		return f(it.n)
 	})
+}
+
+// prefixNodes returns the first max nodes whose keys start with prefix, in
+// key order. The result is shared: callers must not change it. It is kept
+// until the graph gains or loses a node, so that the many values of a
+// transaction with an AnyOf dependency under one prefix (the routes via
+// the addresses of one interface) cost one scan, not one each.
+func (g *graph) prefixNodes(prefix string, max int) []*node {
+	if sc, ok := g.scans[prefix]; ok && (sc.complete || len(sc.nodes) >= max) {
+		return sc.nodes[:min(len(sc.nodes), max)]
+	}
+	var nodes []*node
+	complete := true
+	g.scanPrefix(prefix, func(t *node) bool {
+		if len(nodes) == max {
+			complete = false
+			return false
+		}
+		nodes = append(nodes, t)
+		return true
+	})
+	if g.scans == nil {
+		g.scans = make(map[string]prefixScan)
+	}
+	g.scans[prefix] = prefixScan{nodes: nodes, complete: complete}
+	return nodes
+}
+
+// prefixScan is a result of prefixNodes: the nodes under a prefix, all of
+// them when complete.
+type prefixScan struct {
+	nodes    []*node
+	complete bool
 }
 
 // keyed is an item of the ordered index.

@@ -22,3 +22,44 @@ func TestNodeHotFieldsFirst(t *testing.T) {
 		t.Fatalf("the node's first part ends at byte %d, over 128", end)
 	}
 }
+
+// prefixNodes gives what a scan of the prefix gives at the time of the
+// call: its cached result goes when a node is linked or unlinked, and a
+// result cut at max is not taken for a complete one.
+func TestPrefixNodesFollowsTheGraph(t *testing.T) {
+	g := newGraph()
+	add := func(key string) *node {
+		n := &node{key: key}
+		g.linkNode(n)
+		return n
+	}
+	keys := func(nodes []*node) string {
+		var out []byte
+		for _, n := range nodes {
+			out = append(out, n.key...)
+			out = append(out, ' ')
+		}
+		return string(out)
+	}
+	check := func(what, prefix string, max int, want string) {
+		t.Helper()
+		if got := keys(g.prefixNodes(prefix, max)); got != want {
+			t.Errorf("%s: prefixNodes(%q, %d) = %q, want %q", what, prefix, max, got, want)
+		}
+	}
+	add("a/1")
+	b := add("a/3")
+	add("b/1")
+	check("first scan", "a/", 10, "a/1 a/3 ")
+	check("cached", "a/", 10, "a/1 a/3 ")
+	add("a/2")
+	check("after a node under it is linked", "a/", 10, "a/1 a/2 a/3 ")
+	g.unlinkNode(b)
+	check("after one is unlinked", "a/", 10, "a/1 a/2 ")
+	check("cut", "a/", 1, "a/1 ")
+	check("more than the cut result held", "a/", 5, "a/1 a/2 ")
+	check("less than a complete result", "a/", 1, "a/1 ")
+	check("nothing under it", "c/", 3, "")
+	add("c/9")
+	check("the first node under it", "c/", 3, "c/9 ")
+}

@@ -94,18 +94,15 @@ func batchRelations(g *graph, n *node) (alone bool, related []*node) {
 			sel := e.dep.AnyOf.KeySelector
 			visited := 0
 			for _, p := range e.dep.AnyOf.KeyPrefixes {
-				g.scanPrefix(p, func(t *node) bool {
-					if visited++; visited > maxAnyOfScan {
-						return false
-					}
+				under := g.prefixNodes(p, maxAnyOfScan+1-visited)
+				if visited += len(under); visited > maxAnyOfScan {
+					return true, nil
+				}
+				for _, t := range under {
 					if t != n && (sel == nil || sel(t.key)) {
 						add(t)
 					}
-					return true
-				})
-			}
-			if visited > maxAnyOfScan {
-				return true, nil
+				}
 			}
 		}
 	}
