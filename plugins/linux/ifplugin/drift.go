@@ -20,6 +20,7 @@ import (
 	"github.com/vishvananda/netns"
 
 	"github.com/netagent-io/netagent/plugins/kvscheduler/api"
+	"github.com/netagent-io/netagent/plugins/linux/internal/nlbatch"
 	"github.com/netagent-io/netagent/plugins/linux/nsplugin"
 	linuxif "github.com/netagent-io/netagent/proto/linux/interfaces"
 	linuxns "github.com/netagent-io/netagent/proto/linux/namespace"
@@ -471,7 +472,9 @@ func (d *driftWatch) listen(ctx context.Context, ns nsplugin.Ref, h netns.NsHand
 	var neighs chan netlink.NeighUpdate
 	if d.objects != nil {
 		routes = make(chan netlink.RouteUpdate, 256)
-		if err := netlink.RouteSubscribeWithOptions(routes, done, netlink.RouteSubscribeOptions{Namespace: &h, ErrorCallback: onErr, ReceiveBufferSize: buf, ReceiveBufferForceSize: force}); err != nil {
+		// Not the library's subscription: a bulk change brings one
+		// notification per route, and it allocates 64 KiB for each.
+		if err := nlbatch.RouteSubscribe(routes, done, nlbatch.RouteSubscription{Namespace: h, ReceiveBufferSize: buf, ForceReceiveBuffer: force, OnError: onErr}); err != nil {
 			return fmt.Errorf("route events: %w", err)
 		}
 		started = append(started, func() {

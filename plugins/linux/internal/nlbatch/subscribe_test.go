@@ -1,0 +1,145 @@
+package nlbatch_test
+
+import (
+	"fmt"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netns"
+
+	"github.com/netagent-io/netagent/plugins/linux/internal/nlbatch"
+)
+
+// routeFields is what RouteSubscribe fills of a route update, printed.
+func routeFields(u netlink.RouteUpdate) string {
+	r := u.Route
+	s := fmt.Sprintf("type %d flags %#x family %d dst %v gw %v src %v table %d proto %d scope %d rtype %d tos %d rflags %d metric %d oif %d iif %d realm %d",
+		u.Type, u.NlFlags, r.Family, r.Dst, r.Gw, r.Src, r.Table, r.Protocol, r.Scope, r.Type, r.Tos, r.Flags, r.Priority, r.LinkIndex, r.ILinkIndex, r.Realm)
+	for _, nh := range r.MultiPath {
+		s += fmt.Sprintf(" nexthop{oif %d hops %d flags %d gw %v}", nh.LinkIndex, nh.Hops, nh.Flags, nh.Gw)
+	}
+	return s
+}
+
+// TestRouteSubscribeAsTheLibrary: RouteSubscribe and the library's
+// subscription, on one namespace, see the same notifications with the
+// same fields (those RouteSubscribe fills) for routes of every kind the
+// agent and an operator make: IPv4 and IPv6, default, via a gateway or on
+// the link, another table, a preferred source, a TOS, multipath, deleted.
+func TestRouteSubscribeAsTheLibrary(t *testing.T) {
+	e := newEnv(t)
+	h, err := netns.GetFromName(e.ref.Reference)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	done := make(chan struct{})
+	defer close(done)
+	errs := make(chan error, 16)
+	onErr := func(err error) {
+		select {
+		case errs <- err:
+		default:
+		}
+	}
+	lib := make(chan netlink.RouteUpdate, 1024)
+	if err := netlink.RouteSubscribeWithOptions(lib, done, netlink.RouteSubscribeOptions{Namespace: &h, ErrorCallback: onErr}); err != nil {
+		t.Fatal(err)
+	}
+	ours := make(chan netlink.RouteUpdate, 1024)
+	if err := nlbatch.RouteSubscribe(ours, done, nlbatch.RouteSubscription{Namespace: h, ReceiveBufferSize: 1 << 20, OnError: onErr}); err != nil {
+		t.Fatal(err)
+	}
+	d1, err := e.h.LinkByName("d1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	routes := testRoutes(e.link)
+	routes = append(routes,
+		&netlink.Route{LinkIndex: e.link, Dst: cidr("::/0"), Gw: net.ParseIP("2001:db8:7::fe"), Protocol: 181},
+		&netlink.Route{LinkIndex: e.link, Dst: cidr("10.5.0.0/16"), Gw: net.ParseIP("192.168.7.254"), Table: 100, Protocol: 181},
+		&netlink.Route{LinkIndex: e.link, Dst: cidr("10.6.0.0/16"), Src: net.ParseIP("192.168.7.1"), Scope: netlink.SCOPE_LINK, Protocol: 181},
+		&netlink.Route{LinkIndex: e.link, Dst: cidr("10.7.0.0/16"), Gw: net.ParseIP("192.168.7.254"), Tos: 4, Protocol: 181},
+		&netlink.Route{Dst: cidr("10.8.0.0/16"), Protocol: 181, MultiPath: []*netlink.NexthopInfo{
+			{LinkIndex: e.link, Gw: net.ParseIP("192.168.7.253"), Hops: 1},
+			{LinkIndex: d1.Attrs().Index, Gw: net.ParseIP("192.168.8.1"), Flags: int(netlink.FLAG_ONLINK)},
+		}},
+	)
+	for _, r := range routes {
+		if err := e.h.RouteAdd(r); err != nil {
+			t.Fatalf("adding %s: %v", r, err)
+		}
+	}
+	for _, r := range routes {
+		if err := e.h.RouteDel(r); err != nil {
+			t.Fatalf("deleting %s: %v", r, err)
+		}
+	}
+	// Both see the same notifications; at least one per add and delete.
+	deadline := time.After(10 * time.Second)
+	var got, want []string
+	for len(got) < 2*len(routes) || len(got) != len(want) {
+		select {
+		case u := <-ours:
+			got = append(got, routeFields(u))
+		case u := <-lib:
+			want = append(want, routeFields(u))
+		case err := <-errs:
+			t.Fatalf("subscription error: %v", err)
+		case <-deadline:
+			t.Fatalf("after 10 s: %d notifications from RouteSubscribe, %d from the library, want %d or more from both", len(got), len(want), 2*len(routes))
+		}
+	}
+	for i := range got {
+		if got[i] != want[i] {
+			t.Errorf("notification %d:\nRouteSubscribe %s\nthe library    %s", i, got[i], want[i])
+		}
+	}
+	multipath := 0
+	for _, g := range got {
+		if strings.Contains(g, "nexthop{") {
+			multipath++
+		}
+	}
+	if multipath < 2 {
+		t.Errorf("%d multipath notifications, want the add and the delete", multipath)
+	}
+}
+
+// TestRouteSubscribeEnds: closing done ends the subscription and closes
+// its channel, with no error reported.
+func TestRouteSubscribeEnds(t *testing.T) {
+	e := newEnv(t)
+	h, err := netns.GetFromName(e.ref.Reference)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	done := make(chan struct{})
+	ch := make(chan netlink.RouteUpdate) // unbuffered: the sender may be blocked
+	var reported error
+	if err := nlbatch.RouteSubscribe(ch, done, nlbatch.RouteSubscription{Namespace: h, OnError: func(err error) { reported = err }}); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.h.RouteAdd(testRoutes(e.link)[0]); err != nil {
+		t.Fatal(err)
+	}
+	close(done)
+	timeout := time.After(10 * time.Second)
+	for {
+		select {
+		case _, ok := <-ch:
+			if !ok {
+				if reported != nil {
+					t.Errorf("ending reported %v", reported)
+				}
+				return
+			}
+		case <-timeout:
+			t.Fatal("the channel is still open 10 s after done closed")
+		}
+	}
+}
