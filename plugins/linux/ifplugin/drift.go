@@ -472,9 +472,10 @@ func (d *driftWatch) listen(ctx context.Context, ns nsplugin.Ref, h netns.NsHand
 	var neighs chan netlink.NeighUpdate
 	if d.objects != nil {
 		routes = make(chan netlink.RouteUpdate, 256)
-		// Not the library's subscription: a bulk change brings one
-		// notification per route, and it allocates 64 KiB for each.
-		if err := nlbatch.RouteSubscribe(routes, done, nlbatch.RouteSubscription{Namespace: h, ReceiveBufferSize: buf, ForceReceiveBuffer: force, OnError: onErr}); err != nil {
+		// Not the library's subscriptions: a bulk change brings one
+		// notification per route or neighbour, and they allocate 64 KiB
+		// for each.
+		if err := nlbatch.RouteSubscribe(routes, done, nlbatch.Subscription{Namespace: h, ReceiveBufferSize: buf, ForceReceiveBuffer: force, OnError: onErr}); err != nil {
 			return fmt.Errorf("route events: %w", err)
 		}
 		started = append(started, func() {
@@ -482,7 +483,7 @@ func (d *driftWatch) listen(ctx context.Context, ns nsplugin.Ref, h netns.NsHand
 			}
 		})
 		neighs = make(chan netlink.NeighUpdate, 64)
-		if err := netlink.NeighSubscribeWithOptions(neighs, done, netlink.NeighSubscribeOptions{Namespace: &h, ErrorCallback: onErr, ReceiveBufferSize: buf, ReceiveBufferForceSize: force}); err != nil {
+		if err := nlbatch.NeighSubscribe(neighs, done, nlbatch.Subscription{Namespace: h, ReceiveBufferSize: buf, ForceReceiveBuffer: force, OnError: onErr}); err != nil {
 			return fmt.Errorf("neighbour events: %w", err)
 		}
 		started = append(started, func() {

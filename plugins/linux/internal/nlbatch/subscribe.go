@@ -14,9 +14,10 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// RouteSubscription says where and how RouteSubscribe listens.
-type RouteSubscription struct {
-	// Namespace is the network namespace whose routes are watched.
+// Subscription says where and how RouteSubscribe and NeighSubscribe
+// listen.
+type Subscription struct {
+	// Namespace is the network namespace watched.
 	Namespace netns.NsHandle
 	// ReceiveBufferSize is the socket's receive buffer (0: the system's);
 	// with ForceReceiveBuffer it is set past the system's limit
@@ -28,32 +29,78 @@ type RouteSubscription struct {
 	OnError func(error)
 }
 
+// The library's subscriptions receive each message into a 64 KiB array
+// of their own: the 10,000 route notifications of a bulk change (the echo
+// of the agent's own adds) were 650 MB of garbage for the collector while
+// the transaction ran. These read every message of a subscription into
+// one buffer.
+
 // RouteSubscribe sends the route notifications (IPv4 and IPv6) of a
 // namespace on ch, as netlink.RouteSubscribeWithOptions does, until done
-// closes; ch is closed when the subscription ends. It differs from the
-// library in what it costs: the library receives each message into a 64
-// KiB array of its own (the 10,000 notifications of a bulk change were
-// 650 MB of garbage for the collector, while the transaction ran), this
-// receives them all into one buffer; and it fills the fields of each
-// netlink.Route that a notification of the main tables carries (family,
-// destination, gateway, preferred source, table, protocol, scope, type,
-// TOS, flags, metric, output and input link, realm, multipath next hops
-// with their gateways), not encapsulations, metrics or MPLS (checked
+// closes; ch is closed when the subscription ends. It fills the fields of
+// each netlink.Route that a notification of the main tables carries
+// (family, destination, gateway, preferred source, table, protocol, scope,
+// type, TOS, flags, metric, output and input link, realm, multipath next
+// hops with their gateways), not encapsulations, metrics or MPLS (checked
 // against the library by TestRouteSubscribeAsTheLibrary).
-func RouteSubscribe(ch chan<- netlink.RouteUpdate, done <-chan struct{}, o RouteSubscription) error {
+func RouteSubscribe(ch chan<- netlink.RouteUpdate, done <-chan struct{}, o Subscription) error {
+	return subscribe("route", unix.RTMGRP_IPV4_ROUTE|unix.RTMGRP_IPV6_ROUTE, done, o, func() { close(ch) },
+		func(typ, flags uint16, data []byte) (bool, error) {
+			r, err := parseRoute(data)
+			if err != nil {
+				return true, err
+			}
+			select {
+			case ch <- netlink.RouteUpdate{
+				Type:    typ,
+				NlFlags: flags & (unix.NLM_F_REPLACE | unix.NLM_F_EXCL | unix.NLM_F_CREATE | unix.NLM_F_APPEND),
+				Route:   r,
+			}:
+				return true, nil
+			case <-done:
+				return false, nil
+			}
+		})
+}
+
+// NeighSubscribe sends the neighbour notifications of a namespace on ch,
+// as netlink.NeighSubscribeWithOptions does, until done closes; ch is
+// closed when the subscription ends. Each message is decoded by the
+// library (netlink.NeighDeserialize) from a copy of its own.
+func NeighSubscribe(ch chan<- netlink.NeighUpdate, done <-chan struct{}, o Subscription) error {
+	return subscribe("neighbour", unix.RTMGRP_NEIGH, done, o, func() { close(ch) },
+		func(typ, _ uint16, data []byte) (bool, error) {
+			n, err := netlink.NeighDeserialize(append([]byte(nil), data...))
+			if err != nil {
+				return true, err
+			}
+			select {
+			case ch <- netlink.NeighUpdate{Type: typ, Neigh: *n}:
+				return true, nil
+			case <-done:
+				return false, nil
+			}
+		})
+}
+
+// subscribe opens a socket in the namespace subscribed to groups and hands
+// each notification (its type, flags and data, in the subscription's
+// buffer) to deliver, until done closes or a receive fails; then it calls
+// end. deliver returns false to stop (done closed).
+func subscribe(what string, groups uint32, done <-chan struct{}, o Subscription, end func(), deliver func(typ, flags uint16, data []byte) (bool, error)) error {
 	fd, err := socketIn(o.Namespace)
 	if err != nil {
-		return fmt.Errorf("route subscription: %w", err)
+		return fmt.Errorf("%s subscription: %w", what, err)
 	}
-	if err := subscribeSetup(fd, o); err != nil {
+	if err := subscribeSetup(fd, groups, o); err != nil {
 		unix.Close(fd)
-		return fmt.Errorf("route subscription: %w", err)
+		return fmt.Errorf("%s subscription: %w", what, err)
 	}
 	f := os.NewFile(uintptr(fd), "netlink")
 	rc, err := f.SyscallConn()
 	if err != nil {
 		f.Close()
-		return fmt.Errorf("route subscription: %w", err)
+		return fmt.Errorf("%s subscription: %w", what, err)
 	}
 	onErr := o.OnError
 	if onErr == nil {
@@ -68,7 +115,7 @@ func RouteSubscribe(ch chan<- netlink.RouteUpdate, done <-chan struct{}, o Route
 		f.Close() // ends a Read in progress
 	}()
 	go func() {
-		defer close(ch)
+		defer end()
 		defer close(closed)
 		buf := make([]byte, 1<<16)
 		for {
@@ -86,18 +133,18 @@ func RouteSubscribe(ch chan<- netlink.RouteUpdate, done <-chan struct{}, o Route
 				select {
 				case <-done:
 				default:
-					onErr(fmt.Errorf("receiving route notifications: %w", err))
+					onErr(fmt.Errorf("receiving %s notifications: %w", what, err))
 				}
 				return
 			}
 			if sa, ok := from.(*unix.SockaddrNetlink); !ok || sa.Pid != 0 {
-				onErr(fmt.Errorf("route notification from port %v, not the kernel", from))
+				onErr(fmt.Errorf("%s notification from port %v, not the kernel", what, from))
 				continue
 			}
 			for msg := buf[:n]; len(msg) >= unix.SizeofNlMsghdr; {
 				size := int(binary.NativeEndian.Uint32(msg[0:4]))
 				if size < unix.SizeofNlMsghdr || size > len(msg) {
-					onErr(fmt.Errorf("route notification of %d bytes in %d", size, len(msg)))
+					onErr(fmt.Errorf("%s notification of %d bytes in %d", what, size, len(msg)))
 					break
 				}
 				typ := binary.NativeEndian.Uint16(msg[4:6])
@@ -115,18 +162,11 @@ func RouteSubscribe(ch chan<- netlink.RouteUpdate, done <-chan struct{}, o Route
 					}
 					continue
 				}
-				r, err := parseRoute(data)
+				more, err := deliver(typ, flags, data)
 				if err != nil {
-					onErr(err)
-					continue
+					onErr(fmt.Errorf("%s notification: %w", what, err))
 				}
-				select {
-				case ch <- netlink.RouteUpdate{
-					Type:    typ,
-					NlFlags: flags & (unix.NLM_F_REPLACE | unix.NLM_F_EXCL | unix.NLM_F_CREATE | unix.NLM_F_APPEND),
-					Route:   r,
-				}:
-				case <-done:
+				if !more {
 					return
 				}
 			}
@@ -173,8 +213,7 @@ func socketIn(ns netns.NsHandle) (int, error) {
 	return r.fd, r.err
 }
 
-func subscribeSetup(fd int, o RouteSubscription) error {
-	groups := uint32(unix.RTMGRP_IPV4_ROUTE | unix.RTMGRP_IPV6_ROUTE)
+func subscribeSetup(fd int, groups uint32, o Subscription) error {
 	if err := unix.Bind(fd, &unix.SockaddrNetlink{Family: unix.AF_NETLINK, Groups: groups}); err != nil {
 		return fmt.Errorf("binding: %w", err)
 	}

@@ -50,7 +50,7 @@ func TestRouteSubscribeAsTheLibrary(t *testing.T) {
 		t.Fatal(err)
 	}
 	ours := make(chan netlink.RouteUpdate, 1024)
-	if err := nlbatch.RouteSubscribe(ours, done, nlbatch.RouteSubscription{Namespace: h, ReceiveBufferSize: 1 << 20, OnError: onErr}); err != nil {
+	if err := nlbatch.RouteSubscribe(ours, done, nlbatch.Subscription{Namespace: h, ReceiveBufferSize: 1 << 20, OnError: onErr}); err != nil {
 		t.Fatal(err)
 	}
 	d1, err := e.h.LinkByName("d1")
@@ -121,7 +121,7 @@ func TestRouteSubscribeEnds(t *testing.T) {
 	done := make(chan struct{})
 	ch := make(chan netlink.RouteUpdate) // unbuffered: the sender may be blocked
 	var reported error
-	if err := nlbatch.RouteSubscribe(ch, done, nlbatch.RouteSubscription{Namespace: h, OnError: func(err error) { reported = err }}); err != nil {
+	if err := nlbatch.RouteSubscribe(ch, done, nlbatch.Subscription{Namespace: h, OnError: func(err error) { reported = err }}); err != nil {
 		t.Fatal(err)
 	}
 	if err := e.h.RouteAdd(testRoutes(e.link)[0]); err != nil {
@@ -140,6 +140,75 @@ func TestRouteSubscribeEnds(t *testing.T) {
 			}
 		case <-timeout:
 			t.Fatal("the channel is still open 10 s after done closed")
+		}
+	}
+}
+
+// TestNeighSubscribeAsTheLibrary: NeighSubscribe and the library's
+// subscription see the same neighbour notifications (permanent and
+// dynamic entries, IPv4 and IPv6, changed and deleted).
+func TestNeighSubscribeAsTheLibrary(t *testing.T) {
+	e := newEnv(t)
+	h, err := netns.GetFromName(e.ref.Reference)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	done := make(chan struct{})
+	defer close(done)
+	errs := make(chan error, 16)
+	onErr := func(err error) {
+		select {
+		case errs <- err:
+		default:
+		}
+	}
+	lib := make(chan netlink.NeighUpdate, 1024)
+	if err := netlink.NeighSubscribeWithOptions(lib, done, netlink.NeighSubscribeOptions{Namespace: &h, ErrorCallback: onErr}); err != nil {
+		t.Fatal(err)
+	}
+	ours := make(chan netlink.NeighUpdate, 1024)
+	if err := nlbatch.NeighSubscribe(ours, done, nlbatch.Subscription{Namespace: h, OnError: onErr}); err != nil {
+		t.Fatal(err)
+	}
+	mac := func(s string) net.HardwareAddr { return must[net.HardwareAddr](t)(net.ParseMAC(s)) }
+	neighs := []*netlink.Neigh{
+		{LinkIndex: e.link, Family: netlink.FAMILY_V4, State: netlink.NUD_PERMANENT, IP: net.ParseIP("192.168.7.20"), HardwareAddr: mac("02:00:00:00:00:20")},
+		{LinkIndex: e.link, Family: netlink.FAMILY_V6, State: netlink.NUD_PERMANENT, IP: net.ParseIP("2001:db8:7::20"), HardwareAddr: mac("02:00:00:00:00:21")},
+		{LinkIndex: e.link, Family: netlink.FAMILY_V4, State: netlink.NUD_STALE, IP: net.ParseIP("192.168.7.21"), HardwareAddr: mac("02:00:00:00:00:22")},
+	}
+	for _, n := range neighs {
+		if err := e.h.NeighSet(n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	changed := *neighs[0]
+	changed.HardwareAddr = mac("02:00:00:00:00:30")
+	if err := e.h.NeighSet(&changed); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range neighs {
+		if err := e.h.NeighDel(n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deadline := time.After(10 * time.Second)
+	var got, want []string
+	for len(got) < 2*len(neighs)+1 || len(got) != len(want) {
+		select {
+		case u := <-ours:
+			got = append(got, fmt.Sprintf("%d %+v", u.Type, u.Neigh))
+		case u := <-lib:
+			want = append(want, fmt.Sprintf("%d %+v", u.Type, u.Neigh))
+		case err := <-errs:
+			t.Fatalf("subscription error: %v", err)
+		case <-deadline:
+			t.Fatalf("after 10 s: %d notifications from NeighSubscribe, %d from the library, want %d or more from both", len(got), len(want), 2*len(neighs)+1)
+		}
+	}
+	for i := range got {
+		if got[i] != want[i] {
+			t.Errorf("notification %d:\nNeighSubscribe %s\nthe library    %s", i, got[i], want[i])
 		}
 	}
 }
