@@ -37,7 +37,10 @@ func MarshalJSON(v proto.Message) ([]byte, error) {
 // names (snake_case) or their lowerCamelCase JSON names; enums are given by
 // name (or number). Unknown fields and enum names are errors.
 func UnmarshalJSON(data []byte, v proto.Message) error {
-	return unmarshalJSON.Unmarshal(data, v)
+	if decodeFast(data, v) {
+		return nil
+	}
+	return unmarshalJSON.Unmarshal(data, v) // resets v
 }
 
 // YAMLToJSON converts a YAML document to JSON as sigs.k8s.io/yaml's

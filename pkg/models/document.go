@@ -66,7 +66,7 @@ func (r *Registry) DecodeConfigDocument(name string, data []byte) (*configpb.Con
 		}
 	}
 	cfg := &configpb.Config{}
-	if err := unmarshalJSON.Unmarshal(js, cfg); err != nil {
+	if err := UnmarshalJSON(js, cfg); err != nil {
 		return nil, false
 	}
 	return cfg, true
