@@ -24,27 +24,71 @@ func routeFields(u netlink.RouteUpdate) string {
 	return s
 }
 
+// watched is a test's namespace with two subscriptions to compare: its
+// handle, their done channel and their errors.
+type watched struct {
+	*env
+	h     netns.NsHandle
+	done  chan struct{}
+	errs  chan error
+	onErr func(error)
+}
+
+func newWatched(t *testing.T) *watched {
+	e := newEnv(t)
+	h, err := netns.GetFromName(e.ref.Reference)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := &watched{env: e, h: h, done: make(chan struct{}), errs: make(chan error, 16)}
+	w.onErr = func(err error) {
+		select {
+		case w.errs <- err:
+		default:
+		}
+	}
+	t.Cleanup(func() {
+		close(w.done)
+		h.Close()
+	})
+	return w
+}
+
+// compare reads both subscriptions until each gave at least least
+// notifications and as many as the other, and compares them in order.
+func compare[T any](w *watched, ours, lib <-chan T, least int, format func(T) string) []string {
+	t := w.t
+	t.Helper()
+	deadline := time.After(10 * time.Second)
+	var got, want []string
+	for len(got) < least || len(got) != len(want) {
+		select {
+		case u := <-ours:
+			got = append(got, format(u))
+		case u := <-lib:
+			want = append(want, format(u))
+		case err := <-w.errs:
+			t.Fatalf("subscription error: %v", err)
+		case <-deadline:
+			t.Fatalf("after 10 s: %d notifications from ours, %d from the library, want %d or more from both", len(got), len(want), least)
+		}
+	}
+	for i := range got {
+		if got[i] != want[i] {
+			t.Errorf("notification %d:\nours        %s\nthe library %s", i, got[i], want[i])
+		}
+	}
+	return got
+}
+
 // TestRouteSubscribeAsTheLibrary: RouteSubscribe and the library's
 // subscription, on one namespace, see the same notifications with the
 // same fields (those RouteSubscribe fills) for routes of every kind the
 // agent and an operator make: IPv4 and IPv6, default, via a gateway or on
 // the link, another table, a preferred source, a TOS, multipath, deleted.
 func TestRouteSubscribeAsTheLibrary(t *testing.T) {
-	e := newEnv(t)
-	h, err := netns.GetFromName(e.ref.Reference)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer h.Close()
-	done := make(chan struct{})
-	defer close(done)
-	errs := make(chan error, 16)
-	onErr := func(err error) {
-		select {
-		case errs <- err:
-		default:
-		}
-	}
+	w := newWatched(t)
+	e, h, done, onErr := w.env, w.h, w.done, w.onErr
 	lib := make(chan netlink.RouteUpdate, 1024)
 	if err := netlink.RouteSubscribeWithOptions(lib, done, netlink.RouteSubscribeOptions{Namespace: &h, ErrorCallback: onErr}); err != nil {
 		t.Fatal(err)
@@ -79,25 +123,7 @@ func TestRouteSubscribeAsTheLibrary(t *testing.T) {
 		}
 	}
 	// Both see the same notifications; at least one per add and delete.
-	deadline := time.After(10 * time.Second)
-	var got, want []string
-	for len(got) < 2*len(routes) || len(got) != len(want) {
-		select {
-		case u := <-ours:
-			got = append(got, routeFields(u))
-		case u := <-lib:
-			want = append(want, routeFields(u))
-		case err := <-errs:
-			t.Fatalf("subscription error: %v", err)
-		case <-deadline:
-			t.Fatalf("after 10 s: %d notifications from RouteSubscribe, %d from the library, want %d or more from both", len(got), len(want), 2*len(routes))
-		}
-	}
-	for i := range got {
-		if got[i] != want[i] {
-			t.Errorf("notification %d:\nRouteSubscribe %s\nthe library    %s", i, got[i], want[i])
-		}
-	}
+	got := compare(w, ours, lib, 2*len(routes), routeFields)
 	multipath := 0
 	for _, g := range got {
 		if strings.Contains(g, "nexthop{") {
@@ -148,21 +174,8 @@ func TestRouteSubscribeEnds(t *testing.T) {
 // subscription see the same neighbour notifications (permanent and
 // dynamic entries, IPv4 and IPv6, changed and deleted).
 func TestNeighSubscribeAsTheLibrary(t *testing.T) {
-	e := newEnv(t)
-	h, err := netns.GetFromName(e.ref.Reference)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer h.Close()
-	done := make(chan struct{})
-	defer close(done)
-	errs := make(chan error, 16)
-	onErr := func(err error) {
-		select {
-		case errs <- err:
-		default:
-		}
-	}
+	w := newWatched(t)
+	e, h, done, onErr := w.env, w.h, w.done, w.onErr
 	lib := make(chan netlink.NeighUpdate, 1024)
 	if err := netlink.NeighSubscribeWithOptions(lib, done, netlink.NeighSubscribeOptions{Namespace: &h, ErrorCallback: onErr}); err != nil {
 		t.Fatal(err)
@@ -192,23 +205,5 @@ func TestNeighSubscribeAsTheLibrary(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	deadline := time.After(10 * time.Second)
-	var got, want []string
-	for len(got) < 2*len(neighs)+1 || len(got) != len(want) {
-		select {
-		case u := <-ours:
-			got = append(got, fmt.Sprintf("%d %+v", u.Type, u.Neigh))
-		case u := <-lib:
-			want = append(want, fmt.Sprintf("%d %+v", u.Type, u.Neigh))
-		case err := <-errs:
-			t.Fatalf("subscription error: %v", err)
-		case <-deadline:
-			t.Fatalf("after 10 s: %d notifications from NeighSubscribe, %d from the library, want %d or more from both", len(got), len(want), 2*len(neighs)+1)
-		}
-	}
-	for i := range got {
-		if got[i] != want[i] {
-			t.Errorf("notification %d:\nNeighSubscribe %s\nthe library    %s", i, got[i], want[i])
-		}
-	}
+	compare(w, ours, lib, 2*len(neighs)+1, func(u netlink.NeighUpdate) string { return fmt.Sprintf("%d %+v", u.Type, u.Neigh) })
 }
