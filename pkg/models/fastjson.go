@@ -199,8 +199,7 @@ func (d *fastDecoder) value(fields *fastFields, fd protoreflect.FieldDescriptor,
 		// The length is written after the string: one byte reserved,
 		// moved when it takes more.
 		at := len(out)
-		out = append(out, 0)
-		out, ok := d.str(out)
+		out, ok := d.str(append(out, 0))
 		if !ok {
 			return nil, false
 		}

@@ -41,6 +41,8 @@ var fastDecoded = []string{
 	`{"vpp_config":{"routes":[]},"linux_config":{}}`,
 	"{\n\t\"vpp_config\" :\r\n {\"interfaces\" : [ ] } }",
 	`{"vpp_config":{"interfaces":[{"name":"é✓","enabled":false,"mtu":0}]}}`,
+	// Strings whose length takes two and three bytes, after a short one.
+	`{"vpp_config":{"interfaces":[{"name":"` + strings.Repeat("n", 200) + `","ip_addresses":["a","` + strings.Repeat("\\u00e9", 9000) + `"]}]}}`,
 }
 
 var fastRefused = []string{
