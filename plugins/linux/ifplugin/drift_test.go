@@ -94,6 +94,10 @@ func TestDriftLinkDeletedIsRepaired(t *testing.T) {
 		return a.configured(inNS.GetName(), host.GetName())
 	})
 	t.Logf("the deleted veth end was repaired in %v", took)
+	// The links are back (and their values were CONFIGURED all along) as
+	// soon as the repair has made them: its addresses follow in the same
+	// transaction.
+	a.s.TransactionBarrier()
 	if got := addrs(t, ns, "eth0"); !slices.Equal(got, []string{"10.77.0.2/24", "fd77::2/64"}) {
 		t.Errorf("addresses of eth0 after the repair: %v", got)
 	}
@@ -189,6 +193,7 @@ func TestDriftLinkChangedIsRepaired(t *testing.T) {
 		})
 		t.Logf("%s: repaired in %v", c.name, took)
 	}
+	a.s.TransactionBarrier() // the last repair, done
 	if l := link(t, "", host.GetName()); l.Attrs().Index != index {
 		t.Errorf("%s was made again: want changes in place", host.GetName())
 	}
@@ -282,6 +287,7 @@ func TestDriftNamespaceDeletedIsRepaired(t *testing.T) {
 		return a.configured("nsdel-x", "nsdel-y")
 	})
 	t.Logf("the deleted namespace was repaired in %v", took)
+	a.s.TransactionBarrier() // the repair's addresses follow its links
 	if got := addrs(t, ns, "nsdel-x"); !slices.Equal(got, []string{"10.79.0.1/24"}) {
 		t.Errorf("addresses of nsdel-x after the repair: %v", got)
 	}
