@@ -61,26 +61,33 @@ type line struct {
 }
 
 // splitLines checks the document's characters and returns its lines with
-// content. Refused: invalid UTF-8, a byte order mark, tabs, carriage
-// returns, control characters, the line breaks YAML 1.1 adds to \n (NEL,
+// content. Refused: invalid UTF-8, what YAML does not allow in a document
+// (control characters, C1 ones included, U+FFFE, U+FFFF), a byte order
+// mark, tabs, carriage returns, the line breaks YAML 1.1 adds to \n (NEL,
 // LS, PS), directives, a document end or a second document.
 func splitLines(data []byte) ([]line, bool) {
 	if !utf8.Valid(data) {
 		return nil, false
 	}
-	for i := 0; i < len(data); i++ {
+	for i := 0; i < len(data); {
 		c := data[i]
+		if c < 0x80 {
+			if (c < 0x20 && c != '\n') || c == 0x7f {
+				return nil, false
+			}
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRune(data[i:])
 		switch {
-		case c == '\n':
-		case c < 0x20 || c == 0x7f:
+		case r <= 0x9f: // C1 controls, NEL (a line break in YAML 1.1) among them
 			return nil, false
-		case c == 0xc2 && i+1 < len(data) && data[i+1] == 0x85: // NEL
+		case r == 0x2028 || r == 0x2029: // LS, PS
 			return nil, false
-		case c == 0xe2 && i+2 < len(data) && data[i+1] == 0x80 && (data[i+2] == 0xa8 || data[i+2] == 0xa9): // LS, PS
-			return nil, false
-		case c == 0xef && i+2 < len(data) && data[i+1] == 0xbb && data[i+2] == 0xbf: // BOM
+		case r == 0xfeff || r == 0xfffe || r == 0xffff: // a byte order mark, non-characters
 			return nil, false
 		}
+		i += size
 	}
 	s := string(data)
 	lines := make([]line, 0, strings.Count(s, "\n")+1)
