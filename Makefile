@@ -5,7 +5,7 @@ PKGS := ./...
 BENCH_PKGS := ./plugins/kvscheduler/
 BENCH_COUNT ?= 5
 
-.PHONY: help run build test test-real-vpp test-short test-prop fuzz tools proto proto-check lint bench bench-models bench-vpp
+.PHONY: help run build test test-real-vpp test-short test-prop fuzz tools proto proto-check lint bench bench-models bench-vpp bench-targets
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -56,6 +56,9 @@ bench: ## scheduler benchmarks W1-W6 (see docs/benchmarks.md); writes bench.txt
 
 bench-models: ## key lookup and value decoding benchmarks of pkg/models
 	GOMAXPROCS=2 $(GO) test -run '^$$' -bench . -benchmem ./pkg/models/
+
+bench-targets: ## issue 17's targets on this host, each with its reference measured in the same run (root; ../shared/vpp or NETAGENT_VPP_DIR for the VPP ones; ROUNDS=3); writes bench-targets.txt
+	scripts/bench-targets.sh
 
 bench-vpp: ## VPP plugins, 1,000 interfaces and 10,000 routes (see docs/benchmarks.md): vppsim into bench-vpp.txt, then a real VPP (../shared/vpp, NETAGENT_VPP_DIR or VPP_API_SOCKET) into bench-vpp-real.txt
 	set -o pipefail; env -u VPP_API_SOCKET -u NETAGENT_VPP_DIR GOMAXPROCS=2 \
