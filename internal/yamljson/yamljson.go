@@ -24,6 +24,10 @@ import (
 // maxDepth bounds the nesting this reader follows (deeper: the library's).
 const maxDepth = 200
 
+// maxKey bounds a key's text, quotes included: YAML looks for the ":" of
+// a key without "?" within 1,024 characters of its start.
+const maxKey = 1000
+
 // Convert returns the JSON form of a YAML document, or ok false when the
 // document is outside the subset this package reads (see the package
 // documentation): the caller then reads it with the YAML library.
@@ -334,11 +338,14 @@ func keyString(raw string) string {
 	if raw == "" {
 		bail() // a null key
 	}
+	if len(raw) > maxKey {
+		bail() // past what YAML allows of a key without "?"
+	}
 	if raw[0] == '"' || raw[0] == '\'' {
 		s, _, _ := quoted(raw)
 		return s
 	}
-	if raw[len(raw)-1] == ' ' || len(raw) > 1000 || !plainStart(raw) || raw == "<<" {
+	if raw[len(raw)-1] == ' ' || !plainStart(raw) || raw == "<<" {
 		bail()
 	}
 	if kind, _ := resolve(raw); kind != kindString {

@@ -150,7 +150,8 @@ func TestConverted(t *testing.T) {
 }
 
 func TestOutside(t *testing.T) {
-	for _, doc := range outside {
+	long := strings.Repeat("k", 1100)
+	for _, doc := range append(outside, long+": 1\n", "'"+long+"': 1\n", "\""+long+"\": 1\n", "{"+long+": 1}\n") {
 		if js, ok := yamljson.Convert([]byte(doc)); ok {
 			t.Errorf("converted, but outside the subset:\n%q\n-> %s", doc, js)
 		}
