@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/vishvananda/netlink"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/netagent-io/netagent/pkg/models"
 	"github.com/netagent-io/netagent/plugins/kvscheduler/api"
@@ -261,6 +262,19 @@ func TestPlacementCarriesTheKeysTarget(t *testing.T) {
 		return ifplugin.Metadata{Namespace: ns, Index: 5}, true
 	}}
 	ctx := context.Background()
+	// created checks the target of a Create's metadata against want, the
+	// key's.
+	created := func(key string, v proto.Message, want netip.Prefix, prepare func(context.Context, *batchCall)) {
+		t.Helper()
+		if !want.IsValid() {
+			t.Fatalf("%s: no target from the key", key)
+		}
+		c := &batchCall{op: &api.BatchOp{Op: api.OpCreate, Key: key, To: v}}
+		prepare(ctx, c)
+		if c.md == nil || c.md.target != want {
+			t.Errorf("Create of %s: metadata %+v, want the target %s", key, c.md, want)
+		}
+	}
 	for _, r := range []*linuxl3.Route{
 		{OutgoingInterface: "eth1", DstNetwork: "10.1.0.0/16", GwAddr: "10.0.0.1"},
 		{OutgoingInterface: "eth1", DstNetwork: "10.1.2.3/16", Scope: linuxl3.Route_LINK},
@@ -273,14 +287,7 @@ func TestPlacementCarriesTheKeysTarget(t *testing.T) {
 			t.Fatal(err)
 		}
 		want := routeTarget(key)
-		if !want.IsValid() {
-			t.Fatalf("%s: no target from the key", key)
-		}
-		c := &batchCall{op: &api.BatchOp{Op: api.OpCreate, Key: key, To: r}}
-		p.prepareRoute(ctx, c)
-		if c.md == nil || c.md.target != want {
-			t.Errorf("Create of %s: metadata %+v, want the target %s", key, c.md, want)
-		}
+		created(key, r, want, p.prepareRoute)
 		// What Retrieve finds of it in the kernel.
 		s, err := parseRoute(r)
 		if err != nil {
@@ -314,14 +321,7 @@ func TestPlacementCarriesTheKeysTarget(t *testing.T) {
 			t.Fatal(err)
 		}
 		want := arpTarget(key)
-		if !want.IsValid() {
-			t.Fatalf("%s: no target from the key", key)
-		}
-		c := &batchCall{op: &api.BatchOp{Op: api.OpCreate, Key: key, To: a}}
-		p.prepareARP(ctx, c)
-		if c.md == nil || c.md.target != want {
-			t.Errorf("Create of %s: metadata %+v, want the target %s", key, c.md, want)
-		}
+		created(key, a, want, p.prepareARP)
 		s, err := parseARP(a)
 		if err != nil {
 			t.Fatal(err)
