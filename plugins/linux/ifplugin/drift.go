@@ -449,6 +449,7 @@ func (d *driftWatch) listen(ctx context.Context, ns nsplugin.Ref, h netns.NsHand
 		}
 	}
 	buf, force := eventBuffer, !d.noForce.Load()
+	enter := func(f func() error) error { return d.w.ns.DoAt(h, f) }
 	links := make(chan netlink.LinkUpdate, 64)
 	if err := netlink.LinkSubscribeWithOptions(links, done, netlink.LinkSubscribeOptions{Namespace: &h, ErrorCallback: onErr, ReceiveBufferSize: buf, ReceiveBufferForceSize: force}); err != nil {
 		if force && errors.Is(err, syscall.EPERM) {
@@ -475,7 +476,7 @@ func (d *driftWatch) listen(ctx context.Context, ns nsplugin.Ref, h netns.NsHand
 		// Not the library's subscriptions: a bulk change brings one
 		// notification per route or neighbour, and they allocate 64 KiB
 		// for each.
-		if err := nlbatch.RouteSubscribe(routes, done, nlbatch.Subscription{Namespace: h, ReceiveBufferSize: buf, ForceReceiveBuffer: force, OnError: onErr}); err != nil {
+		if err := nlbatch.RouteSubscribe(routes, done, nlbatch.Subscription{Enter: enter, ReceiveBufferSize: buf, ForceReceiveBuffer: force, OnError: onErr}); err != nil {
 			return fmt.Errorf("route events: %w", err)
 		}
 		started = append(started, func() {
@@ -483,7 +484,7 @@ func (d *driftWatch) listen(ctx context.Context, ns nsplugin.Ref, h netns.NsHand
 			}
 		})
 		neighs = make(chan netlink.NeighUpdate, 64)
-		if err := nlbatch.NeighSubscribe(neighs, done, nlbatch.Subscription{Namespace: h, ReceiveBufferSize: buf, ForceReceiveBuffer: force, OnError: onErr}); err != nil {
+		if err := nlbatch.NeighSubscribe(neighs, done, nlbatch.Subscription{Enter: enter, ReceiveBufferSize: buf, ForceReceiveBuffer: force, OnError: onErr}); err != nil {
 			return fmt.Errorf("neighbour events: %w", err)
 		}
 		started = append(started, func() {

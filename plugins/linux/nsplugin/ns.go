@@ -324,18 +324,28 @@ func (m *Manager) Do(r Ref, f func() error) error {
 	if err != nil {
 		return err
 	}
+	return m.doAt(e.ns, r.String(), f)
+}
+
+// DoAt is Do in the namespace of a handle the caller holds (one it keeps
+// while the name may be given to another namespace).
+func (m *Manager) DoAt(h netns.NsHandle, f func() error) error {
+	return m.doAt(h, "the namespace of handle "+strconv.Itoa(int(h)), f)
+}
+
+func (m *Manager) doAt(h netns.NsHandle, what string, f func() error) error {
 	errc := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread()
-		if err := netns.Set(e.ns); err != nil {
+		if err := netns.Set(h); err != nil {
 			// Still in the agent's namespace (setns failed): the thread is fine.
 			runtime.UnlockOSThread()
-			errc <- fmt.Errorf("entering %s: %w", r, err)
+			errc <- fmt.Errorf("entering %s: %w", what, err)
 			return
 		}
 		ferr := f()
 		if err := netns.Set(m.origin); err != nil {
-			errc <- fmt.Errorf("returning from %s: %v (after: %v)", r, err, ferr)
+			errc <- fmt.Errorf("returning from %s: %v (after: %v)", what, err, ferr)
 			return // the thread stays locked and dies with this goroutine
 		}
 		runtime.UnlockOSThread()

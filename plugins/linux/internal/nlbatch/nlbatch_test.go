@@ -27,6 +27,7 @@ type env struct {
 	ref  nsplugin.Ref
 	h    *netlink.Handle
 	pool *nlbatch.Pool
+	mgr  *nsplugin.Manager
 	link int
 }
 
@@ -59,7 +60,7 @@ func newEnv(t *testing.T) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(mgr.Close)
-	e := &env{t: t, ref: nsplugin.Ref{Type: linuxns.NetNamespace_NSID, Reference: name}, pool: nlbatch.NewPool(mgr)}
+	e := &env{t: t, ref: nsplugin.Ref{Type: linuxns.NetNamespace_NSID, Reference: name}, pool: nlbatch.NewPool(mgr), mgr: mgr}
 	t.Cleanup(e.pool.Close)
 	if e.h, err = mgr.Handle(e.ref, false); err != nil {
 		t.Fatal(err)

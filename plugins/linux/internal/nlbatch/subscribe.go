@@ -6,19 +6,18 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"runtime"
 	"syscall"
 
 	"github.com/vishvananda/netlink"
-	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 )
 
 // Subscription says where and how RouteSubscribe and NeighSubscribe
 // listen.
 type Subscription struct {
-	// Namespace is the network namespace watched.
-	Namespace netns.NsHandle
+	// Enter runs a function inside the namespace watched (as for Open:
+	// nsplugin.Manager.Do or DoAt, or a plain call for the current one).
+	Enter func(func() error) error
 	// ReceiveBufferSize is the socket's receive buffer (0: the system's);
 	// with ForceReceiveBuffer it is set past the system's limit
 	// (SO_RCVBUFFORCE, which needs CAP_NET_ADMIN: EPERM without).
@@ -88,9 +87,14 @@ func NeighSubscribe(ch chan<- netlink.NeighUpdate, done <-chan struct{}, o Subsc
 // buffer) to deliver, until done closes or a receive fails; then it calls
 // end. deliver returns false to stop (done closed).
 func subscribe(what string, groups uint32, done <-chan struct{}, o Subscription, end func(), deliver func(typ, flags uint16, data []byte) (bool, error)) error {
-	fd, err := socketIn(o.Namespace)
+	fd := -1
+	err := o.Enter(func() error {
+		var err error
+		fd, err = unix.Socket(unix.AF_NETLINK, unix.SOCK_RAW|unix.SOCK_CLOEXEC|unix.SOCK_NONBLOCK, unix.NETLINK_ROUTE)
+		return err
+	})
 	if err != nil {
-		return fmt.Errorf("%s subscription: %w", what, err)
+		return fmt.Errorf("%s subscription: opening a netlink socket: %w", what, err)
 	}
 	if err := subscribeSetup(fd, groups, o); err != nil {
 		unix.Close(fd)
@@ -173,44 +177,6 @@ func subscribe(what string, groups uint32, done <-chan struct{}, o Subscription,
 		}
 	}()
 	return nil
-}
-
-// socketIn opens a non-blocking NETLINK_ROUTE socket in a namespace, on a
-// thread of its own: a thread that cannot return to its namespace ends
-// with the goroutine that locked it, and nothing else runs on it.
-func socketIn(ns netns.NsHandle) (int, error) {
-	type result struct {
-		fd  int
-		err error
-	}
-	res := make(chan result, 1)
-	go func() {
-		runtime.LockOSThread()
-		orig, err := netns.Get()
-		if err != nil {
-			runtime.UnlockOSThread()
-			res <- result{-1, err}
-			return
-		}
-		defer orig.Close()
-		if err := netns.Set(ns); err != nil {
-			runtime.UnlockOSThread()
-			res <- result{-1, fmt.Errorf("entering the namespace: %w", err)}
-			return
-		}
-		fd, err := unix.Socket(unix.AF_NETLINK, unix.SOCK_RAW|unix.SOCK_CLOEXEC|unix.SOCK_NONBLOCK, unix.NETLINK_ROUTE)
-		if rerr := netns.Set(orig); rerr != nil {
-			if err == nil {
-				unix.Close(fd)
-			}
-			res <- result{-1, fmt.Errorf("returning from the namespace: %w", rerr)}
-			return // still locked: the thread ends with this goroutine
-		}
-		runtime.UnlockOSThread()
-		res <- result{fd, err}
-	}()
-	r := <-res
-	return r.fd, r.err
 }
 
 func subscribeSetup(fd int, groups uint32, o Subscription) error {

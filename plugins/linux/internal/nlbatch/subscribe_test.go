@@ -54,6 +54,10 @@ func newWatched(t *testing.T) *watched {
 	return w
 }
 
+// enter runs f in the namespace, as the drift watcher does (the handle
+// it holds, not the name).
+func (w *watched) enter(f func() error) error { return w.mgr.DoAt(w.h, f) }
+
 // compare reads both subscriptions until each gave at least least
 // notifications and as many as the other, and compares them in order.
 func compare[T any](w *watched, ours, lib <-chan T, least int, format func(T) string) []string {
@@ -94,7 +98,7 @@ func TestRouteSubscribeAsTheLibrary(t *testing.T) {
 		t.Fatal(err)
 	}
 	ours := make(chan netlink.RouteUpdate, 1024)
-	if err := nlbatch.RouteSubscribe(ours, done, nlbatch.Subscription{Namespace: h, ReceiveBufferSize: 1 << 20, OnError: onErr}); err != nil {
+	if err := nlbatch.RouteSubscribe(ours, done, nlbatch.Subscription{Enter: w.enter, ReceiveBufferSize: 1 << 20, OnError: onErr}); err != nil {
 		t.Fatal(err)
 	}
 	d1, err := e.h.LinkByName("d1")
@@ -138,16 +142,12 @@ func TestRouteSubscribeAsTheLibrary(t *testing.T) {
 // TestRouteSubscribeEnds: closing done ends the subscription and closes
 // its channel, with no error reported.
 func TestRouteSubscribeEnds(t *testing.T) {
-	e := newEnv(t)
-	h, err := netns.GetFromName(e.ref.Reference)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer h.Close()
-	done := make(chan struct{})
+	w := newWatched(t)
+	e := w.env
+	done := make(chan struct{}) // not w's: closed here
 	ch := make(chan netlink.RouteUpdate) // unbuffered: the sender may be blocked
 	var reported error
-	if err := nlbatch.RouteSubscribe(ch, done, nlbatch.Subscription{Namespace: h, OnError: func(err error) { reported = err }}); err != nil {
+	if err := nlbatch.RouteSubscribe(ch, done, nlbatch.Subscription{Enter: w.enter, OnError: func(err error) { reported = err }}); err != nil {
 		t.Fatal(err)
 	}
 	if err := e.h.RouteAdd(testRoutes(e.link)[0]); err != nil {
@@ -181,7 +181,7 @@ func TestNeighSubscribeAsTheLibrary(t *testing.T) {
 		t.Fatal(err)
 	}
 	ours := make(chan netlink.NeighUpdate, 1024)
-	if err := nlbatch.NeighSubscribe(ours, done, nlbatch.Subscription{Namespace: h, OnError: onErr}); err != nil {
+	if err := nlbatch.NeighSubscribe(ours, done, nlbatch.Subscription{Enter: w.enter, OnError: onErr}); err != nil {
 		t.Fatal(err)
 	}
 	mac := func(s string) net.HardwareAddr { return must[net.HardwareAddr](t)(net.ParseMAC(s)) }
