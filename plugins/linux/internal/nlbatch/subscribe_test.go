@@ -144,7 +144,7 @@ func TestRouteSubscribeAsTheLibrary(t *testing.T) {
 func TestRouteSubscribeEnds(t *testing.T) {
 	w := newWatched(t)
 	e := w.env
-	done := make(chan struct{}) // not w's: closed here
+	done := make(chan struct{})          // not w's: closed here
 	ch := make(chan netlink.RouteUpdate) // unbuffered: the sender may be blocked
 	var reported error
 	if err := nlbatch.RouteSubscribe(ch, done, nlbatch.Subscription{Enter: w.enter, OnError: func(err error) { reported = err }}); err != nil {
