@@ -391,7 +391,7 @@
 // while it plans and records, and releases it around every descriptor call
 // (Create, Update, Delete, Retrieve).
 //
-// Readers (GetValueStatus, ListValueStatuses, GetStats, NB and cached dumps,
+// Readers (GetValueStatus, GetValueErrors, ListValueStatuses, GetStats, NB and cached dumps,
 // graph snapshots, key timelines, and what is built on them: REST, gRPC,
 // /metrics, readiness) never wait for the SB. They take the lock for
 // reading, which they get between transactions and whenever the worker is
@@ -425,6 +425,10 @@
 // # Status
 //
 // GetValueStatus returns the status of a base value and its derived values.
+// GetValueErrors returns only the statuses in error among those of many base
+// values and their derived values, at the cost of a look-up per value: the
+// gRPC source reports with it the errors of the values of a large change
+// that the transaction did not touch.
 // WatchValueStatus delivers status changes after each transaction; each
 // watcher has its own goroutine and a buffer coalesced by key, so a slow
 // watcher never blocks the scheduler and always ends up with the latest

@@ -786,6 +786,48 @@ func (s *Scheduler) GetValueStatus(key string) *api.BaseValueStatus {
 	return s.withNote(v.baseStatusOf(n))
 }
 
+// GetValueErrors implements api.KVScheduler.
+func (s *Scheduler) GetValueErrors(keys []string) []*api.ValueStatus {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	v := s.settledView()
+	var out []*api.ValueStatus
+	var seen map[*node]bool // bases already reported, when keys repeat one
+	for _, key := range keys {
+		n := v.lookup(s.g, key)
+		if n == nil {
+			continue
+		}
+		for n.base != nil {
+			n = n.base
+		}
+		inErr := v.inError(n)
+		for _, d := range v.derivedOf(n) {
+			if inErr {
+				break
+			}
+			inErr = v.inError(d)
+		}
+		if !inErr {
+			continue // the common case: nothing allocated
+		}
+		if seen == nil {
+			seen = map[*node]bool{}
+		}
+		if seen[n] {
+			continue
+		}
+		seen[n] = true
+		bs := s.withNote(v.baseStatusOf(n))
+		for _, st := range append([]*api.ValueStatus{bs.Value}, bs.DerivedValues...) {
+			if api.StatusInError(st) {
+				out = append(out, st)
+			}
+		}
+	}
+	return out
+}
+
 func baseStatus(n *node) *api.BaseValueStatus {
 	bs := &api.BaseValueStatus{Value: valueStatus(n)}
 	for _, d := range n.derived {

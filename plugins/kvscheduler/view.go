@@ -176,6 +176,32 @@ func (v *settled) of(n *node) nodeThen {
 	return liveThen(n)
 }
 
+// inError is api.StatusInError for what readers see of n, without making
+// its status.
+func (v *settled) inError(n *node) bool {
+	state, err := n.state, n.err
+	if v != nil {
+		if t := v.then[n]; t != nil {
+			state, err = t.state, t.err
+		}
+	}
+	switch state {
+	case api.ValueStateInvalid, api.ValueStateFailed, api.ValueStateRetrying:
+		return true
+	}
+	return err != nil && err.Error() != ""
+}
+
+// derivedOf returns the derived values readers see of n.
+func (v *settled) derivedOf(n *node) []*node {
+	if v != nil {
+		if t := v.then[n]; t != nil {
+			return t.derived
+		}
+	}
+	return n.derived
+}
+
 // visible tells whether n is a node readers see (in the graph before the
 // running transaction).
 func (v *settled) visible(n *node) bool {

@@ -756,6 +756,17 @@ func (o *Orchestrator) Get() []KV {
 	return out
 }
 
+// Values returns Value of each of keys, under one lock.
+func (o *Orchestrator) Values(keys []string) []proto.Message {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	out := make([]proto.Message, len(keys))
+	for i, key := range keys {
+		out[i] = o.effective(key)
+	}
+	return out
+}
+
 // Value returns the effective value of a key: that of its highest-priority
 // source (nil: no source has the key; an api.UndecodableValue when that
 // source's value could not be decoded).

@@ -55,6 +55,14 @@ type KVScheduler interface {
 	// (a derived key gives its base) with the status of its derived values.
 	GetValueStatus(key string) *BaseValueStatus
 
+	// GetValueErrors returns the statuses in error (StatusInError) among
+	// those of the base values with the given keys (a derived key gives
+	// its base) and of their derived values: in the order of keys, a base
+	// value before its derived values, each status once. A key of no
+	// value has none. It costs one look-up per key, and a status only for
+	// the values in error: for the many values of a large change.
+	GetValueErrors(keys []string) []*ValueStatus
+
 	// WatchValueStatus sends the status of every base value accepted by the
 	// selector (nil: all) each time it (or one of its derived values) changes.
 	// A slow receiver never blocks the scheduler: updates are coalesced per

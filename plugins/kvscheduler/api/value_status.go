@@ -42,3 +42,14 @@ const (
 // committed in its place, it makes the key INVALID with its Reason, with or
 // without a descriptor for the key, and nothing is applied for it.
 type UndecodableValue = kvs.InvalidValue
+
+// StatusInError tells whether a status carries an error: INVALID, FAILED
+// or RETRYING, or an error kept with another state (a value whose delete
+// failed, a derived value that failed while its base is CONFIGURED...).
+func StatusInError(st *ValueStatus) bool {
+	switch st.GetState() {
+	case ValueStateInvalid, ValueStateFailed, ValueStateRetrying:
+		return true
+	}
+	return st.GetError() != ""
+}

@@ -338,38 +338,34 @@ func (s *Server) Update(ctx context.Context, req *configuratorpb.UpdateRequest) 
 // the keys whose effective value is not the one of kvs (a source of higher
 // priority sets it: its error is not about this request's value).
 func (s *Server) statusErrors(kvs []orchestrator.KV, skip map[string]bool) []*configuratorpb.KeyError {
-	var out []*configuratorpb.KeyError
+	keys := make([]string, 0, len(kvs))
+	vals := make([]proto.Message, 0, len(kvs))
 	for _, kv := range kvs {
-		if kv.Value == nil || skip[kv.Key] {
+		if kv.Value != nil && !skip[kv.Key] {
+			keys, vals = append(keys, kv.Key), append(vals, kv.Value)
+		}
+	}
+	// (The orchestrator keeps the value it was given: the same pointer,
+	// unless a source of higher priority sets the key.)
+	effective := s.o.Values(keys)
+	ours := keys[:0]
+	for i, key := range keys {
+		if v := effective[i]; v == vals[i] || proto.Equal(v, vals[i]) {
+			ours = append(ours, key)
+		}
+	}
+	var out []*configuratorpb.KeyError
+	for _, st := range s.s.GetValueErrors(ours) {
+		if skip[st.GetKey()] {
 			continue
 		}
-		// (The orchestrator keeps the value it was given: the same
-		// pointer, unless a source of higher priority sets the key.)
-		if v := s.o.Value(kv.Key); v != kv.Value && !proto.Equal(v, kv.Value) {
-			continue
+		ke := &configuratorpb.KeyError{Key: st.GetKey(), Error: st.GetError(), State: st.GetState()}
+		if op := st.GetLastOperation(); op != api.OpUndefined {
+			ke.Operation = op.String()
 		}
-		bs := s.s.GetValueStatus(kv.Key)
-		for _, st := range append([]*api.ValueStatus{bs.GetValue()}, bs.GetDerivedValues()...) {
-			if skip[st.GetKey()] || !inError(st) {
-				continue
-			}
-			ke := &configuratorpb.KeyError{Key: st.GetKey(), Error: st.GetError(), State: st.GetState()}
-			if op := st.GetLastOperation(); op != api.OpUndefined {
-				ke.Operation = op.String()
-			}
-			out = append(out, ke)
-		}
+		out = append(out, ke)
 	}
 	return out
-}
-
-// inError tells whether a status carries an error.
-func inError(st *api.ValueStatus) bool {
-	switch st.GetState() {
-	case api.ValueStateInvalid, api.ValueStateFailed, api.ValueStateRetrying:
-		return true
-	}
-	return st.GetError() != ""
 }
 
 // updateKVs checks a document of values and converts it.
