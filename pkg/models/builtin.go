@@ -2,6 +2,7 @@ package models
 
 import (
 	"fmt"
+	"net/netip"
 	"strconv"
 	"strings"
 
@@ -49,6 +50,7 @@ var (
 		appendKeySuffix: appendVPPRouteSuffix,
 		parseSuffix:     parseVPPRouteSuffix,
 		validate:        validateVPPRoute,
+		validateAppend:  validateAppendVPPRoute,
 		canonicalSuffix: func(s string) string { return strings.TrimSuffix(s, "/") },
 		// The original's route keys had no interface before its template
 		// gained "if/<outgoing_interface>/"; etcd data written then still
@@ -83,10 +85,11 @@ var (
 		KeyPrefix:     "config/linux/l3/v2/route/",
 		KeyTemplate:   "config/linux/l3/v2/route/<dst ip>/<prefix-len>/<outgoing_interface>",
 		ConfigSection: "linux_config", ConfigField: "routes",
-		prototype:   &linuxl3.Route{},
-		keySuffix:   linuxRouteSuffix,
-		parseSuffix: parseLinuxRouteSuffix,
-		validate:    validateLinuxRoute,
+		prototype:      &linuxl3.Route{},
+		keySuffix:      linuxRouteSuffix,
+		parseSuffix:    parseLinuxRouteSuffix,
+		validate:       validateLinuxRoute,
+		validateAppend: validateAppendLinuxRoute,
 	}
 	LinuxARP = &Model{
 		Name:          "linux.l3.arp",
@@ -189,6 +192,18 @@ func appendVPPRouteSuffix(b []byte, v proto.Message) ([]byte, error) {
 	if !ok {
 		return b, fmt.Errorf("%s", errs[0])
 	}
+	var nh netip.Addr
+	if s := r.GetNextHopAddr(); s != "" {
+		if nh, ok = errs.ip("next_hop_addr", s); !ok {
+			return b, fmt.Errorf("%s", errs[0])
+		}
+	}
+	return appendVPPRouteKey(b, r, dst, nh), nil
+}
+
+// appendVPPRouteKey appends the key suffix of route r, whose destination
+// and next hop (zero: none) are parsed.
+func appendVPPRouteKey(b []byte, r *vppl3.Route, dst netip.Prefix, nh netip.Addr) []byte {
 	if iface := r.GetOutgoingInterface(); iface != "" {
 		b = append(append(append(b, "if/"...), iface...), '/')
 	}
@@ -196,14 +211,10 @@ func appendVPPRouteSuffix(b []byte, v proto.Message) ([]byte, error) {
 	b = strconv.AppendUint(append(b, "vrf/"...), uint64(r.GetVrfId()), 10)
 	b = dst.Addr().AppendTo(append(b, "/dst/"...))
 	b = strconv.AppendInt(append(b, '/'), int64(dst.Bits()), 10)
-	if nh := r.GetNextHopAddr(); nh != "" {
-		a, ok := errs.ip("next_hop_addr", nh)
-		if !ok {
-			return b, fmt.Errorf("%s", errs[0])
-		}
-		b = a.AppendTo(append(b, "/gw/"...))
+	if nh.IsValid() {
+		b = nh.AppendTo(append(b, "/gw/"...))
 	}
-	return b, nil
+	return b
 }
 
 // parseVPPRouteSuffix parses
@@ -406,7 +417,25 @@ func validateBridgeDomain(v proto.Message, errs *fieldErrors) {
 }
 
 func validateVPPRoute(v proto.Message, errs *fieldErrors) {
+	checkVPPRoute(v.(*vppl3.Route), errs)
+}
+
+// validateAppendVPPRoute is validateVPPRoute and, for a valid route,
+// appendVPPRouteSuffix, with one parse of its addresses.
+func validateAppendVPPRoute(b []byte, v proto.Message, errs *fieldErrors) []byte {
 	r := v.(*vppl3.Route)
+	before := len(*errs)
+	dst, nh := checkVPPRoute(r, errs)
+	if len(*errs) > before {
+		return b
+	}
+	return appendVPPRouteKey(b, r, dst, nh)
+}
+
+// checkVPPRoute is validateVPPRoute; it returns the destination and the
+// next hop it parsed (valid when errs gained nothing; nh zero without a
+// next hop).
+func checkVPPRoute(r *vppl3.Route, errs *fieldErrors) (dst netip.Prefix, nh netip.Addr) {
 	// type is a Route's one enum and it has no message field
 	// (TestRouteChecksEveryEnum): checked directly, without checkEnums'
 	// reflection, a third of this check's time for bulk route updates.
@@ -414,10 +443,12 @@ func validateVPPRoute(v proto.Message, errs *fieldErrors) {
 		errs.add("type", "%d is not a value of %s", t, t.Descriptor().FullName())
 	}
 	dst, dstOK := errs.cidr("dst_network", r.GetDstNetwork())
-	if nh := r.GetNextHopAddr(); nh != "" {
-		if a, ok := errs.ip("next_hop_addr", nh); ok && dstOK && a.Is4() != dst.Addr().Is4() {
-			errs.add("next_hop_addr", "%s is not of the IP version of dst_network %s", nh, r.GetDstNetwork())
+	if s := r.GetNextHopAddr(); s != "" {
+		a, ok := errs.ip("next_hop_addr", s)
+		if ok && dstOK && a.Is4() != dst.Addr().Is4() {
+			errs.add("next_hop_addr", "%s is not of the IP version of dst_network %s", s, r.GetDstNetwork())
 		}
+		nh = a
 	}
 	errs.optName("outgoing_interface", r.GetOutgoingInterface())
 	// What each type of route may have: VPP's path types (a drop path, a
@@ -445,6 +476,7 @@ func validateVPPRoute(v proto.Message, errs *fieldErrors) {
 	if r.GetType() != vppl3.Route_INTER_VRF && r.GetViaVrfId() != 0 {
 		errs.add("via_vrf_id", "only an INTER_VRF route is looked up in another VRF")
 	}
+	return dst, nh
 }
 
 func validateVPPARP(v proto.Message, errs *fieldErrors) {
@@ -530,7 +562,24 @@ func linuxIfName(errs *fieldErrors, field, s string) bool {
 }
 
 func validateLinuxRoute(v proto.Message, errs *fieldErrors) {
+	checkLinuxRoute(v.(*linuxl3.Route), errs)
+}
+
+// validateAppendLinuxRoute is validateLinuxRoute and, for a valid route,
+// its key suffix (linuxRouteSuffix), with one parse of its destination.
+func validateAppendLinuxRoute(b []byte, v proto.Message, errs *fieldErrors) []byte {
 	r := v.(*linuxl3.Route)
+	before := len(*errs)
+	dst := checkLinuxRoute(r, errs)
+	if len(*errs) > before {
+		return b
+	}
+	return append(append(dst.Masked().AppendTo(b), '/'), r.GetOutgoingInterface()...)
+}
+
+// checkLinuxRoute is validateLinuxRoute; it returns the destination it
+// parsed (valid when errs gained nothing).
+func checkLinuxRoute(r *linuxl3.Route, errs *fieldErrors) netip.Prefix {
 	// scope is a Route's one enum and it has no message field
 	// (TestLinuxRouteChecksEveryEnum): checked directly, without checkEnums'
 	// reflection, as the VPP route's type is.
@@ -551,6 +600,7 @@ func validateLinuxRoute(v proto.Message, errs *fieldErrors) {
 			errs.add("gw_addr", "%s is not of the IP version of dst_network %s", gw, r.GetDstNetwork())
 		}
 	}
+	return dst
 }
 
 func validateLinuxARP(v proto.Message, errs *fieldErrors) {

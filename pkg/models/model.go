@@ -5,6 +5,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
@@ -46,6 +47,11 @@ type Model struct {
 	parseSuffix func(string) (KeyParts, error)
 	// validate checks the fields of a value; every problem is listed.
 	validate func(proto.Message, *fieldErrors)
+	// validateAppend, when set, is validate followed, for a valid value,
+	// by appendKeySuffix (returning b unchanged for an invalid one), with
+	// one parse of the fields both need: what Key and CheckKey do for
+	// every value of a bulk change of routes.
+	validateAppend func(b []byte, v proto.Message, errs *fieldErrors) []byte
 	// canonicalSuffix, when set, maps an accepted spelling of a key suffix
 	// to the canonical one.
 	canonicalSuffix func(string) string
@@ -91,6 +97,15 @@ func (m *Model) New() proto.Message {
 func (m *Model) Key(v proto.Message) (string, error) {
 	if err := m.checkType(v); err != nil {
 		return "", err
+	}
+	if m.validateAppend != nil {
+		sc := scratchPool.Get().(*keyScratch)
+		defer sc.put()
+		key := m.validateAppend(append(sc.buf[:0], m.KeyPrefix...), v, &sc.errs)
+		if err := sc.errs.err(m, ""); err != nil {
+			return "", err
+		}
+		return string(key), nil
 	}
 	var errs fieldErrors
 	m.validate(v, &errs)
@@ -156,13 +171,8 @@ func (m *Model) CheckKey(key string, v proto.Message) error {
 	if err := m.checkType(v); err != nil {
 		return &KeyError{Key: key, Problem: err.Error()}
 	}
-	var errs fieldErrors
-	m.validate(v, &errs)
-	if err := errs.err(m, key); err != nil {
+	if ok, err := m.validateKeyOf(key, v); ok || err != nil {
 		return err
-	}
-	if m.isKeyOf(key, v) {
-		return nil
 	}
 	if _, err := m.ParseKey(key); err != nil {
 		return err
@@ -172,15 +182,49 @@ func (m *Model) CheckKey(key string, v proto.Message) error {
 
 // checkParsedKey is CheckKey for a key that parses and a value of the model.
 func (m *Model) checkParsedKey(key string, v proto.Message) error {
+	if ok, err := m.validateKeyOf(key, v); ok || err != nil {
+		return err
+	}
+	return m.checkKeyOf(key, v)
+}
+
+// keyScratch is what Key and CheckKey build a key in (validateAppend): a
+// buffer and the field errors, pooled, as a function value's arguments
+// escape to the heap.
+type keyScratch struct {
+	buf  [160]byte
+	errs fieldErrors
+}
+
+var scratchPool = sync.Pool{New: func() any { return new(keyScratch) }}
+
+// put returns sc to the pool; field errors go with the error that holds
+// them.
+func (sc *keyScratch) put() {
+	if len(sc.errs) > 0 {
+		sc.errs = nil
+	}
+	scratchPool.Put(sc)
+}
+
+// validateKeyOf validates v (its fields' error, if any) and tells whether
+// key is its key, spelled as Key spells it.
+func (m *Model) validateKeyOf(key string, v proto.Message) (bool, error) {
+	if m.validateAppend != nil {
+		sc := scratchPool.Get().(*keyScratch)
+		defer sc.put()
+		own := m.validateAppend(append(sc.buf[:0], m.KeyPrefix...), v, &sc.errs)
+		if err := sc.errs.err(m, key); err != nil {
+			return false, err
+		}
+		return key == string(own), nil
+	}
 	var errs fieldErrors
 	m.validate(v, &errs)
 	if err := errs.err(m, key); err != nil {
-		return err
+		return false, err
 	}
-	if m.isKeyOf(key, v) {
-		return nil
-	}
-	return m.checkKeyOf(key, v)
+	return m.isKeyOf(key, v), nil
 }
 
 // isKeyOf tells whether key is exactly the key Key gives the valid value v
