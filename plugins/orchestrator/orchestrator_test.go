@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -508,5 +509,65 @@ func TestRefusedTxnOptionsChangeNothing(t *testing.T) {
 	}
 	if ops := b.takeOps(); !slices.Equal(ops, []string{"create item/x=x"}) {
 		t.Errorf("operations %v, want the create of the accepted resync only", ops)
+	}
+}
+
+// recordingScheduler records the keys each transaction is given, in order.
+type recordingScheduler struct {
+	*kvscheduler.Scheduler
+	mu   sync.Mutex
+	keys [][]string
+}
+
+func (r *recordingScheduler) StartNBTransaction() api.Txn {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.keys = append(r.keys, nil)
+	return &recordingTxn{Txn: r.Scheduler.StartNBTransaction(), r: r, i: len(r.keys) - 1}
+}
+
+type recordingTxn struct {
+	api.Txn
+	r *recordingScheduler
+	i int
+}
+
+func (t *recordingTxn) SetValue(key string, value proto.Message) api.Txn {
+	t.r.mu.Lock()
+	t.r.keys[t.i] = append(t.r.keys[t.i], key)
+	t.r.mu.Unlock()
+	t.Txn.SetValue(key, value)
+	return t
+}
+
+// A change's values go to the scheduler in the order the source gave them
+// (each key once, where it first appears): a document's order, which the
+// scheduler sorts by key faster than a random one (BenchmarkSortValues).
+func TestChangeKeepsTheSourcesOrder(t *testing.T) {
+	_, s, _ := newEnv(t, nil)
+	rec := &recordingScheduler{Scheduler: s}
+	o := orchestrator.New(rec, slog.New(slog.DiscardHandler))
+	o.Register(orchestrator.SourceGRPC)
+	if _, err := o.Resync(context.Background(), orchestrator.SourceGRPC, nil, api.TxnOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var kvs []orchestrator.KV
+	var want []string
+	for i := range 200 {
+		key := "item/" + strconv.Itoa((i*7919)%200) // not in key order
+		kvs = append(kvs, kv(key, "v"))
+		want = append(want, key)
+	}
+	kvs = append(kvs, kv(want[3], "again")) // a key twice: where it first appears
+	rec.mu.Lock()
+	rec.keys = nil
+	rec.mu.Unlock()
+	if _, err := o.Change(context.Background(), orchestrator.SourceGRPC, kvs, api.TxnOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	if len(rec.keys) != 1 || !slices.Equal(rec.keys[0], want) {
+		t.Errorf("keys given to the scheduler: %v, want the change's order %v", rec.keys, want)
 	}
 }
