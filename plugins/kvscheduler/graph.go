@@ -379,6 +379,19 @@ func (g *graph) reserve(n int) {
 	g.peak = 2 * (len(g.nodes) + n)
 }
 
+// reserveFor reserves for the values a transaction sets: a delete brings
+// no node (reserving for a bulk delete rebuilt the map at twice its size,
+// for compact to shrink it again after the transaction).
+func (g *graph) reserveFor(values []kvChange) {
+	sets := 0
+	for _, kv := range values {
+		if kv.value != nil {
+			sets++
+		}
+	}
+	g.reserve(sets)
+}
+
 // compact rebuilds the node map when it holds less than a quarter of its
 // peak (and the peak was large): after a bulk delete the memory of the
 // deleted entries comes back. The copy costs a fraction of what deleting

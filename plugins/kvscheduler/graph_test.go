@@ -1,8 +1,11 @@
 package kvscheduler
 
 import (
+	"strconv"
 	"testing"
 	"unsafe"
+
+	"google.golang.org/protobuf/types/known/wrapperspb"
 )
 
 // Every value is a node, so the node's size is most of the scheduler's memory
@@ -62,4 +65,30 @@ func TestPrefixNodesFollowsTheGraph(t *testing.T) {
 	check("nothing under it", "c/", 3, "")
 	add("c/9")
 	check("the first node under it", "c/", 3, "c/9 ")
+}
+
+// A transaction reserves room in the node map for the values it sets, not
+// for those it deletes: a bulk delete does not rebuild the map at twice its
+// size (for compact to shrink it again).
+func TestReserveForCountsTheSets(t *testing.T) {
+	g := newGraph()
+	const n = 3000
+	values := make([]kvChange, n)
+	for i := range n {
+		key := "a/" + strconv.Itoa(i)
+		g.linkNode(&node{key: key})
+		values[i] = kvChange{key: key} // a delete
+	}
+	peak := g.peak
+	g.reserveFor(values)
+	if g.peak != peak {
+		t.Errorf("reserve for %d deletes: peak %d -> %d, want unchanged", n, peak, g.peak)
+	}
+	for i := range values {
+		values[i].value = wrapperspb.String("v") // sets
+	}
+	g.reserveFor(values)
+	if want := 2 * (n + n); g.peak != want {
+		t.Errorf("reserve for %d sets in a graph of %d: peak %d, want %d (the map rebuilt for them)", n, n, g.peak, want)
+	}
 }

@@ -39,7 +39,7 @@ func (s *Scheduler) processTxn(qt *queuedTxn) error {
 	}()
 	descs := s.descs.Load()
 	if qt.resync == api.NotResync {
-		s.g.reserve(len(qt.values)) // a resync's values are mostly known already
+		s.g.reserveFor(qt.values) // a resync's values are mostly known already
 	}
 	var initErrs []api.KeyWithError
 	if qt.typ == api.DriftRepair {
