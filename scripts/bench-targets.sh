@@ -15,42 +15,67 @@
 #
 # Needs root (network namespaces). The VPP targets need a VPP build:
 # NETAGENT_VPP_DIR (default ../shared/vpp); without one they are skipped,
-# and said so. The raw benchmark output goes to bench-targets.txt.
+# and said so. The raw benchmark output goes to bench-targets.txt;
+# `scripts/bench-targets.sh --summary` prints the table again from it,
+# without running anything.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 rounds=${ROUNDS:-3}
 out=bench-targets.txt
-: >"$out"
-if [ "$(id -u)" -ne 0 ]; then
-	echo "bench-targets: needs root (the Linux benchmarks make network namespaces)" >&2
+summary=0
+case "${1:-}" in
+"") ;;
+--summary) summary=1 ;;
+*)
+	echo "bench-targets: unknown argument $1 (--summary: print the table from $out, run nothing)" >&2
 	exit 2
-fi
-vppdir=${NETAGENT_VPP_DIR:-../shared/vpp}
-if [ -x "$vppdir/start.sh" ]; then
-	export NETAGENT_VPP_DIR=$(cd "$vppdir" && pwd -P)
-	vpp=1
-else
-	echo "bench-targets: no VPP build at $vppdir (set NETAGENT_VPP_DIR): the VPP targets are SKIPPED" >&2
-	vpp=0
-fi
-unset VPP_API_SOCKET # each benchmark starts a VPP of its own
+	;;
+esac
 
 bench() { # package, -bench regexp, -benchtime
 	GOMAXPROCS=2 go test -run '^$' -bench "$2" -benchtime "$3" -timeout 30m "$1" | tee -a "$out" | grep '^Benchmark' || true
 }
 
-for r in $(seq "$rounds"); do
-	echo "== round $r of $rounds ($(uptime | sed 's/.*load/load/'))" | tee -a "$out"
-	if [ "$vpp" = 1 ]; then
-		bench ./plugins/vpp/bench/ '^Benchmark(Create|CreateFloor|ResyncAfterRestart)$' 3x
-		bench ./plugins/vpp/bench/ '^Benchmark(ResyncInSync|ResyncInSyncFloor)$' 20x
-		bench ./tests/agentctl/ '^BenchmarkConfigUpdateVPPRoutes$' 5x
+# run runs the benchmarks ROUNDS times, their output into $out.
+run() {
+	: >"$out"
+	if [ "$(id -u)" -ne 0 ]; then
+		echo "bench-targets: needs root (the Linux benchmarks make network namespaces)" >&2
+		exit 2
 	fi
-	bench ./tests/agentctl/ '^BenchmarkConfigUpdateRoutes$' 5x
-	bench ./plugins/linux/l3plugin/ '^BenchmarkRoutesAgainstIPBatch$/^10000$' 5x
-	bench ./plugins/linux/ifplugin/ '^BenchmarkVethPairDeletes$' 3x
-done
+	vppdir=${NETAGENT_VPP_DIR:-../shared/vpp}
+	if [ -x "$vppdir/start.sh" ]; then
+		export NETAGENT_VPP_DIR=$(cd "$vppdir" && pwd -P)
+		vpp=1
+	else
+		echo "bench-targets: no VPP build at $vppdir (set NETAGENT_VPP_DIR): the VPP targets are SKIPPED" >&2
+		vpp=0
+	fi
+	unset VPP_API_SOCKET # each benchmark starts a VPP of its own
+
+	for r in $(seq "$rounds"); do
+		echo "== round $r of $rounds ($(uptime | sed 's/.*load/load/'))" | tee -a "$out"
+		if [ "$vpp" = 1 ]; then
+			bench ./plugins/vpp/bench/ '^Benchmark(Create|CreateFloor|ResyncAfterRestart)$' 3x
+			bench ./plugins/vpp/bench/ '^Benchmark(ResyncInSync|ResyncInSyncFloor)$' 20x
+			bench ./tests/agentctl/ '^BenchmarkConfigUpdateVPPRoutes$' 5x
+		fi
+		bench ./tests/agentctl/ '^BenchmarkConfigUpdateRoutes$' 5x
+		bench ./plugins/linux/l3plugin/ '^BenchmarkRoutesAgainstIPBatch$/^10000$' 5x
+		bench ./plugins/linux/ifplugin/ '^BenchmarkVethPairDeletes$' 3x
+	done
+}
+
+if [ "$summary" = 1 ]; then
+	if [ ! -s "$out" ]; then
+		echo "bench-targets: no $out to summarize: run scripts/bench-targets.sh first" >&2
+		exit 2
+	fi
+	rounds=$(grep -c '^== round' "$out" || true)
+else
+	run
+fi
 
 # metric BENCHMARK UNIT [SCALE]: the values of a metric over the rounds
 # (scaled), one per line.
@@ -79,13 +104,21 @@ target() {
 	printf '%-58s %-28s median %-8s target <= %-6s %s\n' "$label" "$*" "$med" "$limit" "$verdict"
 }
 
+# ratio NUMS DENS: NUMS[i]/DENS[i] of two lists of values (one per round,
+# in round order); a round without both gives none.
+ratio() {
+	paste <(printf '%s\n' $1) <(printf '%s\n' $2) | awk 'NF == 2 && $2 > 0 { printf "%.3g\n", $1 / $2 }'
+}
+
 echo
 echo "Issue 17's targets, $rounds round(s) (raw output: $out):"
 # The VPP benchmarks report ns/value over their 11,000 values.
 per=0.000011
 target "VPP: create of the interfaces and routes (s)" 0.25 $(metric BenchmarkCreate ns/value $per)
 target "  VPP's own floor: the same requests, no agent (s)" - $(metric BenchmarkCreateFloor ns/value $per)
+target "  create / its floor, round by round (proposed: <= 1.3)" - $(ratio "$(metric BenchmarkCreate ns/value)" "$(metric BenchmarkCreateFloor ns/value)")
 target "VPP: resync after a VPP restart (s)" 0.25 $(metric BenchmarkResyncAfterRestart ns/value $per)
+target "  restart resync / the create's floor, round by round" - $(ratio "$(metric BenchmarkResyncAfterRestart ns/value)" "$(metric BenchmarkCreateFloor ns/value)")
 target "VPP: in-sync resync (s)" 0.1 $(metric BenchmarkResyncInSync ns/value $per)
 target "  VPP's own floor: the same dumps, no agent (s)" - $(metric BenchmarkResyncInSyncFloor ns/value $per)
 target "VPP: 10k routes config update --wait, end to end (s)" 0.2 $(metric BenchmarkConfigUpdateVPPRoutes update-s)
