@@ -47,7 +47,6 @@ var (
 		ConfigSection: "vpp_config", ConfigField: "routes",
 		prototype:       &vppl3.Route{},
 		keySuffix:       vppRouteSuffix,
-		appendKeySuffix: appendVPPRouteSuffix,
 		parseSuffix:     parseVPPRouteSuffix,
 		validate:        validateVPPRoute,
 		validateAppend:  validateAppendVPPRoute,
@@ -179,26 +178,19 @@ func parseIfaceIPSuffix(s string) (KeyParts, error) {
 }
 
 func vppRouteSuffix(v proto.Message) (string, error) {
-	b, err := appendVPPRouteSuffix(make([]byte, 0, 64), v)
-	return string(b), err
-}
-
-// appendVPPRouteSuffix appends the route's key suffix to b (vppRouteSuffix;
-// on a stack buffer, the key check of a route allocates nothing).
-func appendVPPRouteSuffix(b []byte, v proto.Message) ([]byte, error) {
 	r := v.(*vppl3.Route)
 	var errs fieldErrors
 	dst, ok := errs.cidr("dst_network", r.GetDstNetwork())
 	if !ok {
-		return b, fmt.Errorf("%s", errs[0])
+		return "", fmt.Errorf("%s", errs[0])
 	}
 	var nh netip.Addr
 	if s := r.GetNextHopAddr(); s != "" {
 		if nh, ok = errs.ip("next_hop_addr", s); !ok {
-			return b, fmt.Errorf("%s", errs[0])
+			return "", fmt.Errorf("%s", errs[0])
 		}
 	}
-	return appendVPPRouteKey(b, r, dst, nh), nil
+	return string(appendVPPRouteKey(make([]byte, 0, 64), r, dst, nh)), nil
 }
 
 // appendVPPRouteKey appends the key suffix of route r, whose destination
@@ -421,7 +413,8 @@ func validateVPPRoute(v proto.Message, errs *fieldErrors) {
 }
 
 // validateAppendVPPRoute is validateVPPRoute and, for a valid route,
-// appendVPPRouteSuffix, with one parse of its addresses.
+// its key suffix (vppRouteSuffix) appended to b, with one parse of its
+// addresses.
 func validateAppendVPPRoute(b []byte, v proto.Message, errs *fieldErrors) []byte {
 	r := v.(*vppl3.Route)
 	before := len(*errs)

@@ -40,15 +40,13 @@ type Model struct {
 	// keySuffix builds the part of the key after KeyPrefix from a value
 	// whose fields are valid.
 	keySuffix func(proto.Message) (string, error)
-	// appendKeySuffix, when set, is keySuffix appending to a buffer, for
-	// key checks that allocate nothing (isKeyOf).
-	appendKeySuffix func([]byte, proto.Message) ([]byte, error)
 	// parseSuffix parses the part of a key after KeyPrefix.
 	parseSuffix func(string) (KeyParts, error)
 	// validate checks the fields of a value; every problem is listed.
 	validate func(proto.Message, *fieldErrors)
 	// validateAppend, when set, is validate followed, for a valid value,
-	// by appendKeySuffix (returning b unchanged for an invalid one), with
+	// by appending keySuffix to b (returning b unchanged for an invalid
+	// one), with
 	// one parse of the fields both need: what Key and CheckKey do for
 	// every value of a bulk change of routes.
 	validateAppend func(b []byte, v proto.Message, errs *fieldErrors) []byte
@@ -231,12 +229,6 @@ func (m *Model) validateKeyOf(key string, v proto.Message) (bool, error) {
 // (a key that parses and is canonical: FuzzKeyOfValue): the usual case,
 // decided without parsing key. Another spelling of it is for checkKeyOf.
 func (m *Model) isKeyOf(key string, v proto.Message) bool {
-	if m.appendKeySuffix != nil {
-		var buf [128]byte
-		suffix, err := m.appendKeySuffix(buf[:0], v)
-		return err == nil && len(key) == len(m.KeyPrefix)+len(suffix) &&
-			strings.HasPrefix(key, m.KeyPrefix) && key[len(m.KeyPrefix):] == string(suffix)
-	}
 	suffix, err := m.keySuffix(v)
 	return err == nil && len(key) == len(m.KeyPrefix)+len(suffix) &&
 		strings.HasPrefix(key, m.KeyPrefix) && key[len(m.KeyPrefix):] == suffix
@@ -289,12 +281,10 @@ func (m *Model) ResolveKey(key string, v proto.Message) (own, variant string, er
 	if err := m.checkType(v); err != nil {
 		return "", "", &KeyError{Key: key, Problem: err.Error()}
 	}
-	var errs fieldErrors
-	m.validate(v, &errs)
-	if err := errs.err(m, key); err != nil {
-		return "", "", err
-	}
-	if m.isKeyOf(key, v) {
+	if ok, err := m.validateKeyOf(key, v); ok || err != nil {
+		if err != nil {
+			return "", "", err
+		}
 		return key, "", nil
 	}
 	got, err := m.ParseKey(key)
