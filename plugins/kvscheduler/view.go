@@ -185,11 +185,7 @@ func (v *settled) inError(n *node) bool {
 			state, err = t.state, t.err
 		}
 	}
-	switch state {
-	case api.ValueStateInvalid, api.ValueStateFailed, api.ValueStateRetrying:
-		return true
-	}
-	return err != nil && err.Error() != ""
+	return api.StateInError(state) || (err != nil && err.Error() != "")
 }
 
 // derivedOf returns the derived values readers see of n.

@@ -47,9 +47,11 @@ type UndecodableValue = kvs.InvalidValue
 // or RETRYING, or an error kept with another state (a value whose delete
 // failed, a derived value that failed while its base is CONFIGURED...).
 func StatusInError(st *ValueStatus) bool {
-	switch st.GetState() {
-	case ValueStateInvalid, ValueStateFailed, ValueStateRetrying:
-		return true
-	}
-	return st.GetError() != ""
+	return StateInError(st.GetState()) || st.GetError() != ""
+}
+
+// StateInError tells whether a value in state st is in error whatever
+// its error says: INVALID, FAILED or RETRYING.
+func StateInError(st ValueState) bool {
+	return st == ValueStateInvalid || st == ValueStateFailed || st == ValueStateRetrying
 }
