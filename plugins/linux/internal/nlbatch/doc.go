@@ -1,9 +1,9 @@
 // Package nlbatch sends netlink requests pipelined: many requests of one
 // network namespace on one NETLINK_ROUTE socket opened inside it, each
-// with NLM_F_ACK and a sequence number of its own, so that the kernel's
-// acks are matched to their requests and every request gets its own
-// result, instead of one request, its reply, then the next (the netlink
-// library's Handle methods).
+// with a sequence number of its own, so that the kernel's answers are
+// matched to their requests and every request gets its own result,
+// instead of one request, its reply, then the next (the netlink library's
+// Handle methods).
 //
 // # Contract
 //
@@ -15,12 +15,20 @@
 //     (a syscall.Errno, errors.Is works, wrapped with the kernel's
 //     extended-ack message when it gives one). A failed request does not
 //     stop the ones after it.
-//   - Flow control: at most Window requests are without their ack; the
+//   - Acks: the kernel carries out a socket's requests in order, within
+//     the sendmsg that carries them, and answers every failed request; a
+//     request asks for an ack (NLM_F_ACK) only when it is the last of its
+//     sendmsg, and that ack stands for the requests before it that got no
+//     answer (they succeeded). One answer is read per sendmsg and per
+//     failure, not per request. A batch with a request that wants its
+//     replies (Request.Reply) asks for every ack.
+//   - Flow control: at most Window requests are without their result; the
 //     socket's receive buffer (4 MiB, SO_RCVBUFFORCE as root) holds the
-//     acks of a full window, and acks are capped (NETLINK_CAP_ACK: the
-//     request is not echoed back), so no ack is dropped.
-//   - A broken socket (a send or receive error, no ack within 30 s) gives
-//     the requests without an ack ErrNoReply (their effect is unknown) and
+//     answers of a full window of failures, and answers are capped
+//     (NETLINK_CAP_ACK: the request is not echoed back), so none is
+//     dropped.
+//   - A broken socket (a send or receive error, no answer within 30 s)
+//     gives the requests without a result ErrNoReply (their effect is unknown) and
 //     the socket is closed; the Pool opens a new one next time.
 //   - Namespaces: a Pool keeps one socket per namespace (nsplugin.Ref),
 //     opened inside it through nsplugin.Manager.Do, and opens it again when

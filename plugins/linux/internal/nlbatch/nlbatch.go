@@ -15,10 +15,10 @@ import (
 	"github.com/netagent-io/netagent/plugins/linux/nsplugin"
 )
 
-// Window is the number of requests a Conn keeps in flight: the acks of a
-// full window (a few hundred bytes of socket memory each, errors with the
-// kernel's message a little more) fit in the receive buffer the Conn asks
-// for (rcvBuf), so none is dropped.
+// Window is the number of requests a Conn keeps in flight: the answers of
+// a full window (a few hundred bytes of socket memory each, errors with
+// the kernel's message a little more) fit in the receive buffer the Conn
+// asks for (rcvBuf), so none is dropped.
 const Window = 512
 
 // rcvBuf is the receive buffer a Conn asks for (SO_RCVBUFFORCE, else
@@ -28,12 +28,13 @@ const rcvBuf = 4 << 20
 // maxSend bounds the bytes of one sendmsg (many requests each).
 const maxSend = 32 << 10
 
-// recvTimeout bounds the wait for an ack: the kernel acks every request
-// with NLM_F_ACK, so a longer wait means a broken socket.
+// recvTimeout bounds the wait for an answer: the kernel acks every
+// request with NLM_F_ACK, and the last of each send has it, so a longer
+// wait means a broken socket.
 const recvTimeout = 30 * time.Second
 
-// ErrNoReply is the error of a request whose ack never came (the socket
-// failed before): its effect in the kernel is unknown.
+// ErrNoReply is the error of a request whose result never came (the
+// socket failed before): its effect in the kernel is unknown.
 var ErrNoReply = errors.New("no reply from the kernel (the netlink socket failed): the request's effect is unknown")
 
 // Conn is a NETLINK_ROUTE socket opened in one network namespace. Exec
@@ -43,6 +44,8 @@ type Conn struct {
 	fd  int
 	seq uint32
 	buf []byte
+	// answers counts the kernel's answers (acks and errors) read.
+	answers uint64
 }
 
 // Open opens a NETLINK_ROUTE socket; enter runs a function inside the
@@ -93,46 +96,60 @@ func (c *Conn) Close() error { return unix.Close(c.fd) }
 // before its ack (e.g. the link of an RTM_GETLINK).
 type Reply func(i int, msg syscall.NetlinkMessage)
 
-// Exec sends the requests in order (NLM_F_ACK added, sequence numbers its
-// own), at most Window without their ack, and returns each one's result:
-// nil when the kernel acked it, else its error (a syscall.Errno, wrapped
-// with the kernel's message when it gives one: errors.Is works). A failed
+// Exec sends the requests in order (sequence numbers its own), at most
+// Window without their result, and returns each one's result: nil when
+// the kernel carried it out, else its error (a syscall.Errno, wrapped with
+// the kernel's message when it gives one: errors.Is works). A failed
 // request does not stop the others: the kernel goes on with the next one.
 // The error returned with the results is that of the socket (nil when
-// every request got its ack); the requests it left without an ack have
+// every request got its result); the requests it left without one have
 // ErrNoReply (wrapping it), and the Conn must not be used again.
+//
+// The kernel carries out the requests of one socket in their order, within
+// the send that carries them, and answers a failed request whether it asks
+// for an ack or not; so only the last request of each send asks for one
+// (NLM_F_ACK), and its ack says that every request before it without an
+// error succeeded: one ack, one read, per send instead of per request
+// (~1 µs of the kernel's and ~1 µs of the agent's time a request). With a
+// reply function every request asks for its ack.
 func (c *Conn) Exec(reqs []*nl.NetlinkRequest, reply Reply) ([]error, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	results := make([]error, len(reqs))
-	done := make([]bool, len(reqs))
 	base := c.seq + 1
 	c.seq += uint32(len(reqs))
-	sent, acked := 0, 0
+	// The requests before done have their result; those from done to sent
+	// are in the kernel's hands.
+	sent, done := 0, 0
 	var out []byte
 	fail := func(err error) ([]error, error) {
-		for i := range reqs {
-			if !done[i] {
-				results[i] = fmt.Errorf("%w: %v", ErrNoReply, err)
-			}
+		for i := done; i < len(reqs); i++ {
+			results[i] = fmt.Errorf("%w: %v", ErrNoReply, err)
 		}
 		return results, err
 	}
-	for acked < len(reqs) {
-		if sent < len(reqs) && sent-acked < Window {
+	for done < len(reqs) {
+		if sent < len(reqs) && sent-done < Window {
 			out = out[:0]
-			for sent < len(reqs) && sent-acked < Window && len(out) < maxSend {
+			for sent < len(reqs) && sent-done < Window && len(out) < maxSend {
 				r := reqs[sent]
-				r.Flags |= unix.NLM_F_REQUEST | unix.NLM_F_ACK
+				r.Flags = r.Flags&^unix.NLM_F_ACK | unix.NLM_F_REQUEST
 				r.Seq = base + uint32(sent)
 				r.Pid = 0
+				start := len(out)
 				out = appendRequest(out, r)
 				sent++
+				if reply != nil || sent == len(reqs) || sent-done == Window || len(out) >= maxSend {
+					// The last of the send (or any, with a reply
+					// function) asks for its ack.
+					r.Flags |= unix.NLM_F_ACK
+					binary.NativeEndian.PutUint16(out[start+6:], r.Flags)
+				}
 			}
 			if err := unix.Sendto(c.fd, out, 0, &unix.SockaddrNetlink{Family: unix.AF_NETLINK}); err != nil {
 				return fail(fmt.Errorf("sending to the kernel: %w", err))
 			}
-			if sent-acked < Window && sent < len(reqs) {
+			if sent-done < Window && sent < len(reqs) {
 				continue
 			}
 		}
@@ -149,8 +166,8 @@ func (c *Conn) Exec(reqs []*nl.NetlinkRequest, reply Reply) ([]error, error) {
 		}
 		for _, m := range msgs {
 			i := int(m.Header.Seq - base)
-			if m.Header.Seq-base >= uint32(sent) || done[i] {
-				continue // not ours (a reply of an earlier Exec cannot come: each waits for all its acks)
+			if m.Header.Seq-base >= uint32(sent) || i < done {
+				continue // not ours (a reply of an earlier Exec cannot come: each waits for all its results)
 			}
 			if m.Header.Type != unix.NLMSG_ERROR {
 				if reply != nil {
@@ -158,9 +175,11 @@ func (c *Conn) Exec(reqs []*nl.NetlinkRequest, reply Reply) ([]error, error) {
 				}
 				continue
 			}
-			done[i] = true
-			acked++
+			// The requests between done and i succeeded: the kernel
+			// would have answered a failure before this.
+			c.answers++
 			results[i] = ackError(m)
+			done = i + 1
 		}
 	}
 	return results, nil
@@ -317,14 +336,18 @@ func (p *Pool) Run(reqs []*Request) {
 			continue
 		}
 		msgs := make([]*nl.NetlinkRequest, len(group))
+		var reply Reply // only when a request wants its replies (each is then acked)
 		for i, r := range group {
 			msgs[i] = r.Msg
-		}
-		results, err := c.Exec(msgs, func(i int, m syscall.NetlinkMessage) {
-			if f := group[i].Reply; f != nil {
-				f(m)
+			if r.Reply != nil && reply == nil {
+				reply = func(i int, m syscall.NetlinkMessage) {
+					if f := group[i].Reply; f != nil {
+						f(m)
+					}
+				}
 			}
-		})
+		}
+		results, err := c.Exec(msgs, reply)
 		if err != nil {
 			p.drop(ref, c)
 		}

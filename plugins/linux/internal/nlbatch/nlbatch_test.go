@@ -14,6 +14,7 @@ import (
 
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netlink/nl"
+	"golang.org/x/sys/unix"
 
 	"github.com/netagent-io/netagent/plugins/linux/internal/nlbatch"
 	"github.com/netagent-io/netagent/plugins/linux/nsplugin"
@@ -355,5 +356,93 @@ func TestNamespaceGoneAndBack(t *testing.T) {
 	out, _ := exec.Command("ip", "-n", e.ref.Reference, "route", "show", "table", "main", "proto", "181").CombinedOutput()
 	if !strings.Contains(string(out), "10.1.0.0/16") {
 		t.Errorf("route not in the new namespace: %s", out)
+	}
+}
+
+// TestOneAckASend: only the last request of each send asks for an ack,
+// yet every request gets its own result: the kernel answers each failure
+// (at the start and the end of a send, across the window's boundary, the
+// very last request), and the ack of a send's last request stands for
+// the requests before it without an answer. Far fewer answers than
+// requests are read.
+func TestOneAckASend(t *testing.T) {
+	e := newEnv(t)
+	const n = 3*nlbatch.Window + 7
+	fails := map[int]bool{0: true, 1: true, nlbatch.Window - 1: true, nlbatch.Window: true, 2*nlbatch.Window - 1: true, 2 * nlbatch.Window: true, n - 1: true}
+	var msgs []*nl.NetlinkRequest
+	for i := range n {
+		r := &netlink.Route{LinkIndex: e.link, Dst: cidr(fmt.Sprintf("10.%d.%d.0/24", 100+i/256, i%256)), Gw: net.ParseIP("192.168.7.254"), Priority: 10, Protocol: 181, Table: syscall.RT_TABLE_MAIN}
+		if fails[i] {
+			r.Gw = net.ParseIP("172.16.0.1") // ENETUNREACH
+		}
+		msgs = append(msgs, must[*nl.NetlinkRequest](t)(nlbatch.RouteAdd(r)))
+	}
+	conn := must[*nlbatch.Conn](t)(e.pool.Conn(e.ref))
+	before := conn.Answers()
+	for i, err := range e.run(msgs...) {
+		if fails[i] != errors.Is(err, syscall.ENETUNREACH) || (!fails[i] && err != nil) {
+			t.Errorf("request %d (failing %v): %v", i, fails[i], err)
+		}
+	}
+	if got := len(e.ourRoutes()); got != n-len(fails) {
+		t.Errorf("%d routes in the kernel, want %d", got, n-len(fails))
+	}
+	answers := conn.Answers() - before
+	if answers < uint64(len(fails)) || answers > n/20 {
+		t.Errorf("%d answers read for %d requests (%d failing): want the failures and one ack a send", answers, n, len(fails))
+	}
+
+	// Every request fails (routes added above): each its own errno, and
+	// one answer each.
+	const again = 500 // requests 2 to 501: none of them failed above
+	var dup []*nl.NetlinkRequest
+	for i := 2; i < 2+again; i++ {
+		r := &netlink.Route{LinkIndex: e.link, Dst: cidr(fmt.Sprintf("10.%d.%d.0/24", 100+i/256, i%256)), Gw: net.ParseIP("192.168.7.254"), Priority: 10, Protocol: 181, Table: syscall.RT_TABLE_MAIN}
+		dup = append(dup, must[*nl.NetlinkRequest](t)(nlbatch.RouteAdd(r)))
+	}
+	before = conn.Answers()
+	for i, err := range e.run(dup...) {
+		if !errors.Is(err, syscall.EEXIST) {
+			t.Errorf("request %d again: %v, want EEXIST", i, err)
+		}
+	}
+	if got := conn.Answers() - before; got != again {
+		t.Errorf("%d answers for %d requests that all failed, want one each", got, again)
+	}
+}
+
+// TestRepliesWithAcks: a request whose Reply is set gets the kernel's
+// messages before its ack (an RTM_GETLINK's link), in a batch with other
+// requests; every request of that batch asks for its ack.
+func TestRepliesWithAcks(t *testing.T) {
+	e := newEnv(t)
+	get := nl.NewNetlinkRequest(unix.RTM_GETLINK, 0)
+	info := nl.NewIfInfomsg(unix.AF_UNSPEC)
+	info.Index = int32(e.link)
+	get.AddData(info)
+	var replies []syscall.NetlinkMessage
+	add := func(dst string) *nlbatch.Request {
+		r := &netlink.Route{LinkIndex: e.link, Dst: cidr(dst), Scope: netlink.SCOPE_LINK, Protocol: 181, Table: syscall.RT_TABLE_MAIN}
+		return &nlbatch.Request{NS: e.ref, Msg: must[*nl.NetlinkRequest](t)(nlbatch.RouteAdd(r))}
+	}
+	reqs := []*nlbatch.Request{
+		add("10.7.0.0/16"),
+		{NS: e.ref, Msg: get, Reply: func(m syscall.NetlinkMessage) { replies = append(replies, m) }},
+		add("10.8.0.0/16"),
+		add("10.7.0.0/16"), // EEXIST
+	}
+	conn := must[*nlbatch.Conn](t)(e.pool.Conn(e.ref))
+	before := conn.Answers()
+	e.pool.Run(reqs)
+	for i, want := range []error{nil, nil, nil, syscall.EEXIST} {
+		if err := reqs[i].Err; (want == nil) != (err == nil) || (want != nil && !errors.Is(err, want)) {
+			t.Errorf("request %d: %v, want %v", i, err, want)
+		}
+	}
+	if len(replies) != 1 || replies[0].Header.Type != unix.RTM_NEWLINK {
+		t.Fatalf("replies to the RTM_GETLINK: %v, want the link", replies)
+	}
+	if got := conn.Answers() - before; got != 4 {
+		t.Errorf("%d answers, want 4 (every request acked when one wants its replies)", got)
 	}
 }
