@@ -7,6 +7,7 @@ import (
 	"syscall"
 
 	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netlink/nl"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/netagent-io/netagent/plugins/kvscheduler/api"
@@ -68,17 +69,36 @@ func valueOf[V proto.Message](descriptor string, m proto.Message) (V, error) {
 }
 
 // routeBatch is the Batch of the route descriptor (and, one operation at a
-// time, its Create, Update and Delete).
+// time, its Create, Update and Delete). The requests are written into one
+// buffer, their calls and requests kept in slices of the batch's length:
+// nothing is allocated per route but its metadata.
 func (p *Plugin) routeBatch(ctx context.Context, ops []api.BatchOp) {
+	all := make([]batchCall, len(ops))
+	msgs := make([]nl.NetlinkRequest, len(ops))
+	held := make([]nlbatch.Request, len(ops))
+	buf := make([]byte, 0, len(ops)*nlbatch.MaxRouteSize)
 	calls := make([]*batchCall, 0, len(ops))
-	var reqs []*nlbatch.Request
+	reqs := make([]*nlbatch.Request, 0, len(ops))
 	for i := range ops {
-		c := &batchCall{op: &ops[i]}
-		p.prepareRoute(ctx, c)
-		if c.req != nil {
-			reqs = append(reqs, c.req)
-			calls = append(calls, c)
+		c := &all[i]
+		c.op = &ops[i]
+		kind, ok := p.prepareRoute(ctx, c)
+		if !ok {
+			continue
 		}
+		r := c.route.kernel(c.at.LinkIndex)
+		if kind == nlbatch.RouteOpDel {
+			r.Scope = uint8(netlink.SCOPE_NOWHERE) // any scope, as `ip route del`
+		}
+		var err error
+		if buf, err = nlbatch.AppendRoute(buf, kind, &r, &msgs[i]); err != nil {
+			c.op.Fail(api.NonRetriable(fmt.Errorf("route %s: %w", c.route, err)))
+			continue
+		}
+		held[i] = nlbatch.Request{NS: c.at.Namespace, Msg: &msgs[i]}
+		c.req = &held[i]
+		reqs = append(reqs, c.req)
+		calls = append(calls, c)
 	}
 	p.pool.Run(reqs)
 	var exists []*batchCall
@@ -112,66 +132,55 @@ func (p *Plugin) routeBatch(ctx context.Context, ops []api.BatchOp) {
 	p.routesExist(exists)
 }
 
-// prepareRoute builds the request of one route operation, or settles it.
-func (p *Plugin) prepareRoute(ctx context.Context, c *batchCall) {
+// prepareRoute works out one route operation: the parsed route, where it
+// goes or is, its metadata; it returns the request's kind, or false when
+// it settled the operation without one.
+func (p *Plugin) prepareRoute(ctx context.Context, c *batchCall) (nlbatch.RouteOp, bool) {
 	op := c.op
 	if op.Op == api.OpDelete {
 		r, err := valueOf[*linuxl3.Route](RouteDescriptorName, op.From)
 		if err != nil {
 			op.Fail(err)
-			return
+			return 0, false
 		}
 		s, err := parseRoute(r)
 		if err != nil {
 			op.Done(nil) // never created
-			return
+			return 0, false
 		}
 		pl, ok := p.placement(ctx, placementOf(op), s.iface)
 		if !ok {
 			p.log.Warn("route to delete: its link is not known any more; it went with it", "route", s.String())
 			op.Done(nil)
-			return
+			return 0, false
 		}
-		nr := s.netlink(pl.LinkIndex)
-		nr.Scope = netlink.SCOPE_NOWHERE // any scope, as `ip route del`
-		msg, err := nlbatch.RouteDel(nr)
-		if err != nil {
-			op.Fail(api.NonRetriable(fmt.Errorf("deleting route %s: %w", s, err)))
-			return
-		}
-		c.route, c.at, c.req = s, pl, &nlbatch.Request{NS: pl.Namespace, Msg: msg}
-		return
+		c.route, c.at = s, pl
+		return nlbatch.RouteOpDel, true
 	}
 	r, err := valueOf[*linuxl3.Route](RouteDescriptorName, op.To)
 	if err != nil {
 		op.Fail(err)
-		return
+		return 0, false
 	}
 	s, err := parseRoute(r)
 	if err != nil {
 		op.Fail(api.NonRetriable(invalid(err)))
-		return
+		return 0, false
 	}
 	md, ok := p.ifaces(ctx, s.iface)
 	if !ok || md.Index <= 0 {
 		// The dependency on the interface should have prevented this; the
 		// interface plugin may publish its metadata a moment later.
 		op.Fail(fmt.Errorf("route %s: interface %s: its link is not known (no metadata of descriptor %s)", s, s.iface, ifplugin.InterfaceDescriptorName))
-		return
-	}
-	build := nlbatch.RouteAdd
-	if op.Op == api.OpUpdate {
-		build = nlbatch.RouteReplace
-	}
-	msg, err := build(s.netlink(md.Index))
-	if err != nil {
-		op.Fail(api.NonRetriable(fmt.Errorf("route %s: %w", s, err)))
-		return
+		return 0, false
 	}
 	c.route = s
 	c.at = Placement{Namespace: md.Namespace, LinkIndex: md.Index}
 	c.md = &Placement{Namespace: md.Namespace, LinkIndex: md.Index, Applied: s.applied(), target: s.dst}
-	c.req = &nlbatch.Request{NS: md.Namespace, Msg: msg}
+	if op.Op == api.OpUpdate {
+		return nlbatch.RouteOpReplace, true
+	}
+	return nlbatch.RouteOpAdd, true
 }
 
 // routesExist explains the EEXIST of route adds: one dump of the table per
@@ -219,8 +228,9 @@ func (p *Plugin) routesExist(calls []*batchCall) {
 		case !replace:
 			c.op.Done(c.md)
 		default:
-			msg, err := nlbatch.RouteReplace(c.route.netlink(c.at.LinkIndex))
-			if err != nil {
+			r := c.route.kernel(c.at.LinkIndex)
+			msg := &nl.NetlinkRequest{}
+			if _, err := nlbatch.AppendRoute(nil, nlbatch.RouteOpReplace, &r, msg); err != nil {
 				c.op.Fail(api.NonRetriable(fmt.Errorf("route %s: %w", c.route, err)))
 				continue
 			}

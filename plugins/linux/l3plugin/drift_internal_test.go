@@ -287,7 +287,7 @@ func TestPlacementCarriesTheKeysTarget(t *testing.T) {
 			t.Fatal(err)
 		}
 		want := routeTarget(key)
-		created(key, r, want, p.prepareRoute)
+		created(key, r, want, func(ctx context.Context, c *batchCall) { p.prepareRoute(ctx, c) })
 		// What Retrieve finds of it in the kernel.
 		s, err := parseRoute(r)
 		if err != nil {

@@ -19,6 +19,7 @@ import (
 	"github.com/netagent-io/netagent/pkg/models"
 	"github.com/netagent-io/netagent/plugins/kvscheduler/api"
 	"github.com/netagent-io/netagent/plugins/linux/ifplugin"
+	"github.com/netagent-io/netagent/plugins/linux/internal/nlbatch"
 	"github.com/netagent-io/netagent/plugins/linux/nsplugin"
 	linuxl3 "github.com/netagent-io/netagent/proto/linux/l3"
 )
@@ -101,20 +102,18 @@ func (s routeSpec) String() string {
 	return b.String()
 }
 
-// netlink returns the kernel route on link index.
-func (s routeSpec) netlink(index int) *netlink.Route {
-	r := &netlink.Route{
+// kernel is the route on link index as nlbatch.AppendRoute encodes it
+// (the same route as netlink gives).
+func (s routeSpec) kernel(index int) nlbatch.Route {
+	return nlbatch.Route{
 		LinkIndex: index,
-		Dst:       prefixToIPNet(s.dst),
-		Scope:     s.kernelScope(),
+		Dst:       s.dst,
+		Gw:        s.gw,
+		Scope:     uint8(s.kernelScope()),
 		Priority:  int(s.kernelMetric()),
-		Protocol:  RouteProtocol,
+		Protocol:  uint8(RouteProtocol),
 		Table:     syscall.RT_TABLE_MAIN,
 	}
-	if s.gw.IsValid() {
-		r.Gw = net.IP(s.gw.AsSlice())
-	}
-	return r
 }
 
 // sameAs tells whether two specs give the same kernel route (scope is not
@@ -138,14 +137,6 @@ func (s routeSpec) matchesKernel(kr netlink.Route, index int) bool {
 		return false
 	}
 	return s.v6() || kr.Scope == s.kernelScope()
-}
-
-func prefixToIPNet(p netip.Prefix) *net.IPNet {
-	bits := 32
-	if !p.Addr().Is4() {
-		bits = 128
-	}
-	return &net.IPNet{IP: net.IP(p.Addr().AsSlice()), Mask: net.CIDRMask(p.Bits(), bits)}
 }
 
 // ipNetToPrefix converts a kernel destination; nil is the default route.

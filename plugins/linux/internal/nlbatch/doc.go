@@ -41,6 +41,9 @@
 // what the library methods of the same name send for the fields the Linux
 // plugins use; fields they do not encode are refused. The tests add
 // objects both ways and compare what the kernel keeps, field by field.
+// AppendRoute writes the route requests of a batch into one buffer, from
+// the plugins' own types (no netlink.Route, net.IPNet or attribute values
+// a route), the same bytes as the route builders.
 //
 // Measured (docs/benchmarks.md, "Issue 17"): a route costs the kernel a
 // few µs pipelined against ~10 µs with a request and its reply at a time.

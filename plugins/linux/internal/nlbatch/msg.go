@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netlink/nl"
@@ -19,20 +20,20 @@ import (
 
 // RouteAdd is netlink.Handle.RouteAdd: RTM_NEWROUTE, create, exclusive.
 func RouteAdd(r *netlink.Route) (*nl.NetlinkRequest, error) {
-	return route(unix.RTM_NEWROUTE, unix.NLM_F_CREATE|unix.NLM_F_EXCL, r, nl.NewRtMsg())
+	return route(RouteOpAdd, r)
 }
 
 // RouteReplace is netlink.Handle.RouteReplace: create or replace.
 func RouteReplace(r *netlink.Route) (*nl.NetlinkRequest, error) {
-	return route(unix.RTM_NEWROUTE, unix.NLM_F_CREATE|unix.NLM_F_REPLACE, r, nl.NewRtMsg())
+	return route(RouteOpReplace, r)
 }
 
 // RouteDel is netlink.Handle.RouteDel.
 func RouteDel(r *netlink.Route) (*nl.NetlinkRequest, error) {
-	return route(unix.RTM_DELROUTE, 0, r, nl.NewRtDelMsg())
+	return route(RouteOpDel, r)
 }
 
-func route(typ, flags int, r *netlink.Route, msg *nl.RtMsg) (*nl.NetlinkRequest, error) {
+func route(op RouteOp, r *netlink.Route) (*nl.NetlinkRequest, error) {
 	if len(r.MultiPath) > 0 || r.Src != nil || r.Via != nil || r.NewDst != nil || r.Encap != nil ||
 		r.MPLSDst != nil || r.Realm != 0 || r.MTU != 0 || r.AdvMSS != 0 || r.Hoplimit != 0 || r.ILinkIndex != 0 {
 		return nil, errors.New("route: only destination, gateway, table, metric, TOS, protocol, type, scope, flags and link are encoded")
@@ -40,17 +41,94 @@ func route(typ, flags int, r *netlink.Route, msg *nl.RtMsg) (*nl.NetlinkRequest,
 	if r.Dst == nil || r.Dst.IP == nil {
 		return nil, errors.New("route: no destination")
 	}
-	family := nl.GetIPFamily(r.Dst.IP)
-	bits, _ := r.Dst.Mask.Size()
-	msg.Dst_len = uint8(bits)
-	dst := ipBytes(r.Dst.IP, family)
-	var gw []byte
-	if r.Gw != nil {
-		if nl.GetIPFamily(r.Gw) != family {
-			return nil, fmt.Errorf("route: gateway %s and destination %s are not of one IP family", r.Gw, r.Dst)
-		}
-		gw = ipBytes(r.Gw, family)
+	dst, ok := netip.AddrFromSlice(ipBytes(r.Dst.IP, nl.GetIPFamily(r.Dst.IP)))
+	if !ok {
+		return nil, fmt.Errorf("route: destination %s", r.Dst)
 	}
+	bits, _ := r.Dst.Mask.Size()
+	rt := Route{
+		LinkIndex: r.LinkIndex, Dst: netip.PrefixFrom(dst, bits), Table: r.Table, Priority: r.Priority,
+		Tos: uint8(r.Tos), Protocol: uint8(r.Protocol), Type: uint8(r.Type), Scope: uint8(r.Scope), Flags: r.Flags,
+	}
+	if r.Gw != nil {
+		if rt.Gw, ok = netip.AddrFromSlice(ipBytes(r.Gw, nl.GetIPFamily(r.Gw))); !ok {
+			return nil, fmt.Errorf("route: gateway %s", r.Gw)
+		}
+	}
+	req := &nl.NetlinkRequest{}
+	if _, err := AppendRoute(nil, op, &rt, req); err != nil {
+		return nil, err
+	}
+	return req, nil
+}
+
+// RouteOp is what a route request does.
+type RouteOp uint8
+
+const (
+	RouteOpAdd     RouteOp = iota // RouteAdd
+	RouteOpReplace                // RouteReplace
+	RouteOpDel                    // RouteDel
+)
+
+// Route is what the route builders encode, in the types the plugins keep
+// (AppendRoute needs no netlink.Route, net.IPNet or attribute values).
+// Zero Tos, Protocol and Type keep the message's defaults, as the
+// library does.
+type Route struct {
+	LinkIndex int
+	Dst       netip.Prefix
+	Gw        netip.Addr // invalid: none; of Dst's family (IPv4-mapped is IPv4)
+	Table     int
+	Priority  int
+	Tos       uint8
+	Protocol  uint8
+	Type      uint8
+	Scope     uint8
+	Flags     int
+}
+
+// MaxRouteSize bounds the bytes AppendRoute appends for one route.
+const MaxRouteSize = unix.SizeofRtMsg + 2*(unix.SizeofRtAttr+16) + 3*(unix.SizeofRtAttr+4)
+
+// AppendRoute appends the message of op on r (what the library's RtMsg
+// and RtAttrs serialize to: header, RTA_DST, RTA_GATEWAY, RTA_TABLE,
+// RTA_PRIORITY, RTA_OIF) to buf and makes req that request: its header's
+// type and flags, RawData the bytes appended (Exec sets the length and
+// sequence number). Many requests share one buffer this way, as big as
+// MaxRouteSize times their number.
+func AppendRoute(buf []byte, op RouteOp, r *Route, req *nl.NetlinkRequest) ([]byte, error) {
+	msg := unix.RtMsg{Table: unix.RT_TABLE_MAIN}
+	typ, flags := uint16(unix.RTM_NEWROUTE), uint16(unix.NLM_F_CREATE)
+	switch op {
+	case RouteOpAdd:
+		flags |= unix.NLM_F_EXCL
+	case RouteOpReplace:
+		flags |= unix.NLM_F_REPLACE
+	case RouteOpDel:
+		typ, flags = unix.RTM_DELROUTE, 0
+	default:
+		return buf, fmt.Errorf("route: operation %d", op)
+	}
+	if op != RouteOpDel {
+		msg.Protocol, msg.Type = unix.RTPROT_BOOT, unix.RTN_UNICAST
+	}
+	if !r.Dst.IsValid() {
+		return buf, errors.New("route: no destination")
+	}
+	// An IPv4-mapped address is IPv4, as for the library (nl.GetIPFamily).
+	dst, gw := r.Dst.Addr().Unmap(), r.Gw.Unmap()
+	family, size := uint8(unix.AF_INET), 4
+	if !dst.Is4() {
+		family, size = unix.AF_INET6, 16
+	}
+	if r.Dst.Bits() > dst.BitLen() {
+		return buf, fmt.Errorf("route: destination %s: prefix length", r.Dst)
+	}
+	if gw.IsValid() && gw.Is4() != (family == unix.AF_INET) {
+		return buf, fmt.Errorf("route: gateway %s and destination %s are not of one IP family", r.Gw, r.Dst)
+	}
+	msg.Family, msg.Dst_len = family, uint8(r.Dst.Bits())
 	tableAttr := false
 	if r.Table > 0 {
 		if r.Table >= 256 {
@@ -61,48 +139,49 @@ func route(typ, flags int, r *netlink.Route, msg *nl.RtMsg) (*nl.NetlinkRequest,
 		}
 	}
 	if r.Tos > 0 {
-		msg.Tos = uint8(r.Tos)
+		msg.Tos = r.Tos
 	}
 	if r.Protocol > 0 {
-		msg.Protocol = uint8(r.Protocol)
+		msg.Protocol = r.Protocol
 	}
 	if r.Type > 0 {
-		msg.Type = uint8(r.Type)
+		msg.Type = r.Type
 	}
 	msg.Flags = uint32(r.Flags)
-	msg.Scope = uint8(r.Scope)
-	msg.Family = uint8(family)
+	msg.Scope = r.Scope
 
-	// The message as the library's AddData of the RtMsg and each RtAttr
-	// serializes it, written into one buffer (RawData) instead of one
-	// allocation per attribute: RTA_DST, RTA_GATEWAY, RTA_TABLE,
-	// RTA_PRIORITY, RTA_OIF.
-	size := unix.SizeofRtMsg + attrSize(len(dst)) + attrSize(4)
-	if gw != nil {
-		size += attrSize(len(gw))
+	start := len(buf)
+	buf = append(buf, msg.Family, msg.Dst_len, msg.Src_len, msg.Tos, msg.Table, msg.Protocol, msg.Scope, msg.Type)
+	buf = binary.NativeEndian.AppendUint32(buf, msg.Flags)
+	buf = appendAddrAttr(buf, unix.RTA_DST, dst, size)
+	if gw.IsValid() {
+		buf = appendAddrAttr(buf, unix.RTA_GATEWAY, gw, size)
 	}
 	if tableAttr {
-		size += attrSize(4)
+		buf = appendUint32Attr(buf, unix.RTA_TABLE, uint32(r.Table))
 	}
 	if r.Priority > 0 {
-		size += attrSize(4)
+		buf = appendUint32Attr(buf, unix.RTA_PRIORITY, uint32(r.Priority))
 	}
-	b := make([]byte, 0, size)
-	b = append(b, msg.Serialize()...)
-	b = appendAttr(b, unix.RTA_DST, dst)
-	if gw != nil {
-		b = appendAttr(b, unix.RTA_GATEWAY, gw)
+	buf = appendUint32Attr(buf, unix.RTA_OIF, uint32(r.LinkIndex))
+	*req = nl.NetlinkRequest{
+		NlMsghdr: unix.NlMsghdr{Len: unix.SizeofNlMsghdr, Type: typ, Flags: unix.NLM_F_REQUEST | flags},
+		RawData:  buf[start:len(buf):len(buf)],
 	}
-	if tableAttr {
-		b = appendUint32Attr(b, unix.RTA_TABLE, uint32(r.Table))
+	return buf, nil
+}
+
+// appendAddrAttr appends an attribute of an address of size bytes (4 for
+// IPv4, 16 for IPv6).
+func appendAddrAttr(b []byte, typ uint16, a netip.Addr, size int) []byte {
+	b = binary.NativeEndian.AppendUint16(b, uint16(unix.SizeofRtAttr+size))
+	b = binary.NativeEndian.AppendUint16(b, typ)
+	if size == 4 {
+		v4 := a.As4()
+		return append(b, v4[:]...)
 	}
-	if r.Priority > 0 {
-		b = appendUint32Attr(b, unix.RTA_PRIORITY, uint32(r.Priority))
-	}
-	b = appendUint32Attr(b, unix.RTA_OIF, uint32(r.LinkIndex))
-	req := nl.NewNetlinkRequest(typ, flags)
-	req.RawData = b
-	return req, nil
+	v6 := a.As16()
+	return append(b, v6[:]...)
 }
 
 // attrSize is the size of an attribute of n bytes of data, padded.

@@ -3,6 +3,8 @@ package nlbatch
 import (
 	"bytes"
 	"net"
+	"net/netip"
+	"strings"
 	"testing"
 
 	"github.com/vishvananda/netlink"
@@ -135,6 +137,81 @@ func TestAppendRequest(t *testing.T) {
 		got := appendRequest(bytes.Clone(prefix), r)
 		if want := append(bytes.Clone(prefix), r.Serialize()...); !bytes.Equal(got, want) {
 			t.Errorf("type %d:\ngot  %x\nwant %x", r.Type, got, want)
+		}
+	}
+}
+
+// TestAppendRouteSharesABuffer: routes appended one after the other into
+// one buffer (growing on the way) each keep the bytes of the library's
+// request; IPv4-mapped addresses are IPv4, as for the library; what cannot
+// be encoded is refused and leaves the buffer as it was.
+func TestAppendRouteSharesABuffer(t *testing.T) {
+	type built struct {
+		req  *nl.NetlinkRequest
+		want []byte
+	}
+	var all []built
+	buf := make([]byte, 0, 10) // outgrown at once
+	ops := []struct {
+		op    RouteOp
+		typ   int
+		flags int
+		msg   func() *nl.RtMsg
+	}{
+		{RouteOpAdd, unix.RTM_NEWROUTE, unix.NLM_F_CREATE | unix.NLM_F_EXCL, nl.NewRtMsg},
+		{RouteOpReplace, unix.RTM_NEWROUTE, unix.NLM_F_CREATE | unix.NLM_F_REPLACE, nl.NewRtMsg},
+		{RouteOpDel, unix.RTM_DELROUTE, 0, nl.NewRtDelMsg},
+	}
+	routes := []Route{
+		{LinkIndex: 7, Dst: netip.MustParsePrefix("10.1.0.0/16"), Gw: netip.MustParseAddr("192.168.1.254"), Priority: 10, Protocol: 181, Table: unix.RT_TABLE_MAIN},
+		{LinkIndex: 7, Dst: netip.MustParsePrefix("10.2.0.0/24"), Scope: unix.RT_SCOPE_LINK},
+		{LinkIndex: 300, Dst: netip.MustParsePrefix("0.0.0.0/0"), Gw: netip.MustParseAddr("10.0.0.1"), Table: 1000, Tos: 4, Type: unix.RTN_UNICAST, Flags: int(netlink.FLAG_ONLINK)},
+		{LinkIndex: 7, Dst: netip.MustParsePrefix("2001:db8::/64"), Gw: netip.MustParseAddr("fe80::1"), Priority: 1024, Protocol: 181, Table: 100},
+		{LinkIndex: 1 << 20, Dst: netip.MustParsePrefix("2001:db8:1::1/128"), Scope: unix.RT_SCOPE_HOST, Type: unix.RTN_LOCAL},
+		{LinkIndex: 9, Dst: netip.MustParsePrefix("::ffff:10.3.0.0/16"), Gw: netip.MustParseAddr("::ffff:10.0.0.1"), Priority: 5},
+	}
+	for _, o := range ops {
+		for i := range routes {
+			r := routes[i]
+			req := &nl.NetlinkRequest{}
+			var err error
+			if buf, err = AppendRoute(buf, o.op, &r, req); err != nil {
+				t.Fatalf("op %d %s: %v", o.op, r.Dst, err)
+			}
+			lib := netlink.Route{LinkIndex: r.LinkIndex, Dst: &net.IPNet{IP: r.Dst.Addr().AsSlice(), Mask: net.CIDRMask(r.Dst.Bits(), r.Dst.Addr().BitLen())},
+				Table: r.Table, Priority: r.Priority, Tos: int(r.Tos), Protocol: netlink.RouteProtocol(r.Protocol), Type: int(r.Type), Scope: netlink.Scope(r.Scope), Flags: r.Flags}
+			if r.Gw.IsValid() {
+				lib.Gw = r.Gw.AsSlice()
+			}
+			want := libraryRoute(o.typ, o.flags, &lib, o.msg())
+			want.Seq, req.Seq = 9, 9
+			all = append(all, built{req, want.Serialize()})
+		}
+	}
+	for i, b := range all {
+		if got := appendRequest(nil, b.req); !bytes.Equal(got, b.want) {
+			t.Errorf("request %d:\ngot  %x\nwant %x", i, got, b.want)
+		}
+	}
+
+	before := len(buf)
+	for _, bad := range []struct {
+		op   RouteOp
+		r    Route
+		want string
+	}{
+		{RouteOp(9), routes[0], "operation 9"},
+		{RouteOpAdd, Route{LinkIndex: 7}, "no destination"},
+		{RouteOpAdd, Route{LinkIndex: 7, Dst: netip.MustParsePrefix("10.1.0.0/16"), Gw: netip.MustParseAddr("fe80::1")}, "not of one IP family"},
+		{RouteOpDel, Route{LinkIndex: 7, Dst: netip.MustParsePrefix("2001:db8::/64"), Gw: netip.MustParseAddr("10.0.0.1")}, "not of one IP family"},
+		{RouteOpAdd, Route{LinkIndex: 7, Dst: netip.MustParsePrefix("::ffff:10.3.0.0/112")}, "prefix length"},
+	} {
+		var err error
+		if buf, err = AppendRoute(buf, bad.op, &bad.r, &nl.NetlinkRequest{}); err == nil || !strings.Contains(err.Error(), bad.want) {
+			t.Errorf("op %d %+v: %v, want an error naming %q", bad.op, bad.r, err, bad.want)
+		}
+		if len(buf) != before {
+			t.Errorf("op %d %+v: the buffer grew by %d bytes", bad.op, bad.r, len(buf)-before)
 		}
 	}
 }
