@@ -307,6 +307,45 @@ func (a *app) configuratorCall(ctx context.Context) (*configuratorClient, contex
 	return client, ctx, func() { cancel(); closeConn() }, nil
 }
 
+// earlyConn is a Configurator connection started before the request is
+// ready (dialEarly).
+type earlyConn struct {
+	a         *app
+	client    *configuratorClient
+	closeConn func()
+	err       error
+}
+
+// dialEarly starts connecting to the agent's gRPC API at once, so that the
+// connection (TCP, HTTP/2, TLS) is ready by the time a big document is
+// read and decoded instead of after it. A set-up error (TLS files) is
+// returned by call, after the document's own errors; the --timeout of the
+// call counts from call on. close releases the connection either way.
+func (a *app) dialEarly() *earlyConn {
+	e := &earlyConn{a: a}
+	e.client, e.closeConn, e.err = a.configurator()
+	if e.err == nil {
+		e.client.conn.Connect()
+	}
+	return e
+}
+
+// call returns the client and the context of one call (bounded by
+// --timeout, with the token) and the function that releases the context.
+func (e *earlyConn) call(ctx context.Context) (*configuratorClient, context.Context, context.CancelFunc, error) {
+	if e.err != nil {
+		return nil, nil, nil, e.err
+	}
+	ctx, cancel := e.a.callContext(ctx)
+	return e.client, ctx, cancel, nil
+}
+
+func (e *earlyConn) close() {
+	if e.err == nil {
+		e.closeConn()
+	}
+}
+
 // callContext bounds one call by --timeout and carries the token.
 func (a *app) callContext(ctx context.Context) (context.Context, context.CancelFunc) {
 	ctx, cancel := context.WithTimeout(ctx, a.timeout)

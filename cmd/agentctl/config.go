@@ -399,6 +399,8 @@ configuration. A big --wait may need a longer --timeout.`,
 		Args:              argsNamed("FILE"),
 		ValidArgsFunction: yamlFiles,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			conn := a.dialEarly()
+			defer conn.close()
 			doc, err := a.readChangeDocument(args[0])
 			if err != nil {
 				return err
@@ -419,7 +421,7 @@ configuration. A big --wait may need a longer --timeout.`,
 				return err
 			}
 			wait = wait || verify || within != nil || len(probes) > 0
-			client, ctx, done, err := a.configuratorCall(cmd.Context())
+			client, ctx, done, err := conn.call(cmd.Context())
 			if err != nil {
 				return err
 			}
@@ -497,6 +499,8 @@ when one is still there.`,
 		Args:              argsNamed("FILE"),
 		ValidArgsFunction: yamlFiles,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			conn := a.dialEarly()
+			defer conn.close()
 			doc, err := a.readChangeDocument(args[0])
 			if err != nil {
 				return err
@@ -514,7 +518,7 @@ when one is still there.`,
 				return err
 			}
 			wait = wait || verify || within != nil || len(probes) > 0
-			client, ctx, done, err := a.configuratorCall(cmd.Context())
+			client, ctx, done, err := conn.call(cmd.Context())
 			if err != nil {
 				return err
 			}
