@@ -111,7 +111,10 @@ type Reply func(i int, msg syscall.NetlinkMessage)
 // (NLM_F_ACK), and its ack says that every request before it without an
 // error succeeded: one ack, one read, per send instead of per request
 // (~1 µs of the kernel's and ~1 µs of the agent's time a request). With a
-// reply function every request asks for its ack.
+// reply function every request asks for its ack. Not for dumps
+// (NLM_F_DUMP): the kernel never answers the request that starts one with
+// an ack (netlink_dump_start's -EINTR), so its result would be taken from
+// the next ack.
 func (c *Conn) Exec(reqs []*nl.NetlinkRequest, reply Reply) ([]error, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
