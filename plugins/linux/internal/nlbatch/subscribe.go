@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"syscall"
+	"unsafe"
 
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
@@ -122,12 +123,12 @@ func subscribe(what string, groups uint32, done <-chan struct{}, o Subscription,
 		defer end()
 		defer close(closed)
 		buf := make([]byte, 1<<16)
+		var from unix.RawSockaddrNetlink
 		for {
 			var n int
-			var from unix.Sockaddr
 			var rerr error
 			err := rc.Read(func(fd uintptr) bool {
-				n, from, rerr = unix.Recvfrom(int(fd), buf, 0)
+				n, rerr = recvFrom(fd, buf, &from)
 				return rerr != unix.EAGAIN
 			})
 			if err == nil {
@@ -141,8 +142,8 @@ func subscribe(what string, groups uint32, done <-chan struct{}, o Subscription,
 				}
 				return
 			}
-			if sa, ok := from.(*unix.SockaddrNetlink); !ok || sa.Pid != 0 {
-				onErr(fmt.Errorf("%s notification from port %v, not the kernel", what, from))
+			if from.Family != unix.AF_NETLINK || from.Pid != 0 {
+				onErr(fmt.Errorf("%s notification from port %d (family %d), not the kernel", what, from.Pid, from.Family))
 				continue
 			}
 			for msg := buf[:n]; len(msg) >= unix.SizeofNlMsghdr; {
@@ -177,6 +178,19 @@ func subscribe(what string, groups uint32, done <-chan struct{}, o Subscription,
 		}
 	}()
 	return nil
+}
+
+// recvFrom reads one message into buf and its sender into from: recvfrom
+// as unix.Recvfrom makes it, without the Sockaddr it allocates for each
+// message (a bulk change brings one notification per route).
+func recvFrom(fd uintptr, buf []byte, from *unix.RawSockaddrNetlink) (int, error) {
+	fromLen := uint32(unsafe.Sizeof(*from))
+	n, _, errno := unix.Syscall6(unix.SYS_RECVFROM, fd, uintptr(unsafe.Pointer(&buf[0])), uintptr(len(buf)), 0,
+		uintptr(unsafe.Pointer(from)), uintptr(unsafe.Pointer(&fromLen)))
+	if errno != 0 {
+		return 0, errno
+	}
+	return int(n), nil
 }
 
 func subscribeSetup(fd int, groups uint32, o Subscription) error {
