@@ -1,6 +1,7 @@
 package kvscheduler
 
 import (
+	"slices"
 	"sort"
 	"strings"
 
@@ -205,9 +206,12 @@ type graph struct {
 	prefixLens map[int]int
 	lens       []int
 
-	// scans caches prefixNodes' results until a node is linked or
-	// unlinked (the ordered index changes); nil: empty.
-	scans map[string]prefixScan
+	// scans caches prefixNodes' results until a node under the prefix is
+	// linked or unlinked; nil: empty. scanLens are the lengths of the
+	// cached prefixes with their counts, so that a key finds the entries
+	// it invalidates with one look-up per length.
+	scans    map[string]prefixScan
+	scanLens []lenCount
 
 	// undo, when non-nil, records how to restore every change; recording
 	// numbers the recordings (see node.born).
@@ -430,7 +434,7 @@ func (g *graph) addNode(n *node) {
 func (g *graph) linkNode(n *node) {
 	g.nodes[n.key] = n
 	g.ordered.ReplaceOrInsert(keyed{n.key, n})
-	clear(g.scans)
+	g.invalidateScans(n.key)
 	n.inGraph = true
 	if len(g.waiters) == 0 {
 		return
@@ -459,7 +463,7 @@ func (g *graph) unlinkNode(n *node) {
 	}
 	delete(g.nodes, n.key)
 	g.ordered.Delete(keyed{key: n.key})
-	clear(g.scans)
+	g.invalidateScans(n.key)
 	n.inGraph = false
 	if head := n.waiters; head != nil {
 		n.waiters = nil
@@ -487,11 +491,13 @@ func (g *graph) scanPrefix(prefix string, f func(*node) bool) {
 
 // prefixNodes returns the first max nodes whose keys start with prefix, in
 // key order. The result is shared: callers must not change it. It is kept
-// until the graph gains or loses a node, so that the many values of a
-// transaction with an AnyOf dependency under one prefix (the routes via
-// the addresses of one interface) cost one scan, not one each.
+// until a node under the prefix is linked or unlinked, so that the many
+// values of a transaction with an AnyOf dependency under one prefix (the
+// routes via the addresses of one interface) cost one scan, not one each,
+// also while the transaction adds nodes elsewhere (the routes).
 func (g *graph) prefixNodes(prefix string, max int) []*node {
-	if sc, ok := g.scans[prefix]; ok && (sc.complete || len(sc.nodes) >= max) {
+	sc, cached := g.scans[prefix]
+	if cached && (sc.complete || len(sc.nodes) >= max) {
 		return sc.nodes[:min(len(sc.nodes), max)]
 	}
 	var nodes []*node
@@ -508,7 +514,46 @@ func (g *graph) prefixNodes(prefix string, max int) []*node {
 		g.scans = make(map[string]prefixScan)
 	}
 	g.scans[prefix] = prefixScan{nodes: nodes, complete: complete}
+	if !cached {
+		g.countScanLen(len(prefix), 1)
+	}
 	return nodes
+}
+
+// lenCount is a length of cached prefixes and how many there are.
+type lenCount struct{ len, count int }
+
+// countScanLen adds d to the count of cached prefixes of length l.
+func (g *graph) countScanLen(l, d int) {
+	for i := range g.scanLens {
+		if g.scanLens[i].len == l {
+			if g.scanLens[i].count += d; g.scanLens[i].count == 0 {
+				g.scanLens = slices.Delete(g.scanLens, i, i+1)
+			}
+			return
+		}
+	}
+	g.scanLens = append(g.scanLens, lenCount{l, d})
+}
+
+// invalidateScans drops the cached scans of the prefixes of key.
+func (g *graph) invalidateScans(key string) {
+	if len(g.scans) == 0 {
+		return
+	}
+	for i := 0; i < len(g.scanLens); i++ {
+		l := g.scanLens[i].len
+		if l > len(key) {
+			continue
+		}
+		if _, ok := g.scans[key[:l]]; ok {
+			delete(g.scans, key[:l])
+			if g.scanLens[i].count--; g.scanLens[i].count == 0 {
+				g.scanLens = slices.Delete(g.scanLens, i, i+1)
+				i--
+			}
+		}
+	}
 }
 
 // prefixScan is a result of prefixNodes: the nodes under a prefix, all of
@@ -815,12 +860,39 @@ func (g *graph) satisfied(owner *node, d api.Dependency) bool {
 		return found
 	}
 	for _, p := range d.AnyOf.KeyPrefixes {
-		g.scanPrefix(p, match)
+		g.eachUnder(p, match)
 		if found {
 			return true
 		}
 	}
 	return false
+}
+
+// eachUnder calls f for every node whose key starts with prefix, in key
+// order, until f returns false: the first maxAnyOfScan from prefixNodes'
+// cache (the AnyOf dependencies of a transaction's many values under one
+// prefix, checked value by value, cost one scan), the rest by a scan. f
+// must not link or unlink nodes.
+func (g *graph) eachUnder(prefix string, f func(*node) bool) {
+	nodes := g.prefixNodes(prefix, maxAnyOfScan+1)
+	for _, n := range nodes {
+		if !f(n) {
+			return
+		}
+	}
+	if len(nodes) <= maxAnyOfScan {
+		return // all of them
+	}
+	last := nodes[len(nodes)-1].key
+	g.ordered.AscendGreaterOrEqual(keyed{key: last}, func(it keyed) bool {
+		if it.key == last {
+			return true
+		}
+		if !strings.HasPrefix(it.key, prefix) {
+			return false
+		}
+		return f(it.n)
+	})
 }
 
 // supportedBy tells whether t exists only thanks to owner through a

@@ -1,6 +1,9 @@
 package kvscheduler
 
 import (
+	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"testing"
 	"unsafe"
@@ -65,6 +68,70 @@ func TestPrefixNodesFollowsTheGraph(t *testing.T) {
 	check("nothing under it", "c/", 3, "")
 	add("c/9")
 	check("the first node under it", "c/", 3, "c/9 ")
+
+	// A node elsewhere keeps a scan cached (the same slice back); one under
+	// a cached prefix of another length drops that one only.
+	check("a/ again", "a/", 10, "a/1 a/2 ")
+	check("a/2 and longer", "a/2", 10, "a/2 ")
+	check("the empty prefix", "", 10, "a/1 a/2 b/1 c/9 ")
+	before := g.prefixNodes("a/", 10)
+	add("b/2")
+	if after := g.prefixNodes("a/", 10); &after[0] != &before[0] {
+		t.Error("a node outside a/ made prefixNodes scan a/ again")
+	}
+	check("the empty prefix after b/2", "", 10, "a/1 a/2 b/1 b/2 c/9 ")
+	a21 := add("a/21")
+	check("a/ after a/21", "a/", 10, "a/1 a/2 a/21 ")
+	check("a/2 after a/21", "a/2", 10, "a/2 a/21 ")
+	g.unlinkNode(a21)
+	check("a/2 after a/21 is unlinked", "a/2", 10, "a/2 ")
+	check("a/ after a/21 is unlinked", "a/", 10, "a/1 a/2 ")
+	check("the empty prefix at the end", "", 10, "a/1 a/2 b/1 b/2 c/9 ")
+	// Every cached prefix's length is counted once per prefix.
+	want := map[int]int{}
+	for p := range g.scans {
+		want[len(p)]++
+	}
+	got := map[int]int{}
+	for _, lc := range g.scanLens {
+		got[lc.len] += lc.count
+	}
+	if !maps.Equal(got, want) {
+		t.Errorf("cached prefix lengths %v, want %v (from the cache %v)", got, want, slices.Collect(maps.Keys(g.scans)))
+	}
+}
+
+// eachUnder visits every node under a prefix in key order, past the part
+// prefixNodes caches too, and stops where its function says; the nodes
+// that follow the prefix's are not visited.
+func TestEachUnderPastTheCache(t *testing.T) {
+	g := newGraph()
+	const n = maxAnyOfScan + 40
+	var want []string
+	for i := range n {
+		key := fmt.Sprintf("p/%04d", i)
+		g.linkNode(&node{key: key})
+		want = append(want, key)
+	}
+	g.linkNode(&node{key: "o/1"})
+	g.linkNode(&node{key: "q/1"})
+	for _, stop := range []int{0, 10, maxAnyOfScan, maxAnyOfScan + 1, n - 1, n} {
+		var got []string
+		g.eachUnder("p/", func(t *node) bool {
+			got = append(got, t.key)
+			return len(got) <= stop
+		})
+		wantHere := want[:min(stop+1, n)]
+		if !slices.Equal(got, wantHere) {
+			t.Errorf("stop after %d: visited %d nodes (%v ... ), want %d", stop, len(got), got[:min(3, len(got))], len(wantHere))
+		}
+	}
+	g.linkNode(&node{key: "p/9999"}) // past the cached part
+	var got []string
+	g.eachUnder("p/", func(t *node) bool { got = append(got, t.key); return true })
+	if len(got) != n+1 || got[n] != "p/9999" {
+		t.Errorf("after p/9999 is linked: %d nodes, the last %q", len(got), got[len(got)-1])
+	}
 }
 
 // A transaction reserves room in the node map for the values it sets, not
