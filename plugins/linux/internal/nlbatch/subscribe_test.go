@@ -58,6 +58,30 @@ func newWatched(t *testing.T) *watched {
 // it holds, not the name).
 func (w *watched) enter(f func() error) error { return w.mgr.DoAt(w.h, f) }
 
+// skipTo drops what both subscriptions got before the notification of a
+// marker made once both exist (mark), so that the comparison starts at
+// the same place: the namespace's own late notifications (a link-local
+// or local route of the set-up) may reach the first subscription before
+// the second is open.
+func skipTo[T any](w *watched, ours, lib <-chan T, mark func(), isMark func(T) bool) {
+	t := w.t
+	t.Helper()
+	mark()
+	deadline := time.After(10 * time.Second)
+	for _, ch := range []<-chan T{ours, lib} {
+		for found := false; !found; {
+			select {
+			case u := <-ch:
+				found = isMark(u)
+			case err := <-w.errs:
+				t.Fatalf("subscription error: %v", err)
+			case <-deadline:
+				t.Fatal("after 10 s: the marker's notification did not come")
+			}
+		}
+	}
+}
+
 // compare reads both subscriptions until each gave at least least
 // notifications and as many as the other, and compares them in order.
 func compare[T any](w *watched, ours, lib <-chan T, least int, format func(T) string) []string {
@@ -101,6 +125,12 @@ func TestRouteSubscribeAsTheLibrary(t *testing.T) {
 	if err := nlbatch.RouteSubscribe(ours, done, nlbatch.Subscription{Enter: w.enter, ReceiveBufferSize: 1 << 20, OnError: onErr}); err != nil {
 		t.Fatal(err)
 	}
+	marker := &netlink.Route{LinkIndex: e.link, Dst: cidr("10.250.0.0/16"), Scope: netlink.SCOPE_LINK, Protocol: 181}
+	skipTo(w, ours, lib, func() {
+		if err := e.h.RouteAdd(marker); err != nil {
+			t.Fatalf("adding the marker %s: %v", marker.Dst, err)
+		}
+	}, func(u netlink.RouteUpdate) bool { return u.Dst != nil && u.Dst.String() == "10.250.0.0/16" })
 	d1, err := e.h.LinkByName("d1")
 	if err != nil {
 		t.Fatal(err)
@@ -185,6 +215,12 @@ func TestNeighSubscribeAsTheLibrary(t *testing.T) {
 		t.Fatal(err)
 	}
 	mac := func(s string) net.HardwareAddr { return must[net.HardwareAddr](t)(net.ParseMAC(s)) }
+	marker := &netlink.Neigh{LinkIndex: e.link, Family: netlink.FAMILY_V4, State: netlink.NUD_PERMANENT, IP: net.ParseIP("192.168.7.250"), HardwareAddr: mac("02:00:00:00:02:50")}
+	skipTo(w, ours, lib, func() {
+		if err := e.h.NeighSet(marker); err != nil {
+			t.Fatalf("adding the marker %s: %v", marker.IP, err)
+		}
+	}, func(u netlink.NeighUpdate) bool { return u.IP.Equal(marker.IP) })
 	neighs := []*netlink.Neigh{
 		{LinkIndex: e.link, Family: netlink.FAMILY_V4, State: netlink.NUD_PERMANENT, IP: net.ParseIP("192.168.7.20"), HardwareAddr: mac("02:00:00:00:00:20")},
 		{LinkIndex: e.link, Family: netlink.FAMILY_V6, State: netlink.NUD_PERMANENT, IP: net.ParseIP("2001:db8:7::20"), HardwareAddr: mac("02:00:00:00:00:21")},
