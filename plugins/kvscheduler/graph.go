@@ -515,7 +515,7 @@ func (g *graph) prefixNodes(prefix string, max int) []*node {
 	}
 	g.scans[prefix] = prefixScan{nodes: nodes, complete: complete}
 	if !cached {
-		g.countScanLen(len(prefix), 1)
+		g.countScanLen(len(prefix))
 	}
 	return nodes
 }
@@ -523,17 +523,15 @@ func (g *graph) prefixNodes(prefix string, max int) []*node {
 // lenCount is a length of cached prefixes and how many there are.
 type lenCount struct{ len, count int }
 
-// countScanLen adds d to the count of cached prefixes of length l.
-func (g *graph) countScanLen(l, d int) {
+// countScanLen counts one more cached prefix of length l.
+func (g *graph) countScanLen(l int) {
 	for i := range g.scanLens {
 		if g.scanLens[i].len == l {
-			if g.scanLens[i].count += d; g.scanLens[i].count == 0 {
-				g.scanLens = slices.Delete(g.scanLens, i, i+1)
-			}
+			g.scanLens[i].count++
 			return
 		}
 	}
-	g.scanLens = append(g.scanLens, lenCount{l, d})
+	g.scanLens = append(g.scanLens, lenCount{l, 1})
 }
 
 // invalidateScans drops the cached scans of the prefixes of key.
@@ -884,15 +882,7 @@ func (g *graph) eachUnder(prefix string, f func(*node) bool) {
 		return // all of them
 	}
 	last := nodes[len(nodes)-1].key
-	g.ordered.AscendGreaterOrEqual(keyed{key: last}, func(it keyed) bool {
-		if it.key == last {
-			return true
-		}
-		if !strings.HasPrefix(it.key, prefix) {
-			return false
-		}
-		return f(it.n)
-	})
+	g.scanPrefix(prefix, func(t *node) bool { return t.key <= last || f(t) })
 }
 
 // supportedBy tells whether t exists only thanks to owner through a

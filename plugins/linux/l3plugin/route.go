@@ -103,7 +103,7 @@ func (s routeSpec) String() string {
 }
 
 // kernel is the route on link index as nlbatch.AppendRoute encodes it
-// (the same route as netlink gives).
+// (TestKernelAsNetlink: the bytes of the library's netlink.Route for it).
 func (s routeSpec) kernel(index int) nlbatch.Route {
 	return nlbatch.Route{
 		LinkIndex: index,
