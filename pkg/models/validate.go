@@ -18,6 +18,43 @@ const MaxNameLen = 255
 // other than "." and ".." (DPDK interfaces are called GigabitEthernet0/8/0),
 // so a name has no leading, trailing or doubled "/".
 func checkName(s string) error {
+	if plainName(s) {
+		return nil
+	}
+	return checkNameRunes(s)
+}
+
+// plainName reports whether s is a valid name of printable ASCII (the
+// names of almost every value): one pass over its bytes, where
+// checkNameRunes looks each rune up in Unicode's tables. False for
+// anything else, valid or not: checkNameRunes decides then, and names
+// the problem.
+func plainName(s string) bool {
+	if s == "" || len(s) > MaxNameLen {
+		return false
+	}
+	seg := 0 // where the current segment starts
+	for i := 0; i <= len(s); i++ {
+		if i < len(s) {
+			c := s[i]
+			if c <= ' ' || c >= 0x7f {
+				return false // a space, a control character, or not ASCII
+			}
+			if c != '/' {
+				continue
+			}
+		}
+		switch s[seg:i] {
+		case "", ".", "..":
+			return false
+		}
+		seg = i + 1
+	}
+	return true
+}
+
+// checkNameRunes is checkName for any string.
+func checkNameRunes(s string) error {
 	switch {
 	case s == "":
 		return fmt.Errorf("is empty")
