@@ -253,7 +253,14 @@ func (c *sockClient) batch(ctx context.Context, conn *core.Connection, calls []C
 	contexts := make([]uint32, len(calls))
 	details := map[detailOf]reflect.Type{} // the detail messages met
 	cost := func(c *Call) int { return 1 + len(c.More) }
-	var out []byte
+	out := c.out[:0]
+	defer func() {
+		if cap(out) <= maxKeptOut {
+			c.out = out[:0]
+		} else {
+			c.out = nil
+		}
+	}()
 	inFlight := 0 // requests of the calls sent and not received
 	deadline := time.Now().Add(timeout)
 	timer := time.NewTimer(timeout)

@@ -10,9 +10,11 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/prometheus/client_golang/prometheus"
 	govppapi "go.fd.io/govpp/api"
+	"go.fd.io/govpp/binapi/fib_types"
 	interfaces "go.fd.io/govpp/binapi/interface"
 	"go.fd.io/govpp/binapi/interface_types"
 	"go.fd.io/govpp/binapi/ip"
@@ -438,5 +440,70 @@ func TestPipelineReusesNoBytes(t *testing.T) {
 	}
 	if got := dump[0].Details[0].(*interfaces.SwInterfaceDetails).Tag; got != want {
 		t.Errorf("tag in VPP %q, want %q", got, want)
+	}
+
+	// The next batch encodes in the same buffer (kept between batches):
+	// a short tag after the long ones is that tag alone, again.
+	kept := m.BatchBuffer()
+	if cap(kept) < vppconn.PipelineWindow*len(long) {
+		t.Fatalf("the batch of %d requests left a buffer of %d bytes for the next, want one with room for a window of them", len(calls), cap(kept))
+	}
+	short := []vppconn.Call{{Request: &interfaces.SwInterfaceTagAddDel{IsAdd: true, SwIfIndex: idx, Tag: "t"},
+		Reply: &interfaces.SwInterfaceTagAddDelReply{}}}
+	m.Pipeline(context.Background(), "interfaces", short)
+	if short[0].Err != nil {
+		t.Fatal(short[0].Err)
+	}
+	if again := m.BatchBuffer(); unsafe.SliceData(again) != unsafe.SliceData(kept) {
+		t.Errorf("the next batch encoded in a new buffer (%d bytes), not in the one kept (%d)", cap(again), cap(kept))
+	}
+	dump = []vppconn.Call{{Request: &interfaces.SwInterfaceDump{SwIfIndex: idx}}}
+	m.Pipeline(context.Background(), "interfaces", dump)
+	if dump[0].Err != nil || len(dump[0].Details) != 1 {
+		t.Fatalf("dump of the loopback: %v, %d details", dump[0].Err, len(dump[0].Details))
+	}
+	if got := dump[0].Details[0].(*interfaces.SwInterfaceDetails).Tag; got != "t" {
+		t.Errorf("tag in VPP %q after the next batch, want %q", got, "t")
+	}
+}
+
+// TestPipelineKeepsNoHugeBuffer: a batch of large requests (a megabyte and
+// more in flight) does not leave its buffer to the next batch, which
+// encodes in a new one.
+func TestPipelineKeepsNoHugeBuffer(t *testing.T) {
+	m := connected(t)
+	paths := make([]fib_types.FibPath, 30)
+	for i := range paths {
+		paths[i] = fib_types.FibPath{SwIfIndex: ^uint32(0), Proto: fib_types.FIB_API_PATH_NH_PROTO_IP4,
+			Nh: fib_types.FibPathNh{Address: ip_types.AddressUnion{XXX_UnionData: [16]byte{10, 0, 0, byte(i + 1)}}}}
+	}
+	var calls []vppconn.Call
+	size := 0
+	for i := range 300 {
+		req := &ip.IPRouteAddDel{IsAdd: false, Route: ip.IPRoute{NPaths: uint8(len(paths)), Paths: paths,
+			Prefix: ip_types.Prefix{Len: 32, Address: ip_types.Address{Af: ip_types.ADDRESS_IP4, Un: ip_types.AddressUnion{XXX_UnionData: [16]byte{198, 18, byte(i >> 8), byte(i)}}}}}}
+		size += req.Size()
+		calls = append(calls, vppconn.Call{Request: req, Reply: &ip.IPRouteAddDelReply{}})
+	}
+	if size <= 1<<20 {
+		t.Fatalf("the requests are %d bytes: not enough to test a huge buffer", size)
+	}
+	m.Pipeline(context.Background(), "ip", calls)
+	for i, c := range calls {
+		var pe *vppconn.PipelineError
+		if errors.As(c.Err, &pe) {
+			t.Fatalf("call %d was not answered: %v", i, c.Err)
+		}
+	}
+	if kept := m.BatchBuffer(); kept != nil {
+		t.Errorf("a batch of %d bytes of requests left its buffer (%d bytes) to the next", size, cap(kept))
+	}
+	small := []vppconn.Call{{Request: &interfaces.CreateLoopback{}, Reply: &interfaces.CreateLoopbackReply{}}}
+	m.Pipeline(context.Background(), "interfaces", small)
+	if small[0].Err != nil {
+		t.Fatal(small[0].Err)
+	}
+	if kept := m.BatchBuffer(); cap(kept) == 0 || cap(kept) > 1<<20 {
+		t.Errorf("after a small batch the buffer kept is %d bytes, want one of its size", cap(kept))
 	}
 }

@@ -82,7 +82,16 @@ type sockClient struct {
 	run     atomic.Pointer[batchRun]
 	runSlot chan struct{}
 	nextCtx uint32 // the last context a batch used; under runSlot
+	// out is the buffer a batch encodes its requests in, kept for the
+	// next batch (at most maxKeptOut bytes); under runSlot.
+	out []byte
 }
+
+// maxKeptOut is the largest request buffer a batch leaves to the next one:
+// a window of the largest usual requests (a route with one path is ~240
+// bytes on the wire), so that a bulk change does not grow a new one for
+// each batch, nor keep one that a batch of huge requests grew.
+const maxKeptOut = 1 << 20
 
 var _ adapter.VppAPI = (*sockClient)(nil)
 
