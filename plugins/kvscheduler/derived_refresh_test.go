@@ -20,6 +20,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -425,4 +426,74 @@ func TestRestartResyncKeepsADependencyOnALaterDerivedValue(t *testing.T) {
 		t.Fatal(err)
 	}
 	restarted.expectOps("the donor's item replaced", "delete iface/a/un", "delete iface/b/x", "update iface/b=items=y", "create iface/b/y=y", "create iface/a/un=un=b")
+}
+
+// A full resync derives a base found unchanged (the same applied message)
+// as the one before did, without asking DerivedValues again, neither in
+// its refresh nor in its plan (where the NB value, equal, leaves the
+// node's message); a base the SB changed is derived anew, and what it no
+// longer derives is repaired.
+func TestResyncDerivesAnUnchangedBaseOnce(t *testing.T) {
+	for _, sh := range derivedShapes {
+		t.Run(sh.name, func(t *testing.T) {
+			e := newEnv(t)
+			var mu sync.Mutex
+			calls := 0 // of DerivedValues for a/v1
+			base := baseOpts()
+			base.Derived = func(key string, v proto.Message) []api.KeyValuePair {
+				if key == "a/v1" {
+					mu.Lock()
+					calls++
+					mu.Unlock()
+				}
+				return items(key, v)
+			}
+			sh.register(e, base, derivedOpts())
+			want := map[string]string{"a/v1": "items=x,y", "a/v1/x": "x", "a/v1/y": "y"}
+			// resync runs a full resync of a/v1 (a new message each time)
+			// and returns how many times it derived a/v1.
+			resync := func(step string, ops ...string) int {
+				t.Helper()
+				mu.Lock()
+				calls = 0
+				mu.Unlock()
+				if _, err := e.resync(set("a/v1", "items=x,y")); err != nil {
+					t.Fatalf("%s: %v", step, err)
+				}
+				e.expectOps(step, ops...)
+				e.expectSB(step, want)
+				for _, key := range []string{"a/v1", "a/v1/x", "a/v1/y"} {
+					e.expectState(key, api.ValueStateConfigured)
+				}
+				mu.Lock()
+				defer mu.Unlock()
+				return calls
+			}
+			resync("create", "create a/v1=items=x,y", "create a/v1/x=x", "create a/v1/y=y")
+			if n := resync("in sync"); n == 0 {
+				t.Errorf("first resync in sync: a/v1 not derived (nothing to reuse yet)")
+			}
+			for _, step := range []string{"in sync again", "and again"} {
+				if n := resync(step); n != 0 {
+					t.Errorf("%s: the unchanged a/v1 derived %d times, want 0 (what the resync before derived)", step, n)
+				}
+			}
+
+			// The SB's base changed behind the agent's back: it derives only
+			// x now. The refresh derives it anew; the resync updates it.
+			e.sb.Put("a/v1", mocksb.Str("items=x"), &mocksb.Meta{Index: 1}, api.FromNB)
+			ops := []string{"update a/v1=items=x,y"}
+			if !sh.ownRetrieve {
+				e.sb.Remove("a/v1/y") // as the base tells
+				ops = append(ops, "create a/v1/y=y")
+			}
+			if n := resync("base changed", ops...); n == 0 {
+				t.Errorf("base changed: a/v1 not derived again")
+			}
+			resync("in sync after the change")
+			if n := resync("in sync after the change, again"); n != 0 {
+				t.Errorf("in sync after the change, again: the unchanged a/v1 derived %d times, want 0", n)
+			}
+		})
+	}
 }

@@ -177,7 +177,7 @@ func (s *Scheduler) refreshDrift(qt *queuedTxn) (*driftFound, []api.KeyWithError
 	// refresh finds them.
 	for _, n := range drifted {
 		if n.base == nil && n.inGraph && n.applied != nil {
-			s.refreshDerived(n, retrieved)
+			s.refreshDerived(n, retrieved, nil)
 		}
 	}
 	seen := map[*node]bool{}

@@ -941,6 +941,9 @@ func (r *txnRun) derivedValues(n *node, value proto.Message) ([]api.KeyValuePair
 	if n.desc == nil || n.desc.d.DerivedValues == nil || value == nil {
 		return nil, nil
 	}
+	if kvs, ok := derivedIn(r.s.derivedMemo, n, value); ok {
+		return kvs, nil // as the last full refresh derived it
+	}
 	kvs, err := pure(func() []api.KeyValuePair { return n.desc.d.DerivedValues(n.key, value) })
 	if err != nil {
 		r.errs = append(r.errs, api.KeyWithError{Key: n.key, Error: fmt.Errorf("descriptor %s: DerivedValues: %w", n.descName(), err)})

@@ -6,6 +6,7 @@ package kvscheduler
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"google.golang.org/protobuf/proto"
 
@@ -144,9 +145,11 @@ func (s *Scheduler) refreshAll(descs *descriptorSet, qt *queuedTxn) []api.KeyWit
 		}
 	}
 	errs = rs.errs
+	memo := derivedMemo{last: s.derivedMemo, next: make(map[*node]derivedOf, len(s.derivedMemo))}
+	defer func() { s.derivedMemo = memo.next }()
 	for _, n := range rs.refreshed {
 		if n.inGraph {
-			s.refreshDerived(n, rs.retrievedDerived)
+			s.refreshDerived(n, rs.retrievedDerived, &memo)
 		}
 	}
 	if qt.verbose {
@@ -404,12 +407,20 @@ func (s *Scheduler) forgetObtained(n *node) {
 // other derived value is in the SB when the retrieved base derives it, except
 // one the graph knows as not applied (e.g. PENDING): the base alone cannot
 // tell.
-func (s *Scheduler) refreshDerived(n *node, retrieved map[string]api.KVWithMetadata) {
+func (s *Scheduler) refreshDerived(n *node, retrieved map[string]api.KVWithMetadata, memo *derivedMemo) {
 	g := s.g
 	var have []api.KeyValuePair
 	if n.applied != nil && n.desc != nil && n.desc.d.DerivedValues != nil {
 		applied := n.applied
-		have, _ = pure(func() []api.KeyValuePair { return n.desc.d.DerivedValues(n.key, applied) })
+		if m, ok := memo.lookup(n, applied); ok {
+			have = m
+		} else {
+			have, _ = pure(func() []api.KeyValuePair { return n.desc.d.DerivedValues(n.key, applied) })
+			// Its own copy: the graph's messages replace the equal ones
+			// below, and the descriptor may return a slice it keeps.
+			have = slices.Clone(have)
+		}
+		defer memo.keep(n, applied, have)
 	}
 	if len(have) == 0 && len(n.derived) == 0 {
 		return
@@ -449,7 +460,7 @@ func (s *Scheduler) refreshDerived(n *node, retrieved map[string]api.KVWithMetad
 			}
 		}
 	}
-	for _, kv := range have {
+	for i, kv := range have {
 		if kv.Key == "" || kv.Value == nil {
 			continue
 		}
@@ -476,10 +487,55 @@ func (s *Scheduler) refreshDerived(n *node, retrieved map[string]api.KVWithMetad
 			// Known as not applied; the base alone cannot tell otherwise.
 		default:
 			setApplied(d, kv.Value)
+			// Equal to kv.Value now: the graph's message, for the memo.
+			have[i].Value = d.applied
 		}
 	}
 	if grown {
 		g.setDerived(n, list)
+	}
+}
+
+// derivedOf is the derived values (have) of a base node's applied value
+// (from) by its descriptor (desc), as refreshDerived left them.
+type derivedOf struct {
+	from proto.Message
+	desc *descriptorInfo
+	have []api.KeyValuePair
+}
+
+// derivedMemo is the memo of derived values of one refreshAll (see
+// Scheduler.derivedMemo): last, that of the one before (read), next, this
+// one's (written). A nil *derivedMemo (the refreshes of a few values)
+// neither finds nor keeps anything.
+type derivedMemo struct {
+	last, next map[*node]derivedOf
+}
+
+// lookup returns what the last refresh derived from value, n's applied
+// value then, when n is still under the same descriptor.
+func (m *derivedMemo) lookup(n *node, value proto.Message) ([]api.KeyValuePair, bool) {
+	if m == nil {
+		return nil, false
+	}
+	return derivedIn(m.last, n, value)
+}
+
+// derivedIn returns what memo holds of value as n's applied value, when n
+// is still under the same descriptor: what DerivedValues returns for it,
+// not to be modified.
+func derivedIn(memo map[*node]derivedOf, n *node, value proto.Message) ([]api.KeyValuePair, bool) {
+	d, ok := memo[n]
+	if !ok || d.from != value || d.desc != n.desc {
+		return nil, false
+	}
+	return d.have, true
+}
+
+// keep records have as derived from n's applied value from.
+func (m *derivedMemo) keep(n *node, from proto.Message, have []api.KeyValuePair) {
+	if m != nil && n.applied == from {
+		m.next[n] = derivedOf{from: from, desc: n.desc, have: have}
 	}
 }
 

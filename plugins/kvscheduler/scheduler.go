@@ -151,6 +151,14 @@ type Scheduler struct {
 	// memo is the memo of the refresh whose Retrieves the worker is
 	// making (refreshRound), nil between refreshes.
 	memo api.MapMemo
+	// derivedMemo is what DerivedValues gave for the applied value of each
+	// base node at the last full refresh (refreshAll), with the graph's
+	// messages of them where equal: a base found unchanged at the next one
+	// (the same applied message), or planned with that message as its
+	// intended value, is not derived again, and its derived values are
+	// compared by pointer. Rebuilt by every refreshAll, so it holds at most
+	// the nodes of one (worker only).
+	derivedMemo map[*node]derivedOf
 	// runState is what readers see of the running transaction (reused).
 	runState runningTxn
 	// notes are the notes of NB values (api.NotedTxn), shown at the end

@@ -240,7 +240,9 @@ type KVDescriptor struct {
 	// value per IP address of an interface). Derived values exist only while
 	// the base value exists: they are created right after it and deleted
 	// before it. A derived key that no descriptor describes is a property: it
-	// exists while its base does, with no CRUD.
+	// exists while its base does, with no CRUD. Pure, like Validate: a
+	// function of the key and the value only; a full resync reuses what it
+	// gave for the same value message at the one before.
 	DerivedValues func(key string, value proto.Message) []KeyValuePair
 
 	// Dependencies lists what must exist before the value can be created.
