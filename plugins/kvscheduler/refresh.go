@@ -487,7 +487,14 @@ func (s *Scheduler) refreshDerived(n *node, retrieved map[string]api.KVWithMetad
 			// Known as not applied; the base alone cannot tell otherwise.
 		default:
 			setApplied(d, kv.Value)
-			// Equal to kv.Value now: the graph's message, for the memo.
+		}
+		// The memo holds the graph's key and messages where equal: the
+		// next full resync compares them by pointer, and no copy is kept.
+		have[i].Key = d.key
+		switch {
+		case d.intended != nil && sameValue(d.intended, kv.Value):
+			have[i].Value = d.intended
+		case d.applied != nil && sameValue(d.applied, kv.Value):
 			have[i].Value = d.applied
 		}
 	}
