@@ -399,3 +399,51 @@ func TestUniqueHandOverInAResync(t *testing.T) {
 	e.expectOps("resync", "delete u/a", "create u/b=name=x")
 	e.expectState("u/b", api.ValueStateConfigured)
 }
+
+// TestUniqueWithSharedDependencies: a descriptor's Dependencies may return
+// one slice for many values (api.KVDescriptor.Dependencies), with room to
+// spare: the unique names of each value go to a copy, so the shared slice
+// is never written, and each value holds its own name only (a second value
+// with a name is INVALID only if another holds that very name).
+func TestUniqueWithSharedDependencies(t *testing.T) {
+	e := newEnv(t)
+	shared := make([]api.Dependency, 1, 8)
+	shared[0] = api.Dependency{Label: "base", Key: "base/x"}
+	d := e.sb.Descriptor(mocksb.Options{Name: "u", Prefix: "u/", NB: true})
+	d.Dependencies = func(string, proto.Message) []api.Dependency { return shared }
+	d.Unique = func(_ string, v proto.Message) []api.UniqueName {
+		_, name, _ := strings.Cut(mocksb.Text(v), "name=")
+		return []api.UniqueName{{Field: "host_if_name", Name: "link " + name}}
+	}
+	if err := e.s.RegisterKVDescriptor(d); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.s.RegisterKVDescriptor(e.sb.Descriptor(mocksb.Options{Name: "base", Prefix: "base/", NB: true})); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	e.mustCommit(ctx, set("base/x", "x"), set("u/a", "name=a"), set("u/b", "name=b"), set("u/c", "name=c"))
+	for _, k := range []string{"u/a", "u/b", "u/c"} {
+		e.expectState(k, api.ValueStateConfigured)
+	}
+	if spare := shared[1:cap(shared)]; slices.ContainsFunc(spare, func(d api.Dependency) bool { return d.Label != "" || d.Key != "" || d.Exclusive != "" }) {
+		t.Fatalf("the shared slice was written beyond its length: %v", spare)
+	}
+	if len(shared) != 1 || shared[0].Key != "base/x" {
+		t.Fatalf("the shared slice changed: %v", shared)
+	}
+	// Names are each value's own: a new value with b's name is refused,
+	// one with a free name is not.
+	if _, err := e.commit(ctx, set("u/d", "name=b"), set("u/e", "name=e")); err == nil {
+		t.Error("u/d with u/b's name: no error")
+	}
+	if st := e.expectState("u/d", api.ValueStateInvalid, "host_if_name"); !strings.Contains(st.GetError(), "already used by u/b") {
+		t.Errorf("u/d: %q, want it to name u/b", st.GetError())
+	}
+	e.expectState("u/e", api.ValueStateConfigured)
+	// Every value waits for base/x: deleting it takes them down.
+	e.mustCommit(ctx, del("base/x"))
+	for _, k := range []string{"u/a", "u/b", "u/c", "u/e"} {
+		e.expectState(k, api.ValueStatePending, "base")
+	}
+}

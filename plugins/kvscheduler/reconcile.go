@@ -242,6 +242,11 @@ func (r *txnRun) computeIntent(n *node, held []string) {
 	if invalid == nil && value != nil && n.desc != nil && n.desc.d.Unique != nil {
 		var names []api.UniqueName
 		names, invalid = r.uniqueNames(n, value)
+		if len(names) > 0 {
+			// The descriptor's slice may be shared (api.KVDescriptor.
+			// Dependencies): the names go to a copy.
+			deps = slices.Clip(deps)
+		}
 		for _, un := range names {
 			if invalid == nil {
 				if h := r.g.uniqueHolder(un.Name, n); h != nil {

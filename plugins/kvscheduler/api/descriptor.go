@@ -246,6 +246,10 @@ type KVDescriptor struct {
 	DerivedValues func(key string, value proto.Message) []KeyValuePair
 
 	// Dependencies lists what must exist before the value can be created.
+	// Pure, like Validate. The scheduler neither modifies nor keeps the
+	// slice (it copies the dependencies): the same slice may be returned
+	// for many values (internal/depcache keeps one per interface of a
+	// route, say), and must not be changed after.
 	Dependencies func(key string, value proto.Message) []Dependency
 
 	// Unique lists names that only one value at a time may use (e.g. the

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"testing"
 
+	"google.golang.org/protobuf/proto"
+
 	"github.com/netagent-io/netagent/plugins/kvscheduler/api"
 	"github.com/netagent-io/netagent/plugins/linux/ifplugin"
 	linuxl3 "github.com/netagent-io/netagent/proto/linux/l3"
@@ -11,8 +13,8 @@ import (
 
 // A route depends on its interface being up and, with a gateway (not an
 // IPv6 link-local one), on the gateway being reachable from it; routes
-// through the same interface and gateway share how that is built, not the
-// slice they get.
+// through the same interface and gateway share them (one slice, which the
+// scheduler copies).
 func TestRouteDependenciesOfEachRoute(t *testing.T) {
 	up := api.Dependency{Label: "interface e1 up", Key: ifplugin.StateKey("e1", true)}
 	for _, tc := range []struct {
@@ -44,9 +46,12 @@ func TestRouteDependenciesOfEachRoute(t *testing.T) {
 			if !sel(ifplugin.AddressKeyPrefix("e1")+"192.168.1.7/24") || sel(ifplugin.AddressKeyPrefix("e1")+"192.168.2.7/24") || sel(ifplugin.AddressKeyPrefix("e2")+"192.168.1.7/24") {
 				t.Errorf("the AnyOf selector does not accept exactly an address of e1 whose subnet holds %s", tc.reachable)
 			}
-			deps[0].Label = "changed by a caller"
-			if again := routeDependencies("", tc.r); again[0].Label != up.Label {
-				t.Errorf("a caller's change to its dependencies reached the next caller: %v", again[0])
+			// Shared by the routes through the same interface and gateway
+			// (the scheduler copies them), and an append copies them.
+			other := proto.Clone(tc.r).(*linuxl3.Route)
+			other.DstNetwork = "172.16.0.0/12"
+			if again := routeDependencies("", other); &again[0] != &deps[0] || cap(deps) != len(deps) {
+				t.Errorf("another route through e1 via %s: a slice of its own, or the shared one with room to append (cap %d, len %d)", tc.reachable, cap(deps), len(deps))
 			}
 		})
 	}

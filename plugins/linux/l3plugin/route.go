@@ -6,16 +6,15 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
-	"slices"
 	"sort"
 	"strings"
-	"sync"
 	"syscall"
 
 	"github.com/vishvananda/netlink"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
+	"github.com/netagent-io/netagent/internal/depcache"
 	"github.com/netagent-io/netagent/pkg/models"
 	"github.com/netagent-io/netagent/plugins/kvscheduler/api"
 	"github.com/netagent-io/netagent/plugins/linux/ifplugin"
@@ -227,46 +226,24 @@ func routeDependencies(_ string, r *linuxl3.Route) []api.Dependency {
 		// route to reach it.
 		gw = netip.Addr{}
 	}
-	return slices.Clone(routeDeps.of(iface, gw))
+	return routeDeps.Of(depsOf{iface, gw}, func() []api.Dependency {
+		deps := []api.Dependency{{Label: "interface " + iface + " up", Key: ifplugin.StateKey(iface, true)}}
+		if gw.IsValid() {
+			deps = append(deps, api.Dependency{Label: "gateway " + gw.String() + " reachable", AnyOf: gatewayReachable(iface, gw)})
+		}
+		return deps
+	})
 }
 
 // routeDeps are the dependencies of the routes by interface and gateway
-// (none: the zero Addr): the same for every route through them, so that a
-// bulk change builds their labels, keys and AnyOf selector once rather
-// than per route. At most maxRouteDeps pairs are kept (then it starts
-// anew).
-var routeDeps = depsCache{m: map[depsOf][]api.Dependency{}}
-
-const maxRouteDeps = 4096
+// (none: the zero Addr; see depcache): the same for every route through
+// them, so that a bulk change builds their labels, keys and AnyOf
+// selector once rather than per route, for at most 4,096 pairs at a time.
+var routeDeps = depcache.New[depsOf](4096)
 
 type depsOf struct {
 	iface string
 	gw    netip.Addr
-}
-
-type depsCache struct {
-	mu sync.Mutex
-	m  map[depsOf][]api.Dependency
-}
-
-// of returns the dependencies of a route through iface and gw (shared:
-// the caller copies them).
-func (c *depsCache) of(iface string, gw netip.Addr) []api.Dependency {
-	k := depsOf{iface, gw}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if deps, ok := c.m[k]; ok {
-		return deps
-	}
-	deps := []api.Dependency{{Label: "interface " + iface + " up", Key: ifplugin.StateKey(iface, true)}}
-	if gw.IsValid() {
-		deps = append(deps, api.Dependency{Label: "gateway " + gw.String() + " reachable", AnyOf: gatewayReachable(iface, gw)})
-	}
-	if len(c.m) >= maxRouteDeps {
-		clear(c.m)
-	}
-	c.m[k] = deps
-	return deps
 }
 
 // gatewayReachable accepts an address of iface whose subnet contains gw, or

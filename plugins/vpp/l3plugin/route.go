@@ -16,6 +16,7 @@ import (
 	"go.fd.io/govpp/binapi/ip"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/netagent-io/netagent/internal/depcache"
 	"github.com/netagent-io/netagent/pkg/models"
 	"github.com/netagent-io/netagent/plugins/kvscheduler/api"
 	"github.com/netagent-io/netagent/plugins/vpp/ifplugin"
@@ -234,12 +235,18 @@ func validateRoute(key string, r *vppl3.Route) error {
 // needs (vrf_id, and via_vrf_id for INTER_VRF) other than table 0, which
 // always exists: their values (VrfTableDescriptorName) are the tables.
 func routeDependencies(_ string, r *vppl3.Route) []api.Dependency {
-	var deps []api.Dependency
-	if iface := r.GetOutgoingInterface(); iface != "" {
-		deps = append(deps, api.Dependency{Label: "interface " + iface, Key: ifplugin.InterfaceKey(iface)})
-	}
+	iface := r.GetOutgoingInterface()
 	if r.GetVrfId() == 0 && r.GetViaVrfId() == 0 {
-		return deps // table 0 is always there (the common case: no parse)
+		// Table 0 is always there (the common case: no parse), and every
+		// route through iface has the same dependencies.
+		if iface == "" {
+			return nil
+		}
+		return ifaceDeps.Of(iface, func() []api.Dependency { return ifaceDependency(nil, iface) })
+	}
+	var deps []api.Dependency
+	if iface != "" {
+		deps = ifaceDependency(deps, iface)
 	}
 	s, err := parseRoute(r)
 	if err != nil {
@@ -252,6 +259,16 @@ func routeDependencies(_ string, r *vppl3.Route) []api.Dependency {
 	}
 	return deps
 }
+
+// ifaceDependency appends the dependency of a route on its outgoing
+// interface.
+func ifaceDependency(deps []api.Dependency, iface string) []api.Dependency {
+	return append(deps, api.Dependency{Label: "interface " + iface, Key: ifplugin.InterfaceKey(iface)})
+}
+
+// ifaceDeps are the dependencies of the routes of table 0 by outgoing
+// interface (see depcache), for at most 4,096 interfaces at a time.
+var ifaceDeps = depcache.New[string](4096)
 
 // tableAddDel makes sure the API holds the table (ip_table_add_del add: a
 // no-op for a table the API holds; an unnamed table when VPP has none).
