@@ -291,10 +291,15 @@
 //     apply it (PENDING, failed). So a derived value without a Retrieve of
 //     its own is created and deleted with its base, a resync does not create
 //     it again while its base is in the SB, and removes it before a base
-//     the NB no longer wants. Before the first Retrieve, the descriptors
-//     with Prefetch are told the refresh starts (api.KVDescriptor.Prefetch),
-//     so that a Retrieve waiting for others' metadata has its SB reads done
-//     meanwhile (the VPP routes are dumped while the interfaces are read).
+//     the NB no longer wants. A base found as the last full resync found
+//     it (the same applied message: an equal retrieved value leaves the
+//     graph's) is not derived again: the derived values it gave then are
+//     reused, compared by pointer (DerivedValues is pure), and so are they
+//     in the plan for its intended message. Before the first Retrieve, the
+//     descriptors with Prefetch are told the refresh starts
+//     (api.KVDescriptor.Prefetch), so that a Retrieve waiting for others'
+//     metadata has its SB reads done meanwhile (the VPP routes are dumped
+//     while the interfaces are read).
 //   - Upstream: the same without asking the SB.
 //   - Downstream: no values; the SB is refreshed and the NB values the
 //     scheduler holds are applied again.
