@@ -9,7 +9,6 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -121,9 +120,11 @@ type driftWatch struct {
 	// judged on its own), as a link seen under the temporary name the agent
 	// makes it with, renamed since.
 	suspects, confirming []suspect
-	gen                  map[string]uint64
+	gen                  map[objectID]uint64
 	barrierDone          chan struct{}
 	barriers             sync.WaitGroup
+	// lastBatch is the last batch of events (see batchOfEvents).
+	lastBatch *driftBatch
 }
 
 // nsSub is the subscription to the events of one namespace: a goroutine
@@ -221,7 +222,7 @@ func (d *driftWatch) run(ctx context.Context) {
 		case <-tick.C:
 			d.reconcile(ctx)
 		case ev := <-d.events:
-			b := newDriftBatch()
+			b := d.batchOfEvents()
 			d.add(b, ev)
 			d.collect(ctx, b)
 			d.settle(b)
@@ -231,16 +232,32 @@ func (d *driftWatch) run(ctx context.Context) {
 	}
 }
 
+// batchOfEvents returns an empty batch for the next events, with the room
+// of the last one's kept events (their slice and map): the 10,000 events
+// of a bulk change do not grow new ones at each batch. A room of more than
+// 1,024 objects that a batch used less than a quarter of is dropped, so
+// that a bulk change's does not stay for good.
+func (d *driftWatch) batchOfEvents() *driftBatch {
+	b := newDriftBatch()
+	if last := d.lastBatch; last != nil && (cap(last.kept) <= 1024 || len(last.kept) >= cap(last.kept)/4) {
+		clear(last.kept) // no events held beyond their batch
+		clear(last.last)
+		b.kept, b.last = last.kept[:0], last.last
+	}
+	d.lastBatch = b
+	return b
+}
+
 // settle ends a batch: it reports what needs no check (a namespace lost or
 // replaced, events lost) and keeps the last event of each object that
 // shows drift now, to be checked again after a barrier.
 func (d *driftWatch) settle(b *driftBatch) {
 	d.report(b)
 	probe := newDriftBatch()
-	for _, id := range b.order {
-		if ev := b.last[id]; d.drift(probe, ev) {
+	for _, k := range b.kept {
+		if id, ev := k.id, k.ev; d.drift(probe, ev) {
 			if d.gen == nil {
-				d.gen = map[string]uint64{}
+				d.gen = map[objectID]uint64{}
 			}
 			g, ok := d.gen[id]
 			if !ok {
@@ -547,13 +564,21 @@ type driftBatch struct {
 	ranks          map[string]int
 	at             map[string]int // key: index in ifaces or others
 	// adds counts the calls of add (a key added again included).
-	adds  int
-	order []string
-	last  map[string]nsEvent
+	adds int
+	// kept are the last events of the objects, in the order of their
+	// first events; last is where each object's is in kept.
+	kept []keptEvent
+	last map[objectID]int32
+}
+
+// keptEvent is the last event of an object in a batch.
+type keptEvent struct {
+	id objectID
+	ev nsEvent
 }
 
 func newDriftBatch() *driftBatch {
-	return &driftBatch{ranks: map[string]int{}, at: map[string]int{}, last: map[string]nsEvent{}}
+	return &driftBatch{ranks: map[string]int{}, at: map[string]int{}, last: map[objectID]int32{}}
 }
 
 func (b *driftBatch) add(key, cause string, rank int, iface bool) {
@@ -579,47 +604,75 @@ func (b *driftBatch) reports() []api.DriftReport {
 }
 
 // keep records ev as the last event of its object.
-func (b *driftBatch) keep(id string, ev nsEvent) {
-	if _, seen := b.last[id]; !seen {
-		b.order = append(b.order, id)
+func (b *driftBatch) keep(id objectID, ev nsEvent) {
+	if i, seen := b.last[id]; seen {
+		b.kept[i].ev = ev
+		return
 	}
-	b.last[id] = ev
+	b.last[id] = int32(len(b.kept))
+	b.kept = append(b.kept, keptEvent{id: id, ev: ev})
 }
+
+// objectID names the kernel object of an event (see objectOf):
+// comparable, and built without allocating (the kernel sends one event per
+// route the agent adds or deletes: 10,000 for a bulk change).
+type objectID struct {
+	kind objectKind
+	ns   nsplugin.Ref
+	// link is the link's index: the link's, the address's, the route's
+	// outgoing link, the neighbour's.
+	link int32
+	// ip and bits: the address and its prefix length, the route's
+	// destination (bits -1: none, the default route), the neighbour's IP.
+	ip   netip.Addr
+	bits int16
+	// A route's identity in the kernel (with its link and destination).
+	family, tos uint8
+	table       uint32
+	pr          int32 // the metric
+}
+
+type objectKind uint8
+
+const (
+	objectLink objectKind = iota + 1
+	objectAddr
+	objectRoute
+	objectNeigh
+)
 
 // objectOf names the kernel object of an event: a link, an address of a
 // link, a route (its identity in the kernel: table, destination, TOS,
-// metric; and its link), a neighbour.
-func objectOf(ev nsEvent) string {
-	ns := ev.ns.String()
+// metric; and its link), a neighbour. The zero objectID: none.
+func objectOf(ev nsEvent) objectID {
 	switch {
 	case ev.link != nil:
-		return fmt.Sprintf("link %s %d", ns, ev.link.Attrs().Index)
+		return objectID{kind: objectLink, ns: ev.ns, link: int32(ev.link.Attrs().Index)}
 	case ev.addr != nil:
-		return fmt.Sprintf("addr %s %d %s", ns, ev.addr.LinkIndex, ev.addr.LinkAddress.String())
+		bits, _ := ev.addr.LinkAddress.Mask.Size()
+		return objectID{kind: objectAddr, ns: ev.ns, link: int32(ev.addr.LinkIndex), ip: netipOf(ev.addr.LinkAddress.IP), bits: int16(bits)}
 	case ev.route != nil:
-		// Built by hand: the kernel sends one event per route the agent
-		// adds or deletes (10,000 for a bulk change), and fmt was a third
-		// of the watcher's time on them.
+		// The kernel's types: u8 family and TOS, u32 table and metric
+		// (netlink's ints hold them).
 		r := &ev.route.Route
-		b := make([]byte, 0, 64+len(ns))
-		b = append(append(b, "route "...), ns...)
-		for _, v := range []int{r.Family, r.Table} {
-			b = strconv.AppendInt(append(b, ' '), int64(v), 10)
+		id := objectID{kind: objectRoute, ns: ev.ns, link: int32(r.LinkIndex), bits: -1,
+			family: uint8(r.Family), tos: uint8(r.Tos), table: uint32(r.Table), pr: int32(r.Priority)}
+		if r.Dst != nil {
+			bits, _ := r.Dst.Mask.Size()
+			id.ip, id.bits = netipOf(r.Dst.IP), int16(bits)
 		}
-		b = append(b, ' ')
-		if r.Dst == nil {
-			b = append(b, "<nil>"...)
-		} else {
-			b = append(b, r.Dst.String()...)
-		}
-		for _, v := range []int{r.Tos, r.Priority, r.LinkIndex} {
-			b = strconv.AppendInt(append(b, ' '), int64(v), 10)
-		}
-		return string(b)
+		return id
 	case ev.neigh != nil:
-		return fmt.Sprintf("neigh %s %d %s", ns, ev.neigh.LinkIndex, ev.neigh.IP)
+		return objectID{kind: objectNeigh, ns: ev.ns, link: int32(ev.neigh.LinkIndex), ip: netipOf(ev.neigh.IP)}
 	}
-	return ""
+	return objectID{}
+}
+
+// netipOf is ip as a netip.Addr, an IPv4 address in its 4-byte form however
+// it came (invalid for none).
+func netipOf(ip net.IP) netip.Addr {
+	a, _ := netip.AddrFromSlice(ip)
+	return a.Unmap()
 }
 
 // add takes one event into the batch: the news that events were lost is
@@ -667,7 +720,7 @@ func (d *driftWatch) current(ev nsEvent) nsEvent {
 // object's, and the count of the object's events when it was the last.
 type suspect struct {
 	ev  nsEvent
-	id  string
+	id  objectID
 	gen uint64
 }
 
