@@ -123,8 +123,10 @@ type driftWatch struct {
 	gen                  map[objectID]uint64
 	barrierDone          chan struct{}
 	barriers             sync.WaitGroup
-	// lastBatch is the last batch of events (see batchOfEvents).
-	lastBatch *driftBatch
+	// roomKept and roomLast are the room of the last batch of events,
+	// emptied, for the next (see batchOfEvents).
+	roomKept []keptEvent
+	roomLast map[objectID]int32
 }
 
 // nsSub is the subscription to the events of one namespace: a goroutine
@@ -226,6 +228,7 @@ func (d *driftWatch) run(ctx context.Context) {
 			d.add(b, ev)
 			d.collect(ctx, b)
 			d.settle(b)
+			d.doneWith(b)
 		case <-d.barrierDone:
 			d.confirm()
 		}
@@ -233,19 +236,29 @@ func (d *driftWatch) run(ctx context.Context) {
 }
 
 // batchOfEvents returns an empty batch for the next events, with the room
-// of the last one's kept events (their slice and map): the 10,000 events
-// of a bulk change do not grow new ones at each batch. A room of more than
-// 1,024 objects that a batch used less than a quarter of is dropped, so
-// that a bulk change's does not stay for good.
+// of the last one's kept events (their slice and map, see doneWith): the
+// 10,000 events of a bulk change do not grow new ones at each batch.
 func (d *driftWatch) batchOfEvents() *driftBatch {
 	b := newDriftBatch()
-	if last := d.lastBatch; last != nil && (cap(last.kept) <= 1024 || len(last.kept) >= cap(last.kept)/4) {
-		clear(last.kept) // no events held beyond their batch
-		clear(last.last)
-		b.kept, b.last = last.kept[:0], last.last
+	if d.roomLast != nil {
+		b.kept, b.last = d.roomKept, d.roomLast
+		d.roomKept, d.roomLast = nil, nil
 	}
-	d.lastBatch = b
 	return b
+}
+
+// doneWith ends a batch of events: the events it kept are let go at once
+// (its room holds none), and its room is kept for the next batch, unless
+// the batch used less than a quarter of a room of more than 1,024 objects
+// (so that a bulk change's room does not stay for good).
+func (d *driftWatch) doneWith(b *driftBatch) {
+	used := len(b.kept)
+	clear(b.kept)
+	clear(b.last)
+	if cap(b.kept) > 1024 && used < cap(b.kept)/4 {
+		return
+	}
+	d.roomKept, d.roomLast = b.kept[:0], b.last
 }
 
 // settle ends a batch: it reports what needs no check (a namespace lost or

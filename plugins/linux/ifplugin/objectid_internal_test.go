@@ -94,8 +94,8 @@ func TestBatchKeepsTheLastEventOfEachObject(t *testing.T) {
 }
 
 // The next batch of events gets the room of the last one's kept events,
-// emptied and holding no event, unless the last used less than a quarter
-// of a room of more than 1,024 objects.
+// which holds no event once that batch is done, unless the last used less
+// than a quarter of a room of more than 1,024 objects.
 func TestBatchOfEventsReusesTheRoom(t *testing.T) {
 	d := &driftWatch{}
 	fill := func(b *driftBatch, n int) {
@@ -107,19 +107,22 @@ func TestBatchOfEventsReusesTheRoom(t *testing.T) {
 	b := d.batchOfEvents()
 	fill(b, 2000)
 	room := cap(b.kept)
+	d.doneWith(b)
+	if held := b.kept[:cap(b.kept)]; slices.ContainsFunc(held, func(k keptEvent) bool { return k.ev.neigh != nil }) || len(b.last) != 0 {
+		t.Fatal("a batch done with still holds its events")
+	}
 	next := d.batchOfEvents()
 	if len(next.kept) != 0 || len(next.last) != 0 || cap(next.kept) != room {
 		t.Fatalf("after 2,000 objects: the next batch has %d kept, %d in its map, room %d (want 0, 0, %d)", len(next.kept), len(next.last), cap(next.kept), room)
 	}
-	if held := next.kept[:room]; slices.ContainsFunc(held, func(k keptEvent) bool { return k.ev.neigh != nil }) {
-		t.Fatal("the room still holds events of the last batch")
-	}
 	fill(next, 100) // under a quarter of the room
+	d.doneWith(next)
 	if fresh := d.batchOfEvents(); cap(fresh.kept) != 0 {
 		t.Fatalf("after a batch of 100 objects in a room of %d: the next batch keeps the room (%d)", room, cap(fresh.kept))
 	}
 	small := d.batchOfEvents()
 	fill(small, 10)
+	d.doneWith(small)
 	if again := d.batchOfEvents(); cap(again.kept) != cap(small.kept) || cap(again.kept) == 0 {
 		t.Fatalf("a small room is not reused: %d, then %d", cap(small.kept), cap(again.kept))
 	}
