@@ -291,33 +291,12 @@ func (e *etcdKV) del(modelKey string) {
 
 // --- the agent ---------------------------------------------------------------
 
-// handedOut are the ports freePort returned, so that it never returns one
-// twice: a port is closed again as soon as it is picked, and the kernel
-// may hand it out to the next call (an agent whose REST and gRPC ports, or
-// etcd client and peer ports, collide cannot start).
-var handedOut = struct {
-	sync.Mutex
-	ports map[int]bool
-}{ports: map[int]bool{}}
-
 // freePort returns a loopback port that was free a moment ago and that no
-// earlier call returned.
+// earlier call returned (testsupport.FreePorts: below the kernel's
+// ephemeral range, which the tests' own connections take ports from).
 func freePort(t testing.TB) int {
 	t.Helper()
-	handedOut.Lock()
-	defer handedOut.Unlock()
-	for {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		port := l.Addr().(*net.TCPAddr).Port
-		_ = l.Close()
-		if !handedOut.ports[port] {
-			handedOut.ports[port] = true
-			return port
-		}
-	}
+	return testsupport.FreePorts(t, 1)[0]
 }
 
 // portFree tells whether a loopback port can be bound now.

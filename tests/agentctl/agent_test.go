@@ -302,19 +302,11 @@ func waitFor(t testing.TB, what string, cond func() (ok bool, why string)) {
 	}
 }
 
-// freePorts returns n distinct loopback ports that were free a moment ago.
+// freePorts returns n distinct loopback ports that were free a moment ago
+// (testsupport.FreePorts).
 func freePorts(t testing.TB, n int) []int {
 	t.Helper()
-	ports := make([]int, 0, n)
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer l.Close() // all held until all are chosen: distinct
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	return ports
+	return testsupport.FreePorts(t, n)
 }
 
 // deadPorts returns n loopback ports where nothing answers (a connection

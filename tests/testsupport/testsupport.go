@@ -1,6 +1,6 @@
 // Package testsupport holds small helpers shared by the tests: a
 // self-signed certificate for TLS listeners, a log buffer that concurrent
-// writers can share, the live heap after a collection, waiting for a
+// writers can share, free loopback ports, the live heap after a collection, waiting for a
 // condition with a deadline. Tests only: nothing of the daemon imports it.
 package testsupport
 
@@ -12,7 +12,9 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"fmt"
 	"math/big"
+	mrand "math/rand/v2"
 	"net"
 	"os"
 	"path/filepath"
@@ -126,4 +128,58 @@ func Eventually(t testing.TB, within time.Duration, check func() error) time.Dur
 			t.Fatalf("not within %v: %v", within, err)
 		}
 	}
+}
+
+// handedOut are the ports FreePorts returned in this process.
+var handedOut = struct {
+	sync.Mutex
+	ports map[int]bool
+}{ports: map[int]bool{}}
+
+// FreePorts returns n distinct loopback TCP ports that were free a moment
+// ago and that no earlier call of this process returned, chosen at random
+// below the kernel's ephemeral range (net.ipv4.ip_local_port_range, 32768
+// and up by default): the kernel gives ports of that range to every
+// outgoing connection and every listener on port 0, so a port found there
+// (listening on :0, then closing) can be taken by any connection of the
+// tests running meanwhile before the test binds it again, and an agent's
+// embedded etcd then fails with "address already in use".
+func FreePorts(t testing.TB, n int) []int {
+	t.Helper()
+	low := ephemeralLow()
+	const from = 10000
+	handedOut.Lock()
+	defer handedOut.Unlock()
+	ports := make([]int, 0, n)
+	for tries := 0; len(ports) < n; tries++ {
+		if tries > 10000 {
+			t.Fatalf("no free loopback port found in %d-%d", from, low-1)
+		}
+		p := from + mrand.IntN(low-from)
+		if handedOut.ports[p] {
+			continue
+		}
+		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p))
+		if err != nil {
+			continue // taken
+		}
+		_ = l.Close()
+		handedOut.ports[p] = true
+		ports = append(ports, p)
+	}
+	return ports
+}
+
+// ephemeralLow is the first port of the kernel's ephemeral range (32768
+// when it cannot be read, or when it leaves too little below it).
+func ephemeralLow() int {
+	data, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return 32768
+	}
+	var low, high int
+	if _, err := fmt.Sscan(string(data), &low, &high); err != nil || low < 12000 {
+		return 32768
+	}
+	return low
 }

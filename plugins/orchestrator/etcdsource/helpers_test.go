@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -23,6 +22,7 @@ import (
 	"github.com/netagent-io/netagent/plugins/orchestrator"
 	"github.com/netagent-io/netagent/plugins/orchestrator/etcdsource"
 	vppif "github.com/netagent-io/netagent/proto/vpp/interfaces"
+	"github.com/netagent-io/netagent/tests/testsupport"
 )
 
 // waitTimeout bounds every wait of the tests (etcd under -race is slow to
@@ -44,22 +44,12 @@ func testLog() *slog.Logger {
 	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 }
 
-// freePorts returns n distinct loopback ports free a moment ago. The
-// listeners stay open until all n are picked: closed one by one, the
-// kernel may hand out the same port twice (an etcd whose client and peer
-// URLs collide cannot start).
+// freePorts returns n distinct loopback ports free a moment ago
+// (testsupport.FreePorts: below the kernel's ephemeral range, never the
+// same twice).
 func freePorts(t *testing.T, n int) []int {
 	t.Helper()
-	ports := make([]int, 0, n)
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer l.Close()
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	return ports
+	return testsupport.FreePorts(t, n)
 }
 
 // etcdServer is an embedded etcd that a test can stop and start again on
