@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
-	"net"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -19,27 +18,14 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/netagent-io/netagent/plugins/orchestrator/etcdsource"
+	"github.com/netagent-io/netagent/tests/testsupport"
 )
 
 // startFleetEtcd starts an embedded etcd on free loopback ports for the
 // test and returns a client of it.
 func startFleetEtcd(t *testing.T) *clientv3.Client {
 	t.Helper()
-	// Both listeners stay open until both ports are chosen (distinct), and
-	// are closed before etcd binds them.
-	var ports []int
-	var listeners []net.Listener
-	for range 2 {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		listeners = append(listeners, l)
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	for _, l := range listeners {
-		_ = l.Close()
-	}
+	ports := testsupport.FreePorts(t, 2)
 	e, err := etcdsource.StartEmbedded(etcdsource.EmbeddedConfig{Dir: filepath.Join(t.TempDir(), "etcd"),
 		ClientURL: fmt.Sprintf("http://127.0.0.1:%d", ports[0]), PeerURL: fmt.Sprintf("http://127.0.0.1:%d", ports[1]),
 		Log: slog.New(slog.DiscardHandler)})
