@@ -16,8 +16,9 @@ import (
 )
 
 // Cache holds the dependencies of up to max keys; when full it starts
-// anew. Safe for concurrent use (the scheduler calls Dependencies from
-// several goroutines): a key found takes no lock.
+// anew. Safe for concurrent use (readers of the scheduler's graph view and
+// value history call Dependencies while the worker plans): a key found
+// takes no lock.
 type Cache[K comparable] struct {
 	m   sync.Map // K -> []api.Dependency
 	n   atomic.Int64
