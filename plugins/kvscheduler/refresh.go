@@ -420,7 +420,7 @@ func (s *Scheduler) refreshDerived(n *node, retrieved map[string]api.KVWithMetad
 			// below, and the descriptor may return a slice it keeps.
 			have = slices.Clone(have)
 		}
-		defer memo.keep(n, applied, have)
+		defer memo.keep(n, have)
 	}
 	if len(have) == 0 && len(n.derived) == 0 {
 		return
@@ -539,10 +539,11 @@ func derivedIn(memo map[*node]derivedOf, n *node, value proto.Message) ([]api.Ke
 	return d.have, true
 }
 
-// keep records have as derived from n's applied value from.
-func (m *derivedMemo) keep(n *node, from proto.Message, have []api.KeyValuePair) {
-	if m != nil && n.applied == from {
-		m.next[n] = derivedOf{from: from, desc: n.desc, have: have}
+// keep records have as derived from n's applied value (which
+// refreshDerived, changing only the derived nodes, leaves as it was).
+func (m *derivedMemo) keep(n *node, have []api.KeyValuePair) {
+	if m != nil {
+		m.next[n] = derivedOf{from: n.applied, desc: n.desc, have: have}
 	}
 }
 

@@ -1,7 +1,8 @@
 // Package testsupport holds small helpers shared by the tests: a
 // self-signed certificate for TLS listeners, a log buffer that concurrent
-// writers can share, free loopback ports, the live heap after a collection, waiting for a
-// condition with a deadline. Tests only: nothing of the daemon imports it.
+// writers can share, free loopback ports, the live heap after a
+// collection, waiting for a condition with a deadline. Tests only: nothing
+// of the daemon imports it.
 package testsupport
 
 import (
