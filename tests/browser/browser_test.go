@@ -276,7 +276,9 @@ func TestArtifactsOnFailure(t *testing.T) {
 // test timeout, SIGKILL), chromedriver and Chromium end with it.
 func TestWatchdog(t *testing.T) {
 	Require(t)
-	cmd := childCommand(t, "TestChildHangs", "hang", nil, nil)
+	// The killed child cannot remove its temporary directories (the
+	// browser's profile among them): they go under this test's own.
+	cmd := childCommand(t, "TestChildHangs", "hang", nil, []string{"TMPDIR=" + t.TempDir()})
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
