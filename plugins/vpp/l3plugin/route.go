@@ -456,19 +456,16 @@ func (p *Plugin) routeBatch(ctx context.Context, ops []api.BatchOp) {
 // prepare gives an operation's state and its call (a call without a
 // Request: nothing to send, success; an error: failed without a request);
 // the requests are sent pipelined in the batch's order (VPP carries them
-// out in that order) and finish completes each operation from its reply's
-// error.
+// out in that order), each operation prepared as the pipeline comes to it
+// (VPP works on the first while the next are prepared), and finish
+// completes each operation from its reply's error.
 func pipelineBatch[T any](ctx context.Context, p *Plugin, ops []api.BatchOp,
 	prepare func(op *api.BatchOp) (T, vppconn.Call, error),
 	finish func(op *api.BatchOp, state T, err error) (metadata any, _ error)) {
-	type pending struct {
-		op    *api.BatchOp
-		state T
-	}
-	todo := make([]pending, 0, len(ops))
-	calls := make([]vppconn.Call, 0, len(ops))
-	for i := range ops {
-		op := &ops[i]
+	states := make([]T, len(ops))
+	calls := make([]vppconn.Call, len(ops))
+	p.m.PipelinePrepared(ctx, AreaName, calls, func(k int) {
+		op := &ops[k]
 		state, call, err := prepare(op)
 		switch {
 		case err != nil:
@@ -476,18 +473,19 @@ func pipelineBatch[T any](ctx context.Context, p *Plugin, ops []api.BatchOp,
 		case call.Request == nil:
 			op.Done(nil)
 		default:
-			todo = append(todo, pending{op: op, state: state})
-			calls = append(calls, call)
+			states[k], calls[k] = state, call
 		}
-	}
-	// Each operation is completed as its reply comes, while VPP works on
-	// the next requests.
-	p.m.PipelineThen(ctx, AreaName, calls, func(k int) {
-		t := todo[k]
-		if md, err := finish(t.op, t.state, calls[k].Err); err != nil {
-			t.op.Fail(err)
+	}, func(k int) {
+		// Each operation is completed as its reply comes, while VPP
+		// works on the next requests; one not sent was when prepared.
+		if calls[k].Request == nil {
+			return
+		}
+		op := &ops[k]
+		if md, err := finish(op, states[k], calls[k].Err); err != nil {
+			op.Fail(err)
 		} else {
-			t.op.Done(md)
+			op.Done(md)
 		}
 	})
 }

@@ -68,7 +68,7 @@ func dumpBatch[T api.Message](ctx context.Context, sc sessionConn, req api.Messa
 	start := time.Now()
 	// No reply timeout of its own: the call's context bounds it, as it
 	// does a stream's (CallContext).
-	if !sc.s.client.batch(call, sc.s.conn, calls, PipelineWindow, 24*time.Hour, nil, false) {
+	if !sc.s.client.batch(call, sc.s.conn, &lazyCalls{calls: calls}, PipelineWindow, 24*time.Hour, nil, false) {
 		return nil, nil, false
 	}
 	err = calls[0].Err

@@ -445,8 +445,8 @@ func TestPipelineReusesNoBytes(t *testing.T) {
 	// The next batch encodes in the same buffer (kept between batches):
 	// a short tag after the long ones is that tag alone, again.
 	kept := m.BatchBuffer()
-	if cap(kept) < vppconn.PipelineWindow*len(long) {
-		t.Fatalf("the batch of %d requests left a buffer of %d bytes for the next, want one with room for a window of them", len(calls), cap(kept))
+	if cap(kept) < vppconn.PipelineWindow/2*len(long) {
+		t.Fatalf("the batch of %d requests left a buffer of %d bytes for the next, want one with room for its largest write (half a window)", len(calls), cap(kept))
 	}
 	short := []vppconn.Call{{Request: &interfaces.SwInterfaceTagAddDel{IsAdd: true, SwIfIndex: idx, Tag: "t"},
 		Reply: &interfaces.SwInterfaceTagAddDelReply{}}}
@@ -479,7 +479,10 @@ func TestPipelineKeepsNoHugeBuffer(t *testing.T) {
 	}
 	var calls []vppconn.Call
 	size := 0
-	for i := range 300 {
+	// More than a window: the last of the writes that fill the first
+	// window (16, 16, 32... requests, see firstWrite) holds 256 of them,
+	// 1.3 MB.
+	for i := range 600 {
 		req := &ip.IPRouteAddDel{IsAdd: false, Route: ip.IPRoute{NPaths: uint8(len(paths)), Paths: paths,
 			Prefix: ip_types.Prefix{Len: 32, Address: ip_types.Address{Af: ip_types.ADDRESS_IP4, Un: ip_types.AddressUnion{XXX_UnionData: [16]byte{198, 18, byte(i >> 8), byte(i)}}}}}}
 		size += req.Size()
@@ -505,5 +508,253 @@ func TestPipelineKeepsNoHugeBuffer(t *testing.T) {
 	}
 	if kept := m.BatchBuffer(); cap(kept) == 0 || cap(kept) > 1<<20 {
 		t.Errorf("after a small batch the buffer kept is %d bytes, want one of its size", cap(kept))
+	}
+}
+
+// TestPipelinePrepared: PipelinePrepared makes each call as the pipeline
+// comes to it, on vppsim and the real VPP. Every call is prepared once, in
+// order, before its then; the later calls are made after the first
+// replies came (then(0) before prepare of the third window), and the first
+// requests are in VPP while the first window is being made (a dump from
+// prepare, which VPP answers after the requests written before it, sees
+// loopbacks). Calls prepared without a Request, with an Err, or with More
+// and a Reply are not sent and keep (or get) their result; the others
+// each get their own reply, and only they count in the metrics.
+func TestPipelinePrepared(t *testing.T) {
+	m := connected(t)
+	reg := prometheus.NewRegistry()
+	if err := m.Register(reg); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	const n = 3*vppconn.PipelineWindow + 100
+	refused := errors.New("refused when prepared")
+	var log []string
+	seenEarly := -1 // the loopbacks VPP had when the first window was half made
+	calls := make([]vppconn.Call, n)
+	m.PipelinePrepared(ctx, "interfaces", calls, func(i int) {
+		log = append(log, fmt.Sprint("prepare ", i))
+		switch {
+		case i%100 == 7: // nothing to send
+		case i%100 == 42:
+			calls[i] = vppconn.Call{Request: &interfaces.CreateLoopback{}, Reply: &interfaces.CreateLoopbackReply{}, Err: refused}
+		case i == 300:
+			calls[i] = vppconn.Call{Request: &interfaces.CreateLoopback{}, Reply: &interfaces.CreateLoopbackReply{},
+				More: []govppapi.Message{&interfaces.SwInterfaceDump{}}}
+		default:
+			calls[i] = vppconn.Call{Request: &interfaces.CreateLoopback{}, Reply: &interfaces.CreateLoopbackReply{}}
+		}
+		if i == vppconn.PipelineWindow/2 {
+			conn, err := m.Conn("interfaces")
+			if err != nil {
+				t.Fatal(err)
+			}
+			ifs, err := vppconn.Dump[*interfaces.SwInterfaceDetails](ctx, conn, &interfaces.SwInterfaceDump{SwIfIndex: ^interface_types.InterfaceIndex(0)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			seenEarly = len(ifs) - 1 // local0
+		}
+	}, func(i int) {
+		log = append(log, fmt.Sprint("then ", i))
+	})
+
+	// The order of the callbacks.
+	prepared, thens := 0, 0
+	for _, e := range log {
+		var i int
+		if _, err := fmt.Sscanf(e, "prepare %d", &i); err == nil {
+			if i != prepared {
+				t.Fatalf("%q after %d calls prepared: want prepare %d (callbacks: %v)", e, prepared, prepared, log)
+			}
+			prepared++
+			continue
+		}
+		if _, err := fmt.Sscanf(e, "then %d", &i); err != nil || i != thens || i >= prepared {
+			t.Fatalf("%q after %d thens and %d calls prepared: want then %d, after its prepare", e, thens, prepared, thens)
+		}
+		thens++
+	}
+	if prepared != n || thens != n {
+		t.Fatalf("%d calls prepared and %d thens, want %d of each", prepared, thens, n)
+	}
+	if first, late := slices.Index(log, "then 0"), slices.Index(log, fmt.Sprint("prepare ", 2*vppconn.PipelineWindow)); first > late {
+		t.Errorf("then 0 came after call %d was prepared: the calls were all made before the first reply", 2*vppconn.PipelineWindow)
+	}
+	if seenEarly < firstWriteAtLeast {
+		t.Errorf("VPP had %d loopbacks when the first window was half made, want the first requests written already (at least %d)", seenEarly, firstWriteAtLeast)
+	}
+
+	// The results.
+	var created []uint32
+	for i, c := range calls {
+		switch {
+		case i%100 == 7:
+			if c.Request != nil || c.Err != nil {
+				t.Errorf("call %d, prepared with nothing to send: %v %v", i, c.Request, c.Err)
+			}
+		case i%100 == 42:
+			if c.Err != refused || c.Reply.(*interfaces.CreateLoopbackReply).SwIfIndex != 0 {
+				t.Errorf("call %d, prepared with an error: %v, reply %+v: want the error, no reply", i, c.Err, c.Reply)
+			}
+		case i == 300:
+			if c.Err == nil || !strings.Contains(c.Err.Error(), "has More requests but is not a dump") {
+				t.Errorf("call %d, with More and a Reply: %v", i, c.Err)
+			}
+		default:
+			if c.Err != nil {
+				t.Fatalf("call %d: %v", i, c.Err)
+			}
+			idx := uint32(c.Reply.(*interfaces.CreateLoopbackReply).SwIfIndex)
+			if len(created) > 0 && idx <= created[len(created)-1] {
+				t.Fatalf("call %d: sw_if_index %d after %d: replies out of order", i, idx, created[len(created)-1])
+			}
+			created = append(created, idx)
+		}
+	}
+	want := 0
+	for i := range n {
+		if i%100 != 7 && i%100 != 42 && i != 300 {
+			want++
+		}
+	}
+	if len(created) != want {
+		t.Fatalf("%d loopbacks created, want %d", len(created), want)
+	}
+	if counts := callCounts(t, reg); counts["create_loopback ok"] != len(created) || counts["create_loopback error"] != 0 {
+		t.Errorf("metrics: %v, want %d create_loopback ok and nothing else of it (the calls not sent are not counted)", counts, len(created))
+	}
+	conn, err := m.Conn("interfaces")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ifs, err := vppconn.Dump[*interfaces.SwInterfaceDetails](ctx, conn, &interfaces.SwInterfaceDump{SwIfIndex: ^interface_types.InterfaceIndex(0)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ifs)-1 != len(created) {
+		t.Errorf("VPP has %d interfaces besides local0, want the %d created", len(ifs)-1, len(created))
+	}
+	dels := make([]vppconn.Call, len(created))
+	for i, idx := range created {
+		dels[i] = vppconn.Call{Request: &interfaces.DeleteLoopback{SwIfIndex: interface_types.InterfaceIndex(idx)}, Reply: &interfaces.DeleteLoopbackReply{}}
+	}
+	m.Pipeline(ctx, "interfaces", dels)
+	for i, c := range dels {
+		if c.Err != nil {
+			t.Fatalf("delete_loopback %d: %v", i, c.Err)
+		}
+	}
+}
+
+// firstWriteAtLeast is how many requests a batch writes first, at least
+// (vppconn's firstWrite).
+const firstWriteAtLeast = 16
+
+// TestPipelinePreparedBreaks: when the pipeline breaks (a reply later than
+// the call timeout) or cannot start (cancelled, not connected), the calls
+// not yet made are prepared all the same, in order, each once; their
+// errors name their own requests, and the calls prepared not to be sent
+// keep prepare's result.
+func TestPipelinePreparedBreaks(t *testing.T) {
+	needSim(t, "a VPP slow to answer (Delay)")
+	const timeout = 200 * time.Millisecond
+	sim, m, rec := simManager(t, timeout)
+	sim.Delay("sw_interface_set_flags", 2*timeout)
+
+	const n = 3 * vppconn.PipelineWindow
+	run := func(ctx context.Context, m *vppconn.Manager) []vppconn.Call {
+		calls := make([]vppconn.Call, n)
+		made, thens := 0, 0
+		m.PipelinePrepared(ctx, "interfaces", calls, func(i int) {
+			if i != made {
+				t.Fatalf("prepare %d after %d calls prepared", i, made)
+			}
+			made++
+			switch {
+			case i%10 == 3: // nothing to send
+			case i == 100:
+				calls[i] = vppconn.Call{Request: &interfaces.SwInterfaceSetFlags{SwIfIndex: 1 << 30}, Reply: &interfaces.SwInterfaceSetFlagsReply{}}
+			case i%2 == 0:
+				calls[i] = vppconn.Call{Request: &interfaces.CreateLoopback{}, Reply: &interfaces.CreateLoopbackReply{}}
+			default:
+				calls[i] = vppconn.Call{Request: &interfaces.SwInterfaceGetTable{SwIfIndex: 0}, Reply: &interfaces.SwInterfaceGetTableReply{}}
+			}
+		}, func(i int) {
+			if i != thens || i >= made {
+				t.Fatalf("then %d after %d thens and %d calls prepared", i, thens, made)
+			}
+			thens++
+		})
+		if made != n || thens != n {
+			t.Fatalf("%d calls prepared and %d thens, want %d of each", made, thens, n)
+		}
+		return calls
+	}
+	check := func(what string, calls []vppconn.Call, from int, cause error) {
+		t.Helper()
+		for i, c := range calls {
+			switch {
+			case i%10 == 3:
+				if c.Request != nil || c.Err != nil {
+					t.Fatalf("%s: call %d, prepared with nothing to send: %v %v", what, i, c.Request, c.Err)
+				}
+			case i < from:
+				if c.Err != nil {
+					t.Fatalf("%s: call %d: %v", what, i, c.Err)
+				}
+			default:
+				var pe *vppconn.PipelineError
+				if !errors.As(c.Err, &pe) || pe.Message != c.Request.GetMessageName() || !errors.Is(c.Err, cause) {
+					t.Fatalf("%s: call %d (%s): %v, want a *PipelineError naming it, of %v", what, i, c.Request.GetMessageName(), c.Err, cause)
+				}
+			}
+		}
+	}
+
+	calls := run(context.Background(), m)
+	var te *vppconn.CallTimeoutError
+	if !errors.As(calls[100].Err, &te) {
+		t.Fatalf("call 100 (the slow one): %v, want a *CallTimeoutError", calls[100].Err)
+	}
+	check("after the slow reply", calls, 100, te)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	sim.ResetCalls()
+	check("cancelled", run(ctx, m), 0, context.Canceled)
+	if got := sim.Calls(); len(got) != 0 {
+		t.Errorf("vppsim received %v after a cancelled pipeline", got)
+	}
+	noErrorRecords(t, rec)
+
+	// Pipeline refuses calls it cannot send (a call without a Request, a
+	// call with More and a Reply) before sending anything.
+	for name, bad := range map[string]vppconn.Call{
+		"has no Request": {Reply: &interfaces.CreateLoopbackReply{}},
+		"(create_loopback) has More requests but is not a dump": {Request: &interfaces.CreateLoopback{}, Reply: &interfaces.CreateLoopbackReply{},
+			More: []govppapi.Message{&interfaces.CreateLoopback{}}},
+	} {
+		sim.ResetCalls()
+		calls := []vppconn.Call{{Request: &interfaces.CreateLoopback{}, Reply: &interfaces.CreateLoopbackReply{}}, bad}
+		m.Pipeline(context.Background(), "interfaces", calls)
+		for i, c := range calls {
+			if c.Err == nil || !strings.Contains(c.Err.Error(), "call 1 "+name) {
+				t.Errorf("Pipeline with a call that %s: call %d: %v, want the refusal naming call 1", name, i, c.Err)
+			}
+		}
+		if got := sim.Calls(); len(got) != 0 {
+			t.Errorf("vppsim received %v from a refused pipeline", got)
+		}
+	}
+
+	// Not connected: every call fails with ErrNotConnected, prepared first.
+	m2 := vppconn.New(vppconn.Options{Socket: t.TempDir() + "/none.sock"})
+	calls = run(context.Background(), m2)
+	for i, c := range calls {
+		if i%10 != 3 && !errors.Is(c.Err, vppconn.ErrNotConnected) {
+			t.Fatalf("not connected: call %d: %v, want ErrNotConnected", i, c.Err)
+		}
 	}
 }
