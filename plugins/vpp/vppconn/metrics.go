@@ -6,6 +6,7 @@ import (
 	"io"
 	"reflect"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -102,10 +103,29 @@ func retvalError(reply api.Message) error {
 	if v.Kind() != reflect.Struct {
 		return nil
 	}
-	if f := v.FieldByName("Retval"); f.IsValid() && f.CanInt() && f.Int() != 0 {
-		return api.RetvalToVPPApiError(int32(f.Int()))
+	if i := retvalField(v.Type()); i >= 0 {
+		if r := v.Field(i).Int(); r != 0 {
+			return api.RetvalToVPPApiError(int32(r))
+		}
 	}
 	return nil
+}
+
+// retvalFields: by reply struct type, the index of its integer Retval
+// field, -1 for none (a lookup by name per reply cost ~100 ns, 1 ms a
+// batch of 10,000 routes).
+var retvalFields sync.Map
+
+func retvalField(t reflect.Type) int {
+	if i, ok := retvalFields.Load(t); ok {
+		return i.(int)
+	}
+	i := -1
+	if f, ok := t.FieldByName("Retval"); ok && len(f.Index) == 1 && f.Type.Kind() >= reflect.Int && f.Type.Kind() <= reflect.Int64 {
+		i = f.Index[0]
+	}
+	retvalFields.Store(t, i)
+	return i
 }
 
 func (c instrumented) NewStream(ctx context.Context, options ...api.StreamOption) (api.Stream, error) {
