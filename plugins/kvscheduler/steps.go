@@ -392,8 +392,10 @@ func (s *Scheduler) executeSteps(steps *chunks[step], batching bool) execResult 
 func (s *Scheduler) runWaves(all []*step, from, to int, metaOf func(*step) any, result func(int, *step, any, error), failed *bool) {
 	// wave(j) = 1 + the highest wave of an earlier step of the same node,
 	// of one related to the node, or of one of the nodes it is related to.
-	asNode := map[*node]int{}    // highest wave of a step of the node
-	asRelated := map[*node]int{} // highest wave of a step related to the node
+	// Sized for a step per node (a bulk create): grown step by step, they
+	// cost the 14,000 steps of the VPP create ~0.5-1 ms more.
+	asNode := make(map[*node]int, to-from)    // highest wave of a step of the node
+	asRelated := make(map[*node]int, to-from) // highest wave of a step related to the node
 	waves := [][]int{}
 	for j := from; j < to; j++ {
 		st := all[j]
