@@ -17,7 +17,8 @@ import (
 )
 
 // PipelineWindow is how many requests Pipeline keeps in flight at most; it
-// sends more, in one write, each time half of it is free. VPP reads the
+// sends more, in one write, each time half of it is free (at the start of a
+// batch, in writes of 16, 16, 32... requests, see firstWrite). VPP reads the
 // requests of one socket in order and answers each before it reads the
 // next, so the window only has to cover the round trip and the caller's
 // pauses (its work on each result with PipelineThen, the garbage
@@ -279,8 +280,10 @@ func (r *runOfCalls) flush(mt *metrics, each time.Duration) {
 // batch is Pipeline on the client's socket. It sends the calls in order,
 // up to window requests in flight (a call's More count; a call larger than
 // the window goes alone), encoded straight into one buffer and written in
-// one go each time half the window is free; each call has a context of its
-// own (batchContexts), its dump requests and their control ping included.
+// one go each time half the window is free (at the start, a write as soon
+// as there are firstWrite requests and as many as VPP has waiting, so that
+// VPP starts while the rest are made); each call has a context of its own
+// (batchContexts), its dump requests and their control ping included.
 // The reader hands the replies over in bulk; each is checked to carry the
 // context of the call due (VPP answers in order) and, for a call with a
 // Reply, to be of the Reply's type; a dump's details end at the control
