@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/dynamicpb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/netagent-io/netagent/plugins/kvscheduler"
@@ -271,6 +272,29 @@ func TestBadWrongValueType(t *testing.T) {
 		}
 	}
 	e.wantSB("typed/1", "")
+	e.proveWorking()
+
+	// Messages of no generated type (dynamicpb) have their type's name
+	// checked, also after values of the generated type were accepted: one
+	// of the type is accepted, one of another type after it refused.
+	if err := e.commit(context.Background(), "typed/1", mocksb.Str("right again")); err != nil {
+		t.Fatalf("commit of the right type: %v", err)
+	}
+	dynamic := func(m proto.Message) proto.Message {
+		d := dynamicpb.NewMessage(m.ProtoReflect().Descriptor())
+		proto.Merge(d, m)
+		return d
+	}
+	if err := e.commit(context.Background(), "typed/3", dynamic(wrapperspb.String("dynamic"))); err != nil {
+		t.Fatalf("commit of a dynamic message of the right type: %v", err)
+	}
+	e.wantState("typed/3", api.ValueStateConfigured)
+	err = e.commit(context.Background(), "typed/2", dynamic(wrapperspb.Int64(9)))
+	if !errors.As(err, &txnErr) || txnErr.ErrorOf("typed/2") == nil ||
+		!strings.Contains(txnErr.ErrorOf("typed/2").Error(), "value of type google.protobuf.Int64Value, descriptor typed expects google.protobuf.StringValue") {
+		t.Fatalf("commit of a dynamic message of the wrong type: %v, want its type named", err)
+	}
+	e.wantState("typed/2", api.ValueStateInvalid)
 	e.proveWorking()
 }
 

@@ -372,7 +372,7 @@ func validDeps(deps []api.Dependency) []api.Dependency {
 func (r *txnRun) validate(n *node, value proto.Message) error {
 	d := n.desc.d
 	if d.ValueTypeName != "" {
-		if got := string(value.ProtoReflect().Descriptor().FullName()); got != d.ValueTypeName {
+		if got, ok := n.desc.ofValueType(value); !ok {
 			return api.NewInvalidValueError(fmt.Errorf("value of type %s, descriptor %s expects %s", got, d.Name, d.ValueTypeName))
 		}
 	}

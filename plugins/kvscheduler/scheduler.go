@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"reflect"
 	"slices"
 	"sort"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoregistry"
 
 	"github.com/netagent-io/netagent/plugins/kvscheduler/api"
 )
@@ -290,6 +292,29 @@ func (s *Scheduler) Close() {
 type descriptorInfo struct {
 	d        *api.KVDescriptor
 	metadata api.MetadataMapRW
+	// valueType is the Go type of the generated message of the
+	// descriptor's ValueTypeName, once a value of it was seen (ofValueType).
+	valueType atomic.Value // reflect.Type
+}
+
+// ofValueType tells whether value is a message of the descriptor's
+// ValueTypeName, and the name of its type when it is not. A value of the
+// Go type of the generated message of that name is, without its name read
+// (ProtoReflect, ~150 ns a value); other values (a dynamicpb message, of
+// whatever name) have their name compared.
+func (di *descriptorInfo) ofValueType(value proto.Message) (string, bool) {
+	t := reflect.TypeOf(value)
+	if known, _ := di.valueType.Load().(reflect.Type); known != nil && known == t {
+		return di.d.ValueTypeName, true
+	}
+	got := value.ProtoReflect().Descriptor().FullName()
+	if string(got) != di.d.ValueTypeName {
+		return string(got), false
+	}
+	if mt, err := protoregistry.GlobalTypes.FindMessageByName(got); err == nil && reflect.TypeOf(mt.Zero().Interface()) == t {
+		di.valueType.Store(t)
+	}
+	return string(got), true
 }
 
 func (di *descriptorInfo) label(key string) string {
