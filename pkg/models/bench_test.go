@@ -151,3 +151,23 @@ func BenchmarkCheckKeyRoutes(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/n, "ns/route")
 }
+
+// BenchmarkValidVPPName: a VPP interface name checked as ifplugin checks
+// the tag of every interface VPP reports, directly and through its key.
+func BenchmarkValidVPPName(b *testing.B) {
+	const name = "bench-lp"
+	b.Run("ValidVPPName", func(b *testing.B) {
+		for b.Loop() {
+			if !models.ValidVPPName(name) {
+				b.Fatal("refused")
+			}
+		}
+	})
+	b.Run("ParseKey", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := models.VPPInterface.ParseKey(models.VPPInterface.KeyPrefix + name); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

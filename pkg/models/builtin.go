@@ -141,6 +141,13 @@ func linuxIfNameSuffix(s string) (KeyParts, error) {
 	return nameSuffix(s)
 }
 
+// ValidVPPName tells whether s can be the name of a VPP interface or
+// bridge domain (which is also its VPP tag): whether the key of that name
+// parses (ParseKey), without the key built and parsed.
+func ValidVPPName(s string) bool {
+	return len(s) <= vppTagLen && checkName(s) == nil
+}
+
 // vppNameSuffix is the name of a VPP interface or bridge domain, which is
 // also its VPP tag.
 func vppNameSuffix(s string) (KeyParts, error) {

@@ -75,3 +75,44 @@ func BenchmarkCheckName(b *testing.B) {
 		}
 	}
 }
+
+// TestValidVPPNameAgreesWithParseKey: ValidVPPName accepts exactly the
+// names whose interface and bridge domain keys parse: every string of up to
+// 3 bytes from a tricky alphabet, and names around the tag's length.
+func TestValidVPPNameAgreesWithParseKey(t *testing.T) {
+	alphabet := []string{"a", ".", "/", " ", "\x00", "~", "\xc3\xa9", "\xff"}
+	agree := func(s string) bool {
+		for _, m := range []*Model{VPPInterface, VPPBridgeDomain} {
+			_, err := m.ParseKey(m.KeyPrefix + s)
+			if ValidVPPName(s) != (err == nil) {
+				t.Fatalf("ValidVPPName(%q) = %v, ParseKey of its %s key: %v", s, ValidVPPName(s), m.Name, err)
+			}
+		}
+		return ValidVPPName(s)
+	}
+	valid, checked := 0, 0
+	var all func(prefix string, n int)
+	all = func(prefix string, n int) {
+		checked++
+		if agree(prefix) {
+			valid++
+		}
+		if n == 0 {
+			return
+		}
+		for _, c := range alphabet {
+			all(prefix+c, n-1)
+		}
+	}
+	all("", 3)
+	for _, s := range []string{strings.Repeat("n", vppTagLen), strings.Repeat("n", vppTagLen+1),
+		strings.Repeat("\xc3\xa9", vppTagLen/2) + "n", strings.Repeat("\xc3\xa9", vppTagLen/2+1), "GigabitEthernet0/8/0", "loop0/"} {
+		checked++
+		if agree(s) {
+			valid++
+		}
+	}
+	if valid == 0 || valid == checked {
+		t.Fatalf("ValidVPPName accepted %d of %d names: the alphabet does not test it", valid, checked)
+	}
+}

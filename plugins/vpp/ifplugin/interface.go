@@ -580,10 +580,7 @@ func ours(i *vppcalls.Interface) bool {
 }
 
 // validName tells whether name can be the logical name of an interface.
-func validName(name string) bool {
-	_, err := models.VPPInterface.ParseKey(InterfaceKey(name))
-	return err == nil
-}
+func validName(name string) bool { return models.ValidVPPName(name) }
 
 // logicalName is the name an interface is known by: the tag of ours, VPP's
 // name of a foreign one.
