@@ -106,9 +106,18 @@ func (s *Scheduler) refreshAll(descs *descriptorSet, qt *queuedTxn) []api.KeyWit
 		_, ok := nbWants[key]
 		return ok
 	}
-	// Phase 1: ask every descriptor, in RetrieveDependencies order. Metadata
-	// is published at once, as later Retrieves may need it (routes look up
-	// interface indexes).
+	// Phase 1: ask every descriptor, in RetrieveDependencies order. The
+	// metadata of a descriptor that a RetrieveDependencies names is
+	// published at once, as later Retrieves may need it (routes look up
+	// interface indexes); the others' is published as applyRetrieved
+	// records their values (where it changed: for 10,000 routes, a write
+	// into the map each less).
+	needed := map[string]bool{}
+	for _, di := range order {
+		for _, dep := range di.d.RetrieveDependencies {
+			needed[dep] = true
+		}
+	}
 	results := map[*descriptorInfo][]api.KVWithMetadata{}
 	for _, di := range order {
 		if di.d.Retrieve == nil {
@@ -128,7 +137,7 @@ func (s *Scheduler) refreshAll(descs *descriptorSet, qt *queuedTxn) []api.KeyWit
 			continue // the SB of this descriptor stays as the graph knows it
 		}
 		results[di] = kvs
-		if di.metadata != nil {
+		if di.metadata != nil && needed[di.d.Name] {
 			for _, kv := range kvs {
 				if kv.Key != "" && kv.Value != nil && kv.Metadata != nil && di.d.KeySelector(kv.Key) {
 					di.metadata.Put(di.label(kv.Key), kv.Metadata)

@@ -1392,3 +1392,51 @@ func TestScenario14_EmptyResyncOnEmptySystem(t *testing.T) {
 			seq, len(rec.Values), len(rec.Planned), len(rec.Executed))
 	}
 }
+
+// TestResyncPublishesRetrievedMetadata: after a full resync, the metadata
+// map of every descriptor holds what its Retrieve returned: for a
+// descriptor whose values a later Retrieve looks up (named in its
+// RetrieveDependencies: published before that Retrieve, which sees it) as
+// for one no Retrieve depends on (published as the values are recorded):
+// an in-sync value's, one the SB renumbered behind the agent's back, a
+// value found in the SB only.
+func TestResyncPublishesRetrievedMetadata(t *testing.T) {
+	e := newEnv(t)
+	var seen []int // the interface indexes the leaf Retrieve found published
+	e.register(
+		mocksb.Options{Name: "leaf", Prefix: "leaf/", NB: true, WithMetadata: true, Deps: mocksb.DependsOn,
+			RetrieveDependencies: []string{"iface"}, OnRetrieve: func([]api.KVWithMetadata) {
+				seen = seen[:0]
+				for _, key := range []string{"iface/a", "iface/b"} {
+					if md, ok := e.s.GetMetadataMap("iface").GetValue(key); ok {
+						seen = append(seen, md.(*mocksb.Meta).Index)
+					}
+				}
+			}},
+		mocksb.Options{Name: "iface", Prefix: "iface/", NB: true, WithMetadata: true},
+	)
+	nb := []kv{set("iface/a", "tap"), set("iface/b", "tap"), set("leaf/x", "x dep=iface/a"), set("leaf/y", "y dep=iface/b")}
+	if _, err := e.resync(nb...); err != nil {
+		t.Fatal(err)
+	}
+	x := e.metaIndex("leaf", "leaf/x")
+	if x == 0 || e.metaIndex("leaf", "leaf/y") == 0 {
+		t.Fatalf("created leaves without their metadata published: x %d, y %d", x, e.metaIndex("leaf", "leaf/y"))
+	}
+
+	// Behind the agent's back: b and y renumbered, z created.
+	e.sb.Put("iface/b", mocksb.Str("tap"), &mocksb.Meta{Index: 102}, api.FromNB)
+	e.sb.Put("leaf/y", mocksb.Str("y dep=iface/b"), &mocksb.Meta{Index: 202}, api.FromNB)
+	e.sb.Put("leaf/z", mocksb.Str("z"), &mocksb.Meta{Index: 203}, api.FromSB)
+	if _, err := e.resync(nb...); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(seen, []int{e.metaIndex("iface", "iface/a"), 102}) {
+		t.Errorf("the leaf Retrieve found the interface indexes %v published, want those retrieved just before (%d, 102)", seen, e.metaIndex("iface", "iface/a"))
+	}
+	e.expectMeta("iface", "iface/b", 102)
+	e.expectMeta("leaf", "leaf/x", x)
+	e.expectMeta("leaf", "leaf/y", 202)
+	e.expectMeta("leaf", "leaf/z", 203)
+	e.expectState("leaf/z", api.ValueStateObtained)
+}
