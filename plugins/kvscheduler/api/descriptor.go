@@ -278,7 +278,10 @@ type KVDescriptor struct {
 
 	// RetrieveDependencies names the descriptors whose values must be
 	// retrieved before this one's (e.g. interfaces before routes, to map
-	// interface indexes to names).
+	// interface indexes to names). The metadata their Retrieves returned is
+	// in their metadata maps when this Retrieve is called; a Retrieve must
+	// not look up the metadata of a descriptor it does not name (it may be
+	// as the previous refresh left it).
 	RetrieveDependencies []string
 }
 
