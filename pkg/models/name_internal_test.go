@@ -11,22 +11,14 @@ import (
 // the valid names of printable ASCII (checkNameRunes decides the rest).
 func TestPlainNameAgreesWithRunes(t *testing.T) {
 	alphabet := []string{"a", ".", "/", " ", "\x00", "\x7f", "~", "!", "\xc3\xa9", "\xff"}
-	var all func(prefix string, n int)
 	checked, plain := 0, 0
-	all = func(prefix string, n int) {
-		check(t, prefix)
+	eachString(alphabet, 4, func(s string) {
+		check(t, s)
 		checked++
-		if plainName(prefix) {
+		if plainName(s) {
 			plain++
 		}
-		if n == 0 {
-			return
-		}
-		for _, c := range alphabet {
-			all(prefix+c, n-1)
-		}
-	}
-	all("", 4)
+	})
 	for _, s := range []string{strings.Repeat("n", MaxNameLen), strings.Repeat("n", MaxNameLen+1),
 		strings.Repeat("a/", 127) + "a", strings.Repeat("a/", 127) + "ab", "GigabitEthernet0/8/0", "a.b/c..d/...", "x/../y"} {
 		check(t, s)
@@ -91,20 +83,12 @@ func TestValidVPPNameAgreesWithParseKey(t *testing.T) {
 		return ValidVPPName(s)
 	}
 	valid, checked := 0, 0
-	var all func(prefix string, n int)
-	all = func(prefix string, n int) {
+	eachString(alphabet, 3, func(s string) {
 		checked++
-		if agree(prefix) {
+		if agree(s) {
 			valid++
 		}
-		if n == 0 {
-			return
-		}
-		for _, c := range alphabet {
-			all(prefix+c, n-1)
-		}
-	}
-	all("", 3)
+	})
 	for _, s := range []string{strings.Repeat("n", vppTagLen), strings.Repeat("n", vppTagLen+1),
 		strings.Repeat("\xc3\xa9", vppTagLen/2) + "n", strings.Repeat("\xc3\xa9", vppTagLen/2+1), "GigabitEthernet0/8/0", "loop0/"} {
 		checked++
@@ -115,4 +99,20 @@ func TestValidVPPNameAgreesWithParseKey(t *testing.T) {
 	if valid == 0 || valid == checked {
 		t.Fatalf("ValidVPPName accepted %d of %d names: the alphabet does not test it", valid, checked)
 	}
+}
+
+// eachString calls f with every string of at most n pieces of the
+// alphabet, the empty one first.
+func eachString(alphabet []string, n int, f func(string)) {
+	var all func(prefix string, n int)
+	all = func(prefix string, n int) {
+		f(prefix)
+		if n == 0 {
+			return
+		}
+		for _, c := range alphabet {
+			all(prefix+c, n-1)
+		}
+	}
+	all("", n)
 }

@@ -45,11 +45,7 @@ func loopbackCalls(n, k int) []vppconn.Call {
 // created before it and none after), the failures do not stop the others,
 // and the metrics count every request.
 func TestPipeline(t *testing.T) {
-	m := connected(t)
-	reg := prometheus.NewRegistry()
-	if err := m.Register(reg); err != nil {
-		t.Fatal(err)
-	}
+	m, reg := metered(t)
 	const n, k = vppconn.PipelineWindow + 88, 50 // > PipelineWindow
 	calls := loopbackCalls(n, k)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -102,8 +98,26 @@ func TestPipeline(t *testing.T) {
 	}
 
 	// The loopbacks go again, pipelined too.
-	dels := make([]vppconn.Call, len(created))
-	for i, idx := range created {
+	deleteLoopbacks(ctx, t, m, created)
+}
+
+// metered is a connected Manager with its metrics in a registry of its own.
+func metered(t *testing.T) (*vppconn.Manager, *prometheus.Registry) {
+	t.Helper()
+	m := connected(t)
+	reg := prometheus.NewRegistry()
+	if err := m.Register(reg); err != nil {
+		t.Fatal(err)
+	}
+	return m, reg
+}
+
+// deleteLoopbacks deletes the loopbacks, pipelined, and fails the test on
+// any error.
+func deleteLoopbacks(ctx context.Context, t *testing.T, m *vppconn.Manager, idxs []uint32) {
+	t.Helper()
+	dels := make([]vppconn.Call, len(idxs))
+	for i, idx := range idxs {
 		dels[i] = vppconn.Call{Request: &interfaces.DeleteLoopback{SwIfIndex: interface_types.InterfaceIndex(idx)}, Reply: &interfaces.DeleteLoopbackReply{}}
 	}
 	m.Pipeline(ctx, "interfaces", dels)
@@ -112,6 +126,21 @@ func TestPipeline(t *testing.T) {
 			t.Fatalf("delete_loopback %d: %v", i, c.Err)
 		}
 	}
+}
+
+// loopbacksIn is how many interfaces VPP has besides local0, dumped through
+// GoVPP's connection when a pipeline is running.
+func loopbacksIn(ctx context.Context, t *testing.T, m *vppconn.Manager) int {
+	t.Helper()
+	conn, err := m.Conn("interfaces")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ifs, err := vppconn.Dump[*interfaces.SwInterfaceDetails](ctx, conn, &interfaces.SwInterfaceDump{SwIfIndex: ^interface_types.InterfaceIndex(0)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(ifs) - 1
 }
 
 // callCounts reads the Manager's call histogram: "message result" -> count.
@@ -257,11 +286,7 @@ func TestPipelineVPPGoes(t *testing.T) {
 // count every request. A call with More and a Reply fails every call, sent
 // nothing.
 func TestPipelineDumpsWithMore(t *testing.T) {
-	m := connected(t)
-	reg := prometheus.NewRegistry()
-	if err := m.Register(reg); err != nil {
-		t.Fatal(err)
-	}
+	m, reg := metered(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	const n = 120
@@ -521,11 +546,7 @@ func TestPipelineKeepsNoHugeBuffer(t *testing.T) {
 // and a Reply are not sent and keep (or get) their result; the others
 // each get their own reply, and only they count in the metrics.
 func TestPipelinePrepared(t *testing.T) {
-	m := connected(t)
-	reg := prometheus.NewRegistry()
-	if err := m.Register(reg); err != nil {
-		t.Fatal(err)
-	}
+	m, reg := metered(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	const n = 3*vppconn.PipelineWindow + 100
@@ -546,15 +567,7 @@ func TestPipelinePrepared(t *testing.T) {
 			calls[i] = vppconn.Call{Request: &interfaces.CreateLoopback{}, Reply: &interfaces.CreateLoopbackReply{}}
 		}
 		if i == vppconn.PipelineWindow/2 {
-			conn, err := m.Conn("interfaces")
-			if err != nil {
-				t.Fatal(err)
-			}
-			ifs, err := vppconn.Dump[*interfaces.SwInterfaceDetails](ctx, conn, &interfaces.SwInterfaceDump{SwIfIndex: ^interface_types.InterfaceIndex(0)})
-			if err != nil {
-				t.Fatal(err)
-			}
-			seenEarly = len(ifs) - 1 // local0
+			seenEarly = loopbacksIn(ctx, t, m)
 		}
 	}, func(i int) {
 		log = append(log, fmt.Sprint("then ", i))
@@ -625,27 +638,10 @@ func TestPipelinePrepared(t *testing.T) {
 	if counts := callCounts(t, reg); counts["create_loopback ok"] != len(created) || counts["create_loopback error"] != 0 {
 		t.Errorf("metrics: %v, want %d create_loopback ok and nothing else of it (the calls not sent are not counted)", counts, len(created))
 	}
-	conn, err := m.Conn("interfaces")
-	if err != nil {
-		t.Fatal(err)
+	if in := loopbacksIn(ctx, t, m); in != len(created) {
+		t.Errorf("VPP has %d interfaces besides local0, want the %d created", in, len(created))
 	}
-	ifs, err := vppconn.Dump[*interfaces.SwInterfaceDetails](ctx, conn, &interfaces.SwInterfaceDump{SwIfIndex: ^interface_types.InterfaceIndex(0)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(ifs)-1 != len(created) {
-		t.Errorf("VPP has %d interfaces besides local0, want the %d created", len(ifs)-1, len(created))
-	}
-	dels := make([]vppconn.Call, len(created))
-	for i, idx := range created {
-		dels[i] = vppconn.Call{Request: &interfaces.DeleteLoopback{SwIfIndex: interface_types.InterfaceIndex(idx)}, Reply: &interfaces.DeleteLoopbackReply{}}
-	}
-	m.Pipeline(ctx, "interfaces", dels)
-	for i, c := range dels {
-		if c.Err != nil {
-			t.Fatalf("delete_loopback %d: %v", i, c.Err)
-		}
-	}
+	deleteLoopbacks(ctx, t, m, created)
 }
 
 // firstWriteAtLeast is how many requests a batch writes first, at least
