@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"go.fd.io/govpp/api"
@@ -19,8 +21,10 @@ import (
 	"go.fd.io/govpp/binapi/ip_types"
 
 	kvapi "github.com/netagent-io/netagent/plugins/kvscheduler/api"
+	"github.com/netagent-io/netagent/plugins/vpp/ifplugin"
 	"github.com/netagent-io/netagent/plugins/vpp/internal/vpptest"
 	"github.com/netagent-io/netagent/plugins/vpp/l3plugin"
+	"github.com/netagent-io/netagent/plugins/vpp/vppconn"
 	vppl3 "github.com/netagent-io/netagent/proto/vpp/l3"
 )
 
@@ -387,5 +391,48 @@ func TestLeftoverNeighborOnReusedIndex(t *testing.T) {
 	e.mustCommit(del(mine.key))
 	if got := e.neighbors(); len(got) != 0 {
 		t.Errorf("neighbours left: %v", got)
+	}
+}
+
+// messageCount is a log handler counting the records of one message.
+type messageCount struct {
+	msg string
+	n   *atomic.Int64
+}
+
+func (h messageCount) Enabled(context.Context, slog.Level) bool { return true }
+func (h messageCount) Handle(_ context.Context, r slog.Record) error {
+	if r.Message == h.msg {
+		h.n.Add(1)
+	}
+	return nil
+}
+func (h messageCount) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h messageCount) WithGroup(string) slog.Handler      { return h }
+
+// TestResyncIndexesInterfacesOnce: the route and ARP Retrieves of one
+// resync share the index of the interfaces they look for (the same names:
+// every configured interface's, with the lister), so an interface deleted
+// behind the agent's back is found missing once a resync, and said once.
+func TestResyncIndexesInterfacesOnce(t *testing.T) {
+	e := newEnv(t)
+	var said atomic.Int64
+	log := slog.New(messageCount{msg: "retrieve: VPP has no interface of that name at the sw_if_index of its metadata (deleted by someone else?); its items are not looked for", n: &said})
+	e.s, e.p = vpptest.StartAgent(t, e.m, func(m *vppconn.Manager, ifaces ifplugin.InterfaceLookup, _ *slog.Logger) *l3plugin.Plugin {
+		return l3plugin.New(m, ifaces, log)
+	}, vpptest.InterfaceStandIn(e.m))
+	route := routeKV(t, &vppl3.Route{DstNetwork: "10.79.0.0/16", NextHopAddr: "10.79.0.1", OutgoingInterface: "ix2"})
+	arp := arpKV(t, &vppl3.ARPEntry{Interface: "ix1", IpAddress: "192.168.79.1", PhysAddress: "02:00:00:00:00:79", Static: true})
+	cfg := []kv{iface("ix1"), iface("ix2"), route, arp}
+	e.mustCommit(cfg...)
+	e.deleteLoopback(e.swIfIndex("ix2"))
+	if _, err := e.resync(kvapi.FullResync, cfg...); err != nil {
+		t.Logf("resync: %v", err)
+	}
+	if n := said.Load(); n != 1 {
+		t.Errorf("the resync said %d times that ix2 is missing from VPP, want once", n)
+	}
+	if got := e.vpp.NewRoutes(vpptest.SourceAPI); len(got) != 1 {
+		t.Errorf("VPP routes after the resync: %v, want the route through ix2, re-created", got)
 	}
 }

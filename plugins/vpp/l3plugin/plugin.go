@@ -138,7 +138,10 @@ func fromVPPPrefix(p ip_types.Prefix) (netip.Prefix, bool) {
 }
 
 // interfaceIndex maps the given logical names (and the lister's) to their
-// sw_if_index, for a Retrieve. Names without metadata are left out, and so
+// sw_if_index, for a Retrieve; the map is read only (the next Retrieve of
+// the refresh that asks for the same names gets it again: the routes' and
+// the ARP entries' usually, every configured interface's with the
+// lister). Names without metadata are left out, and so
 // are those whose metadata names an index at which VPP has no interface of
 // that name (tagged with it, as the agent's are, or named so, as foreign
 // ones are): the metadata of an interface deleted behind the agent's back
@@ -152,6 +155,43 @@ func (p *Plugin) interfaceIndex(ctx context.Context, names map[string]struct{}, 
 			names[n] = struct{}{}
 		}
 	}
+	memo := api.RefreshMemo(ctx)
+	if v, ok := memo.Load(memoInterfaceIndex); ok {
+		if last := v.(*indexOfNames); sameNames(last.names, names) {
+			return last.index, nil
+		}
+	}
+	out, err := p.lookUpInterfaces(ctx, names)
+	if err == nil {
+		memo.Store(memoInterfaceIndex, &indexOfNames{names: names, index: out})
+	}
+	return out, err
+}
+
+// memoInterfaceIndex is the refresh memo's key of the last index
+// interfaceIndex made (an *indexOfNames).
+const memoInterfaceIndex = "vpp/l3/interface-index"
+
+// indexOfNames is an index of interfaces and the names it was made for.
+type indexOfNames struct {
+	names map[string]struct{}
+	index map[string]uint32
+}
+
+func sameNames(a, b map[string]struct{}) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for n := range a {
+		if _, ok := b[n]; !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// lookUpInterfaces is interfaceIndex of the names, made anew.
+func (p *Plugin) lookUpInterfaces(ctx context.Context, names map[string]struct{}) (map[string]uint32, error) {
 	sorted := make([]string, 0, len(names))
 	for n := range names {
 		sorted = append(sorted, n)
