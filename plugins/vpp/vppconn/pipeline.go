@@ -174,8 +174,12 @@ func (l *lazyCalls) at(i int) *Call {
 	return &l.calls[i]
 }
 
-// sends tells whether call i (prepared) is to be sent.
-func (l *lazyCalls) sends(i int) bool { return l.unsent == nil || !l.unsent[i] }
+// sends tells whether call i is prepared and to be sent. (Every call is
+// prepared once the pipeline returned, unless a prepare or a then
+// panicked: the metrics then leave the calls not made out.)
+func (l *lazyCalls) sends(i int) bool {
+	return (l.prepare == nil || i < l.made) && (l.unsent == nil || !l.unsent[i])
+}
 
 // fail fails the calls from from on, but those not to be sent, with the
 // error errOf gives, calling then for each.

@@ -754,3 +754,42 @@ func TestPipelinePreparedBreaks(t *testing.T) {
 		}
 	}
 }
+
+// TestPipelinePreparedPanics: a prepare that panics in the middle of a
+// pipeline panics out of PipelinePrepared with its own value (nothing of
+// the pipeline's panics again over the calls not made), and the next
+// pipeline of the Manager works, the replies of the broken one dropped.
+func TestPipelinePreparedPanics(t *testing.T) {
+	m, reg := metered(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	const n, at = 2 * vppconn.PipelineWindow, vppconn.PipelineWindow + 10
+	calls := make([]vppconn.Call, n)
+	func() {
+		defer func() {
+			if p := recover(); p != "prepare fails" {
+				t.Errorf("PipelinePrepared panicked with %v, want the prepare's panic", p)
+			}
+		}()
+		m.PipelinePrepared(ctx, "interfaces", calls, func(i int) {
+			if i == at {
+				panic("prepare fails")
+			}
+			calls[i] = vppconn.Call{Request: &interfaces.SwInterfaceGetTable{SwIfIndex: 0}, Reply: &interfaces.SwInterfaceGetTableReply{}}
+		}, nil)
+		t.Error("PipelinePrepared returned")
+	}()
+	next := loopbackCalls(3, 10)
+	m.Pipeline(ctx, "interfaces", next)
+	var created []uint32
+	for i, c := range next {
+		if c.Err != nil {
+			t.Fatalf("the next pipeline's call %d: %v", i, c.Err)
+		}
+		created = append(created, uint32(c.Reply.(*interfaces.CreateLoopbackReply).SwIfIndex))
+	}
+	deleteLoopbacks(ctx, t, m, created)
+	if got := callCounts(t, reg)["sw_interface_get_table ok"]; got > at {
+		t.Errorf("metrics: %d sw_interface_get_table calls counted, want at most the %d made", got, at)
+	}
+}
