@@ -282,8 +282,22 @@ func (rs *refreshState) applyRetrieved(di *descriptorInfo, kvs []api.KVWithMetad
 	g.epoch++
 	seen := g.epoch
 	seenKnown := 0
+	// The node of a key: known is in key order, as Retrieves usually
+	// return their values, so it is found by walking known along (no map
+	// look-up per value: ~250 ns each, 10,000 routes); a key before the
+	// walk's place, or of no known node, is looked up.
+	next := 0
+	nodeOf := func(key string) *node {
+		for next < len(known) && known[next].key < key {
+			next++
+		}
+		if next < len(known) && known[next].key == key && known[next].inGraph {
+			return known[next]
+		}
+		return g.get(key)
+	}
 	for _, kv := range kvs {
-		n := g.get(kv.Key)
+		n := nodeOf(kv.Key)
 		if rs.isDerived(n, kv.Key) {
 			rs.retrievedDerived[kv.Key] = kv
 			continue

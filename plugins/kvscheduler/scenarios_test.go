@@ -21,6 +21,7 @@ import (
 	"io"
 	"log/slog"
 	"maps"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"sync"
@@ -1439,4 +1440,58 @@ func TestResyncPublishesRetrievedMetadata(t *testing.T) {
 	e.expectMeta("leaf", "leaf/y", 202)
 	e.expectMeta("leaf", "leaf/z", 203)
 	e.expectState("leaf/z", api.ValueStateObtained)
+}
+
+// TestResyncRetrievedInAnyOrder: a resync makes the same changes whatever
+// the order in which a Retrieve returns its values (the refresh finds
+// their nodes walking the graph's in key order): reversed and shuffled,
+// an in-sync value is left alone, one changed behind the agent's back is
+// updated, a missing one created, a stale one deleted; twice returned,
+// the first is kept.
+func TestResyncRetrievedInAnyOrder(t *testing.T) {
+	for name, reorder := range map[string]func([]api.KVWithMetadata) []api.KVWithMetadata{
+		"sorted":   func(kvs []api.KVWithMetadata) []api.KVWithMetadata { return kvs },
+		"reversed": func(kvs []api.KVWithMetadata) []api.KVWithMetadata { slices.Reverse(kvs); return kvs },
+		"shuffled": func(kvs []api.KVWithMetadata) []api.KVWithMetadata {
+			rand.New(rand.NewPCG(7, 9)).Shuffle(len(kvs), func(i, j int) { kvs[i], kvs[j] = kvs[j], kvs[i] })
+			return kvs
+		},
+		"twice": func(kvs []api.KVWithMetadata) []api.KVWithMetadata { return append(kvs, kvs[0]) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			e := newEnv(t)
+			d := e.sb.Descriptor(mocksb.Options{Name: "v", Prefix: "v/", NB: true, WithMetadata: true})
+			retrieve := d.Retrieve
+			d.Retrieve = func(ctx context.Context, c []api.KVWithMetadata) ([]api.KVWithMetadata, error) {
+				kvs, err := retrieve(ctx, c)
+				slices.SortFunc(kvs, func(a, b api.KVWithMetadata) int { return strings.Compare(a.Key, b.Key) })
+				return reorder(kvs), err
+			}
+			if err := e.s.RegisterKVDescriptor(d); err != nil {
+				t.Fatal(err)
+			}
+			var nb []kv
+			for i := range 40 {
+				nb = append(nb, set(fmt.Sprintf("v/%02d", i), fmt.Sprintf("value %d", i)))
+			}
+			e.mustCommit(context.Background(), nb...)
+			e.sb.Put("v/05", mocksb.Str("changed"), &mocksb.Meta{Index: 500}, api.FromNB)
+			e.sb.Remove("v/17")
+			e.sb.Put("v/99", mocksb.Str("stale"), &mocksb.Meta{Index: 900}, api.FromNB)
+			e.sb.ClearOps()
+			_, err := e.resync(nb...)
+			if name == "twice" {
+				if err == nil || !strings.Contains(err.Error(), "returned v/00 twice; the first is kept") {
+					t.Fatalf("resync with v/00 retrieved twice: %v, want that said", err)
+				}
+			} else if err != nil {
+				t.Fatal(err)
+			}
+			e.expectOpsWithRetrieve("resync", "retrieve v", "delete v/99", "update v/05=value 5", "create v/17=value 17")
+			for _, x := range nb {
+				e.expectState(x.key, api.ValueStateConfigured)
+			}
+			e.expectGone("v/99")
+		})
+	}
 }
