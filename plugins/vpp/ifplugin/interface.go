@@ -576,11 +576,8 @@ func (p *Plugin) update(ctx context.Context, key string, old, v *vppif.Interface
 // is a valid logical name (its NB key parses) and is of a kind the plugin
 // creates. Every other interface is foreign.
 func ours(i *vppcalls.Interface) bool {
-	return i.Tag != "" && i.Kind != vppcalls.KindOther && validName(i.Tag)
+	return i.Tag != "" && i.Kind != vppcalls.KindOther && models.ValidVPPName(i.Tag)
 }
-
-// validName tells whether name can be the logical name of an interface.
-func validName(name string) bool { return models.ValidVPPName(name) }
 
 // logicalName is the name an interface is known by: the tag of ours, VPP's
 // name of a foreign one.
@@ -661,7 +658,7 @@ func (p *Plugin) retrieve(ctx context.Context, correlate []api.TypedKV[*vppif.In
 		case want[i.Name] != nil:
 			p.log.Warn("the configuration names an interface like a foreign VPP interface: the configured one is created, the foreign one is left alone and not reported", "name", i.Name, "sw_if_index", i.SwIfIndex)
 			continue
-		case !validName(i.Name):
+		case !models.ValidVPPName(i.Name):
 			p.log.Debug("a foreign VPP interface's name cannot be a logical name: not reported", "name", i.Name, "sw_if_index", i.SwIfIndex)
 			continue
 		}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/netip"
 	"sort"
 
@@ -157,7 +158,7 @@ func (p *Plugin) interfaceIndex(ctx context.Context, names map[string]struct{}, 
 	}
 	memo := api.RefreshMemo(ctx)
 	if v, ok := memo.Load(memoInterfaceIndex); ok {
-		if last := v.(*indexOfNames); sameNames(last.names, names) {
+		if last := v.(*indexOfNames); maps.Equal(last.names, names) {
 			return last.index, nil
 		}
 	}
@@ -176,18 +177,6 @@ const memoInterfaceIndex = "vpp/l3/interface-index"
 type indexOfNames struct {
 	names map[string]struct{}
 	index map[string]uint32
-}
-
-func sameNames(a, b map[string]struct{}) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for n := range a {
-		if _, ok := b[n]; !ok {
-			return false
-		}
-	}
-	return true
 }
 
 // lookUpInterfaces is interfaceIndex of the names, made anew.
