@@ -21,7 +21,9 @@
 // in-calls-%, the share of the time spent inside those calls; on vppsim
 // only, msgs/value and msgs/s, the binary-API messages vppsim received
 // during the timed transaction (every request, the control ping that ends
-// each dump, and GoVPP's health-check pings, ten per second here). Each
+// each dump, and GoVPP's health-check pings, ten per second here); on a
+// real VPP whose process is visible here, vpp-cpu-s/op, the CPU time VPP
+// used during the timed transaction (cpu_test.go). Each
 // checks outside the timer what it did: the operations recorded, the calls
 // that change VPP by message (and, on vppsim, the requests that changed
 // it), and what VPP holds, read back with vpptest's dumps.
@@ -177,6 +179,14 @@ type benchEnv struct {
 
 	callStart vppCalls // the Manager's counts when the timer started
 	last      vppCalls // the calls of the last timed transaction
+
+	// VPP's CPU time in the timed transactions (vpp-cpu-s/op): its PID
+	// when the timer started (0: not measured, cpuWhy says why), its CPU
+	// time then, and the total.
+	cpuPID   int
+	cpuStart time.Duration
+	vppCPU   time.Duration
+	cpuWhy   string
 }
 
 // vppCalls are the VPP calls the Manager counted: their number, total time,
@@ -265,6 +275,13 @@ func (e *benchEnv) startTimer() {
 		e.vpp.Sim.ResetCalls()
 	}
 	e.callStart = e.vppCalls()
+	e.cpuPID, e.cpuWhy = e.vppPID()
+	if e.cpuPID != 0 {
+		var err error
+		if e.cpuStart, err = processCPU(e.cpuPID); err != nil {
+			e.b.Fatalf("VPP's CPU time: %v", err)
+		}
+	}
 	e.b.StartTimer()
 }
 
@@ -272,6 +289,13 @@ func (e *benchEnv) startTimer() {
 // totals.
 func (e *benchEnv) stopTimer() {
 	e.b.StopTimer()
+	if e.cpuPID != 0 {
+		cpu, err := processCPU(e.cpuPID)
+		if err != nil {
+			e.b.Fatalf("VPP's CPU time (did VPP restart during the transaction?): %v", err)
+		}
+		e.vppCPU += cpu - e.cpuStart
+	}
 	if e.vpp.Sim != nil {
 		e.msgs += len(e.vpp.Sim.Calls())
 	}
@@ -442,7 +466,8 @@ func (e *benchEnv) expectApplied(what string) {
 // in-calls-%, the share of the time spent in them (from the request to the
 // reply: GoVPP, the socket and VPP), the rest being the scheduler's and
 // the descriptors' own work; on vppsim, msgs/value and msgs/s, the
-// messages vppsim received.
+// messages vppsim received; on a real VPP whose process is here,
+// vpp-cpu-s/op, the CPU time VPP used during the timed transactions.
 func (e *benchEnv) report() {
 	b := e.b
 	elapsed := b.Elapsed()
@@ -457,6 +482,11 @@ func (e *benchEnv) report() {
 		if e.vpp.Sim != nil {
 			b.ReportMetric(float64(e.msgs)/elapsed.Seconds(), "msgs/s")
 		}
+	}
+	if e.cpuWhy == "" {
+		b.ReportMetric(e.vppCPU.Seconds()/float64(b.N), "vpp-cpu-s/op")
+	} else if b.N > 0 {
+		b.Logf("vpp-cpu-s/op not measured: %s", e.cpuWhy)
 	}
 	if *logCalls {
 		msgs := slices.SortedFunc(maps.Keys(e.byMsg), func(x, y string) int { return cmp.Compare(e.byMsg[y].d, e.byMsg[x].d) })
